@@ -1,0 +1,56 @@
+# Entry points.  `make demo` runs the local demonstration; `make check`
+# installs what is missing, builds with -Werror and runs every test, then
+# the unit tests again under AddressSanitizer and UBSan.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo check test unit asan fuzz docs docs-check bench clean
+
+all: build
+
+deps:
+	./scripts/install-deps.sh
+
+build:
+	cmake -S . -B $(BUILD) -DKN_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: deps build
+	python3 scripts/demo.py --build $(BUILD)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure
+
+unit: build
+	ctest --test-dir $(BUILD) -L unit --output-on-failure
+
+asan:
+	CC=clang cmake -S . -B $(ASAN_BUILD) -DKN_WERROR=ON -DKN_SANITIZE=ON -DKN_BUILD_SHARED=OFF
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure
+
+fuzz:
+	CC=clang cmake -S . -B build-fuzz -DKN_FUZZ=ON -DKN_BUILD_SHARED=OFF -DKN_BUILD_TESTS=OFF
+	cmake --build build-fuzz -j $(JOBS)
+	./scripts/run-fuzzers.sh build-fuzz 30
+
+docs: build
+	$(BUILD)/kncat -X list-md > docs/CONFIGURATION.md
+
+docs-check: build
+	$(BUILD)/kncat -X list-md | diff -u docs/CONFIGURATION.md - \
+	  || { echo "docs/CONFIGURATION.md is stale: run make docs"; exit 1; }
+
+check: deps build docs-check
+	ctest --test-dir $(BUILD) --output-on-failure -j 2
+	$(MAKE) asan
+	$(MAKE) fuzz
+
+bench: deps build
+	python3 bench/run.py --build $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -1,0 +1,65 @@
+/* Properties shared by every handle: AWS access, HTTP, retries, logging. */
+#include "core/conf.h"
+
+#define MS_MAX 86400000LL
+
+const kn_prop_t kn_props_client[] = {
+    {"region", "client", KN_PROP_STR, NULL, 0, 0, NULL,
+     "AWS region. Default: AWS_REGION, AWS_DEFAULT_REGION, then the profile's "
+     "region; us-east-1 when an endpoint is set and no region is found."},
+    {"profile", "client", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Profile of the shared config and credentials files. Default: "
+     "AWS_PROFILE, then \"default\"."},
+    {"endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Endpoint URL for every service. Default: AWS_ENDPOINT_URL, then the "
+     "regional AWS endpoint."},
+    {"kinesis.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Kinesis endpoint URL. Default: AWS_ENDPOINT_URL_KINESIS, then "
+     "`endpoint`."},
+    {"dynamodb.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
+     "DynamoDB endpoint URL for the lease table. Default: "
+     "AWS_ENDPOINT_URL_DYNAMODB, then `endpoint`."},
+    {"sts.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
+     "STS endpoint URL for web identity credentials. Default: "
+     "AWS_ENDPOINT_URL_STS, then `endpoint`, then the regional STS endpoint."},
+    {"aws.access.key.id", "client", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Access key id; with aws.secret.access.key it takes precedence over the "
+     "credentials chain."},
+    {"aws.secret.access.key", "client", KN_PROP_SECRET, NULL, 0, 0, NULL,
+     "Secret access key (never logged)."},
+    {"aws.session.token", "client", KN_PROP_SECRET, NULL, 0, 0, NULL,
+     "Session token for temporary credentials (never logged)."},
+    {"ssl.verify", "client", KN_PROP_BOOL, "true", 0, 0, NULL,
+     "Verify the server's TLS certificate and host name. Turn off only for "
+     "local servers with self-signed certificates."},
+    {"ssl.ca.location", "client", KN_PROP_STR, NULL, 0, 0, NULL,
+     "CA bundle file. Default: AWS_CA_BUNDLE, then the system store."},
+    {"http.version", "client", KN_PROP_ENUM, "auto", 0, 0,
+     "auto,1.1,2,2-prior-knowledge",
+     "HTTP version: auto negotiates HTTP/2 over TLS (ALPN) and uses HTTP/1.1 "
+     "in cleartext; 2-prior-knowledge speaks HTTP/2 in cleartext."},
+    {"http.connect.timeout.ms", "client", KN_PROP_INT, "10000", 1, MS_MAX, NULL,
+     "Timeout for establishing a connection (TCP and TLS)."},
+    {"http.request.timeout.ms", "client", KN_PROP_INT, "30000", 1, MS_MAX, NULL,
+     "Timeout for one HTTP request and response (not for event streams)."},
+    {"http.max.connections", "client", KN_PROP_INT, "64", 1, 10000, NULL,
+     "Connections kept open for reuse."},
+    {"retry.max.attempts", "client", KN_PROP_INT, "8", 1, 1000, NULL,
+     "Attempts of a retriable call (throttling, 5xx, connection failures) "
+     "before its error is reported."},
+    {"retry.backoff.ms", "client", KN_PROP_INT, "100", 1, MS_MAX, NULL,
+     "Base of the exponential back-off between attempts (full jitter)."},
+    {"retry.backoff.max.ms", "client", KN_PROP_INT, "20000", 1, MS_MAX, NULL,
+     "Ceiling of the back-off between attempts."},
+    {"retry.budget", "client", KN_PROP_INT, "500", 0, 1000000, NULL,
+     "Retry tokens shared by a handle's calls: a retry costs 5 (10 after a "
+     "timeout), a success returns 1; when empty, failures are reported at "
+     "once instead of retried, so an outage does not multiply load."},
+    {"log.level", "client", KN_PROP_INT, "5", 0, 7, NULL,
+     "Most verbose level logged: 3 error, 4 warning, 5 notice, 6 info, 7 "
+     "debug."},
+    {"statistics.interval.ms", "client", KN_PROP_INT, "0", 0, MS_MAX, NULL,
+     "Interval of the statistics callback; 0 disables statistics."},
+    {"user.agent", "client", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Text appended to the User-Agent header."},
+    {NULL, NULL, 0, NULL, 0, 0, NULL, NULL}};

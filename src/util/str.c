@@ -1,0 +1,85 @@
+#include "util/str.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+char *kn_vasprintf(const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return NULL;
+  char *s = malloc((size_t)n + 1);
+  if (!s) return NULL;
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  return s;
+}
+
+char *kn_asprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = kn_vasprintf(fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+char *kn_strndup(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (!d) return NULL;
+  memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+char *kn_strdup0(const char *s) { return s ? strdup(s) : NULL; }
+
+size_t kn_strlcpy(char *dst, const char *src, size_t size) {
+  size_t n = strlen(src);
+  if (size) {
+    size_t c = n < size - 1 ? n : size - 1;
+    memcpy(dst, src, c);
+    dst[c] = '\0';
+  }
+  return n;
+}
+
+int kn_str_has_prefix(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int kn_str_ieq(const char *a, const char *b) { return strcasecmp(a, b) == 0; }
+
+int kn_str_to_bool(const char *s) {
+  static const char *yes[] = {"true", "1", "yes", "on"};
+  static const char *no[] = {"false", "0", "no", "off"};
+  for (size_t i = 0; i < 4; i++) {
+    if (kn_str_ieq(s, yes[i])) return 1;
+    if (kn_str_ieq(s, no[i])) return 0;
+  }
+  return -1;
+}
+
+int kn_str_to_i64(const char *s, long long min, long long max,
+                  long long *out) {
+  if (!s || !*s || isspace((unsigned char)*s)) return -1;
+  errno = 0;
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end || v < min || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+char *kn_str_trim(char *s) {
+  char *b = s;
+  while (*b && isspace((unsigned char)*b)) b++;
+  size_t n = strlen(b);
+  while (n && isspace((unsigned char)b[n - 1])) n--;
+  memmove(s, b, n);
+  s[n] = '\0';
+  return s;
+}

@@ -1,0 +1,67 @@
+/* kt.h - the minimal unit-test harness: checks count, failures print
+ * file:line and the expression, main() returns non-zero if any check failed. */
+#ifndef KT_H
+#define KT_H
+
+#include <stdio.h>
+#include <string.h>
+#include <inttypes.h>
+
+static int kt_checks;
+static int kt_failures;
+
+#define KT_CHECK(cond)                                                        \
+  do {                                                                        \
+    kt_checks++;                                                              \
+    if (!(cond)) {                                                            \
+      kt_failures++;                                                          \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                         \
+  } while (0)
+
+#define KT_CHECK_MSG(cond, ...)                                               \
+  do {                                                                        \
+    kt_checks++;                                                              \
+    if (!(cond)) {                                                            \
+      kt_failures++;                                                          \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                           \
+      fputc('\n', stderr);                                                    \
+    }                                                                         \
+  } while (0)
+
+#define KT_CHECK_STR(a, b)                                                    \
+  do {                                                                        \
+    const char *kt_a_ = (a), *kt_b_ = (b);                                    \
+    kt_checks++;                                                              \
+    if (!kt_a_ || !kt_b_ || strcmp(kt_a_, kt_b_) != 0) {                      \
+      kt_failures++;                                                          \
+      fprintf(stderr, "%s:%d: %s == %s: \"%s\" != \"%s\"\n", __FILE__,        \
+              __LINE__, #a, #b, kt_a_ ? kt_a_ : "(null)",                     \
+              kt_b_ ? kt_b_ : "(null)");                                      \
+    }                                                                         \
+  } while (0)
+
+#define KT_CHECK_INT(a, b)                                                    \
+  do {                                                                        \
+    long long kt_a_ = (long long)(a), kt_b_ = (long long)(b);                 \
+    kt_checks++;                                                              \
+    if (kt_a_ != kt_b_) {                                                     \
+      kt_failures++;                                                          \
+      fprintf(stderr, "%s:%d: %s == %s: %lld != %lld\n", __FILE__, __LINE__,  \
+              #a, #b, kt_a_, kt_b_);                                          \
+    }                                                                         \
+  } while (0)
+
+#define KT_RUN(fn)                                                            \
+  do {                                                                        \
+    int kt_before_ = kt_failures;                                             \
+    fn();                                                                     \
+    fprintf(stderr, "%s %s\n", kt_failures == kt_before_ ? "ok  " : "FAIL", #fn); \
+  } while (0)
+
+#define KT_DONE()                                                             \
+  (fprintf(stderr, "%d checks, %d failed\n", kt_checks, kt_failures),         \
+   kt_failures ? 1 : 0)
+
+#endif
