@@ -250,9 +250,11 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
     }
   }
   const kc_sender_stats_t *st = kc_sender_stats(snd);
-  kc_noticef(ctx, "%llu records sent, %llu failed, %llu retries (%llu calls)",
-             (unsigned long long)st->sent, (unsigned long long)st->failed,
-             (unsigned long long)st->retries, (unsigned long long)st->calls);
+  kc_noticef(ctx, "%llu record%s sent, %llu failed, %llu retr%s (%llu call%s)",
+             (unsigned long long)st->sent, st->sent == 1 ? "" : "s",
+             (unsigned long long)st->failed, (unsigned long long)st->retries,
+             st->retries == 1 ? "y" : "ies", (unsigned long long)st->calls,
+             st->calls == 1 ? "" : "s");
   if (rc == KC_EXIT_OK && st->failed) rc = KC_EXIT_UNDELIVERED;
 out:
   kc_reader_free(&rd);
