@@ -79,6 +79,6 @@ int kc_usage_error(const kc_ctx_t *ctx, const char *fmt, ...) {
 }
 
 int kc_print_help(const kc_command_t *cmd) {
-  printf("usage: %s\n%s", cmd->usage, cmd->help);
+  printf("usage: %s%s", cmd->usage, cmd->help);
   return KC_EXIT_OK;
 }

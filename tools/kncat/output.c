@@ -5,6 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 int kc_out_init(kc_out_t *o, int fd, size_t flush_at) {
   memset(o, 0, sizeof(*o));
   o->fd = fd;
@@ -107,6 +111,13 @@ static inline size_t utf8_seq(const uint8_t *p, const uint8_t *end) {
 int kc_utf8_valid(const uint8_t *s, size_t n) {
   const uint8_t *end = s + n;
   while (s < end) {
+#ifdef __SSE2__
+    if (end - s >= 16 &&
+        !_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)s))) {
+      s += 16;
+      continue;
+    }
+#endif
     if (end - s >= 8 && !(load8(s) & HIGHS)) {
       s += 8;
       continue;
@@ -124,10 +135,71 @@ int kc_utf8_valid(const uint8_t *s, size_t n) {
 
 static const char hexdig[] = "0123456789abcdef";
 
+/* Escapes one character at s (a byte, or a whole UTF-8 sequence); NULL if
+ * s starts no valid sequence. */
+static inline char *escape_unit(char *d, const uint8_t **sp,
+                                const uint8_t *end) {
+  const uint8_t *s = *sp;
+  uint8_t c = *s;
+  if (c >= 0x80) {
+    size_t k = utf8_seq(s, end);
+    if (!k) return NULL;
+    memcpy(d, s, k); /* JSON carries UTF-8 as is */
+    *sp = s + k;
+    return d + k;
+  }
+  *sp = s + 1;
+  if (c >= 0x20 && c != '"' && c != '\\') {
+    *d = (char)c;
+    return d + 1;
+  }
+  *d++ = '\\';
+  switch (c) {
+    case '"': *d++ = '"'; break;
+    case '\\': *d++ = '\\'; break;
+    case '\n': *d++ = 'n'; break;
+    case '\r': *d++ = 'r'; break;
+    case '\t': *d++ = 't'; break;
+    case '\b': *d++ = 'b'; break;
+    case '\f': *d++ = 'f'; break;
+    default:
+      memcpy(d, "u00", 3);
+      d[3] = hexdig[c >> 4];
+      d[4] = hexdig[c & 15];
+      d += 5;
+  }
+  return d;
+}
+
 char *kc_json_escape(char *d, const uint8_t *s, size_t n) {
   const uint8_t *end = s + n;
-  while (s < end) {
-    /* The common case: eight plain ASCII bytes copied as they are. */
+  for (;;) {
+    /* Plain ASCII is copied as it is, 16 or 8 bytes at a time; a byte
+     * that needs care costs one trip through escape_unit(). */
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                  space = _mm_set1_epi8(0x20);
+    while (end - s >= 16) {
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+      /* Signed compare: bytes >= 0x80 are negative, so "< 0x20" flags
+       * control characters and non-ASCII bytes alike. */
+      __m128i bad = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+          _mm_cmplt_epi8(v, space));
+      unsigned mask = (unsigned)_mm_movemask_epi8(bad);
+      /* Stored whole even when only its start is plain: the caller's
+       * room of 6 * n bytes covers it, and the rest is overwritten. */
+      _mm_storeu_si128((__m128i *)(void *)d, v);
+      if (mask) {
+        unsigned plain = (unsigned)__builtin_ctz(mask);
+        d += plain;
+        s += plain;
+        goto unit;
+      }
+      d += 16;
+      s += 16;
+    }
+#endif
     while (end - s >= 8) {
       uint64_t v = load8(s);
       if (json_attention(v)) break;
@@ -135,41 +207,13 @@ char *kc_json_escape(char *d, const uint8_t *s, size_t n) {
       d += 8;
       s += 8;
     }
-    /* Then byte by byte up to the end of the window that needed it. */
-    const uint8_t *stop = end - s >= 8 ? s + 8 : end;
-    while (s < stop) {
-      uint8_t c = *s;
-      if (c >= 0x80) {
-        size_t k = utf8_seq(s, end);
-        if (!k) return NULL;
-        memcpy(d, s, k); /* JSON carries UTF-8 as is */
-        d += k;
-        s += k;
-        continue;
-      }
-      s++;
-      if (c >= 0x20 && c != '"' && c != '\\') {
-        *d++ = (char)c;
-        continue;
-      }
-      *d++ = '\\';
-      switch (c) {
-        case '"': *d++ = '"'; break;
-        case '\\': *d++ = '\\'; break;
-        case '\n': *d++ = 'n'; break;
-        case '\r': *d++ = 'r'; break;
-        case '\t': *d++ = 't'; break;
-        case '\b': *d++ = 'b'; break;
-        case '\f': *d++ = 'f'; break;
-        default:
-          memcpy(d, "u00", 3);
-          d[3] = hexdig[c >> 4];
-          d[4] = hexdig[c & 15];
-          d += 5;
-      }
-    }
+    if (s == end) return d;
+#ifdef __SSE2__
+  unit:
+#endif
+    d = escape_unit(d, &s, end);
+    if (!d) return NULL;
   }
-  return d;
 }
 
 /* ---- base64 ---- */
@@ -193,6 +237,17 @@ size_t kc_base64_encode(char *dst, const uint8_t *s, size_t n) {
   if (!b64pairs_ready) b64_init();
   char *d = dst;
   size_t i = 0;
+  /* Six bytes make eight characters: four table lookups, one 8-byte
+   * store. */
+  for (; i + 6 <= n; i += 6) {
+    uint64_t v = (uint64_t)s[i] << 40 | (uint64_t)s[i + 1] << 32 |
+                 (uint64_t)s[i + 2] << 24 | (uint64_t)s[i + 3] << 16 |
+                 (uint64_t)s[i + 4] << 8 | s[i + 5];
+    uint16_t q[4] = {b64pairs[v >> 36], b64pairs[(v >> 24) & 0xfff],
+                     b64pairs[(v >> 12) & 0xfff], b64pairs[v & 0xfff]};
+    memcpy(d, q, 8);
+    d += 8;
+  }
   for (; i + 3 <= n; i += 3) {
     uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
     memcpy(d, &b64pairs[v >> 12], 2);
