@@ -25,6 +25,8 @@ static const char *cmd_name(const kc_ctx_t *ctx) {
 /* Writes the prefix and the formatted text with line breaks flattened,
  * then the newline, in one call so lines do not interleave with the
  * library's log lines. */
+static void vline(const kc_ctx_t *ctx, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 static void vline(const kc_ctx_t *ctx, const char *fmt, va_list ap) {
   char msg[2048];
   int n = snprintf(msg, sizeof(msg), "kncat: %s%s", cmd_name(ctx) ? cmd_name(ctx) : "",
