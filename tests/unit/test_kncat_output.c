@@ -159,6 +159,28 @@ static void test_base64(void) {
   b64[len] = '\0';
   KT_CHECK(!strncmp(b64, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4v", 64));
   KT_CHECK(!strcmp(b64 + 340, "/w=="));
+  /* Every length and offset against a plain reference encoder. */
+  static const char tab[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  uint8_t in[300];
+  char got[420], ref[420];
+  for (int iter = 0; iter < 3000; iter++) {
+    size_t n = (size_t)iter % 300;
+    for (size_t i = 0; i < n; i++) in[i] = (uint8_t)next();
+    size_t gl = kc_base64_encode(got, in, n), rl = 0;
+    for (size_t i = 0; i < n; i += 3) {
+      uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
+                   (i + 2 < n ? in[i + 2] : 0);
+      ref[rl++] = tab[v >> 18];
+      ref[rl++] = tab[(v >> 12) & 63];
+      ref[rl++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+      ref[rl++] = i + 2 < n ? tab[v & 63] : '=';
+    }
+    if (gl != rl || memcmp(got, ref, rl)) {
+      KT_CHECK_MSG(0, "base64 differs for length %zu", n);
+      break;
+    }
+  }
 }
 
 static char *slurp(int fd, size_t *n) {
