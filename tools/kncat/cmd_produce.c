@@ -118,6 +118,11 @@ static int conf_int(const kn_conf_t *conf, const char *name, int def) {
   return (int)v;
 }
 
+/* Input paused (someone typing, a slow pipe): send what is queued now
+ * rather than when a batch fills up.  A failure is kept by the sender and
+ * ends the loop at the next record. */
+static void send_queued(void *snd) { kc_sender_flush(snd); }
+
 static const kc_opt_t produce_opts[] = {
     {'D', 'D', NULL, 1},           {'K', 'K', NULL, 1},
     {'k', 'k', "key", 1},          {KC_OPT_AGGREGATE, 0, "aggregate", 0},
@@ -235,6 +240,8 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
     rc = KC_EXIT_RUNTIME;
     goto out;
   }
+  rd.idle = send_queued;
+  rd.idle_opaque = snd;
   rc = produce_loop(&p, &rd, snd, path ? path : "standard input");
   if (rc == KC_EXIT_OK || rc == KC_EXIT_RUNTIME) {
     int read_rc = rc;
@@ -272,7 +279,8 @@ const kc_command_t kc_cmd_produce = {
     "and writes them to STREAM with PutRecords, up to 500 records or 5 MiB\n"
     "per call.  Input is read as a stream, never whole, and may hold any\n"
     "bytes (NUL included).  The empty record after a final delimiter is not\n"
-    "sent; an empty line elsewhere is an empty record.\n"
+    "sent; an empty line elsewhere is an empty record.  Records go out when\n"
+    "a call is full or when the input pauses (typed lines are sent at once).\n"
     "\n"
     "  -D DELIM   record delimiter (default \\n).  Escapes: \\n \\r \\t \\0 \\\\\n"
     "             \\xHH \\NNN (octal); several bytes make one delimiter\n"

@@ -1,6 +1,7 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +43,10 @@ static int fill(kc_reader_t *r) {
     r->scan -= r->start;
     r->start = 0;
     r->end = keep;
+  }
+  if (r->idle) {
+    struct pollfd pfd = {r->fd, POLLIN, 0};
+    if (poll(&pfd, 1, 0) == 0) r->idle(r->idle_opaque);
   }
   ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
   if (n < 0) {

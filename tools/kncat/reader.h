@@ -18,6 +18,11 @@ typedef struct kc_reader {
   int skipping;     /* inside a record longer than max_record */
   uint64_t skipped; /* bytes of it dropped so far */
   int error;        /* errno of a failed read */
+  /* Called before a read(2) that would block (input is a pipe or a
+   * terminal with nothing ready), so that what was read can go out
+   * instead of waiting for more.  May be NULL. */
+  void (*idle)(void *opaque);
+  void *idle_opaque;
 } kc_reader_t;
 
 typedef enum kc_read_res {
