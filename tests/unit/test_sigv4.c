@@ -1189,22 +1189,22 @@ static void test_invalid(void) {
   kn_sigv4_result_clear(&out);
 }
 
-/* Signing time of a GetRecords call, for the record (not a pass/fail). */
+/* CPU time to sign a GetRecords call, for the record (not a pass/fail). */
 static void test_speed(void) {
   const int n = 20000;
   kn_sigv4_result_t out;
   int rc = 0;
   struct timespec a, b;
-  clock_gettime(CLOCK_MONOTONIC, &a);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
   for (int i = 0; i < n && !rc; i++) {
     sign_kinesis(&out, &rc);
     kn_sigv4_result_clear(&out);
   }
-  clock_gettime(CLOCK_MONOTONIC, &b);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
   KT_CHECK_INT(rc, 0);
   double us = ((double)(b.tv_sec - a.tv_sec) * 1e9 +
                (double)(b.tv_nsec - a.tv_nsec)) / 1e3 / n;
-  fprintf(stderr, "     signing a GetRecords request: %.2f us\n", us);
+  fprintf(stderr, "     signing a GetRecords request: %.2f us of CPU\n", us);
 }
 
 int main(void) {
