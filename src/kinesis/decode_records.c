@@ -87,8 +87,21 @@ static char *put_utf8(char *w, unsigned cp) {
 /* Well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF);
  * with no_ctl, also no control characters below 0x20. */
 static int utf8_ok(const unsigned char *s, size_t n, int no_ctl) {
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
   size_t i = 0;
   while (i < n) {
+    /* Eight plain ASCII bytes at a time: no high bit set and, when asked,
+     * none below 0x20 (the classic "has byte less than" test). */
+    if (n - i >= 8) {
+      uint64_t w;
+      memcpy(&w, s + i, 8);
+      uint64_t bad = w & highs;
+      if (no_ctl) bad |= (w - ones * 0x20) & ~w & highs;
+      if (!bad) {
+        i += 8;
+        continue;
+      }
+    }
     unsigned c = s[i];
     if (c < 0x80) {
       if (no_ctl && c < 0x20) return 0;
@@ -173,11 +186,44 @@ static int unescape(dec_t *d, char *b, char *r, char **s, size_t *n,
   return 0;
 }
 
+/* Bytes that end the fast scan of a text string: the quote, a backslash,
+ * control characters (the terminator among them) and non-ASCII bytes. */
+static const unsigned char stop_tab[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+};
+
 /* The string at d->p (a '"'): *s and *n get its content with escapes
  * resolved in place.  text: check it is UTF-8 without raw control
- * characters (record data skips this: base64 is checked instead). */
+ * characters (record data skips this: base64 is checked instead, and
+ * memchr finds the end of long strings faster than a byte loop). */
 static inline int parse_str(dec_t *d, char **s, size_t *n, int text) {
   char *b = d->p + 1;
+  if (text) {
+    /* Short plain ASCII strings (names, keys, numbers) in one pass. */
+    const unsigned char *q = (const unsigned char *)b;
+    while (!stop_tab[*q]) q++;
+    if (*q == '"') {
+      *s = b;
+      *n = (size_t)((const char *)q - b);
+      d->p = (char *)q + 1;
+      return 0;
+    }
+  }
   char *q = memchr(b, '"', (size_t)(d->end - b));
   if (!q) FAIL(d, "unterminated string");
   char *bs = memchr(b, '\\', (size_t)(q - b));
@@ -193,11 +239,10 @@ static inline int parse_str(dec_t *d, char **s, size_t *n, int text) {
 /* A string value turned into a C string in place: the byte after its
  * content (at the latest its closing quote, already consumed) becomes
  * the terminator. */
-static int parse_cstr(dec_t *d, char **s) {
-  size_t n;
+static int parse_cstr(dec_t *d, char **s, size_t *n) {
   if (*d->p != '"') FAIL(d, "expected a string");
-  if (parse_str(d, s, &n, 1)) return -1;
-  (*s)[n] = '\0';
+  if (parse_str(d, s, n, 1)) return -1;
+  (*s)[*n] = '\0';
   return 0;
 }
 
@@ -444,13 +489,13 @@ static int parse_record(dec_t *d, kn_batch_t *b) {
       r->len = (size_t)m;
       have |= HAVE_DATA;
     } else if (KEY_IS(k, kn, "PartitionKey")) {
-      if (parse_cstr(d, &s)) return -1;
+      if (parse_cstr(d, &s, &n)) return -1;
       r->pkey = s;
       have |= HAVE_KEY;
     } else if (KEY_IS(k, kn, "SequenceNumber")) {
       const char *at = d->p;
-      if (parse_cstr(d, &s)) return -1;
-      if (!kn_seqnum_valid(s, strlen(s)))
+      if (parse_cstr(d, &s, &n)) return -1;
+      if (!kn_seqnum_valid(s, n))
         return fail_at(d, at, "SequenceNumber is not a decimal number");
       r->seq = s;
       have |= HAVE_SEQ;
@@ -489,14 +534,14 @@ static int parse_records(dec_t *d, kn_batch_t *b) {
 static int parse_hash_range(dec_t *d, kn_shard_desc_t *sd) {
   int first = 1, rc;
   char *k, *s;
-  size_t kn;
+  size_t kn, n;
   if (open_obj(d)) return -1;
   while ((rc = obj_next(d, &first, &k, &kn)) > 0) {
     if (KEY_IS(k, kn, "StartingHashKey")) {
-      if (parse_cstr(d, &s)) return -1;
+      if (parse_cstr(d, &s, &n)) return -1;
       sd->hk_start = s;
     } else if (KEY_IS(k, kn, "EndingHashKey")) {
-      if (parse_cstr(d, &s)) return -1;
+      if (parse_cstr(d, &s, &n)) return -1;
       sd->hk_end = s;
     } else if (skip_value(d)) {
       return -1;
@@ -509,10 +554,11 @@ static int parse_hash_range(dec_t *d, kn_shard_desc_t *sd) {
 static int parse_parents(dec_t *d, kn_shard_desc_t *sd) {
   int first = 1, rc, isnull;
   char *s;
+  size_t n;
   if (take_null(d, &isnull)) return isnull;
   if (open_arr(d)) return -1;
   while ((rc = arr_next(d, &first)) > 0) {
-    if (parse_cstr(d, &s)) return -1;
+    if (parse_cstr(d, &s, &n)) return -1;
     /* A merge names two parents; the first is ParentShardId. */
     if (!sd->parent)
       sd->parent = s;
@@ -529,11 +575,11 @@ static int parse_child(dec_t *d, kn_shard_list_t *l) {
   memset(&sd, 0, sizeof(sd));
   int first = 1, rc, isnull;
   char *k, *s;
-  size_t kn;
+  size_t kn, n;
   if (open_obj(d)) return -1;
   while ((rc = obj_next(d, &first, &k, &kn)) > 0) {
     if (KEY_IS(k, kn, "ShardId")) {
-      if (parse_cstr(d, &s)) return -1;
+      if (parse_cstr(d, &s, &n)) return -1;
       sd.id = s;
     } else if (KEY_IS(k, kn, "ParentShards")) {
       if (parse_parents(d, &sd)) return -1;
@@ -580,7 +626,7 @@ static int parse_children(dec_t *d, kn_batch_t *b) {
 static int parse_top(dec_t *d, kn_batch_t *b, const char **cont) {
   int first = 1, rc, isnull;
   char *k, *s;
-  size_t kn;
+  size_t kn, n;
   skip_ws(d);
   if (open_obj(d)) return -1;
   while ((rc = obj_next(d, &first, &k, &kn)) > 0) {
@@ -591,7 +637,7 @@ static int parse_top(dec_t *d, kn_batch_t *b, const char **cont) {
     if (KEY_IS(k, kn, "Records")) {
       if (parse_records(d, b)) return -1;
     } else if (KEY_IS(k, kn, "NextShardIterator")) {
-      if (parse_cstr(d, &s)) return -1;
+      if (parse_cstr(d, &s, &n)) return -1;
       free(b->next_iterator);
       if (!(b->next_iterator = strdup(s))) {
         d->nomem = 1;
@@ -599,8 +645,8 @@ static int parse_top(dec_t *d, kn_batch_t *b, const char **cont) {
       }
     } else if (KEY_IS(k, kn, "ContinuationSequenceNumber")) {
       const char *at = d->p;
-      if (parse_cstr(d, &s)) return -1;
-      if (!kn_seqnum_valid(s, strlen(s)))
+      if (parse_cstr(d, &s, &n)) return -1;
+      if (!kn_seqnum_valid(s, n))
         return fail_at(d, at, "ContinuationSequenceNumber is not a number");
       *cont = s;
     } else if (KEY_IS(k, kn, "MillisBehindLatest")) {

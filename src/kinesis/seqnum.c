@@ -6,7 +6,19 @@
 
 int kn_seqnum_valid(const char *s, size_t n) {
   if (!s || n == 0 || n > KN_SEQNUM_MAX_DIGITS) return 0;
-  for (size_t i = 0; i < n; i++)
+  size_t i = 0;
+  /* Eight digits at a time (every record carries a 56-digit number): a
+   * byte is a digit when its high nibble is 3, and still 3 after adding
+   * 6, which carries 0x3A..0x3F over into 0x4_. */
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, s + i, 8);
+    if ((w & 0xF0F0F0F0F0F0F0F0ull) != 0x3030303030303030ull ||
+        ((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) !=
+            0x3030303030303030ull)
+      return 0;
+  }
+  for (; i < n; i++)
     if (s[i] < '0' || s[i] > '9') return 0;
   return 1;
 }

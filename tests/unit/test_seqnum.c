@@ -22,6 +22,17 @@ static void test_valid(void) {
   memset(big, '9', sizeof(big));
   KT_CHECK(kn_seqnum_valid(big, KN_SEQNUM_MAX_DIGITS));
   KT_CHECK(!kn_seqnum_valid(big, KN_SEQNUM_MAX_DIGITS + 1));
+  /* Every non-digit byte at every place of an 8-byte word and the tail. */
+  char buf[24];
+  int bad = 0;
+  for (int pos = 0; pos < 20; pos++)
+    for (int c = 0; c < 256; c++) {
+      memset(buf, '5', 20);
+      buf[pos] = (char)c;
+      int want = c >= '0' && c <= '9';
+      if (kn_seqnum_valid(buf, 20) != want) bad++;
+    }
+  KT_CHECK_INT(bad, 0);
   /* Only the given length counts: a digit prefix of a longer string. */
   KT_CHECK(kn_seqnum_valid("12x", 2));
 }
