@@ -15,8 +15,9 @@ struct kn_batch_block {
 };
 
 #define BLOCK_ALIGN 8u
-#define BLOCK_HDR                                                   \
-  ((sizeof(struct kn_batch_block) + BLOCK_ALIGN - 1) & ~(size_t)(BLOCK_ALIGN - 1))
+#define BLOCK_HDR                                 \
+  ((sizeof(struct kn_batch_block) + BLOCK_ALIGN - 1) & \
+   ~(size_t)(BLOCK_ALIGN - 1))
 #define ARENA_MIN 4096u
 
 static char *block_data(struct kn_batch_block *bl) {
@@ -124,7 +125,9 @@ const void *kn_record_data(const kn_record_t *r, size_t *len) {
 const char *kn_record_partition_key(const kn_record_t *r) { return r->pkey; }
 const char *kn_record_explicit_hash_key(const kn_record_t *r) { return r->ehk; }
 const char *kn_record_sequence_number(const kn_record_t *r) { return r->seq; }
-uint64_t kn_record_subsequence_number(const kn_record_t *r) { return r->subseq; }
+uint64_t kn_record_subsequence_number(const kn_record_t *r) {
+  return r->subseq;
+}
 int kn_record_is_aggregated(const kn_record_t *r) { return r->aggregated; }
 int64_t kn_record_arrival_ms(const kn_record_t *r) { return r->arrival_ms; }
 const char *kn_record_shard_id(const kn_record_t *r) {

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "kinesis/batch.h"
+#include "kinesis/jscan.h"
 #include "kn/error.h"
 
 typedef enum kn_records_kind {
@@ -34,9 +35,5 @@ typedef enum kn_records_kind {
 kn_error_t *kn_decode_records(kn_batch_t *b, char *body, size_t len,
                               kn_records_kind_t kind,
                               const char **continuation);
-
-/* Deepest nesting of arrays and objects accepted (deeper input is
- * rejected rather than risking the stack). */
-#define KN_JSON_MAX_DEPTH 64
 
 #endif

@@ -100,6 +100,8 @@ const char *kn_shard_adjacent_parent_id(const kn_shard_t *s) {
 }
 const char *kn_shard_hash_key_start(const kn_shard_t *s) { return s->hk_start; }
 const char *kn_shard_hash_key_end(const kn_shard_t *s) { return s->hk_end; }
-const char *kn_shard_sequence_start(const kn_shard_t *s) { return s->seq_start; }
+const char *kn_shard_sequence_start(const kn_shard_t *s) {
+  return s->seq_start;
+}
 const char *kn_shard_sequence_end(const kn_shard_t *s) { return s->seq_end; }
 int kn_shard_is_open(const kn_shard_t *s) { return s->seq_end == NULL; }
