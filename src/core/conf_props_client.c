@@ -55,6 +55,19 @@ const kn_prop_t kn_props_client[] = {
      "Retry tokens shared by a handle's calls: a retry costs 5 (10 after a "
      "timeout), a success returns 1; when empty, failures are reported at "
      "once instead of retried, so an outage does not multiply load."},
+    {"metadata.timeout.ms", "client", KN_PROP_INT, "1000", 1, MS_MAX, NULL,
+     "Timeout of each request to the EC2 instance metadata service and the "
+     "container credentials endpoint. Default when unset: "
+     "AWS_METADATA_SERVICE_TIMEOUT (seconds), the profile's "
+     "metadata_service_timeout, then 1000."},
+    {"metadata.max.attempts", "client", KN_PROP_INT, "2", 1, 10, NULL,
+     "Attempts of each request to the instance metadata service and the "
+     "container credentials endpoint. Default when unset: "
+     "AWS_METADATA_SERVICE_NUM_ATTEMPTS, the profile's "
+     "metadata_service_num_attempts, then 2."},
+    {"credential.process.timeout.ms", "client", KN_PROP_INT, "60000", 1,
+     MS_MAX, NULL,
+     "Time a profile's credential_process may take before it is killed."},
     {"log.level", "client", KN_PROP_INT, "5", 0, 7, NULL,
      "Most verbose level logged: 3 error, 4 warning, 5 notice, 6 info, 7 "
      "debug."},
