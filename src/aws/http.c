@@ -138,6 +138,23 @@ void kn_http_loop_apply(kn_loop_t *loop) {
   }
 }
 
+static void count(kn_loop_t *loop, struct kn_http_xfer *x) {
+  kn_http_stats_t *st = &loop->stats;
+  long connects = 0;
+  curl_off_t up = 0, down = 0;
+  curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &connects);
+  curl_easy_getinfo(x->easy, CURLINFO_SIZE_UPLOAD_T, &up);
+  curl_easy_getinfo(x->easy, CURLINFO_SIZE_DOWNLOAD_T, &down);
+  st->requests++;
+  st->failures += x->resp.error != NULL || x->resp.status == 0;
+  st->connects += (uint64_t)(connects > 0 ? connects : 0);
+  st->http2 += x->resp.http_version == 2 && x->resp.status != 0;
+  st->bytes_out += (uint64_t)(up > 0 ? up : 0);
+  st->bytes_in += (uint64_t)(down > 0 ? down : 0);
+}
+
+void kn_loop_stats(const kn_loop_t *loop, kn_http_stats_t *out) { *out = loop->stats; }
+
 void kn_http_loop_done(kn_loop_t *loop) {
   CURLMsg *m;
   int left;
@@ -148,6 +165,7 @@ void kn_http_loop_done(kn_loop_t *loop) {
     curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
     if (!x || x->cancelled) continue; /* freed by the next apply */
     kn_xfer_finish(x, rc);
+    count(loop, x);
     complete(x);
   }
 }

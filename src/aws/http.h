@@ -19,7 +19,8 @@ typedef enum kn_http_version {
   KN_HTTP_AUTO = 0,     /* HTTP/2 over TLS when ALPN agrees, else 1.1 */
   KN_HTTP_1_1,
   KN_HTTP_2,            /* HTTP/2 over TLS required; 1.1 in cleartext */
-  KN_HTTP_2_PRIOR       /* HTTP/2 in cleartext with prior knowledge */
+  KN_HTTP_2_PRIOR       /* HTTP/2 in cleartext with prior knowledge (needs
+                           libcurl >= 8.0.0: kn_loop_new refuses it before) */
 } kn_http_version_t;
 
 typedef struct kn_http_opts {
@@ -58,6 +59,19 @@ int kn_loop_post(kn_loop_t *loop, void (*fn)(void *arg), void *arg);
 int kn_loop_call(kn_loop_t *loop, void (*fn)(void *arg), void *arg);
 
 int kn_loop_on_thread(const kn_loop_t *loop);
+
+/* Counters of the loop's transfers since it started. */
+typedef struct kn_http_stats {
+  uint64_t requests;     /* transfers that ended with a callback */
+  uint64_t failures;     /* of which without a whole response */
+  uint64_t connects;     /* new connections they opened */
+  uint64_t http2;        /* responses over HTTP/2 */
+  uint64_t bytes_out;    /* request bodies */
+  uint64_t bytes_in;     /* response bodies */
+} kn_http_stats_t;
+
+/* I/O thread only (other threads go through kn_loop_call). */
+void kn_loop_stats(const kn_loop_t *loop, kn_http_stats_t *out);
 const kn_logger_t *kn_loop_logger(const kn_loop_t *loop);
 
 /* Timers, I/O thread only.  A timer is created stopped; start re-arms an

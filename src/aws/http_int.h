@@ -96,6 +96,7 @@ struct kn_loop {
   struct kn_http_xfer *xfers;
   struct kn_http_xfer *dirty;
   int in_curl;              /* inside curl_multi_perform: no multi calls */
+  kn_http_stats_t stats;
 };
 
 /* timer.c */

@@ -96,6 +96,16 @@ kn_loop_t *kn_loop_new(const kn_http_opts_t *opts, kn_error_t **errp) {
     *errp = kn_error_new(KN_ERR__FAIL, "libcurl failed to initialise");
     return NULL;
   }
+  const curl_version_info_data *vi = curl_version_info(CURLVERSION_NOW);
+  if (opts->version == KN_HTTP_2_PRIOR && vi->version_num < 0x080000) {
+    /* curl before 8.0.0 breaks HTTP/2 prior-knowledge connections when it
+     * reuses them (curl issue 10634): every later request on them fails. */
+    *errp = kn_error_new(KN_ERR__CONF,
+                         "http.version=2-prior-knowledge needs libcurl 8.0.0 or "
+                         "later (this is %s, which fails on reused connections)",
+                         vi->version);
+    return NULL;
+  }
   kn_loop_t *loop = calloc(1, sizeof(*loop));
   if (!loop) goto nomem;
   loop->opts = *opts;
