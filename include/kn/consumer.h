@@ -1,0 +1,129 @@
+/* kn_consumer_t: reads a stream, alone or together with other workers.
+ *
+ * Without a lease store (`lease.store=none`, the default) one consumer
+ * reads every shard of the stream (or those listed in `shards`), follows
+ * resharding in memory (parents before children) and keeps positions in
+ * memory only.  With a lease store (`sqlite:PATH`, `dynamodb:TABLE`) many
+ * workers on many hosts share the shards through a lease table compatible
+ * with the KCL 2.x, checkpoint there, and take over each other's shards
+ * when a worker stops or dies.
+ *
+ * Threads: the consumer's I/O runs on an internal thread; every callback
+ * runs inside kn_consumer_poll() on the application's thread.
+ *
+ * Delivery is at-least-once: after a failover a shard is read again from
+ * its last checkpoint. */
+#ifndef KN_CONSUMER_H
+#define KN_CONSUMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kn/conf.h"
+#include "kn/error.h"
+#include "kn/export.h"
+#include "kn/record.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kn_consumer_s kn_consumer_t;
+
+/* conf is copied; the caller keeps ownership.  The `stream` property is
+ * required.  Starts reading at once.  NULL on failure (bad configuration,
+ * no credentials, lease store unusable) with a reason in errstr. */
+KN_API kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
+                                      size_t errstr_size);
+
+/* Waits up to timeout_ms (0: no wait, -1: forever) for the next batch of
+ * records of one shard, in order within the shard.  Returns the batch,
+ * owned by the caller until kn_batch_destroy(), or NULL when nothing came
+ * in time or the consumer has failed (see kn_consumer_fatal_error()).
+ * Lease and shard callbacks run inside this call.  With auto-checkpoint
+ * on, calling poll again marks the records of earlier batches processed. */
+KN_API kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms);
+
+/* The error that stopped the consumer (stream deleted, credentials
+ * rejected, lease store lost for good), or NULL while it runs.  Owned by
+ * the consumer. */
+KN_API const kn_error_t *kn_consumer_fatal_error(kn_consumer_t *kc);
+
+/* Non-zero when nothing is waiting to be polled and every shard this
+ * worker reads has been read to its current end (closed shards and their
+ * children included).  `kncat consume -e` exits on it. */
+KN_API int kn_consumer_caught_up(kn_consumer_t *kc);
+
+/* Checkpoints the shard of r at r's position (sequence and sub-sequence
+ * numbers), waiting until the lease store has it.  KN_ERR__LEASE_LOST in
+ * the error when this worker no longer holds the shard: the checkpoint is
+ * not moved.  Without a lease store it only updates the position kept in
+ * memory.  NULL on success. */
+KN_API kn_error_t *kn_consumer_checkpoint(kn_consumer_t *kc,
+                                          const kn_record_t *r);
+/* The same for the last record of the batch. */
+KN_API kn_error_t *kn_consumer_checkpoint_batch(kn_consumer_t *kc,
+                                                const kn_batch_t *b);
+/* Queues the checkpoint and returns at once; the outcome reaches the
+ * checkpoint callback (if set) inside a later poll. */
+KN_API kn_err_t kn_consumer_checkpoint_async(kn_consumer_t *kc,
+                                             const kn_record_t *r);
+/* Records a pending checkpoint at r with optional application state
+ * (copied; at most 64 KiB) without moving the checkpoint.  The next worker
+ * to acquire the shard gets it in its lease-acquired callback.  A later
+ * checkpoint at or past r clears it. */
+KN_API kn_error_t *kn_consumer_prepare_checkpoint(kn_consumer_t *kc,
+                                                  const kn_record_t *r,
+                                                  const void *state,
+                                                  size_t state_len);
+
+/* The fencing token (lease counter at acquisition) under which this worker
+ * reads shard_id, or -1 if it does not hold the shard.  Without a lease
+ * store: 0 for every shard being read. */
+KN_API int64_t kn_consumer_fencing_token(kn_consumer_t *kc,
+                                         const char *shard_id);
+
+/* The statistics document (docs/STATISTICS.md) as of now; free() it. */
+KN_API char *kn_consumer_stats_json(kn_consumer_t *kc);
+
+/* Stops reading, writes the final checkpoint of every shard (the records
+ * returned by earlier polls, when auto-checkpoint is on) and releases
+ * every lease so that other workers take them at once.  Batches not yet
+ * polled are dropped (they will be read again by the next owner).  Safe
+ * to call once; kn_consumer_destroy() calls it if needed. */
+KN_API kn_error_t *kn_consumer_close(kn_consumer_t *kc);
+
+/* Accepts NULL. */
+KN_API void kn_consumer_destroy(kn_consumer_t *kc);
+
+/* ---- Callbacks (set on the conf before kn_consumer_new) ----
+ * Strings and buffers passed to callbacks are valid only during the call.
+ * opaque is the pointer given with the callback. */
+
+/* This worker acquired shard_id under fencing_token.  pending_state is the
+ * application state of a prepared checkpoint left by the previous owner
+ * (NULL, 0 when none). */
+KN_API void kn_conf_set_lease_acquired_cb(
+    kn_conf_t *conf,
+    void (*cb)(kn_consumer_t *kc, const char *shard_id, int64_t fencing_token,
+               const void *pending_state, size_t pending_len, void *opaque),
+    void *opaque);
+
+/* This worker stopped reading shard_id: KN_ERR__LEASE_LOST when another
+ * worker took it or it expired, KN_ERR__DESTROY when released at close. */
+KN_API void kn_conf_set_lease_lost_cb(
+    kn_conf_t *conf,
+    void (*cb)(kn_consumer_t *kc, const char *shard_id, kn_err_t reason,
+               void *opaque),
+    void *opaque);
+
+/* shard_id is closed and every record of it has been delivered. */
+KN_API void kn_conf_set_shard_ended_cb(
+    kn_conf_t *conf,
+    void (*cb)(kn_consumer_t *kc, const char *shard_id, void *opaque),
+    void *opaque);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
