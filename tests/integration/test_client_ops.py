@@ -49,6 +49,8 @@ class Tool:
         cmd = [TOOL] + self.extra + [str(a) for a in args]
         p = subprocess.run(cmd, env=self.env, capture_output=True, text=True,
                            timeout=300)
+        if "Sanitizer" in p.stderr or "runtime error:" in p.stderr:
+            raise RuntimeError("%s: sanitizer report\n%s" % (" ".join(cmd[:6]), p.stderr[-4000:]))
         if p.returncode == 2 or not p.stdout.strip():
             raise RuntimeError("%s: exit %d\n%s%s" % (" ".join(cmd[:6]), p.returncode,
                                                      p.stdout[-2000:], p.stderr[-2000:]))
