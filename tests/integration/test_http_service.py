@@ -50,7 +50,7 @@ class Run:
 
 
 def svc(endpoint, action, body="{}", *, props=(), service="kinesis", attempts=None,
-        timeout_ms=None, repeat=None, concurrent=None, dynamodb=None):
+        timeout_ms=None, repeat=None, chain=None, concurrent=None):
     args = [TOOL, "--service", service]
     key = "dynamodb.endpoint" if service == "dynamodb" else "kinesis.endpoint"
     args += ["-X", "%s=%s" % (key, endpoint)]
@@ -62,6 +62,8 @@ def svc(endpoint, action, body="{}", *, props=(), service="kinesis", attempts=No
         args += ["--timeout-ms", str(timeout_ms)]
     if repeat is not None:
         args += ["--repeat", str(repeat)]
+    if chain is not None:
+        args += ["--chain", str(chain)]
     if concurrent is not None:
         args += ["--concurrent", str(concurrent)]
     args += [action, body]
@@ -294,14 +296,17 @@ def test_cpu_cost(servers):
               ("ssl.verify=false",))]
     for label, ep, props in cases:
         n = BENCH_CALLS if "kinesalite" in label else max(1, BENCH_CALLS // 5)
-        run = svc(ep, "ListStreams", props=props, repeat=n)
-        check(run.rc == 0 and run.summary["errors"] == 0, label + " sequential calls", run)
-        s = run.summary
-        cpu = s["cpu_user_s"] + s["cpu_sys_s"]
-        print("  %-28s %5d calls: user %.3f s + sys %.3f s = %.1f us CPU/call, "
-              "%d connection(s), wall %.2f s" % (label, n, s["cpu_user_s"], s["cpu_sys_s"],
-                                                 cpu / n * 1e6, s["connects"], s["wall_s"]))
-        check(s["connects"] == 1, label + " reuses one connection", run)
+        # Blocking calls from another thread, then calls chained on the loop.
+        for mode in ("repeat", "chain"):
+            run = svc(ep, "ListStreams", props=props, **{mode: n})
+            check(run.rc == 0 and run.summary["errors"] == 0, label + " sequential calls", run)
+            s = run.summary
+            cpu = s["cpu_user_s"] + s["cpu_sys_s"]
+            print("  %-27s %-6s %5d calls: user %.3f s + sys %.3f s = %4.0f us CPU/call, "
+                  "%d connection(s), wall %.2f s" % (label, mode, n, s["cpu_user_s"],
+                                                     s["cpu_sys_s"], cpu / n * 1e6,
+                                                     s["connects"], s["wall_s"]))
+            check(s["connects"] == 1, label + " reuses one connection", run)
 
 
 def main():
