@@ -78,8 +78,9 @@ typedef struct kn_sigv4_result {
  * Returns 0, or -1 on invalid input (NULL or empty method, access key,
  * secret, region or service; region, service or access key holding "/" or
  * white space; no Host header; a header name that is not an HTTP token; a
- * Date header; a bad path or query; an Authorization value longer than
- * the inline array) or out-of-memory.  After -1, out holds no allocation;
+ * Date header; a bad path or query; a payload hash or X-Amz-Content-Sha256
+ * value longer than 64 bytes; an Authorization value longer than the
+ * inline array) or out-of-memory.  After -1, out holds no allocation;
  * kn_sigv4_result_clear() is safe either way. */
 int kn_sigv4_sign(const kn_sigv4_request_t *req, const kn_sigv4_creds_t *creds,
                   const char *region, const char *service, long long epoch_s,

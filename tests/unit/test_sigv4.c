@@ -8,6 +8,57 @@
 
 #include "aws/sigv4.h"
 #include "kt.h"
+#include "util/crypto.h"
+#include "util/hex.h"
+
+/* ---- HMAC-SHA256, on which everything rests -------------------------
+ * RFC 4231 cases 1, 2, 6 and 7, and keys around the 64-byte block. */
+static void test_hmac(void) {
+  static uint8_t aa[131], k64[65];
+  memset(aa, 0xaa, sizeof(aa));
+  memset(k64, 'k', sizeof(k64));
+  static const uint8_t k0b[20] = {
+      0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b,
+      0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b};
+  const struct {
+    const void *key;
+    size_t key_len;
+    const char *data, *hex;
+  } cases[] = {
+      {k0b, 20, "Hi There",
+       "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
+      {"Jefe", 4, "what do ya want for nothing?",
+       "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"},
+      {aa, 131, "Test Using Larger Than Block-Size Key - Hash Key First",
+       "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"},
+      {aa, 131,
+       "This is a test using a larger than block-size key and a larger "
+       "than block-size data. The key needs to be hashed before being used "
+       "by the HMAC algorithm.",
+       "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"},
+      {k64, 64, "block-sized key",
+       "fa828622183c28b475ecd957cc29b1fe479712fa50bb4333dd58b526dcd751b1"},
+      {k64, 65, "one over",
+       "5517b180889afbf6acdf0badbd1e62311c80c34ac2ce21078c448b5322d15a9c"},
+      {"", 0, "",
+       "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    uint8_t mac[KN_SHA256_LEN];
+    char hex[2 * KN_SHA256_LEN + 1];
+    kn_hmac_sha256(cases[i].key, cases[i].key_len, cases[i].data,
+                   strlen(cases[i].data), mac);
+    kn_hex_encode(hex, mac, sizeof(mac));
+    KT_CHECK_STR(hex, cases[i].hex);
+  }
+  char a1000[1000], hex[65];
+  uint8_t d[KN_SHA256_LEN];
+  memset(a1000, 'a', sizeof(a1000));
+  kn_sha256(a1000, sizeof(a1000), d);
+  kn_hex_encode(hex, d, sizeof(d));
+  KT_CHECK_STR(hex,
+               "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+}
 
 /* ---- the AWS SigV4 test suite ---------------------------------------
  * Cases from the "AWS Signature Version 4 Test Suite" (Copyright 2019
@@ -1132,32 +1183,32 @@ static void test_invalid(void) {
   r.headers = many;
   r.n_headers = 61;
   KT_CHECK_INT(sign_rc(&r, &c, "us-east-1", "svc", 0), -1);
-  r.n_headers = 31; /* 30 of them fit */
-  KT_CHECK_INT(kn_sigv4_sign(&r, &c, "us-east-1", "svc", 0, &out), -1);
-  r.headers = many + 30;
+  r.headers = many + 30; /* 30 of them fit */
+  r.n_headers = 31;
   KT_CHECK_INT(kn_sigv4_sign(&r, &c, "us-east-1", "svc", 0, &out), 0);
   kn_sigv4_result_clear(&out);
 }
 
-/* Signing time of a GetRecords call, for the record (not a pass/fail). */
+/* CPU time to sign a GetRecords call, for the record (not a pass/fail). */
 static void test_speed(void) {
   const int n = 20000;
   kn_sigv4_result_t out;
   int rc = 0;
   struct timespec a, b;
-  clock_gettime(CLOCK_MONOTONIC, &a);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
   for (int i = 0; i < n && !rc; i++) {
     sign_kinesis(&out, &rc);
     kn_sigv4_result_clear(&out);
   }
-  clock_gettime(CLOCK_MONOTONIC, &b);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
   KT_CHECK_INT(rc, 0);
   double us = ((double)(b.tv_sec - a.tv_sec) * 1e9 +
                (double)(b.tv_nsec - a.tv_nsec)) / 1e3 / n;
-  fprintf(stderr, "     signing a GetRecords request: %.2f us\n", us);
+  fprintf(stderr, "     signing a GetRecords request: %.2f us of CPU\n", us);
 }
 
 int main(void) {
+  KT_RUN(test_hmac);
   KT_RUN(test_aws_suite);
   KT_RUN(test_kinesis_session_token);
   KT_RUN(test_paths);
