@@ -1,5 +1,6 @@
 #include "util/json_scan.h"
 
+#include <stdint.h>
 #include <string.h>
 
 const char *kn_json_ws(const char *p, const char *end) {
@@ -12,40 +13,51 @@ static int is_hex(char c) {
          (c >= 'A' && c <= 'F');
 }
 
+/* Word-at-a-time test for a byte that ends a run of plain string bytes:
+ * '"', '\\' or a control byte (the classic "has zero byte" trick). */
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+static int word_special(uint64_t v) {
+  uint64_t q = v ^ (ONES * '"'), b = v ^ (ONES * '\\');
+  uint64_t t = ((q - ONES) & ~q) | ((b - ONES) & ~b) | (v - ONES * 0x20);
+  return (t & ~v & HIGHS) != 0;
+}
+
 const char *kn_json_skip_string(const char *p, const char *end, int *escaped) {
   if (escaped) *escaped = 0;
   if (p >= end || *p != '"') return NULL;
   p++;
   for (;;) {
-    /* Long runs of plain bytes (base64 record data) dominate: find the
-     * next quote, then look for escapes and control bytes before it. */
-    const char *q = memchr(p, '"', (size_t)(end - p));
-    if (!q) return NULL;
-    for (; p < q; p++) {
-      unsigned char c = (unsigned char)*p;
-      if (c < 0x20) return NULL;
-      if (c != '\\') continue;
-      if (escaped) *escaped = 1;
-      if (++p >= end) return NULL;
-      switch (*p) {
-        case '"':
-          /* The quote found was escaped: search on after it. */
-          if (p == q) goto next;
-          break;
-        case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-          break;
-        case 'u':
-          if (end - p < 5 || !is_hex(p[1]) || !is_hex(p[2]) || !is_hex(p[3]) ||
-              !is_hex(p[4]))
-            return NULL;
-          p += 4;
-          break;
-        default:
-          return NULL;
-      }
+    /* Long runs of plain bytes (base64 record data) dominate. */
+    while (end - p >= 8) {
+      uint64_t v;
+      memcpy(&v, p, 8);
+      if (word_special(v)) break;
+      p += 8;
     }
-    if (p == q) return q + 1;
-  next:
+    if (p >= end) return NULL;
+    unsigned char c = (unsigned char)*p;
+    if (c == '"') return p + 1;
+    if (c < 0x20) return NULL;
+    if (c != '\\') {
+      p++;
+      continue;
+    }
+    if (escaped) *escaped = 1;
+    if (++p >= end) return NULL;
+    switch (*p) {
+      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r':
+      case 't':
+        break;
+      case 'u':
+        if (end - p < 5 || !is_hex(p[1]) || !is_hex(p[2]) || !is_hex(p[3]) ||
+            !is_hex(p[4]))
+          return NULL;
+        p += 4;
+        break;
+      default:
+        return NULL;
+    }
     p++;
   }
 }
