@@ -276,6 +276,7 @@ static kn_err_t deliver(kn_evs_decoder_t *d, const uint8_t *f, int in_buf,
   d->frames++;
   d->offset += d->total;
   d->have = 0;
+  if (d->fail_code != KN_ERR_NO_ERROR) return refail(d, errp); /* misuse */
   if (rc)
     return fail(d, errp, KN_ERR__STATE,
                 "stopped by the message callback after %llu frames",

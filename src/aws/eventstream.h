@@ -104,16 +104,17 @@ kn_evs_decoder_t *kn_evs_decoder_new(size_t max_frame, kn_evs_msg_cb *cb,
 /* Accepts NULL. */
 void kn_evs_decoder_destroy(kn_evs_decoder_t *d);
 
-/* Consumes len bytes (data is not kept after the call).  Returns
+/* Consumes len bytes (data is not kept after the call; the part of an
+ * unfinished frame is copied).  Returns
  *   KN_ERR_NO_ERROR  every byte consumed, every complete message delivered;
  *   KN_ERR__CORRUPT  a bad frame (length out of bounds, CRC mismatch,
  *                    truncated or unknown header value);
  *   KN_ERR__NOMEM    out of memory;
- *   KN_ERR__STATE    the callback stopped the decoder, or it had already
- *                    failed or stopped.
+ *   KN_ERR__STATE    the callback stopped the decoder, or called
+ *                    kn_evs_feed() on it.
  * On any error *errp (when errp is not NULL) gets an error the caller
- * destroys, and the decoder stays failed: later feeds return the same
- * code. */
+ * destroys, and the decoder stays failed: later calls return the same
+ * code and deliver nothing. */
 kn_err_t kn_evs_feed(kn_evs_decoder_t *d, const void *data, size_t len,
                      kn_error_t **errp);
 

@@ -626,6 +626,28 @@ static void test_encode_errors(void) {
   kn_buf_free(&b);
 }
 
+static int refeed_cb(void *opaque, kn_evs_decoder_t *d, const kn_evs_msg_t *m) {
+  int *calls = opaque;
+  (*calls)++;
+  KT_CHECK_INT(kn_evs_feed(d, m->frame, m->frame_len, NULL), KN_ERR__STATE);
+  return 0;
+}
+
+/* Feeding a decoder from its own callback fails it, inside and out. */
+static void test_feed_from_callback(void) {
+  kn_buf_t st = KN_BUF_INIT;
+  sample_stream(&st);
+  int calls = 0;
+  kn_evs_decoder_t *d = kn_evs_decoder_new(0, refeed_cb, &calls);
+  kn_error_t *e = NULL;
+  KT_CHECK_INT(kn_evs_feed(d, st.p, st.len, &e), KN_ERR__STATE);
+  KT_CHECK(e && strstr(kn_error_string(e), "own callback"));
+  KT_CHECK_INT(calls, 1);
+  kn_error_destroy(e);
+  kn_evs_decoder_destroy(d);
+  kn_buf_free(&st);
+}
+
 static void test_take_outside_callback(void) {
   sink_t s = {KN_BUF_INIT, 0, 0, 0, 0, 0};
   kn_evs_decoder_t *d = kn_evs_decoder_new(0, on_msg, &s);
@@ -652,6 +674,7 @@ int main(void) {
   KT_RUN(test_stop);
   KT_RUN(test_big_frame);
   KT_RUN(test_encode_errors);
+  KT_RUN(test_feed_from_callback);
   KT_RUN(test_take_outside_callback);
   return KT_DONE();
 }
