@@ -134,14 +134,9 @@ static kn_err_t remote(kn_error_t **errp, int status, const char *type,
   return code;
 }
 
-kn_err_t kn_sub_event_parse(const kn_evs_msg_t *msg, int http_status,
-                            kn_sub_event_t *ev, kn_error_t **errp) {
+kn_err_t kn_sub_event_classify(const kn_evs_msg_t *msg, int http_status,
+                               kn_sub_kind_t *kind, kn_error_t **errp) {
   if (errp) *errp = NULL;
-  memset(ev, 0, sizeof(*ev));
-  ev->millis_behind = -1;
-  ev->payload = (const char *)msg->payload;
-  ev->payload_len = msg->payload_len;
-
   size_t tl = 0;
   const char *type;
   if (kn_evs_msg_str_eq(msg, ":message-type", "event")) {
@@ -152,12 +147,9 @@ kn_err_t kn_sub_event_parse(const kn_evs_msg_t *msg, int http_status,
                              "SubscribeToShard: event without :event-type");
       return KN_ERR__BAD_MSG;
     }
-    if (key_is(type, tl, "SubscribeToShardEvent")) {
-      ev->kind = KN_SUB_EVENT;
-      return parse_event(ev->payload, ev->payload_len, ev, errp);
-    }
-    ev->kind = key_is(type, tl, "initial-response") ? KN_SUB_INITIAL_RESPONSE
-                                                    : KN_SUB_OTHER_EVENT;
+    *kind = key_is(type, tl, "SubscribeToShardEvent") ? KN_SUB_EVENT
+            : key_is(type, tl, "initial-response")    ? KN_SUB_INITIAL_RESPONSE
+                                                      : KN_SUB_OTHER_EVENT;
     return KN_ERR_NO_ERROR;
   }
   if (kn_evs_msg_str_eq(msg, ":message-type", "exception")) {
@@ -196,4 +188,15 @@ kn_err_t kn_sub_event_parse(const kn_evs_msg_t *msg, int http_status,
                               "SubscribeToShard: message without a string "
                               ":message-type");
   return KN_ERR__BAD_MSG;
+}
+
+kn_err_t kn_sub_event_parse(const kn_evs_msg_t *msg, int http_status,
+                            kn_sub_event_t *ev, kn_error_t **errp) {
+  memset(ev, 0, sizeof(*ev));
+  ev->millis_behind = -1;
+  ev->payload = (const char *)msg->payload;
+  ev->payload_len = msg->payload_len;
+  kn_err_t err = kn_sub_event_classify(msg, http_status, &ev->kind, errp);
+  if (err || ev->kind != KN_SUB_EVENT) return err;
+  return parse_event(ev->payload, ev->payload_len, ev, errp);
 }

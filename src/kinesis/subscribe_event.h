@@ -67,4 +67,11 @@ typedef struct kn_sub_event {
 kn_err_t kn_sub_event_parse(const kn_evs_msg_t *msg, int http_status,
                             kn_sub_event_t *ev, kn_error_t **errp);
 
+/* The same without reading the payload of a SubscribeToShardEvent: only
+ * the kind, or the error of an exception or error message.  For a caller
+ * whose records decoder walks the whole event payload itself (the scan
+ * above costs one more pass over the records). */
+kn_err_t kn_sub_event_classify(const kn_evs_msg_t *msg, int http_status,
+                               kn_sub_kind_t *kind, kn_error_t **errp);
+
 #endif

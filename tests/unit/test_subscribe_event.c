@@ -276,6 +276,38 @@ static void test_event_kinds(void) {
   results_free(&rs);
 }
 
+static int classify_cb(void *opaque, kn_evs_decoder_t *d,
+                       const kn_evs_msg_t *m) {
+  (void)d;
+  int *i = opaque;
+  kn_sub_kind_t kind = 0;
+  kn_error_t *e = NULL;
+  kn_err_t err = kn_sub_event_classify(m, 503, &kind, &e);
+  if ((*i)++ == 0) {
+    /* The payload is not looked at. */
+    KT_CHECK_INT(err, KN_ERR_NO_ERROR);
+    KT_CHECK_INT(kind, KN_SUB_EVENT);
+    KT_CHECK(e == NULL);
+  } else {
+    KT_CHECK_INT(err, KN_ERR_RESOURCE_IN_USE);
+    KT_CHECK_INT(kn_error_http_status(e), 503);
+  }
+  kn_error_destroy(e);
+  return 0;
+}
+
+static void test_classify(void) {
+  kn_buf_t b = KN_BUF_INIT;
+  msg(&b, "event", ":event-type", "SubscribeToShardEvent", "not json");
+  msg(&b, "exception", ":exception-type", "ResourceInUseException", "{}");
+  int i = 0;
+  kn_evs_decoder_t *d = kn_evs_decoder_new(0, classify_cb, &i);
+  KT_CHECK_INT(kn_evs_feed(d, b.p, b.len, NULL), KN_ERR_NO_ERROR);
+  KT_CHECK_INT(i, 2);
+  kn_evs_decoder_destroy(d);
+  kn_buf_free(&b);
+}
+
 static result_t *event(results_t *rs, const char *payload) {
   return one(rs, "event", ":event-type", "SubscribeToShardEvent", payload);
 }
@@ -370,5 +402,6 @@ int main(void) {
   KT_RUN(test_errors);
   KT_RUN(test_event_kinds);
   KT_RUN(test_event_fields);
+  KT_RUN(test_classify);
   return KT_DONE();
 }
