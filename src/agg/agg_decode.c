@@ -89,10 +89,14 @@ static int table_add(struct table *t, const uint8_t *p, size_t len) {
 static const char *read_tag(const uint8_t **pp, const uint8_t *end,
                             uint64_t *field, unsigned *wt) {
   uint64_t t;
-  if (kn_pb_read_varint(pp, end, &t)) return "truncated or oversized field tag";
+  const uint8_t *start = *pp;
+  /* At most 5 bytes, as protobuf-c reads tags; a field number beyond the
+   * 29 bits protobuf allows is only ever an unknown field, skipped. */
+  if (kn_pb_read_varint(pp, end, &t) || *pp - start > 5)
+    return "truncated or oversized field tag";
   *field = t >> 3;
   *wt = (unsigned)(t & 7);
-  if (*field == 0 || *field > 0x1fffffff) return "invalid field number";
+  if (*field == 0) return "invalid field number";
   return NULL;
 }
 
@@ -111,11 +115,9 @@ static const char *skip_field(const uint8_t **pp, const uint8_t *end,
                               unsigned wt) {
   const uint8_t *body;
   size_t n;
-  uint64_t v;
   switch (wt) {
     case KN_PB_VARINT:
-      return kn_pb_read_varint(pp, end, &v) ? "truncated or oversized varint"
-                                            : NULL;
+      return kn_pb_skip_varint(pp, end) ? "truncated or oversized varint" : NULL;
     case KN_PB_LEN:
       return read_len(pp, end, &body, &n);
     case KN_PB_I64:

@@ -1,9 +1,11 @@
 /* Aggregation: user records in, KPL aggregated records out.
  *
- * Every part of the protobuf is kept already encoded, in wire order: the
- * partition key table (field 1), the explicit hash key table (field 2) and
- * the records (field 3).  The size of the aggregate is then the sum of
- * three buffer lengths, exact at every step, and a flush is two copies and
+ * Every part of the protobuf is kept already encoded: the partition key
+ * table (field 1), the explicit hash key table (field 2) and the records
+ * (field 3), so the size of the aggregate is a sum of buffer lengths, exact
+ * at every step.  The records buffer starts with a gap that the flush fills
+ * with the magic number and the two tables, so the aggregate is emitted in
+ * place: the payloads are copied once (when added) and read once more by
  * the MD5.  Keys are deduplicated through a small hash index over the
  * encoded tables. */
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 #define TAG_DATA 0x1a
 
 #define MIN_MAX_BYTES 64
+#define MIN_GAP 512
 
 struct kent {
   size_t off; /* of the key's bytes in wire */
@@ -44,13 +47,16 @@ struct keyset {
 struct kn_aggregator {
   size_t max_bytes, max_count;
   struct keyset pks, ehks;
-  kn_buf_t recs;            /* encoded Record fields */
+  /* The gap, then the encoded Record fields from rec_start on.  Not text:
+   * kn_buf's terminator is not kept. */
+  kn_buf_t recs;
+  size_t rec_start;
   size_t count;
-  size_t first_data_off;    /* the first record's data, in recs */
+  size_t first_data_off;    /* the first record's data, from rec_start */
   size_t first_data_len;
   int first_has_ehk;
   uint8_t first_hk[KN_HASHKEY_LEN]; /* the first record's hash key */
-  kn_buf_t out;             /* the last flush's bytes */
+  kn_buf_t pkey_out;        /* the partition key of a lone record */
   char ehk_out[KN_HASHKEY_DEC_MAX];
 };
 
@@ -59,6 +65,22 @@ static uint32_t key_hash(const void *p, size_t len) {
   uint32_t h = 2166136261u; /* FNV-1a */
   for (size_t i = 0; i < len; i++) h = (h ^ s[i]) * 16777619u;
   return h;
+}
+
+/* Makes room for `more` record bytes, and for the magic and tables of
+ * `head` bytes in the gap before the records (moving them when the gap is
+ * too small, leaving twice what is needed).  Returns 0 or -1. */
+static int recs_reserve(kn_aggregator_t *a, size_t head, size_t more) {
+  size_t gap = a->rec_start;
+  if (head > gap) gap = head * 2 > MIN_GAP ? head * 2 : MIN_GAP;
+  if (kn_buf_reserve(&a->recs, (gap - a->rec_start) + more)) return -1;
+  if (gap != a->rec_start) {
+    memmove(a->recs.p + gap, a->recs.p + a->rec_start,
+            a->recs.len - a->rec_start);
+    a->recs.len += gap - a->rec_start;
+    a->rec_start = gap;
+  }
+  return 0;
 }
 
 /* Index of the key, or -1 when absent. */
@@ -153,7 +175,7 @@ void kn_aggregator_destroy(kn_aggregator_t *a) {
   keyset_free(&a->pks);
   keyset_free(&a->ehks);
   kn_buf_free(&a->recs);
-  kn_buf_free(&a->out);
+  kn_buf_free(&a->pkey_out);
   free(a);
 }
 
@@ -161,7 +183,8 @@ size_t kn_aggregator_count(const kn_aggregator_t *a) { return a->count; }
 
 size_t kn_aggregator_size(const kn_aggregator_t *a) {
   if (!a->count) return 0;
-  return KN_AGG_OVERHEAD + a->pks.wire.len + a->ehks.wire.len + a->recs.len;
+  return KN_AGG_OVERHEAD + a->pks.wire.len + a->ehks.wire.len +
+         (a->recs.len - a->rec_start);
 }
 
 kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
@@ -195,9 +218,12 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
     return KN_ERR__QUEUE_FULL;
 
   /* Every allocation first, so that a failure changes nothing. */
+  size_t head = KN_AGG_MAGIC_LEN + a->pks.wire.len + a->ehks.wire.len +
+                (pk_new ? kn_pb_len_field_size(pkey_len) : 0) +
+                (ehk_new ? kn_pb_len_field_size(ehk_len) : 0);
   if ((pk_new && keyset_reserve(&a->pks, pkey_len)) ||
       (ehk_new && keyset_reserve(&a->ehks, ehk_len)) ||
-      kn_buf_reserve(&a->recs, kn_pb_len_field_size(body)))
+      recs_reserve(a, head, kn_pb_len_field_size(body) + KN_AGG_MD5_LEN))
     return KN_ERR__NOMEM;
 
   if (pk_new) keyset_insert(&a->pks, pkey, pkey_len, pk_hash);
@@ -214,7 +240,7 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
   *w++ = TAG_DATA;
   w = kn_pb_write_varint(w, data_len);
   if (!a->count) {
-    a->first_data_off = (size_t)((char *)w - a->recs.p);
+    a->first_data_off = (size_t)((char *)w - a->recs.p) - a->rec_start;
     a->first_data_len = data_len;
     a->first_has_ehk = ehk != NULL;
     if (ehk)
@@ -225,7 +251,6 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
   if (data_len) memcpy(w, data, data_len);
   w += data_len;
   a->recs.len = (size_t)((char *)w - a->recs.p);
-  a->recs.p[a->recs.len] = '\0';
   a->count++;
   return KN_ERR_NO_ERROR;
 }
@@ -233,27 +258,24 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
 static void clear(kn_aggregator_t *a) {
   keyset_clear(&a->pks);
   keyset_clear(&a->ehks);
-  kn_buf_reset(&a->recs);
+  a->recs.len = a->rec_start; /* the bytes stay, for the last flush */
   a->count = 0;
 }
 
 kn_err_t kn_aggregator_flush(kn_aggregator_t *a, kn_agg_out_t *out) {
   if (!a->count) return KN_ERR__STATE;
   if (a->count == 1) {
-    /* Sent as itself.  Its bytes stay where they are in recs (a reset
-     * keeps the memory) until the next add; its key is copied out to get
-     * a terminated string. */
+    /* Sent as itself: its bytes stay where they are in recs; its key is
+     * copied out to get a terminated string. */
     const struct kent *pk = &a->pks.ents[0];
-    kn_buf_reset(&a->out);
-    if (kn_buf_reserve(&a->out, pk->len)) return KN_ERR__NOMEM;
-    memcpy(a->out.p, a->pks.wire.p + pk->off, pk->len);
-    a->out.len = pk->len;
-    a->out.p[pk->len] = '\0';
+    kn_buf_reset(&a->pkey_out);
+    if (kn_buf_append(&a->pkey_out, a->pks.wire.p + pk->off, pk->len))
+      return KN_ERR__NOMEM;
     memset(out, 0, sizeof(*out));
     out->n_records = 1;
-    out->data = a->recs.p + a->first_data_off;
+    out->data = a->recs.p + a->rec_start + a->first_data_off;
     out->len = a->first_data_len;
-    out->pkey = a->out.p;
+    out->pkey = a->pkey_out.p;
     if (a->first_has_ehk) {
       kn_agg_hashkey_format(a->first_hk, a->ehk_out);
       out->ehk = a->ehk_out;
@@ -262,27 +284,24 @@ kn_err_t kn_aggregator_flush(kn_aggregator_t *a, kn_agg_out_t *out) {
     return KN_ERR_NO_ERROR;
   }
 
-  size_t pb_len = a->pks.wire.len + a->ehks.wire.len + a->recs.len;
-  kn_buf_reset(&a->out);
-  if (kn_buf_reserve(&a->out, pb_len + KN_AGG_OVERHEAD)) return KN_ERR__NOMEM;
-  char *w = a->out.p;
+  /* The magic and the tables go in the gap, right before the records (add
+   * made the room, and the room for the MD5 after them). */
+  size_t tables = a->pks.wire.len + a->ehks.wire.len;
+  size_t pb_len = tables + (a->recs.len - a->rec_start);
+  char *start = a->recs.p + a->rec_start - tables - KN_AGG_MAGIC_LEN;
+  char *w = start;
   memcpy(w, KN_AGG_MAGIC, KN_AGG_MAGIC_LEN);
   w += KN_AGG_MAGIC_LEN;
-  char *pb = w;
-  if (a->pks.wire.len) memcpy(w, a->pks.wire.p, a->pks.wire.len);
+  memcpy(w, a->pks.wire.p, a->pks.wire.len);
   w += a->pks.wire.len;
   if (a->ehks.wire.len) memcpy(w, a->ehks.wire.p, a->ehks.wire.len);
-  w += a->ehks.wire.len;
-  memcpy(w, a->recs.p, a->recs.len);
-  w += a->recs.len;
-  kn_md5(pb, pb_len, (uint8_t *)w);
-  a->out.len = pb_len + KN_AGG_OVERHEAD;
-  a->out.p[a->out.len] = '\0';
+  kn_md5(start + KN_AGG_MAGIC_LEN, pb_len,
+         (uint8_t *)start + KN_AGG_MAGIC_LEN + pb_len);
 
   memset(out, 0, sizeof(*out));
   out->n_records = a->count;
-  out->data = a->out.p;
-  out->len = a->out.len;
+  out->data = start;
+  out->len = pb_len + KN_AGG_OVERHEAD;
   out->pkey = "a";
   kn_agg_hashkey_format(a->first_hk, a->ehk_out);
   out->ehk = a->ehk_out;

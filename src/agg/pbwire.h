@@ -40,6 +40,20 @@ static inline int kn_pb_read_varint(const uint8_t **pp, const uint8_t *end,
   return -1;
 }
 
+/* Steps over a varint of at most 10 bytes without reading its value, as
+ * parsers do for unknown fields (overflowing bits go unnoticed).  Returns
+ * 0, or -1 if it runs past end or is longer. */
+static inline int kn_pb_skip_varint(const uint8_t **pp, const uint8_t *end) {
+  const uint8_t *p = *pp;
+  for (int i = 0; i < 10 && p < end; i++) {
+    if (*p++ < 0x80) {
+      *pp = p;
+      return 0;
+    }
+  }
+  return -1;
+}
+
 /* Bytes a varint of v takes (1..10). */
 static inline size_t kn_pb_varint_len(uint64_t v) {
   size_t n = 1;

@@ -110,6 +110,7 @@ static void urec_random(urec_t *u, size_t max_data, int key_space,
     u->ehk[0] = '\0';
   }
   u->len = max_data ? rnd() % (max_data + 1) : 0;
+  free(u->data);
   u->data = malloc(u->len + 1);
   for (size_t i = 0; i < u->len; i++) u->data[i] = (uint8_t)rnd();
 }
@@ -188,6 +189,7 @@ static size_t roundtrip(const urec_t *us, size_t n, size_t max_bytes,
       r->data = kn_batch_alloc(b, out.len);
       if (out.len) memcpy((char *)r->data, out.data, out.len);
       r->len = out.len;
+      b->bytes += out.len;
       r->pkey = kn_batch_strndup(b, out.pkey, strlen(out.pkey));
       r->ehk = out.ehk ? kn_batch_strndup(b, out.ehk, strlen(out.ehk)) : NULL;
     }
@@ -205,6 +207,7 @@ static size_t roundtrip(const urec_t *us, size_t n, size_t max_bytes,
     bad += r->len == us[i].len && r->len && memcmp(r->data, us[i].data, r->len);
   }
   KT_CHECK_INT(bad, 0);
+  KT_CHECK_INT(b->bytes, bytes);
   kn_batch_destroy(b);
   kn_aggregator_destroy(a);
   return n_kinesis;
@@ -712,11 +715,17 @@ static void test_corrupt_fields(void) {
   CHECK_CORRUPT(&m, "length runs past the end");
 
   m.n = 0;
-  pb_raw(&m, "\xfa\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00", 11); /* field 2^60 */
-  CHECK_CORRUPT(&m, "invalid field number");
+  pb_raw(&m, "\xfa\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00", 11); /* 10-byte tag */
+  CHECK_CORRUPT(&m, "oversized field tag");
+  m.n = 0;
+  pb_raw(&m, "\x8a\x80\x80\x80\x80\x00\x01k", 8); /* field 1 in a 6-byte tag */
+  CHECK_CORRUPT(&m, "oversized field tag");
 
   m.n = 0;
   pb_raw(&m, "\x02\x00", 2); /* field 0 */
+  CHECK_CORRUPT(&m, "invalid field number");
+  m.n = 0;
+  pb_raw(&m, "\x80\x00\x0a", 3); /* field 0 in two bytes (protobuf-c takes it) */
   CHECK_CORRUPT(&m, "invalid field number");
 
   /* Wrong wire types for known fields. */
@@ -754,6 +763,11 @@ static void test_corrupt_fields(void) {
   CHECK_CORRUPT(&m, "tag with a wrong wire type");
 
   /* Groups and the undefined wire types 6 and 7. */
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  pb_raw(&m, "\x70\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12); /* 11 bytes */
+  CHECK_CORRUPT(&m, "truncated or oversized varint");
+
   for (unsigned wt = 3; wt <= 7; wt++) {
     if (wt == 5) continue;
     m.n = 0;
@@ -789,11 +803,13 @@ static void test_corrupt_fields(void) {
 static void test_lenient(void) {
   pb_t m = {.n = 0}, r = {.n = 0};
   pb_uint(&m, 15, 99);              /* unknown varint field */
+  pb_raw(&m, "\x70\xf6\xff\xff\xff\xff\xff\xff\xff\xff\x1a", 11); /* overflowing */
   pb_tag(&m, 6, 1);                 /* unknown fixed64 */
   pb_raw(&m, "12345678", 8);
   pb_tag(&m, 7, 5);                 /* unknown fixed32 */
   pb_raw(&m, "1234", 4);
   pb_str(&m, 100000, "unknown bytes");
+  pb_raw(&m, "\xa8\xff\xff\xff\x2e\x32", 6); /* field 2^31 + ..., a varint */
   r.n = 0;
   pb_str(&r, 3, "first");           /* data before the index */
   pb_uint(&r, 1, 0);
