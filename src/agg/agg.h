@@ -119,8 +119,9 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
 
 /* User records added since the last flush. */
 size_t kn_aggregator_count(const kn_aggregator_t *a);
-/* Size of the aggregated record that a flush would produce now (magic and
- * MD5 included); 0 when empty.  Tracked as records are added, not computed. */
+/* Size of what was added as an aggregated record (magic and MD5 included),
+ * the figure the caps apply to; 0 when empty.  Tracked as records are
+ * added, not computed.  (A lone record is flushed as itself, smaller.) */
 size_t kn_aggregator_size(const kn_aggregator_t *a);
 
 /* What to send as one Kinesis record.  Every pointer is owned by the

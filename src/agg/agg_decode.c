@@ -48,10 +48,13 @@ struct urec {
   int has_pk, has_ehk, has_data;
 };
 
-/* What went wrong, and where (a byte offset in the Kinesis record). */
+/* What went wrong, and where: a byte offset in the Kinesis record, and
+ * the record's position when it was inside one. */
 struct fail {
   const char *what;
   size_t at;
+  int in_record;
+  size_t rec;
 };
 
 static void table_init(struct table *t) {
@@ -195,9 +198,6 @@ static const char *parse_record(const uint8_t *p, const uint8_t *end,
   return NULL;
 }
 
-/* Walks the top level of AggregatedRecord.  Without visit, checks every
- * byte and collects the key tables; with visit, calls it for every record
- * in order, stopping at its first non-zero return, which is returned. */
 struct walk {
   const uint8_t *base; /* start of the Kinesis record, for offsets */
   struct table *pks, *ehks;
@@ -211,6 +211,9 @@ struct walk {
   int nomem;
 };
 
+/* Walks the top level of AggregatedRecord.  Without visit, checks every
+ * byte and collects the key tables; with visit, calls it for every record
+ * in order, stopping at its first non-zero return, which is returned. */
 static int walk(struct walk *w, const uint8_t *p, const uint8_t *end) {
   while (p < end) {
     const uint8_t *at = p, *body;
@@ -227,6 +230,8 @@ static int walk(struct walk *w, const uint8_t *p, const uint8_t *end) {
       if ((err = parse_record(body, body + n, &r))) {
         w->fail.what = err;
         w->fail.at = (size_t)(at - w->base);
+        w->fail.in_record = 1;
+        w->fail.rec = w->n_rec;
         return -1;
       }
       if (w->visit) {
@@ -387,8 +392,13 @@ kn_err_t kn_agg_expand(kn_batch_t *b, const void *data, size_t len,
   kn_err_t err = KN_ERR_NO_ERROR;
 
   if (walk(&w, pb, pb_end)) {
-    err = w.nomem ? nomem(errp)
-                  : corrupt(errp, "%s at byte %zu", w.fail.what, w.fail.at);
+    if (w.nomem)
+      err = nomem(errp);
+    else if (w.fail.in_record)
+      err = corrupt(errp, "record %zu (at byte %zu): %s", w.fail.rec, w.fail.at,
+                    w.fail.what);
+    else
+      err = corrupt(errp, "%s at byte %zu", w.fail.what, w.fail.at);
     goto out;
   }
   if (w.n_rec && w.max_pk >= pks.n) {

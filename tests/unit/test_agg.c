@@ -731,7 +731,7 @@ static void test_corrupt_fields(void) {
   /* Wrong wire types for known fields. */
   m.n = 0;
   pb_uint(&m, 1, 5);
-  CHECK_CORRUPT(&m, "key table entry with a wrong wire type");
+  CHECK_CORRUPT(&m, "key table entry with a wrong wire type at byte 4");
   m.n = 0;
   pb_uint(&m, 2, 5);
   CHECK_CORRUPT(&m, "key table entry with a wrong wire type");
@@ -788,7 +788,7 @@ static void test_corrupt_fields(void) {
   r.n = 0;
   pb_uint(&r, 1, 0);
   pb_record(&m, &r);
-  CHECK_CORRUPT(&m, "record without its data");
+  CHECK_CORRUPT(&m, "record 0 (at byte 8): record without its data");
   m.n = 0;
   pb_str(&m, 1, "k0");
   r.n = 0;
