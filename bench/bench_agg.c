@@ -2,7 +2,10 @@
  * with distinct partition keys, next to OpenSSL MD5 over the same bytes,
  * which both directions must pay (the MD5 of the whole protobuf).
  *
- *   bench_agg [-n RECORDS] [-s RECORD_SIZE] [-t SECONDS] [-r ROUNDS]
+ *   bench_agg [-n RECORDS] [-s RECORD_SIZE] [-t SECONDS] [-r ROUNDS] [-x]
+ *
+ * Then it runs bench/agg_node.js (aws-kinesis-agg under node) on the same
+ * shape of data and prints the ratios; -x skips that.
  *
  * Each figure is the best pass over all records, measured for SECONDS in
  * each of ROUNDS rounds, in MB/s of user payload (1 MB = 10^6 bytes), so
@@ -32,6 +35,7 @@ typedef struct {
 static size_t n_recs = 32768, rec_size = 1024;
 static double seconds = 0.5;
 static int rounds = 3;
+static int with_node = 1;
 static urec_t *recs;
 static size_t payload; /* bytes of user data in one pass */
 
@@ -150,20 +154,39 @@ static int pass_protobuf_c(void *p) {
   return total == n_recs ? 0 : -1;
 }
 
+/* Runs the aws-kinesis-agg benchmark; fills its figures, or returns -1. */
+static int run_node(double *agg, double *deagg) {
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd), "node '%s/bench/agg_node.js' -n %zu -s %zu -t %g 2>&1",
+           KN_SOURCE_DIR, n_recs, rec_size, seconds * rounds);
+  FILE *f = popen(cmd, "r");
+  if (!f) return -1;
+  char line[512];
+  int found = 0;
+  while (fgets(line, sizeof(line), f)) {
+    if (sscanf(line, "{\"aggregate_mbps\":%lf,\"deaggregate_mbps\":%lf", agg, deagg) == 2)
+      found = 1;
+    else
+      printf("  %s", line);
+  }
+  return pclose(f) == 0 && found ? 0 : -1;
+}
+
 static void free_blobs(blob_t *bl, size_t n) {
   for (size_t i = 0; i < n; i++) free(bl[i].p);
 }
 
 int main(int argc, char **argv) {
   int opt;
-  while ((opt = getopt(argc, argv, "n:s:t:r:")) != -1) {
+  while ((opt = getopt(argc, argv, "n:s:t:r:x")) != -1) {
     switch (opt) {
       case 'n': n_recs = strtoul(optarg, NULL, 10); break;
       case 's': rec_size = strtoul(optarg, NULL, 10); break;
       case 't': seconds = strtod(optarg, NULL); break;
       case 'r': rounds = atoi(optarg); break;
+      case 'x': with_node = 0; break;
       default:
-        fprintf(stderr, "usage: %s [-n RECORDS] [-s RECORD_SIZE] [-t SECONDS] [-r ROUNDS]\n", argv[0]);
+        fprintf(stderr, "usage: %s [-n RECORDS] [-s RECORD_SIZE] [-t SECONDS] [-r ROUNDS] [-x]\n", argv[0]);
         return 2;
     }
   }
@@ -181,6 +204,7 @@ int main(int argc, char **argv) {
          n_recs, rec_size, rounds, seconds);
 
   size_t caps[] = {KN_AGG_DEFAULT_MAX_BYTES, KN_AGG_RECORD_LIMIT - 1};
+  double our_agg[2], our_deagg[2];
   for (size_t c = 0; c < 2; c++) {
     struct agg_arg aa = {caps[c], calloc(n_recs, sizeof(blob_t)), 0};
     pass_aggregate(&aa); /* keeps the aggregates for decoding */
@@ -210,8 +234,24 @@ int main(int argc, char **argv) {
            deagg_r, 100 * deagg_r / md5);
     printf("  MD5 + protobuf-c unpack (compare) %8.0f MB/s  %4.0f%% of MD5\n",
            pbc, 100 * pbc / md5);
+    our_agg[c] = agg;
+    our_deagg[c] = deagg;
     free_blobs(da.aggs, da.n);
     free(da.aggs);
+  }
+
+  double node_agg, node_deagg;
+  if (with_node) {
+    printf("\n");
+    if (run_node(&node_agg, &node_deagg) == 0) {
+      printf("\nlibkinesis / aws-kinesis-agg, same data:\n");
+      printf("  aggregate    %5.1fx (1 MiB aggregates, as it makes)  %5.1fx (KPL's 51,200)\n",
+             our_agg[1] / node_agg, our_agg[0] / node_agg);
+      printf("  deaggregate  %5.1fx (1 MiB aggregates)                %5.1fx (KPL's 51,200)\n",
+             our_deagg[1] / node_deagg, our_deagg[0] / node_deagg);
+    } else {
+      printf("aws-kinesis-agg benchmark did not run (node and the lab's node_modules needed)\n");
+    }
   }
   for (size_t i = 0; i < n_recs; i++) free(recs[i].data);
   free(recs);
