@@ -4,8 +4,8 @@
  *
  *   bench_agg [-n RECORDS] [-s RECORD_SIZE] [-t SECONDS] [-r ROUNDS] [-x]
  *
- * Then it runs bench/agg_node.js (aws-kinesis-agg under node) on the same
- * shape of data and prints the ratios; -x skips that.
+ * Each round also runs bench/agg_node.js (aws-kinesis-agg under node) on
+ * the same shape of data, for the ratios at the end; -x skips that.
  *
  * Each figure is the best pass over all records, measured for SECONDS in
  * each of ROUNDS rounds, in MB/s of user payload (1 MB = 10^6 bytes), so
@@ -154,20 +154,24 @@ static int pass_protobuf_c(void *p) {
   return total == n_recs ? 0 : -1;
 }
 
-/* Runs the aws-kinesis-agg benchmark; fills its figures, or returns -1. */
+static char node_report[2048]; /* the last run's own lines */
+
+/* Runs the aws-kinesis-agg benchmark for `seconds`; fills its figures, or
+ * returns -1. */
 static int run_node(double *agg, double *deagg) {
   char cmd[1024];
   snprintf(cmd, sizeof(cmd), "node '%s/bench/agg_node.js' -n %zu -s %zu -t %g 2>&1",
-           KN_SOURCE_DIR, n_recs, rec_size, seconds * rounds);
+           KN_SOURCE_DIR, n_recs, rec_size, seconds);
   FILE *f = popen(cmd, "r");
   if (!f) return -1;
   char line[512];
   int found = 0;
+  node_report[0] = '\0';
   while (fgets(line, sizeof(line), f)) {
     if (sscanf(line, "{\"aggregate_mbps\":%lf,\"deaggregate_mbps\":%lf", agg, deagg) == 2)
       found = 1;
-    else
-      printf("  %s", line);
+    else if (strlen(node_report) + strlen(line) < sizeof(node_report))
+      strcat(node_report, line);
   }
   return pclose(f) == 0 && found ? 0 : -1;
 }
@@ -203,55 +207,70 @@ int main(int argc, char **argv) {
          "of %d rounds of %.1f s; MB/s of user payload\n",
          n_recs, rec_size, rounds, seconds);
 
+  /* Both sizes of aggregate, kept for decoding. */
   size_t caps[] = {KN_AGG_DEFAULT_MAX_BYTES, KN_AGG_RECORD_LIMIT - 1};
-  double our_agg[2], our_deagg[2];
+  struct agg_arg aa[2];
+  struct deagg_arg da[2], dr[2];
+  kn_agg_filter_t range = {.subseq_floor = -1, .check_range = 1};
+  memset(range.range_end, 0xff, sizeof(range.range_end));
   for (size_t c = 0; c < 2; c++) {
-    struct agg_arg aa = {caps[c], calloc(n_recs, sizeof(blob_t)), 0};
-    pass_aggregate(&aa); /* keeps the aggregates for decoding */
-    struct deagg_arg da = {aa.keep, aa.n_keep, NULL};
-    kn_agg_filter_t range = {.subseq_floor = -1, .check_range = 1};
-    memset(range.range_end, 0xff, sizeof(range.range_end));
-    struct deagg_arg dr = {aa.keep, aa.n_keep, &range};
-    aa.keep = NULL;
-
-    /* Rounds interleave the measurements, so that load from elsewhere on
-     * the machine spreads over all of them; each keeps its best. */
-    double md5 = 0, agg = 0, deagg = 0, deagg_r = 0, pbc = 0;
-    for (int round = 0; round < rounds; round++) {
-      md5 = fmax(md5, best_mbps(pass_md5, &da));
-      agg = fmax(agg, best_mbps(pass_aggregate, &aa));
-      deagg = fmax(deagg, best_mbps(pass_deaggregate, &da));
-      deagg_r = fmax(deagg_r, best_mbps(pass_deaggregate, &dr));
-      pbc = fmax(pbc, best_mbps(pass_protobuf_c, &da));
-    }
-    printf("\naggregates of up to %zu bytes (%zu of them)\n", caps[c], da.n);
-    printf("  OpenSSL MD5 of the same bytes     %8.0f MB/s\n", md5);
-    printf("  aggregate                         %8.0f MB/s  %4.0f%% of MD5\n",
-           agg, 100 * agg / md5);
-    printf("  deaggregate (MD5 checked)         %8.0f MB/s  %4.0f%% of MD5\n",
-           deagg, 100 * deagg / md5);
-    printf("  deaggregate + hash range check    %8.0f MB/s  %4.0f%% of MD5\n",
-           deagg_r, 100 * deagg_r / md5);
-    printf("  MD5 + protobuf-c unpack (compare) %8.0f MB/s  %4.0f%% of MD5\n",
-           pbc, 100 * pbc / md5);
-    our_agg[c] = agg;
-    our_deagg[c] = deagg;
-    free_blobs(da.aggs, da.n);
-    free(da.aggs);
+    aa[c] = (struct agg_arg){caps[c], calloc(n_recs, sizeof(blob_t)), 0};
+    pass_aggregate(&aa[c]);
+    da[c] = (struct deagg_arg){aa[c].keep, aa[c].n_keep, NULL};
+    dr[c] = (struct deagg_arg){aa[c].keep, aa[c].n_keep, &range};
+    aa[c].keep = NULL;
   }
 
-  double node_agg, node_deagg;
-  if (with_node) {
-    printf("\n");
-    if (run_node(&node_agg, &node_deagg) == 0) {
-      printf("\nlibkinesis / aws-kinesis-agg, same data:\n");
-      printf("  aggregate    %5.1fx (1 MiB aggregates, as it makes)  %5.1fx (KPL's 51,200)\n",
-             our_agg[1] / node_agg, our_agg[0] / node_agg);
-      printf("  deaggregate  %5.1fx (1 MiB aggregates)                %5.1fx (KPL's 51,200)\n",
-             our_deagg[1] / node_deagg, our_deagg[0] / node_deagg);
-    } else {
-      printf("aws-kinesis-agg benchmark did not run (node and the lab's node_modules needed)\n");
+  /* Rounds interleave every measurement, aws-kinesis-agg's included, so
+   * that load from elsewhere on the machine spreads over all of them; each
+   * keeps its best. */
+  double md5[2] = {0}, agg[2] = {0}, deagg[2] = {0}, deagg_r[2] = {0}, pbc[2] = {0};
+  double node_agg = 0, node_deagg = 0;
+  int node_ok = with_node;
+  for (int round = 0; round < rounds; round++) {
+    for (size_t c = 0; c < 2; c++) {
+      md5[c] = fmax(md5[c], best_mbps(pass_md5, &da[c]));
+      agg[c] = fmax(agg[c], best_mbps(pass_aggregate, &aa[c]));
+      deagg[c] = fmax(deagg[c], best_mbps(pass_deaggregate, &da[c]));
+      deagg_r[c] = fmax(deagg_r[c], best_mbps(pass_deaggregate, &dr[c]));
+      pbc[c] = fmax(pbc[c], best_mbps(pass_protobuf_c, &da[c]));
     }
+    double na, nd;
+    if (node_ok && run_node(&na, &nd) == 0) {
+      node_agg = fmax(node_agg, na);
+      node_deagg = fmax(node_deagg, nd);
+    } else {
+      node_ok = 0;
+    }
+  }
+
+  for (size_t c = 0; c < 2; c++) {
+    printf("\naggregates of up to %zu bytes (%zu of them)\n", caps[c], da[c].n);
+    printf("  OpenSSL MD5 of the same bytes     %8.0f MB/s\n", md5[c]);
+    printf("  aggregate                         %8.0f MB/s  %4.0f%% of MD5\n",
+           agg[c], 100 * agg[c] / md5[c]);
+    printf("  deaggregate (MD5 checked)         %8.0f MB/s  %4.0f%% of MD5\n",
+           deagg[c], 100 * deagg[c] / md5[c]);
+    printf("  deaggregate + hash range check    %8.0f MB/s  %4.0f%% of MD5\n",
+           deagg_r[c], 100 * deagg_r[c] / md5[c]);
+    printf("  MD5 + protobuf-c unpack (compare) %8.0f MB/s  %4.0f%% of MD5\n",
+           pbc[c], 100 * pbc[c] / md5[c]);
+    free_blobs(da[c].aggs, da[c].n);
+    free(da[c].aggs);
+  }
+
+  if (with_node && !node_ok) {
+    printf("\naws-kinesis-agg benchmark did not run (node and the lab's node_modules needed)\n");
+  } else if (with_node) {
+    printf("\nbench/agg_node.js, last round:\n%s", node_report);
+    printf("aws-kinesis-agg (1 MB aggregates, its only size), best of %d rounds:\n"
+           "  aggregate %.0f MB/s, deaggregate %.0f MB/s\n",
+           rounds, node_agg, node_deagg);
+    printf("libkinesis / aws-kinesis-agg on the same data:\n");
+    printf("  aggregate    %5.1fx with 1 MiB aggregates   %5.1fx with the KPL's 51,200\n",
+           agg[1] / node_agg, agg[0] / node_agg);
+    printf("  deaggregate  %5.1fx with 1 MiB aggregates   %5.1fx with the KPL's 51,200\n",
+           deagg[1] / node_deagg, deagg[0] / node_deagg);
   }
   for (size_t i = 0; i < n_recs; i++) free(recs[i].data);
   free(recs);
