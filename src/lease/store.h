@@ -9,6 +9,11 @@
  * Which calls add one to leaseCounter follows the KCL: take, renew,
  * release and checkpoint do; create, set_children and remove do not.
  *
+ * A store that retries calls (DynamoDB) may find that a retried change
+ * fails its condition because the first attempt had succeeded; it then
+ * reads the lease and reports success if the lease holds exactly what the
+ * call meant to write.  Owner names must be unique among workers.
+ *
  * Calls block (DynamoDB: never call them from an I/O thread).  A store
  * handle may be used by several threads at once.  Errors returned are
  * owned by the caller (kn_error_destroy).  Retriable failures (throttling,

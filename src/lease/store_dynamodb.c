@@ -287,14 +287,41 @@ static kn_error_t *ddb_create(kn_lease_store_t *ls, const kn_lease_t *l) {
   return err ? context(d, err, "create", l->key) : NULL;
 }
 
-/* What a successful conditional change left behind, to recognise it when
- * the transport retried a call that had in fact succeeded: the retry
- * fails its condition although the change was made. */
+/* What a successful conditional change leaves behind.  The transport
+ * retries a call whose response was lost; if the first attempt had in fact
+ * succeeded, the retry fails its condition.  So a failed condition is
+ * looked at again: when the item holds exactly what the call meant to
+ * write, the call reports success (the store is as the caller wants it and
+ * the new counter is right). */
 typedef struct outcome {
   const char *owner;      /* NULL: no owner */
   int64_t counter;
-  const char *checkpoint; /* NULL: not checked */
+  int checkpointed;       /* a checkpoint call: the fields below count */
+  const char *checkpoint; /* NULL: left as it was, not compared */
+  int64_t subseq;
+  const char *pending;
+  int64_t pending_subseq;
+  const void *state;
+  size_t state_len;
 } outcome_t;
+
+static int str_eq(const char *a, const char *b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int outcome_matches(const kn_lease_t *l, const outcome_t *w) {
+  if (l->counter != w->counter || !str_eq(l->owner, w->owner)) return 0;
+  if (!w->checkpointed) return 1;
+  if (w->checkpoint && (!str_eq(l->checkpoint, w->checkpoint) ||
+                        l->checkpoint_subseq != w->subseq))
+    return 0;
+  if (!str_eq(l->pending, w->pending)) return 0;
+  if (!w->pending) return l->pending_state == NULL;
+  if (l->pending_subseq != w->pending_subseq) return 0;
+  if (!w->state) return l->pending_state == NULL;
+  return l->pending_state && l->pending_state_len == w->state_len &&
+         memcmp(l->pending_state, w->state, w->state_len) == 0;
+}
 
 static int outcome_seen(ddb_store_t *d, const char *key,
                         const outcome_t *want) {
@@ -304,11 +331,7 @@ static int outcome_seen(ddb_store_t *d, const char *key,
     kn_error_destroy(err);
     return 0;
   }
-  int ok = l.counter == want->counter &&
-           (want->owner ? l.owner && strcmp(l.owner, want->owner) == 0
-                        : l.owner == NULL) &&
-           (!want->checkpoint ||
-            (l.checkpoint && strcmp(l.checkpoint, want->checkpoint) == 0));
+  int ok = outcome_matches(&l, want);
   kn_lease_clear(&l);
   return ok;
 }
@@ -376,7 +399,7 @@ static kn_error_t *ddb_take(kn_lease_store_t *ls, const char *key,
     value(&e, ":one", kn_ddb_n(1));
     ADD(&e, "#sw :one");
   }
-  outcome_t want = {owner, counter + 1, NULL};
+  outcome_t want = {.owner = owner, .counter = counter + 1};
   kn_error_t *err = update(d, "take", key, &e, &want);
   if (!err) *new_counter = counter + 1;
   return err;
@@ -396,7 +419,7 @@ static kn_error_t *ddb_renew(kn_lease_store_t *ls, const char *key,
   expr_init(&e);
   owned_by(&e, counter, owner);
   bump(&e, counter);
-  outcome_t want = {owner, counter + 1, NULL};
+  outcome_t want = {.owner = owner, .counter = counter + 1};
   kn_error_t *err = update(d, "renew", key, &e, &want);
   if (!err) *new_counter = counter + 1;
   return err;
@@ -412,7 +435,7 @@ static kn_error_t *ddb_release(kn_lease_store_t *ls, const char *key,
   owned_by(&e, counter, owner);
   bump(&e, counter);
   REMOVE(&e, "#o");
-  outcome_t want = {NULL, counter + 1, NULL};
+  outcome_t want = {.owner = NULL, .counter = counter + 1};
   kn_error_t *err = update(d, "release", key, &e, &want);
   if (!err) *new_counter = counter + 1;
   return err;
@@ -462,7 +485,15 @@ static kn_error_t *ddb_checkpoint(kn_lease_store_t *ls, const char *key,
     REMOVE(&e, "#ps");
     REMOVE(&e, "#st");
   }
-  outcome_t want = {owner, counter + 1, checkpoint};
+  outcome_t want = {.owner = owner,
+                    .counter = counter + 1,
+                    .checkpointed = 1,
+                    .checkpoint = checkpoint,
+                    .subseq = subseq,
+                    .pending = pending,
+                    .pending_subseq = pending_subseq,
+                    .state = pending ? state : NULL,
+                    .state_len = state_len};
   kn_error_t *err = update(d, "checkpoint", key, &e, &want);
   if (!err) *new_counter = counter + 1;
   return err;

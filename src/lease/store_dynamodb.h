@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "kn/conf.h"
 #include "kn/error.h"
 #include "lease/store.h"
 #include "util/buf.h"
@@ -36,6 +37,13 @@ struct kn_client_s;
 kn_lease_store_t *kn_lease_store_dynamodb_open(const char *table,
                                                struct kn_client_s *client,
                                                kn_error_t **errp);
+
+/* A store with a service handle, I/O thread and credentials of its own,
+ * from conf's client properties (NULL: defaults; copied), the
+ * environment and the shared config files. */
+kn_lease_store_t *kn_lease_store_dynamodb_open_conf(const char *table,
+                                                    const kn_conf_t *conf,
+                                                    kn_error_t **errp);
 
 /* Tuning for tests: Scan pages of at most limit items (0: the service's
  * 1 MB pages), and how long ensure_table waits for ACTIVE. */

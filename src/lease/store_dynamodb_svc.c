@@ -41,11 +41,11 @@ static kn_error_t *own_env_call(void *opaque, const char *action,
   return svc_call(((own_env_t *)opaque)->svc, action, body, len, out);
 }
 
-/* Settings from the environment and the shared config files, as any AWS
- * SDK resolves them. */
-static own_env_t *own_env_new(kn_error_t **errp) {
+/* Settings from conf (NULL: defaults), the environment and the shared
+ * config files, as any AWS SDK resolves them. */
+static own_env_t *own_env_new(const kn_conf_t *conf, kn_error_t **errp) {
   own_env_t *env = calloc(1, sizeof(*env));
-  if (!env || !(env->conf = kn_conf_new())) {
+  if (!env || !(env->conf = conf ? kn_conf_dup(conf) : kn_conf_new())) {
     free(env);
     *errp = kn_error_new(KN_ERR__NOMEM, "lease store: out of memory");
     return NULL;
@@ -80,7 +80,14 @@ kn_lease_store_t *kn_lease_store_dynamodb_open(const char *table,
                          table);
     return NULL;
   }
-  own_env_t *env = own_env_new(errp);
+  return kn_lease_store_dynamodb_open_conf(table, NULL, errp);
+}
+
+kn_lease_store_t *kn_lease_store_dynamodb_open_conf(const char *table,
+                                                    const kn_conf_t *conf,
+                                                    kn_error_t **errp) {
+  *errp = NULL;
+  own_env_t *env = own_env_new(conf, errp);
   if (!env) {
     *errp = kn_error_prefix(*errp, "lease store dynamodb:%s", table);
     return NULL;
