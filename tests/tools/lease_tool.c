@@ -63,10 +63,11 @@ static int report(kn_error_t *e) {
   return 1;
 }
 
-static int done(kn_error_t *e, int64_t counter, int with_counter) {
+/* counter (may be NULL) is read only after the call has run. */
+static int done(kn_error_t *e, const int64_t *counter) {
   if (e) return report(e);
-  if (with_counter)
-    printf("ok %lld\n", (long long)counter);
+  if (counter)
+    printf("ok %lld\n", (long long)*counter);
   else
     printf("ok\n");
   return 0;
@@ -231,7 +232,7 @@ static int run(int argc, char **argv) {
   if (strcmp(cmd, "racer") == 0 && argc == 4) {
     rc = racer(ls, argv[2], argv[3]);
   } else if (strcmp(cmd, "ensure") == 0 && argc == 2) {
-    rc = done(ls->ops->ensure_table(ls), 0, 0);
+    rc = done(ls->ops->ensure_table(ls), NULL);
   } else if (strcmp(cmd, "get") == 0 && argc == 3) {
     kn_lease_t l;
     e = ls->ops->get(ls, argv[2], &l);
@@ -257,17 +258,17 @@ static int run(int argc, char **argv) {
       kn_lease_clear(&l);
       rc = usage();
     } else {
-      rc = done(ls->ops->create(ls, &l), 0, 0);
+      rc = done(ls->ops->create(ls, &l), NULL);
       kn_lease_clear(&l);
     }
   } else if (strcmp(cmd, "take") == 0 && argc == 6) {
     rc = done(ls->ops->take(ls, argv[2], num(argv[3]), dash(argv[4]), argv[5],
                             &c),
-              c, 1);
+              &c);
   } else if (strcmp(cmd, "renew") == 0 && argc == 5) {
-    rc = done(ls->ops->renew(ls, argv[2], num(argv[3]), argv[4], &c), c, 1);
+    rc = done(ls->ops->renew(ls, argv[2], num(argv[3]), argv[4], &c), &c);
   } else if (strcmp(cmd, "release") == 0 && argc == 5) {
-    rc = done(ls->ops->release(ls, argv[2], num(argv[3]), argv[4], &c), c, 1);
+    rc = done(ls->ops->release(ls, argv[2], num(argv[3]), argv[4], &c), &c);
   } else if (strcmp(cmd, "checkpoint") == 0 && (argc == 7 || argc == 9 ||
                                                 argc == 10)) {
     const char *pending = argc >= 9 ? dash(argv[7]) : NULL;
@@ -287,13 +288,13 @@ static int run(int argc, char **argv) {
     rc = done(ls->ops->checkpoint(ls, argv[2], num(argv[3]), argv[4],
                                   dash(argv[5]), num(argv[6]), pending, psub,
                                   state, state_len, &c),
-              c, 1);
+              &c);
     free(state);
   } else if (strcmp(cmd, "children") == 0 && argc >= 3) {
     rc = done(ls->ops->set_children(ls, argv[2], argv + 3, (size_t)argc - 3),
-              0, 0);
+              NULL);
   } else if (strcmp(cmd, "remove") == 0 && argc == 4) {
-    rc = done(ls->ops->remove(ls, argv[2], num(argv[3])), 0, 0);
+    rc = done(ls->ops->remove(ls, argv[2], num(argv[3])), NULL);
   } else {
     rc = usage();
   }
