@@ -129,7 +129,7 @@ json_t *kn_ddb_item_from_lease(const kn_lease_t *l, kn_error_t **errp) {
 
 /* The value of attribute name if it has type `type`, else NULL. */
 static json_t *attr(json_t *item, const char *name, const char *type) {
-  return json_object_get(json_object_get(item, name), type);
+  return json_object_get(kn_json_obj(item, name), type);
 }
 
 /* A string attribute, copied; 0, or -1 on out-of-memory. */

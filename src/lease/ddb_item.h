@@ -3,7 +3,7 @@
 #ifndef KN_LEASE_DDB_ITEM_H
 #define KN_LEASE_DDB_ITEM_H
 
-#include <jansson.h>
+#include "util/json.h"
 #include <stddef.h>
 #include <stdint.h>
 

@@ -48,17 +48,7 @@ static kn_error_t *call(ddb_store_t *d, const char *action, json_t *req,
   kn_buf_t out = KN_BUF_INIT;
   kn_error_t *err = d->call(d->opaque, action, body, strlen(body), &out);
   free(body);
-  if (!err && resp) {
-    json_error_t jerr;
-    *resp = json_loadb(out.p ? out.p : "", out.len, 0, &jerr);
-    if (!json_is_object(*resp)) {
-      json_decref(*resp);
-      *resp = NULL;
-      err = kn_error_new(KN_ERR__BAD_MSG,
-                         "%s: the response is not a JSON object: %s", action,
-                         jerr.text);
-    }
-  }
+  if (!err && resp) err = kn_json_parse_object(out.p, out.len, action, resp);
   kn_buf_free(&out);
   return err;
 }

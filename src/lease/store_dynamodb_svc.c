@@ -1,5 +1,6 @@
 /* Connecting the DynamoDB lease store to the AWS service layer: a
- * DynamoDB service handle from a client, or one of the store's own. */
+ * DynamoDB service handle on a client's loop, credentials and settings, or
+ * a whole set of the store's own. */
 #include <stdlib.h>
 
 #include "aws/creds.h"
@@ -8,12 +9,15 @@
 #include "aws/settings.h"
 #include "core/error.h"
 #include "kn/conf.h"
+#include "kinesis/client_int.h"
 #include "lease/store_dynamodb.h"
 
 static kn_error_t *svc_call(void *opaque, const char *action,
                             const char *body, size_t len, kn_buf_t *out) {
   return kn_svc_call_sync((kn_svc_t *)opaque, action, body, len, NULL, out);
 }
+
+static void svc_free(void *opaque) { kn_svc_destroy(opaque); }
 
 /* Everything a store without a client owns, freed in reverse order. */
 typedef struct own_env {
@@ -72,13 +76,16 @@ kn_lease_store_t *kn_lease_store_dynamodb_open(const char *table,
                                                kn_error_t **errp) {
   *errp = NULL;
   if (client) {
-    /* Needs the client's internals (loop, credentials, settings), which
-     * are not there yet. */
-    *errp = kn_error_new(KN_ERR__UNSUPPORTED,
-                         "lease store dynamodb:%s: opening through a client "
-                         "is not wired yet; pass no client",
-                         table);
-    return NULL;
+    /* The store's own service handle, on the client's I/O thread,
+     * credentials and settings (borrowed: the client outlives the store). */
+    kn_svc_t *svc = kn_svc_new(client->loop, client->creds, &client->settings,
+                               &kn_svc_dynamodb,
+                               client->settings.dynamodb_endpoint, errp);
+    if (!svc) {
+      *errp = kn_error_prefix(*errp, "lease store dynamodb:%s", table);
+      return NULL;
+    }
+    return kn_lease_store_dynamodb_new(table, svc_call, svc, svc_free, errp);
   }
   return kn_lease_store_dynamodb_open_conf(table, NULL, errp);
 }

@@ -7,7 +7,7 @@
  * lets readers go on while a writer works; a busy timeout plus a retry
  * loop absorbs short lock contention, and longer waits end in a retriable
  * error.  This is the only file that includes sqlite3.h. */
-#include <jansson.h>
+#include "util/json.h"
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>

@@ -17,16 +17,19 @@
  *
  * Options: --busy-ms N (SQLite), --scan-limit N (DynamoDB Scan pages),
  * --threads N --rounds N --many N --prefix P (conformance),
- * -X prop=value (client properties for DynamoDB).
+ * -X prop=value (client properties for DynamoDB), --via client|own
+ * (DynamoDB through a kn_client_t, the default, or a service handle of the
+ * store's own).
  *
  * Changes print "ok N" (the new counter) or "ok".  Failures print
  * "error NAME RETRIABLE MESSAGE" on stdout and exit 1; usage errors exit 2. */
-#include <jansson.h>
+#include "util/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "kn/client.h"
 #include "kn/conf.h"
 #include "lease/store.h"
 #include "lease/store_dynamodb.h"
@@ -39,6 +42,7 @@ static int scan_limit;
 static int threads = 4, rounds = 20, many = 50;
 static const char *prefix;
 static kn_conf_t *conf;
+static kn_client_t *client; /* NULL: --via own */
 
 static kn_lease_store_t *open_store(void *opaque, kn_error_t **errp) {
   const char *spec = opaque;
@@ -46,7 +50,8 @@ static kn_lease_store_t *open_store(void *opaque, kn_error_t **errp) {
   if (strncmp(spec, "sqlite:", 7) == 0) {
     ls = kn_lease_store_sqlite_open(spec + 7, busy_ms, errp);
   } else if (strncmp(spec, "dynamodb:", 9) == 0) {
-    ls = kn_lease_store_dynamodb_open_conf(spec + 9, conf, errp);
+    ls = client ? kn_lease_store_open(spec, client, errp)
+                : kn_lease_store_dynamodb_open_conf(spec + 9, conf, errp);
     if (ls && scan_limit) kn_lease_store_dynamodb_set_scan_limit(ls, scan_limit);
   } else {
     ls = kn_lease_store_open(spec, NULL, errp);
@@ -303,7 +308,7 @@ static int run(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  int i = 1;
+  int i = 1, via_own = 0;
   conf = kn_conf_new();
   for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
     const char *o = argv[i], *v = argv[i + 1];
@@ -317,6 +322,8 @@ int main(int argc, char **argv) {
       rounds = atoi(v);
     } else if (strcmp(o, "--many") == 0) {
       many = atoi(v);
+    } else if (strcmp(o, "--via") == 0) {
+      via_own = strcmp(v, "own") == 0;
     } else if (strcmp(o, "--prefix") == 0) {
       prefix = v;
     } else if (strcmp(o, "-X") == 0) {
@@ -334,7 +341,18 @@ int main(int argc, char **argv) {
       return usage();
     }
   }
-  int rc = argc - i >= 2 ? run(argc - i, argv + i) : usage();
+  if (argc - i < 2) return usage();
+  if (!via_own && strncmp(argv[i + 1], "dynamodb:", 9) == 0) {
+    char errstr[512];
+    client = kn_client_new(conf, errstr, sizeof(errstr));
+    if (!client) {
+      printf("error _CONF 0 %s\n", errstr);
+      kn_conf_destroy(conf);
+      return 1;
+    }
+  }
+  int rc = run(argc - i, argv + i);
+  kn_client_destroy(client);
   kn_conf_destroy(conf);
   return rc;
 }

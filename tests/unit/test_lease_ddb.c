@@ -1,6 +1,6 @@
 /* The DynamoDB lease store without a server: items as the KCL writes them,
  * and the exact requests the store sends (through a scripted transport). */
-#include <jansson.h>
+#include "util/json.h"
 #include <stdlib.h>
 #include <string.h>
 
