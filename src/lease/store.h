@@ -14,6 +14,9 @@
  * reads the lease and reports success if the lease holds exactly what the
  * call meant to write.  Owner names must be unique among workers.
  *
+ * Keys and owners are never NULL, except where NULL is said to mean
+ * "free" (old_owner).
+ *
  * Calls block (DynamoDB: never call them from an I/O thread).  A store
  * handle may be used by several threads at once.  Errors returned are
  * owned by the caller (kn_error_destroy).  Retriable failures (throttling,

@@ -364,10 +364,16 @@ static void bump(expr_t *e, int64_t counter) {
   SET(e, "#c = :n");
 }
 
+static kn_error_t *no_owner(ddb_store_t *d, const char *op, const char *key) {
+  return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: %s %s: no owner",
+                      d->head.name, op, key);
+}
+
 static kn_error_t *ddb_take(kn_lease_store_t *ls, const char *key,
                             int64_t counter, const char *old_owner,
                             const char *owner, int64_t *new_counter) {
   ddb_store_t *d = store_of(ls);
+  if (!owner) return no_owner(d, "take", key);
   expr_t e;
   expr_init(&e);
   name(&e, "#c", KN_DDB_LEASE_COUNTER);
@@ -393,11 +399,6 @@ static kn_error_t *ddb_take(kn_lease_store_t *ls, const char *key,
   kn_error_t *err = update(d, "take", key, &e, &want);
   if (!err) *new_counter = counter + 1;
   return err;
-}
-
-static kn_error_t *no_owner(ddb_store_t *d, const char *op, const char *key) {
-  return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: %s %s: no owner",
-                      d->head.name, op, key);
 }
 
 static kn_error_t *ddb_renew(kn_lease_store_t *ls, const char *key,
@@ -673,12 +674,13 @@ kn_lease_store_t *kn_lease_store_dynamodb_new(const char *table,
   return &d->head;
 }
 
+/* Other stores ignore the tuning calls. */
 void kn_lease_store_dynamodb_set_scan_limit(kn_lease_store_t *ls,
                                             int limit) {
-  store_of(ls)->scan_limit = limit;
+  if (ls && ls->ops == &ddb_ops) store_of(ls)->scan_limit = limit;
 }
 
 void kn_lease_store_dynamodb_set_table_wait(kn_lease_store_t *ls,
                                             long wait_ms) {
-  store_of(ls)->table_wait_ms = wait_ms;
+  if (ls && ls->ops == &ddb_ops) store_of(ls)->table_wait_ms = wait_ms;
 }

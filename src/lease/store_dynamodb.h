@@ -46,7 +46,8 @@ kn_lease_store_t *kn_lease_store_dynamodb_open_conf(const char *table,
                                                     kn_error_t **errp);
 
 /* Tuning for tests: Scan pages of at most limit items (0: the service's
- * 1 MB pages), and how long ensure_table waits for ACTIVE. */
+ * 1 MB pages), and how long ensure_table waits for ACTIVE.  No effect on
+ * other stores. */
 void kn_lease_store_dynamodb_set_scan_limit(kn_lease_store_t *ls, int limit);
 void kn_lease_store_dynamodb_set_table_wait(kn_lease_store_t *ls,
                                             long wait_ms);

@@ -153,6 +153,9 @@ static kn_error_t *mem_take(kn_lease_store_t *ls, const char *key,
                             const char *owner, int64_t *new_counter) {
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
+  if (!owner)
+    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: take %s: no owner",
+                        ls->name, key);
   char *o = strdup(owner);
   if (!o) return nomem(ls);
   pthread_mutex_lock(&t->lock);

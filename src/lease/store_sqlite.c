@@ -367,6 +367,9 @@ static kn_error_t *sql_take(kn_lease_store_t *ls, const char *key,
                             const char *owner, int64_t *new_counter) {
   sql_store_t *s = store_of(ls);
   sqlite3_stmt *st = NULL;
+  if (!owner)
+    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: take %s: no owner",
+                        ls->name, key);
   /* As the KCL counts: a steal is a switch, taking a free lease is not. */
   int switched = old_owner && strcmp(old_owner, owner) != 0;
   pthread_mutex_lock(&s->lock);

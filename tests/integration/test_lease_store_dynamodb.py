@@ -326,6 +326,22 @@ def kcl_compat(d, env):
     print("KCL compatibility: checked")
 
 
+def concurrent_ensure(d, env):
+    """Workers starting together all create the missing table: every one
+    succeeds (ResourceInUse from the losers is fine)."""
+    spec = "dynamodb:ensure_race_app"
+    procs = [subprocess.Popen([TOOL, "ensure", spec], env=env,
+                              stdout=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    check(all(p.returncode == 0 and o == "ok" for p, o in zip(procs, outs)),
+          f"concurrent ensure_table: {outs}")
+    ddb = lab.boto3_client("dynamodb", d)
+    status = ddb.describe_table(TableName="ensure_race_app")["Table"]["TableStatus"]
+    check(status == "ACTIVE", f"concurrent ensure_table: table {status}")
+    print(f"concurrent ensure_table: {outs}")
+
+
 def table_created_by_store(d):
     ddb = lab.boto3_client("dynamodb", d)
     t = ddb.describe_table(TableName="conformance_app")["Table"]
@@ -467,6 +483,7 @@ def main():
         conformance(env, "dynamodb:conformance_app", "--scan-limit", "7",
                     "--threads", "4", "--rounds", "15", "--many", "60")
         table_created_by_store(d)
+        concurrent_ensure(d, env)
         # Through a kn_client_t (the default) above, with a service handle
         # of the store's own here.
         race(env, "dynamodb:conformance_app", 4, 40, "--via", "own")

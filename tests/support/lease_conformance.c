@@ -158,6 +158,7 @@ static void case_take(kn_lease_store_t *ls, const char *prefix) {
     KT_CHECK_INT(got.owner_switches, 2);
     kn_lease_clear(&got);
   }
+  FAILS(ls->ops->take(ls, key, 4, "w3", NULL, &c), KN_ERR__INVALID_ARG);
   char missing[256];
   snprintf(missing, sizeof(missing), "%s-take-missing", prefix);
   FAILS(ls->ops->take(ls, missing, 0, NULL, "w1", &c), CCF);
