@@ -1,14 +1,25 @@
 /* Credentials: the standard chain of the AWS SDKs, cached and refreshed
  * before expiry.
  *
- * Order: explicit properties; AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
- * AWS_SESSION_TOKEN; web identity (AWS_WEB_IDENTITY_TOKEN_FILE +
- * AWS_ROLE_ARN, via STS AssumeRoleWithWebIdentity); the shared credentials
- * and config files for the profile (static keys, credential_process,
- * web_identity_token_file + role_arn); the container endpoint
- * (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI / _FULL_URI with
- * AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]); EC2 IMDSv2 (unless
- * AWS_EC2_METADATA_DISABLED=true). */
+ * Order (the first provider that is configured wins; one that is
+ * configured but fails stops the chain with its error):
+ * 1. explicit properties (aws.access.key.id, ...);
+ * 2. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN;
+ * 3. web identity: AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (and
+ *    AWS_ROLE_SESSION_NAME), via STS AssumeRoleWithWebIdentity;
+ * 4. the profile in the shared credentials and config files:
+ *    role_arn + web_identity_token_file (STS as above); role_arn +
+ *    source_profile or credential_source is reported as unsupported;
+ *    static keys (aws_access_key_id, aws_secret_access_key,
+ *    aws_session_token); credential_process (run with /bin/sh -c);
+ * 5. the container endpoint: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI
+ *    (on 169.254.170.2) or _FULL_URI (https, or http to a loopback or the
+ *    ECS/EKS addresses), with AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE or
+ *    _TOKEN as the Authorization header;
+ * 6. EC2 instance metadata, IMDSv2 (unless AWS_EC2_METADATA_DISABLED=true;
+ *    AWS_EC2_METADATA_SERVICE_ENDPOINT overrides the address).
+ * The environment and the shared files are read once, when the provider
+ * is made.  Secrets are never logged. */
 #ifndef KN_AWS_CREDS_H
 #define KN_AWS_CREDS_H
 
@@ -17,6 +28,7 @@
 #include "aws/http.h"
 #include "kn/error.h"
 
+/* Strings are malloc'ed and owned by the struct (kn_creds_clear). */
 typedef struct kn_creds {
   char *access_key_id;
   char *secret_access_key;
@@ -25,25 +37,49 @@ typedef struct kn_creds {
   const char *source;    /* provider name, static string ("environment") */
 } kn_creds_t;
 
+/* Wipes the secrets, frees the strings and zeroes *c.  Accepts a zeroed
+ * struct. */
 void kn_creds_clear(kn_creds_t *c);
-int kn_creds_copy(kn_creds_t *dst, const kn_creds_t *src); /* 0 or -1 */
+/* dst must be zeroed or cleared; it is left cleared on failure.  0 or -1. */
+int kn_creds_copy(kn_creds_t *dst, const kn_creds_t *src);
+
+/* Provider names, the values of kn_creds_t.source. */
+#define KN_CREDS_SRC_PROPERTIES "properties"
+#define KN_CREDS_SRC_ENV "environment"
+#define KN_CREDS_SRC_WEB_IDENTITY "web-identity"
+#define KN_CREDS_SRC_PROFILE "profile"
+#define KN_CREDS_SRC_PROCESS "process"
+#define KN_CREDS_SRC_CONTAINER "container"
+#define KN_CREDS_SRC_IMDS "imds"
 
 struct kn_aws_settings;
 typedef struct kn_creds_provider kn_creds_provider_t;
 
 /* Builds the chain from the resolved settings (explicit keys, profile,
- * files, STS endpoint) and the environment as it is now.  Does not fetch
- * anything yet.  NULL on failure with *errp set. */
+ * files, STS endpoint, timeouts: all copied) and the environment as it is
+ * now.  Reads the shared files (errors name file and line) but fetches
+ * nothing yet.  s->http.log is borrowed and must outlive the provider.
+ * NULL on failure with *errp set. */
 kn_creds_provider_t *kn_creds_provider_new(const struct kn_aws_settings *s,
                                            kn_error_t **errp);
 
-/* Thread-safe.  Copies valid credentials into *out.  The first call walks
- * the chain; later calls return the cached value, refreshing it (blocking)
- * when it expires within 5 minutes.  A refresh failure while the cached
- * credentials are still valid keeps them and logs a warning.  Errors name
- * the provider, file and line at fault. */
+/* Thread-safe.  Copies valid credentials into *out (zeroed or cleared by
+ * the caller; clear it after use).  The first call walks the chain; later
+ * calls return the cached value, refreshing it (blocking, through the
+ * provider that gave it) when it expires within KN_CREDS_REFRESH_MS, at
+ * most once per KN_CREDS_REFRESH_INTERVAL_MS while it is still usable.  A
+ * refresh failure while the cached credentials are still usable keeps
+ * them and logs a warning; then the next attempt waits
+ * KN_CREDS_RETRY_AFTER_MS.  Credentials with less than
+ * KN_CREDS_MIN_VALID_MS left are never returned.  Errors (KN_ERR__CREDENTIALS
+ * and others) name the provider, file and line at fault. */
 kn_error_t *kn_creds_get(kn_creds_provider_t *p, kn_creds_t *out);
 
-void kn_creds_provider_destroy(kn_creds_provider_t *p);
+#define KN_CREDS_REFRESH_MS (5 * 60 * 1000)
+#define KN_CREDS_MIN_VALID_MS (10 * 1000)
+#define KN_CREDS_REFRESH_INTERVAL_MS 1000
+#define KN_CREDS_RETRY_AFTER_MS 5000
+
+void kn_creds_provider_destroy(kn_creds_provider_t *p); /* accepts NULL */
 
 #endif

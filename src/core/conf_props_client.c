@@ -9,19 +9,22 @@ const kn_prop_t kn_props_client[] = {
      "region; us-east-1 when an endpoint is set and no region is found."},
     {"profile", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "Profile of the shared config and credentials files. Default: "
-     "AWS_PROFILE, then \"default\"."},
+     "AWS_PROFILE, AWS_DEFAULT_PROFILE, then \"default\"."},
     {"endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
-     "Endpoint URL for every service. Default: AWS_ENDPOINT_URL, then the "
-     "regional AWS endpoint."},
+     "Endpoint URL for every service, after the service's own property and "
+     "AWS_ENDPOINT_URL_<SERVICE>. Default: AWS_ENDPOINT_URL, the profile's "
+     "services section and endpoint_url, then the regional AWS endpoint "
+     "(AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true skips the environment and "
+     "the profile)."},
     {"kinesis.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
-     "Kinesis endpoint URL. Default: AWS_ENDPOINT_URL_KINESIS, then "
+     "Kinesis endpoint URL. Default: AWS_ENDPOINT_URL_KINESIS, then as "
      "`endpoint`."},
     {"dynamodb.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "DynamoDB endpoint URL for the lease table. Default: "
-     "AWS_ENDPOINT_URL_DYNAMODB, then `endpoint`."},
+     "AWS_ENDPOINT_URL_DYNAMODB, then as `endpoint`."},
     {"sts.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "STS endpoint URL for web identity credentials. Default: "
-     "AWS_ENDPOINT_URL_STS, then `endpoint`, then the regional STS endpoint."},
+     "AWS_ENDPOINT_URL_STS, then as `endpoint`."},
     {"aws.access.key.id", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "Access key id; with aws.secret.access.key it takes precedence over the "
      "credentials chain."},
@@ -33,7 +36,8 @@ const kn_prop_t kn_props_client[] = {
      "Verify the server's TLS certificate and host name. Turn off only for "
      "local servers with self-signed certificates."},
     {"ssl.ca.location", "client", KN_PROP_STR, NULL, 0, 0, NULL,
-     "CA bundle file. Default: AWS_CA_BUNDLE, then the system store."},
+     "CA bundle file. Default: AWS_CA_BUNDLE, the profile's ca_bundle, then "
+     "the system store."},
     {"http.version", "client", KN_PROP_ENUM, "auto", 0, 0,
      "auto,1.1,2,2-prior-knowledge",
      "HTTP version: auto negotiates HTTP/2 over TLS (ALPN) and uses HTTP/1.1 "
@@ -46,7 +50,8 @@ const kn_prop_t kn_props_client[] = {
      "Connections kept open for reuse."},
     {"retry.max.attempts", "client", KN_PROP_INT, "8", 1, 1000, NULL,
      "Attempts of a retriable call (throttling, 5xx, connection failures) "
-     "before its error is reported."},
+     "before its error is reported. Default when unset: AWS_MAX_ATTEMPTS, "
+     "the profile's max_attempts, then 8."},
     {"retry.backoff.ms", "client", KN_PROP_INT, "100", 1, MS_MAX, NULL,
      "Base of the exponential back-off between attempts (full jitter)."},
     {"retry.backoff.max.ms", "client", KN_PROP_INT, "20000", 1, MS_MAX, NULL,
@@ -55,6 +60,19 @@ const kn_prop_t kn_props_client[] = {
      "Retry tokens shared by a handle's calls: a retry costs 5 (10 after a "
      "timeout), a success returns 1; when empty, failures are reported at "
      "once instead of retried, so an outage does not multiply load."},
+    {"metadata.timeout.ms", "client", KN_PROP_INT, "1000", 1, MS_MAX, NULL,
+     "Timeout of each request to the EC2 instance metadata service and the "
+     "container credentials endpoint. Default when unset: "
+     "AWS_METADATA_SERVICE_TIMEOUT (seconds), the profile's "
+     "metadata_service_timeout, then 1000."},
+    {"metadata.max.attempts", "client", KN_PROP_INT, "2", 1, 10, NULL,
+     "Attempts of each request to the instance metadata service and the "
+     "container credentials endpoint. Default when unset: "
+     "AWS_METADATA_SERVICE_NUM_ATTEMPTS, the profile's "
+     "metadata_service_num_attempts, then 2."},
+    {"credential.process.timeout.ms", "client", KN_PROP_INT, "60000", 1,
+     MS_MAX, NULL,
+     "Time a profile's credential_process may take before it is killed."},
     {"log.level", "client", KN_PROP_INT, "5", 0, 7, NULL,
      "Most verbose level logged: 3 error, 4 warning, 5 notice, 6 info, 7 "
      "debug."},

@@ -33,19 +33,24 @@ typedef struct kn_lease {
   char *hash_start;          /* startingHashKey (S, decimal), or NULL */
   char *hash_end;            /* endingHashKey (S, decimal), or NULL */
   /* Attributes this library does not interpret (written by other KCL
-   * versions: throughputKBps, checkpointOwner, ...), kept verbatim as a
-   * store-specific text (DynamoDB JSON of the attributes) and written
-   * back untouched. */
+   * versions: throughputKBps, checkpointOwner, entityType, ...): a JSON
+   * object of DynamoDB attribute values, e.g.
+   * {"throughputKBps":{"N":"12.5"}}, or NULL when there are none.  Every
+   * store keeps it verbatim; updates never touch it. */
   char *extra;
 } kn_lease_t;
 
-/* Frees what l holds (not l itself) and zeroes it. */
+/* Every pointer in a kn_lease_t is malloc'ed and owned by the struct:
+ * kn_lease_clear() frees them.  A zeroed struct is an empty lease. */
+
+/* Frees what l holds (not l itself) and zeroes it.  Accepts NULL. */
 void kn_lease_clear(kn_lease_t *l);
 /* Deep copy; 0 or -1 on out-of-memory (dst is then cleared). */
 int kn_lease_copy(kn_lease_t *dst, const kn_lease_t *src);
-/* Frees an array from kn_lease_store list(). */
+/* Frees n leases and the array itself (from a store's list()).  Accepts
+ * NULL. */
 void kn_lease_array_free(kn_lease_t *v, size_t n);
-/* checkpoint is SHARD_END. */
+/* Non-zero if the checkpoint is SHARD_END. */
 int kn_lease_is_shard_end(const kn_lease_t *l);
 
 #endif

@@ -1,0 +1,22 @@
+/* Whole-file reads for small local files (config files, token files). */
+#ifndef KN_UTIL_FILE_H
+#define KN_UTIL_FILE_H
+
+#include <stddef.h>
+
+#include "util/buf.h"
+
+/* Appends the contents of path to out, reading at most max bytes (a larger
+ * file fails with EFBIG).  Returns 0, or an errno value (ENOENT when the
+ * file does not exist, EISDIR for a directory); out may then hold part of
+ * the file. */
+int kn_file_read(const char *path, size_t max, kn_buf_t *out);
+
+/* path with a leading "~/" replaced by $HOME; NULL on out-of-memory.
+ * Caller frees.  Other paths are copied unchanged. */
+char *kn_path_expand_home(const char *path);
+
+/* path for messages: $HOME at its start shown as "~".  Caller frees. */
+char *kn_path_display(const char *path);
+
+#endif
