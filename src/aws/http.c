@@ -23,10 +23,25 @@ static void unlink_xfer(struct kn_http_xfer *x) {
   x->prev = x->next = NULL;
 }
 
+static CURL *easy_get(kn_loop_t *loop) {
+  if (loop->n_idle == 0) return curl_easy_init();
+  CURL *h = loop->idle[--loop->n_idle];
+  curl_easy_reset(h);
+  return h;
+}
+
+static void easy_put(kn_loop_t *loop, struct kn_http_xfer *x) {
+  if (x->easy && loop->n_idle < KN_IDLE_EASY_MAX) {
+    loop->idle[loop->n_idle++] = x->easy;
+    x->easy = NULL;
+  }
+}
+
 static void free_xfer(struct kn_http_xfer *x) {
   if (x->added) curl_multi_remove_handle(x->loop->multi, x->easy);
   x->added = 0;
   unlink_xfer(x);
+  easy_put(x->loop, x);
   kn_xfer_cleanup(x);
   free(x);
 }
@@ -65,7 +80,7 @@ kn_http_xfer_t *kn_http_start(kn_loop_t *loop, const kn_http_req_t *req,
   x->cb = cb;
   x->opaque = opaque;
   x->start_us = kn_mono_us();
-  x->easy = curl_easy_init();
+  x->easy = easy_get(loop);
   kn_error_t *err =
       x->easy ? kn_xfer_setup(x, &loop->opts, req, 1)
               : kn_error_new(KN_ERR__NOMEM, "out of memory (curl_easy_init)");
@@ -173,4 +188,5 @@ void kn_http_loop_done(kn_loop_t *loop) {
 void kn_http_loop_drop_all(kn_loop_t *loop) {
   loop->dirty = NULL;
   while (loop->xfers) free_xfer(loop->xfers);
+  while (loop->n_idle) curl_easy_cleanup(loop->idle[--loop->n_idle]);
 }

@@ -76,6 +76,7 @@ struct kn_timer {
   struct kn_timer *prev, *next; /* every timer of the loop */
 };
 #define KN_TIMER_IDLE ((size_t)-1)
+#define KN_IDLE_EASY_MAX 16
 
 struct kn_loop {
   kn_http_opts_t opts;
@@ -97,6 +98,10 @@ struct kn_loop {
   struct kn_http_xfer *dirty;
   int in_curl;              /* inside curl_multi_perform: no multi calls */
   kn_http_stats_t stats;
+  /* Idle easy handles, reset and reused: making one per transfer costs
+   * more than the small requests they carry. */
+  CURL *idle[KN_IDLE_EASY_MAX];
+  int n_idle;
 };
 
 /* timer.c */
@@ -108,6 +113,6 @@ void kn_timers_free_all(kn_loop_t *loop);
 /* http.c */
 void kn_http_loop_apply(kn_loop_t *loop);   /* deferred adds, pauses, frees */
 void kn_http_loop_done(kn_loop_t *loop);    /* completions and callbacks */
-void kn_http_loop_drop_all(kn_loop_t *loop);
+void kn_http_loop_drop_all(kn_loop_t *loop); /* and the idle handles */
 
 #endif

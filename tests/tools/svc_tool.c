@@ -8,6 +8,8 @@
  *     --attempts N        max attempts of each call (default: retry.max.attempts)
  *     --timeout-ms N      per attempt (default: http.request.timeout.ms)
  *     --repeat N          N blocking calls one after the other
+ *     --chain N           N calls one after the other, each started by the
+ *                         previous one's callback on the I/O thread
  *     --concurrent N      N calls started at once on the I/O thread
  *     -v                  debug log on stderr
  *
@@ -32,7 +34,7 @@
 static void usage(void) {
   fprintf(stderr,
           "usage: svc_tool [-X prop=value]... [--service kinesis|dynamodb] "
-          "[--attempts N] [--timeout-ms N] [--repeat N | --concurrent N] [-v] "
+          "[--attempts N] [--timeout-ms N] [--repeat N | --chain N | --concurrent N] [-v] "
           "ACTION [JSON]\n");
 }
 
@@ -149,6 +151,46 @@ static void one_start(void *arg) {
   if (!kn_svc_call(o->svc, o->action, &body, &o->opts, one_cb, o, &o->err)) one_done(o);
 }
 
+/* --chain: the next call starts from the previous one's callback. */
+struct chain {
+  struct fan f;
+  int left;
+};
+
+static void chain_next(struct chain *c);
+
+static void chain_cb(void *opaque, kn_call_result_t *res) {
+  struct chain *c = opaque;
+  if (res->err) {
+    c->f.errors++;
+    if (!c->f.first_err) c->f.first_err = res->err;
+    else kn_error_destroy(res->err);
+  }
+  if (res->attempts > c->f.max_attempts_seen) c->f.max_attempts_seen = res->attempts;
+  c->f.done++;
+  chain_next(c);
+}
+
+static void chain_next(struct chain *c) {
+  while (c->left > 0) {
+    c->left--;
+    kn_buf_t body = KN_BUF_INIT;
+    kn_buf_append_str(&body, c->f.json);
+    kn_error_t *err = NULL;
+    if (kn_svc_call(c->f.svc, c->f.action, &body, &c->f.opts, chain_cb, c, &err)) return;
+    c->f.errors++;
+    c->f.done++;
+    if (!c->f.first_err) c->f.first_err = err;
+    else kn_error_destroy(err);
+  }
+  pthread_mutex_lock(&c->f.lock);
+  c->f.started = 1; /* finished */
+  pthread_cond_signal(&c->f.cond);
+  pthread_mutex_unlock(&c->f.lock);
+}
+
+static void chain_start(void *arg) { chain_next(arg); }
+
 static void get_stats(void *arg) {
   void **a = arg;
   kn_loop_stats(a[0], a[1]);
@@ -166,7 +208,7 @@ int main(int argc, char **argv) {
   kn_conf_t *conf = kn_conf_new();
   const kn_svc_def_t *def = &kn_svc_kinesis;
   kn_call_opts_t opts = {0};
-  int repeat = 1, concurrent = 0, verbose = 0;
+  int repeat = 1, concurrent = 0, chain = 0, verbose = 0;
   const char *action = NULL, *json = "{}";
   char errstr[512];
   for (int i = 1; i < argc; i++) {
@@ -196,6 +238,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--repeat") == 0 && next) {
       repeat = atoi(next);
       i++;
+    } else if (strcmp(a, "--chain") == 0 && next) {
+      chain = atoi(next);
+      i++;
     } else if (strcmp(a, "--concurrent") == 0 && next) {
       concurrent = atoi(next);
       i++;
@@ -210,7 +255,7 @@ int main(int argc, char **argv) {
       json = a;
     }
   }
-  if (!action || repeat < 1 || concurrent < 0) {
+  if (!action || repeat < 1 || concurrent < 0 || chain < 0) {
     usage();
     return 2;
   }
@@ -241,7 +286,23 @@ int main(int argc, char **argv) {
   cpu_seconds(&u0, &s0);
   int64_t t0 = kn_mono_us();
   int calls = 0, errors = 0, max_attempts = 0;
-  if (concurrent) {
+  if (chain) {
+    struct chain c = {.f = {.svc = svc, .action = action, .json = json, .opts = opts},
+                      .left = chain};
+    pthread_mutex_init(&c.f.lock, NULL);
+    pthread_cond_init(&c.f.cond, NULL);
+    pthread_mutex_lock(&c.f.lock);
+    kn_loop_post(loop, chain_start, &c);
+    while (!c.f.started) pthread_cond_wait(&c.f.cond, &c.f.lock);
+    pthread_mutex_unlock(&c.f.lock);
+    calls = chain;
+    errors = c.f.errors;
+    max_attempts = c.f.max_attempts_seen;
+    if (c.f.first_err) fprintf(stderr, "svc_tool: first error: %s\n", kn_error_string(c.f.first_err));
+    kn_error_destroy(c.f.first_err);
+    pthread_mutex_destroy(&c.f.lock);
+    pthread_cond_destroy(&c.f.cond);
+  } else if (concurrent) {
     struct fan f = {.svc = svc, .action = action, .json = json, .opts = opts, .n = concurrent};
     pthread_mutex_init(&f.lock, NULL);
     pthread_cond_init(&f.cond, NULL);
