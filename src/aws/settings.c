@@ -140,10 +140,12 @@ static int true_flag(const char *v) { return v && kn_str_ieq(v, "true"); }
 static void configured_endpoint(svc_t *sv, const kn_conf_t *conf,
                                 const kn_aws_profile_t *pf, int ignore) {
   source_t *src = &sv->src;
+  /* Properties set by the application (or kncat --endpoint) beat the
+   * environment, as the AWS CLI's --endpoint-url does. */
   if (take_prop(src, conf, sv->prop)) return;
-  if (!ignore && take(src, env(sv->env), sv->env)) return;
   if (take(src, prop(conf, "endpoint"), "property endpoint")) return;
   if (ignore) return;
+  if (take(src, env(sv->env), sv->env)) return;
   if (take(src, env("AWS_ENDPOINT_URL"), "AWS_ENDPOINT_URL")) return;
   char where[256];
   const char *v = kn_aws_profile_service_get(pf, sv->name, "endpoint_url",

@@ -11,20 +11,21 @@ const kn_prop_t kn_props_client[] = {
      "Profile of the shared config and credentials files. Default: "
      "AWS_PROFILE, AWS_DEFAULT_PROFILE, then \"default\"."},
     {"endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
-     "Endpoint URL for every service, after the service's own property and "
-     "AWS_ENDPOINT_URL_<SERVICE>. Default: AWS_ENDPOINT_URL, the profile's "
+     "Endpoint URL for every service without its own endpoint property; "
+     "beats the environment. Default: AWS_ENDPOINT_URL_<SERVICE>, "
+     "AWS_ENDPOINT_URL, the profile's "
      "services section and endpoint_url, then the regional AWS endpoint "
      "(AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true skips the environment and "
      "the profile)."},
     {"kinesis.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
-     "Kinesis endpoint URL. Default: AWS_ENDPOINT_URL_KINESIS, then as "
-     "`endpoint`."},
+     "Kinesis endpoint URL. Default: `endpoint`, then "
+     "AWS_ENDPOINT_URL_KINESIS, then as `endpoint`."},
     {"dynamodb.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "DynamoDB endpoint URL for the lease table. Default: "
-     "AWS_ENDPOINT_URL_DYNAMODB, then as `endpoint`."},
+     "`endpoint`, then AWS_ENDPOINT_URL_DYNAMODB, then as `endpoint`."},
     {"sts.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "STS endpoint URL for web identity credentials. Default: "
-     "AWS_ENDPOINT_URL_STS, then as `endpoint`."},
+     "`endpoint`, then AWS_ENDPOINT_URL_STS, then as `endpoint`."},
     {"aws.access.key.id", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "Access key id; with aws.secret.access.key it takes precedence over the "
      "credentials chain."},

@@ -215,10 +215,15 @@ static void test_endpoints(void) {
   LOAD_OK(&s, kv);
   KT_CHECK_STR(s.kinesis_endpoint, "http://prop-global:5");
   kn_aws_settings_clear(&s);
+  /* An explicit property beats the environment, service-specific or not. */
   setenv("AWS_ENDPOINT_URL_KINESIS", "http://env-kinesis:6", 1);
   LOAD_OK(&s, kv);
-  KT_CHECK_STR(s.kinesis_endpoint, "http://env-kinesis:6");
+  KT_CHECK_STR(s.kinesis_endpoint, "http://prop-global:5");
   KT_CHECK_STR(s.dynamodb_endpoint, "http://prop-global:5");
+  kn_aws_settings_clear(&s);
+  LOAD_OK(&s, NULL);
+  KT_CHECK_STR(s.kinesis_endpoint, "http://env-kinesis:6");
+  KT_CHECK_STR(s.dynamodb_endpoint, "http://env-global:4");
   kn_aws_settings_clear(&s);
   const char *kv2[] = {"endpoint", "http://prop-global:5", "kinesis.endpoint",
                        "http://prop-kinesis:7", "dynamodb.endpoint",
