@@ -147,8 +147,8 @@ kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
   if (load_cfg(kc, errstr, errstr_size)) goto fail;
   kc->client = kn_client_new(kc->conf, errstr, errstr_size);
   if (!kc->client) goto fail;
-  kc->loop = kn_client_loop(kc->client);
-  kc->svc = kn_client_svc(kc->client);
+  kc->loop = kc->client->loop;
+  kc->svc = kc->client->svc;
   if (kn_control_start(kc, errstr, errstr_size)) goto fail;
   return kc;
 fail:
