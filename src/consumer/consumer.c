@@ -231,6 +231,10 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
         }
         continue;
       }
+      if (b->n == 0) { /* nothing to hand out */
+        kn_batch_destroy(b);
+        continue;
+      }
       pos_of_last(b, &cs->delivered);
       cs->has_delivered = 1;
       cs->records_delivered += b->n;

@@ -292,7 +292,7 @@ static void records_done(void *opaque, kn_call_result_t *res) {
   r->cs->millis_behind = behind;
   pthread_mutex_unlock(&kc->mu);
 
-  if (kn_batch_count(b) == 0 && !shard_end) {
+  if (kn_batch_count(b) == 0) { /* the end marker travels on its own */
     kn_batch_destroy(b);
     b = NULL;
   }
