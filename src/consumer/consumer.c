@@ -147,8 +147,8 @@ kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
   if (load_cfg(kc, errstr, errstr_size)) goto fail;
   kc->client = kn_client_new(kc->conf, errstr, errstr_size);
   if (!kc->client) goto fail;
-  kc->loop = kn_client_loop(kc->client);
-  kc->svc = kn_client_svc(kc->client);
+  kc->loop = kc->client->loop;
+  kc->svc = kc->client->svc;
   if (kn_control_start(kc, errstr, errstr_size)) goto fail;
   return kc;
 fail:
@@ -229,6 +229,10 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
           free(id);
           pthread_mutex_lock(&kc->mu);
         }
+        continue;
+      }
+      if (b->n == 0) { /* nothing to hand out */
+        kn_batch_destroy(b);
         continue;
       }
       pos_of_last(b, &cs->delivered);

@@ -22,6 +22,7 @@
 #include "core/conf.h"
 #include "kn/client.h"
 #include "kn/consumer.h"
+#include "kinesis/hashkey.h"
 #include "util/log.h"
 
 typedef enum kn_cshard_state {
@@ -42,7 +43,7 @@ typedef struct kn_cshard {
   char *id;
   char *parent;           /* or NULL */
   char *adjacent_parent;  /* or NULL */
-  uint8_t range_start[16], range_end[16]; /* hash key range, big-endian */
+  kn_u128_t range_start, range_end; /* hash key range */
   int closed_at_sync;     /* ListShards showed it closed */
 
   kn_cshard_state_t state;     /* [mu] */

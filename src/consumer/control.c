@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "consumer/consumer_int.h"
+#include "kinesis/encode.h"
 #include "consumer/shard_table.h"
 #include "core/error.h"
 #include "util/clock.h"

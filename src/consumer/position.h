@@ -21,7 +21,5 @@ typedef struct kn_pos {
 /* Sets a sequence position; returns -1 if seq is too long. */
 int kn_pos_set_seq(kn_pos_t *p, kn_iterator_type_t type, const char *seq,
                    uint64_t subseq, int has_subseq);
-/* The iterator type name for GetShardIterator. */
-const char *kn_iterator_type_name(kn_iterator_type_t type);
 
 #endif

@@ -16,8 +16,9 @@
 #include "consumer/records_filter.h"
 #include "core/error.h"
 #include "kinesis/batch.h"
+#include "kinesis/decode.h"
 #include "kinesis/decode_records.h"
-#include "kinesis/seqnum.h"
+#include "kinesis/encode.h"
 #include "util/backoff.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -110,21 +111,9 @@ static void iterator_done(void *opaque, kn_call_result_t *res) {
 
 static void request_iterator(kn_reader_t *r) {
   kn_buf_t body = KN_BUF_INIT;
-  int rc = kn_buf_append_str(&body, "{\"StreamName\":");
-  rc |= kn_buf_append_json_str(&body, r->kc->stream, strlen(r->kc->stream));
-  rc |= kn_buf_append_str(&body, ",\"ShardId\":");
-  rc |= kn_buf_append_json_str(&body, r->cs->id, strlen(r->cs->id));
-  rc |= kn_buf_printf(&body, ",\"ShardIteratorType\":\"%s\"",
-                      kn_iterator_type_name(r->pos.type));
-  if (r->pos.type == KN_ITER_AT_SEQUENCE_NUMBER ||
-      r->pos.type == KN_ITER_AFTER_SEQUENCE_NUMBER)
-    rc |= kn_buf_printf(&body, ",\"StartingSequenceNumber\":\"%s\"",
-                        r->pos.seq);
-  else if (r->pos.type == KN_ITER_AT_TIMESTAMP)
-    rc |= kn_buf_printf(&body, ",\"Timestamp\":%lld.%03lld",
-                        (long long)(r->pos.timestamp_ms / 1000),
-                        (long long)(r->pos.timestamp_ms % 1000));
-  rc |= kn_buf_append_char(&body, '}');
+  int rc = kn_enc_get_shard_iterator(&body, r->kc->stream, r->cs->id,
+                                     r->pos.type, r->pos.seq,
+                                     r->pos.timestamp_ms);
   kn_error_t *err = NULL;
   if (rc == 0)
     r->call = kn_svc_call(r->kc->svc, "GetShardIterator", &body, NULL,
@@ -252,8 +241,19 @@ static void records_done(void *opaque, kn_call_result_t *res) {
   size_t raw = res->body.len;
   kn_tbucket_take(&r->bytes_tb, (double)raw, now_us);
   kn_batch_t *b = kn_batch_new(kc->stream, r->cs->id);
-  kn_error_t *err = b ? kn_decode_get_records(&res->body, b)
-                      : kn_error_new(KN_ERR__NOMEM, "out of memory");
+  kn_error_t *err = NULL;
+  if (!b) {
+    err = kn_error_new(KN_ERR__NOMEM, "out of memory");
+  } else {
+    /* Records are decoded in place: the batch adopts the body. */
+    char *body = kn_buf_steal(&res->body, NULL);
+    if (kn_batch_adopt(b, body)) {
+      free(body);
+      err = kn_error_new(KN_ERR__NOMEM, "out of memory");
+    } else {
+      err = kn_decode_records(b, body, raw, KN_RECORDS_GET_RECORDS, NULL);
+    }
+  }
   if (err) {
     /* A malformed response: read the same records again. */
     reader_log_err(r, "GetRecords response", err);
@@ -292,7 +292,7 @@ static void records_done(void *opaque, kn_call_result_t *res) {
   r->cs->millis_behind = behind;
   pthread_mutex_unlock(&kc->mu);
 
-  if (kn_batch_count(b) == 0 && !shard_end) {
+  if (kn_batch_count(b) == 0) { /* the end marker travels on its own */
     kn_batch_destroy(b);
     b = NULL;
   }
@@ -336,9 +336,7 @@ static void request_records(kn_reader_t *r) {
   kn_tbucket_take(&r->calls_tb, 1, now_us);
 
   kn_buf_t body = KN_BUF_INIT;
-  int rc = kn_buf_append_str(&body, "{\"ShardIterator\":");
-  rc |= kn_buf_append_json_str(&body, r->iterator, strlen(r->iterator));
-  rc |= kn_buf_printf(&body, ",\"Limit\":%d}", limit);
+  int rc = kn_enc_get_records(&body, r->iterator, limit);
   kn_error_t *err = NULL;
   if (rc == 0)
     r->call = kn_svc_call(kc->svc, "GetRecords", &body, NULL, records_done, r,

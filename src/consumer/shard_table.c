@@ -46,10 +46,11 @@ kn_cshard_t *kn_shard_table_add(kn_consumer_t *kc, const kn_shard_t *s) {
   }
   /* An unparsable range (never seen) falls back to the whole key space so
    * no record is dropped for being out of range. */
-  if (kn_hashkey_parse_be(kn_shard_hash_key_start(s), cs->range_start))
-    memset(cs->range_start, 0, 16);
-  if (kn_hashkey_parse_be(kn_shard_hash_key_end(s), cs->range_end))
-    memset(cs->range_end, 0xff, 16);
+  const char *hs = kn_shard_hash_key_start(s), *he = kn_shard_hash_key_end(s);
+  if (!hs || kn_u128_parse(hs, strlen(hs), &cs->range_start))
+    cs->range_start = kn_u128_make(0, 0);
+  if (!he || kn_u128_parse(he, strlen(he), &cs->range_end))
+    cs->range_end = kn_u128_make(UINT64_MAX, UINT64_MAX);
   cs->closed_at_sync = !kn_shard_is_open(s);
   cs->state = KN_CS_WAITING;
   cs->fencing_token = -1;
