@@ -9,6 +9,9 @@
 #include "core/error.h"
 #include "kinesis/batch.h"
 #include "kinesis/client_int.h"
+#include "lease/store.h"
+#include "util/rand.h"
+#include <unistd.h>
 #include "util/buf.h"
 #include "util/str.h"
 
@@ -65,11 +68,41 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
   kc->cfg.bytes_per_s = (double)kn_conf_int(c, "poll.bytes.per.second") * share;
   kc->cfg.sync_interval_ms = kn_conf_int(c, "shard.sync.interval.ms");
 
+  kc->lease.duration_ms = kn_conf_int(c, "lease.duration.ms");
+  kc->lease.renew_ms = kn_conf_int(c, "lease.renew.interval.ms");
+  if (kc->lease.renew_ms <= 0) kc->lease.renew_ms = kc->lease.duration_ms / 3;
+  if (kc->lease.renew_ms >= kc->lease.duration_ms) {
+    snprintf(errstr, size, "lease.renew.interval.ms must be shorter than "
+             "lease.duration.ms");
+    return -1;
+  }
+  kc->lease.take_ms = kn_conf_int(c, "lease.take.interval.ms");
+  kc->lease.max_leases = (int)kn_conf_int(c, "lease.max.per.worker");
+  kc->lease.max_steal = (int)kn_conf_int(c, "lease.max.steal");
+  const char *wid = kn_conf_str(c, "worker.id");
+  if (wid && *wid) {
+    kc->worker_id = strdup(wid);
+  } else {
+    char host[256] = "host";
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    kc->worker_id = kn_asprintf("%s:%d:%08llx", host, (int)getpid(),
+                                (unsigned long long)(kn_rand_u64() & 0xffffffffu));
+  }
+  if (!kc->worker_id) goto oom;
+  const char *store = kn_conf_str(c, "lease.store");
+  int leases = store && strcmp(store, "none") != 0;
+
   const char *shards = kn_conf_str(c, "shards");
   if (shards && *shards) {
     if (!(kc->cfg.only_shards = split_list(shards))) goto oom;
     if (!kc->cfg.only_shards[0]) {
       snprintf(errstr, size, "shards: no shard id given");
+      return -1;
+    }
+    if (leases) {
+      snprintf(errstr, size, "shards cannot be combined with a lease store: "
+               "the workers share every shard");
       return -1;
     }
   }
@@ -90,6 +123,11 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
     if (!seq || !*seq) {
       snprintf(errstr, size,
                "initial.position=%s needs initial.sequence.number", ip);
+      return -1;
+    }
+    if (leases) {
+      snprintf(errstr, size, "initial.position=%s needs lease.store=none",
+               ip);
       return -1;
     }
     if (n_only != 1) {
@@ -138,6 +176,9 @@ kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
   pthread_mutex_init(&kc->mu, NULL);
   pthread_cond_init(&kc->poll_cv, NULL);
   pthread_cond_init(&kc->ctl_cv, NULL);
+  pthread_mutex_init(&kc->lease_mu, NULL);
+  pthread_cond_init(&kc->renewer_cv, NULL);
+  kn_lease_observer_init(&kc->observer);
   kc->conf = conf ? kn_conf_dup(conf) : kn_conf_new();
   if (!kc->conf) {
     snprintf(errstr, errstr_size, "out of memory");
@@ -154,6 +195,63 @@ kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
 fail:
   kn_consumer_destroy(kc);
   return NULL;
+}
+
+static int leases_on(const kn_consumer_t *kc) {
+  return strcmp(kn_conf_str(kc->conf, "lease.store"), "none") != 0;
+}
+
+/* ---- application events ---- */
+
+void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,
+                         const char *shard_id, int64_t token, kn_err_t reason,
+                         void *state, size_t state_len) {
+  kn_app_ev_t *e = calloc(1, sizeof(*e));
+  if (e) e->shard_id = strdup(shard_id);
+  if (!e || !e->shard_id) {
+    free(e);
+    free(state);
+    return; /* the callback is informational; reading goes on */
+  }
+  e->kind = kind;
+  e->token = token;
+  e->reason = reason;
+  e->state = state;
+  e->state_len = state_len;
+  if (kc->ev_tail)
+    kc->ev_tail->next = e;
+  else
+    kc->ev_head = e;
+  kc->ev_tail = e;
+  pthread_cond_signal(&kc->poll_cv);
+}
+
+static void app_event_free(kn_app_ev_t *e) {
+  free(e->shard_id);
+  free(e->state);
+  free(e);
+}
+
+/* Runs queued callbacks; called with mu held, returns with mu held. */
+static void dispatch_events_locked(kn_consumer_t *kc) {
+  typedef void (*acq_cb_t)(kn_consumer_t *, const char *, int64_t,
+                           const void *, size_t, void *);
+  typedef void (*lost_cb_t)(kn_consumer_t *, const char *, kn_err_t, void *);
+  while (kc->ev_head) {
+    kn_app_ev_t *e = kc->ev_head;
+    kc->ev_head = e->next;
+    if (!kc->ev_head) kc->ev_tail = NULL;
+    pthread_mutex_unlock(&kc->mu);
+    if (e->kind == KN_APP_EV_ACQUIRED && kc->conf->cbs[KN_CB_LEASE_ACQUIRED])
+      ((acq_cb_t)kc->conf->cbs[KN_CB_LEASE_ACQUIRED])(
+          kc, e->shard_id, e->token, e->state, e->state_len,
+          kc->conf->cb_opaque[KN_CB_LEASE_ACQUIRED]);
+    else if (e->kind == KN_APP_EV_LOST && kc->conf->cbs[KN_CB_LEASE_LOST])
+      ((lost_cb_t)kc->conf->cbs[KN_CB_LEASE_LOST])(
+          kc, e->shard_id, e->reason, kc->conf->cb_opaque[KN_CB_LEASE_LOST]);
+    app_event_free(e);
+    pthread_mutex_lock(&kc->mu);
+  }
 }
 
 /* ---- poll ---- */
@@ -213,6 +311,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
   pthread_mutex_lock(&kc->mu);
   mark_processed_locked(kc);
   for (;;) {
+    dispatch_events_locked(kc);
     kn_dentry_t *e = kn_delivery_pop(kc);
     if (e) {
       kn_cshard_t *cs = e->cs;
@@ -220,7 +319,9 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
       free(e);
       if (!b) {
         /* End of a shard: every record of it has been handed out. */
-        cs->state = KN_CS_DONE;
+        cs->end_popped = 1;
+        /* With leases the shard is done once SHARD_END is written. */
+        if (!leases_on(kc)) cs->state = KN_CS_DONE;
         kn_control_post_locked(kc, KN_CTL_SHARD_DONE, cs, NULL, NULL);
         if (ended_cb) {
           char *id = strdup(cs->id);
@@ -244,6 +345,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
       pthread_mutex_unlock(&kc->mu);
       return b;
     }
+    if (kc->ev_head) continue;
     if (kc->fatal || kc->closing || timeout_ms == 0) break;
     if (timeout_ms < 0) {
       pthread_cond_wait(&kc->poll_cv, &kc->mu);
@@ -265,46 +367,74 @@ const kn_error_t *kn_consumer_fatal_error(kn_consumer_t *kc) {
 
 int kn_consumer_caught_up(kn_consumer_t *kc) {
   pthread_mutex_lock(&kc->mu);
-  int r = kn_delivery_caught_up(kc);
+  int r = kn_delivery_caught_up(kc) && !kc->ev_head;
+  /* With leases: also nothing left for this worker to take. */
+  if (r && leases_on(kc)) r = kc->taker_idle;
   pthread_mutex_unlock(&kc->mu);
   return r;
 }
 
 /* ---- checkpoints ---- */
 
-static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r) {
+static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
+                                 const void *state, size_t state_len,
+                                 int prepare) {
   if (!r || !r->batch || !r->batch->shard_id)
     return kn_error_new(KN_ERR__INVALID_ARG, "not a record of this consumer");
-  kn_error_t *err = NULL;
+  kn_pos_t p;
+  if (kn_pos_set_seq(&p, KN_ITER_AT_SEQUENCE_NUMBER, r->seq, r->subseq, 1))
+    return kn_error_new(KN_ERR__INVALID_ARG, "bad sequence number");
   pthread_mutex_lock(&kc->mu);
   kn_cshard_t *cs = kn_shard_table_find(kc, r->batch->shard_id);
-  if (!cs) {
-    err = kn_error_new(KN_ERR__LEASE_LOST, "shard %s is not read by this "
-                       "consumer", r->batch->shard_id);
-  } else if (kn_pos_set_seq(&cs->processed, KN_ITER_AT_SEQUENCE_NUMBER,
-                            r->seq, r->subseq, 1) == 0) {
+  if (cs && !leases_on(kc)) {
+    cs->processed = p;
     cs->has_processed = 1;
   }
+  int end_popped = cs && cs->end_popped;
   pthread_mutex_unlock(&kc->mu);
+  if (!cs)
+    return kn_error_new(KN_ERR__LEASE_LOST,
+                        "shard %s is not read by this consumer",
+                        r->batch->shard_id);
+  if (!leases_on(kc)) {
+    if (prepare)
+      return kn_error_new(KN_ERR__STATE,
+                          "prepared checkpoints need a lease store");
+    return NULL;
+  }
+  kn_error_t *err = kn_coord_checkpoint(kc, cs, &p, state, state_len, prepare);
+  /* The last record of a finished shard: SHARD_END may be written now. */
+  if (!err && !prepare && end_popped)
+    kn_control_post(kc, KN_CTL_SHARD_DONE, cs, NULL, NULL);
   return err;
 }
 
 kn_error_t *kn_consumer_checkpoint(kn_consumer_t *kc, const kn_record_t *r) {
-  return checkpoint_at(kc, r);
+  return checkpoint_at(kc, r, NULL, 0, 0);
 }
 
 kn_error_t *kn_consumer_checkpoint_batch(kn_consumer_t *kc,
                                          const kn_batch_t *b) {
   if (!b || b->n == 0)
     return kn_error_new(KN_ERR__INVALID_ARG, "empty batch");
-  return checkpoint_at(kc, &b->recs[b->n - 1]);
+  return checkpoint_at(kc, &b->recs[b->n - 1], NULL, 0, 0);
 }
 
 kn_err_t kn_consumer_checkpoint_async(kn_consumer_t *kc,
                                       const kn_record_t *r) {
-  kn_error_t *err = checkpoint_at(kc, r);
-  kn_err_t code = kn_error_code(err);
-  kn_error_destroy(err);
+  if (!r || !r->batch || !r->batch->shard_id) return KN_ERR__INVALID_ARG;
+  /* Recorded as processed; the control thread writes it with the next
+   * flush (checkpoint.interval.ms). */
+  kn_err_t code = KN_ERR_NO_ERROR;
+  pthread_mutex_lock(&kc->mu);
+  kn_cshard_t *cs = kn_shard_table_find(kc, r->batch->shard_id);
+  if (!cs || (leases_on(kc) && cs->fencing_token < 0))
+    code = KN_ERR__LEASE_LOST;
+  else if (kn_pos_set_seq(&cs->processed, KN_ITER_AT_SEQUENCE_NUMBER, r->seq,
+                          r->subseq, 1) == 0)
+    cs->has_processed = 1;
+  cs = NULL;
+  pthread_mutex_unlock(&kc->mu);
   return code;
 }
 
@@ -312,22 +442,20 @@ kn_error_t *kn_consumer_prepare_checkpoint(kn_consumer_t *kc,
                                            const kn_record_t *r,
                                            const void *state,
                                            size_t state_len) {
-  (void)kc;
-  (void)r;
-  (void)state;
   if (state_len > 65536)
     return kn_error_new(KN_ERR__INVALID_ARG,
                         "checkpoint state larger than 64 KiB");
-  return kn_error_new(KN_ERR__STATE,
-                      "prepared checkpoints need a lease store");
+  return checkpoint_at(kc, r, state, state_len, 1);
 }
 
 int64_t kn_consumer_fencing_token(kn_consumer_t *kc, const char *shard_id) {
   pthread_mutex_lock(&kc->mu);
   kn_cshard_t *cs = kn_shard_table_find(kc, shard_id);
-  int64_t t = cs && (cs->state == KN_CS_READING || cs->state == KN_CS_ENDED)
-                  ? 0
-                  : -1;
+  int64_t t = -1;
+  if (cs && leases_on(kc))
+    t = cs->fencing_token;
+  else if (cs && (cs->state == KN_CS_READING || cs->state == KN_CS_ENDED))
+    t = 0;
   pthread_mutex_unlock(&kc->mu);
   return t;
 }
@@ -407,6 +535,10 @@ kn_error_t *kn_consumer_close(kn_consumer_t *kc) {
   pthread_mutex_unlock(&kc->mu);
   if (already) return NULL;
 
+  /* Closing says the application is done with what it was given. */
+  pthread_mutex_lock(&kc->mu);
+  mark_processed_locked(kc);
+  pthread_mutex_unlock(&kc->mu);
   kn_control_stop(kc);
   for (size_t i = 0; i < kc->n_shards; i++) kn_reader_stop(kc, kc->shards[i]);
   pthread_mutex_lock(&kc->mu);
@@ -419,8 +551,16 @@ kn_error_t *kn_consumer_close(kn_consumer_t *kc) {
 void kn_consumer_destroy(kn_consumer_t *kc) {
   if (!kc) return;
   if (kc->control_started || kc->n_shards) kn_error_destroy(kn_consumer_close(kc));
+  kn_lease_store_destroy(kc->ls);
   kn_client_destroy(kc->client);
   kn_shard_table_clear(kc);
+  while (kc->ev_head) {
+    kn_app_ev_t *e = kc->ev_head;
+    kc->ev_head = e->next;
+    app_event_free(e);
+  }
+  kn_lease_observer_free(&kc->observer);
+  free(kc->worker_id);
   free(kc->dirty);
   kn_error_destroy(kc->fatal);
   free_list(kc->cfg.only_shards);
@@ -429,5 +569,7 @@ void kn_consumer_destroy(kn_consumer_t *kc) {
   pthread_cond_destroy(&kc->poll_cv);
   pthread_cond_destroy(&kc->ctl_cv);
   pthread_mutex_destroy(&kc->mu);
+  pthread_cond_destroy(&kc->renewer_cv);
+  pthread_mutex_destroy(&kc->lease_mu);
   free(kc);
 }

@@ -22,6 +22,7 @@
 #include "core/conf.h"
 #include "kn/client.h"
 #include "kn/consumer.h"
+#include "lease/taker.h"
 #include "kinesis/hashkey.h"
 #include "util/log.h"
 
@@ -64,7 +65,32 @@ typedef struct kn_cshard {
 
   kn_pos_t start;              /* control: where the reader starts */
   struct kn_reader *reader;    /* control: running reader, or NULL */
+  int end_popped;              /* [mu] the application polled past the end */
+
+  /* Lease mode [lease_mu]: the lease as this worker holds it. */
+  int held;                    /* this worker holds the lease */
+  int64_t counter;             /* leaseCounter after our last write */
+  int64_t last_renew_ms;       /* monotonic time of the last good write */
+  char ckpt[KN_SEQ_MAX];       /* checkpoint in the table ("" if none) */
+  uint64_t ckpt_subseq;
+  int shard_end_written;
 } kn_cshard_t;
+
+/* Events for the application's callbacks, run inside kn_consumer_poll. */
+typedef enum kn_app_ev_kind {
+  KN_APP_EV_ACQUIRED,
+  KN_APP_EV_LOST
+} kn_app_ev_kind_t;
+
+typedef struct kn_app_ev {
+  struct kn_app_ev *next;
+  kn_app_ev_kind_t kind;
+  char *shard_id;
+  int64_t token;
+  kn_err_t reason;
+  void *state;                 /* pending checkpoint state, or NULL */
+  size_t state_len;
+} kn_app_ev_t;
 
 /* An entry of the delivery queue: a batch, or the end of a shard. */
 typedef struct kn_dentry {
@@ -133,9 +159,30 @@ struct kn_consumer_s {
   int closing;
   kn_error_t *fatal;
 
+  kn_app_ev_t *ev_head, *ev_tail; /* [mu] */
+
   pthread_t control_thread;
   int control_started;
   int closed;
+
+  /* Lease mode: NULL store means every shard is ours (no coordination). */
+  struct kn_lease_store *ls;
+  char *worker_id;
+  pthread_mutex_t lease_mu;   /* lease fields of shards, store writes */
+  pthread_t renewer_thread;
+  int renewer_started;
+  int renewer_stop;           /* [lease_mu] */
+  pthread_cond_t renewer_cv;  /* with lease_mu */
+  int taker_idle;             /* [mu] last take round found nothing to do */
+  kn_lease_observer_t observer; /* control thread only */
+  struct {
+    int64_t duration_ms, renew_ms, take_ms;
+    int max_leases, max_steal;
+  } lease;
+  struct {                    /* [lease_mu] worker statistics */
+    uint64_t taken, lost, renewals, renew_failures;
+    int64_t renew_last_us, renew_max_us;
+  } lstats;
 };
 
 /* delivery.c, all with mu held unless said otherwise */
@@ -156,6 +203,31 @@ void kn_control_post_locked(kn_consumer_t *kc, kn_ctl_kind_t kind,
                             kn_cshard_t *cs, kn_error_t *err,
                             kn_shard_list_t *children);
 void kn_control_stop(kn_consumer_t *kc);
+
+/* Queues an application event (takes ownership of state).  mu held. */
+void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,
+                         const char *shard_id, int64_t token, kn_err_t reason,
+                         void *state, size_t state_len);
+
+/* coord.c: lease mode, called from the control thread */
+kn_error_t *kn_coord_open(kn_consumer_t *kc);   /* store, table */
+kn_error_t *kn_coord_sync(kn_consumer_t *kc, int first);
+void kn_coord_take(kn_consumer_t *kc);
+void kn_coord_flush(kn_consumer_t *kc);         /* due checkpoints */
+void kn_coord_shard_done(kn_consumer_t *kc, kn_cshard_t *cs);
+void kn_coord_shard_ended(kn_consumer_t *kc, kn_cshard_t *cs,
+                          const kn_shard_list_t *children);
+void kn_coord_cleanup(kn_consumer_t *kc);       /* finished parents */
+void kn_coord_release_all(kn_consumer_t *kc);   /* at close */
+/* Stops reading cs because its lease is gone (any thread but I/O). */
+void kn_coord_lost(kn_consumer_t *kc, kn_cshard_t *cs, kn_err_t reason);
+/* Checkpoint of cs at p (app or control thread); lease_mu NOT held. */
+kn_error_t *kn_coord_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
+                                const kn_pos_t *p, const void *state,
+                                size_t state_len, int prepare);
+/* renewer.c */
+int kn_renewer_start(kn_consumer_t *kc);
+void kn_renewer_stop(kn_consumer_t *kc);
 
 /* reader.c */
 /* Starts a reader for cs at cs->start (I/O thread work is posted).  Any

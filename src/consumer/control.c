@@ -164,38 +164,52 @@ static void add_children(kn_consumer_t *kc, const kn_shard_list_t *children) {
 
 /* ---- message handling ---- */
 
+/* The stream still exists (so a missing shard has aged out); a missing
+ * stream is fatal. */
+static int stream_exists(kn_consumer_t *kc) {
+  kn_stream_summary_t *sum = NULL;
+  kn_error_t *err = kn_describe_stream_summary(kc->client, kc->stream, &sum);
+  kn_stream_summary_destroy(sum);
+  if (err && kn_error_code(err) == KN_ERR_RESOURCE_NOT_FOUND) {
+    set_fatal(kc, kn_error_prefix(err, "stream \"%s\"", kc->stream));
+    return 0;
+  }
+  kn_error_destroy(err);
+  return 1;
+}
+
 static void handle(kn_consumer_t *kc, kn_ctl_msg_t *m, int64_t *next_sync) {
+  int leases = kc->ls != NULL;
   switch (m->kind) {
     case KN_CTL_SHARD_ENDED:
-      kn_reader_stop(kc, m->cs);
       kn_info(&kc->log, "CONTROL", "shard %s: end of shard reached",
               m->cs->id);
+      if (leases) {
+        kn_coord_shard_ended(kc, m->cs, m->children);
+        break;
+      }
+      kn_reader_stop(kc, m->cs);
       add_children(kc, m->children);
       /* kinesalite reports no children: list shards now to find them. */
       *next_sync = 0;
       break;
     case KN_CTL_SHARD_DONE:
+      if (leases) kn_coord_shard_done(kc, m->cs);
       break;
-    case KN_CTL_SHARD_GONE: {
+    case KN_CTL_SHARD_GONE:
       kn_reader_stop(kc, m->cs);
-      kn_stream_summary_t *sum = NULL;
-      kn_error_t *err = kn_describe_stream_summary(kc->client, kc->stream, &sum);
-      kn_stream_summary_destroy(sum);
-      if (err && kn_error_code(err) == KN_ERR_RESOURCE_NOT_FOUND) {
-        set_fatal(kc, kn_error_prefix(err, "stream \"%s\"", kc->stream));
-        break;
-      }
-      kn_error_destroy(err);
+      if (!stream_exists(kc)) break;
       /* The stream is there, so the shard has aged out of retention:
        * nothing is left to read in it. */
       kn_warn(&kc->log, "CONTROL", "shard %s: gone (%s); treating it as read",
               m->cs->id, kn_error_string(m->err));
       pthread_mutex_lock(&kc->mu);
-      m->cs->state = KN_CS_DONE;
+      m->cs->end_popped = 1;
+      if (!leases) m->cs->state = KN_CS_DONE;
       pthread_mutex_unlock(&kc->mu);
+      if (leases) kn_coord_shard_done(kc, m->cs);
       *next_sync = 0;
       break;
-    }
     case KN_CTL_FATAL:
       kn_err_log(&kc->log, "CONTROL", "%s", kn_error_string(m->err));
       set_fatal(kc, m->err);
@@ -215,35 +229,97 @@ static void free_msg(kn_ctl_msg_t *m) {
   free(m);
 }
 
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Periodic work without a lease store; returns when it is next due. */
+static int64_t tick_alone(kn_consumer_t *kc, int64_t now, int64_t *next_sync,
+                          int *first, int *failures) {
+  if (now >= *next_sync && !is_fatal(kc)) {
+    kn_error_t *err = sync_shards(kc, *first);
+    if (!err) {
+      *first = 0;
+      *failures = 0;
+      *next_sync = now + kc->cfg.sync_interval_ms;
+    } else if (*first || !kn_error_is_retriable(err)) {
+      /* Nothing read yet, or a verdict (stream missing, credentials
+       * rejected): tell the application instead of retrying forever. */
+      set_fatal(kc, err);
+    } else {
+      kn_warn(&kc->log, "CONTROL", "%s", kn_error_string(err));
+      kn_error_destroy(err);
+      *next_sync = now + (1000LL << (*failures < 5 ? (*failures)++ : 5));
+    }
+    start_ready(kc);
+  }
+  return *next_sync;
+}
+
+typedef struct lease_timers {
+  int opened, first, failures;
+  int64_t sync, take, flush, cleanup;
+} lease_timers_t;
+
+/* Periodic work with a lease store; returns when it is next due. */
+static int64_t tick_leases(kn_consumer_t *kc, int64_t now, lease_timers_t *t) {
+  if (is_fatal(kc)) return now + 60000;
+  if (!t->opened) {
+    kn_error_t *err = kn_coord_open(kc);
+    if (!err && kn_renewer_start(kc))
+      err = kn_error_new(KN_ERR__FAIL, "cannot start the renewer thread");
+    if (err) {
+      set_fatal(kc, err);
+      return now + 60000;
+    }
+    t->opened = 1;
+  }
+  if (now >= t->sync) {
+    kn_error_t *err = kn_coord_sync(kc, t->first);
+    if (!err) {
+      t->first = 0;
+      t->failures = 0;
+      t->sync = now + kc->cfg.sync_interval_ms;
+    } else if (t->first || !kn_error_is_retriable(err)) {
+      set_fatal(kc, err);
+      return now + 60000;
+    } else {
+      kn_warn(&kc->log, "CONTROL", "%s", kn_error_string(err));
+      kn_error_destroy(err);
+      t->sync = now + (1000LL << (t->failures < 5 ? t->failures++ : 5));
+    }
+  }
+  if (now >= t->take && !t->first) {
+    kn_coord_take(kc);
+    t->take = kn_mono_ms() + kc->lease.take_ms;
+  }
+  if (now >= t->flush) {
+    kn_coord_flush(kc);
+    t->flush = kn_mono_ms() + kc->cfg.checkpoint_interval_ms;
+  }
+  if (now >= t->cleanup) {
+    kn_coord_cleanup(kc);
+    t->cleanup = kn_mono_ms() + kc->cfg.sync_interval_ms;
+  }
+  return min64(min64(t->sync, t->take), min64(t->flush, t->cleanup));
+}
+
 static void *control_main(void *arg) {
   kn_consumer_t *kc = arg;
+  int leases = kn_conf_str(kc->conf, "lease.store") &&
+               strcmp(kn_conf_str(kc->conf, "lease.store"), "none") != 0;
   int64_t next_sync = 0;
-  int first = 1;
-  int failures = 0;
+  int first = 1, failures = 0;
+  int64_t t0 = kn_mono_ms();
+  lease_timers_t lt = {0, 1, 0, 0, 0, t0 + kc->cfg.checkpoint_interval_ms,
+                       t0 + kc->cfg.sync_interval_ms};
   for (;;) {
     int64_t now = kn_mono_ms();
-    if (now >= next_sync && !is_fatal(kc)) {
-      kn_error_t *err = sync_shards(kc, first);
-      if (!err) {
-        first = 0;
-        failures = 0;
-        next_sync = now + kc->cfg.sync_interval_ms;
-      } else if (first || !kn_error_is_retriable(err)) {
-        /* Nothing read yet, or a verdict (stream missing, credentials
-         * rejected): tell the application instead of retrying forever. */
-        set_fatal(kc, err);
-      } else {
-        kn_warn(&kc->log, "CONTROL", "%s", kn_error_string(err));
-        kn_error_destroy(err);
-        next_sync = now + (1000LL << (failures < 5 ? failures++ : 5));
-      }
-      start_ready(kc);
-    }
+    int64_t due = leases ? tick_leases(kc, now, &lt)
+                         : tick_alone(kc, now, &next_sync, &first, &failures);
 
     pthread_mutex_lock(&kc->mu);
     while (!kc->ctl_head) {
       /* After a fatal error only messages (CLOSE) matter. */
-      int64_t wait = kc->fatal ? 60000 : next_sync - kn_mono_ms();
+      int64_t wait = kc->fatal ? 60000 : due - kn_mono_ms();
       if (wait <= 0) break;
       if (wait > 60000) wait = 60000;
       struct timespec ts;
@@ -267,7 +343,7 @@ static void *control_main(void *arg) {
       if (m->kind == KN_CTL_CLOSE) closing = 1;
       handle(kc, m, &next_sync);
       free_msg(m);
-      if (next_sync == 0 && !is_fatal(kc)) {
+      if (!leases && next_sync == 0 && !is_fatal(kc)) {
         /* Resync before the counter drops so kn_consumer_caught_up()
          * never sees a moment with the children still unknown. */
         kn_error_t *err = sync_shards(kc, 0);
@@ -279,12 +355,18 @@ static void *control_main(void *arg) {
           next_sync = kn_mono_ms() + kc->cfg.sync_interval_ms;
         }
       }
-      start_ready(kc);
+      if (!leases) start_ready(kc);
+      else if (!closing) lt.take = 0; /* children may be ready: look now */
       pthread_mutex_lock(&kc->mu);
       kc->ctl_pending--;
       pthread_mutex_unlock(&kc->mu);
     }
     if (closing) break;
+  }
+  if (leases && lt.opened) {
+    /* Final checkpoints and release, so peers take over at once. */
+    kn_coord_release_all(kc);
+    kn_renewer_stop(kc);
   }
   return NULL;
 }

@@ -26,7 +26,11 @@ static void cshard_free(kn_cshard_t *cs) {
   free(cs);
 }
 
-kn_cshard_t *kn_shard_table_add(kn_consumer_t *kc, const kn_shard_t *s) {
+kn_cshard_t *kn_shard_table_add_raw(kn_consumer_t *kc, const char *id,
+                                    const char *parent,
+                                    const char *adjacent_parent,
+                                    const char *hs, const char *he,
+                                    int closed) {
   if (kc->n_shards == kc->cap_shards) {
     size_t cap = kc->cap_shards ? kc->cap_shards * 2 : 16;
     kn_cshard_t **n = realloc(kc->shards, cap * sizeof(*n));
@@ -36,27 +40,33 @@ kn_cshard_t *kn_shard_table_add(kn_consumer_t *kc, const kn_shard_t *s) {
   }
   kn_cshard_t *cs = calloc(1, sizeof(*cs));
   if (!cs) return NULL;
-  cs->id = strdup(kn_shard_id(s));
-  cs->parent = kn_strdup0(kn_shard_parent_id(s));
-  cs->adjacent_parent = kn_strdup0(kn_shard_adjacent_parent_id(s));
-  if (!cs->id || (kn_shard_parent_id(s) && !cs->parent) ||
-      (kn_shard_adjacent_parent_id(s) && !cs->adjacent_parent)) {
+  cs->id = strdup(id);
+  cs->parent = kn_strdup0(parent);
+  cs->adjacent_parent = kn_strdup0(adjacent_parent);
+  if (!cs->id || (parent && !cs->parent) ||
+      (adjacent_parent && !cs->adjacent_parent)) {
     cshard_free(cs);
     return NULL;
   }
   /* An unparsable range (never seen) falls back to the whole key space so
    * no record is dropped for being out of range. */
-  const char *hs = kn_shard_hash_key_start(s), *he = kn_shard_hash_key_end(s);
   if (!hs || kn_u128_parse(hs, strlen(hs), &cs->range_start))
     cs->range_start = kn_u128_make(0, 0);
   if (!he || kn_u128_parse(he, strlen(he), &cs->range_end))
     cs->range_end = kn_u128_make(UINT64_MAX, UINT64_MAX);
-  cs->closed_at_sync = !kn_shard_is_open(s);
+  cs->closed_at_sync = closed;
   cs->state = KN_CS_WAITING;
   cs->fencing_token = -1;
   cs->millis_behind = -1;
   kc->shards[kc->n_shards++] = cs;
   return cs;
+}
+
+kn_cshard_t *kn_shard_table_add(kn_consumer_t *kc, const kn_shard_t *s) {
+  return kn_shard_table_add_raw(kc, kn_shard_id(s), kn_shard_parent_id(s),
+                                kn_shard_adjacent_parent_id(s),
+                                kn_shard_hash_key_start(s),
+                                kn_shard_hash_key_end(s), !kn_shard_is_open(s));
 }
 
 int kn_shard_table_parents_done(kn_consumer_t *kc, const kn_cshard_t *cs) {

@@ -51,4 +51,28 @@ const kn_prop_t kn_props_consumer[] = {
      "(lower it when several applications poll the same stream)."},
     {"shard.sync.interval.ms", "consumer", KN_PROP_INT, "30000", 100, MS_MAX,
      NULL, "Interval of ListShards to discover new shards."},
+    {"lease.store", "lease", KN_PROP_STR, "none", 0, 0, NULL,
+     "Where workers share the shards: none (this consumer reads every "
+     "shard alone, positions in memory), sqlite:PATH (a lease table in a "
+     "SQLite file shared by the workers of one host), dynamodb:TABLE (a "
+     "DynamoDB table compatible with the KCL 2.x, created if missing), "
+     "memory[:NAME] (one process, for tests)."},
+    {"app.name", "lease", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Name of the application reading the stream (shown in statistics)."},
+    {"worker.id", "lease", KN_PROP_STR, NULL, 0, 0, NULL,
+     "This worker's name in the lease table; must be unique among the "
+     "workers. Default: host name, process id and a random suffix."},
+    {"lease.duration.ms", "lease", KN_PROP_INT, "10000", 1000, MS_MAX, NULL,
+     "A lease whose counter has not moved for this long, as observed by "
+     "another worker, is expired and may be taken."},
+    {"lease.renew.interval.ms", "lease", KN_PROP_INT, "0", 0, MS_MAX, NULL,
+     "Interval of lease renewals; 0: a third of lease.duration.ms."},
+    {"lease.take.interval.ms", "lease", KN_PROP_INT, "2000", 100, MS_MAX,
+     NULL, "Interval of looking for leases to take (expired, free, or to "
+     "balance the load)."},
+    {"lease.max.per.worker", "lease", KN_PROP_INT, "0", 0, 100000, NULL,
+     "Most leases this worker holds; 0: no limit."},
+    {"lease.max.steal", "lease", KN_PROP_INT, "1", 0, 100000, NULL,
+     "Most leases taken per round from the busiest worker to balance the "
+     "load; 0 never steals."},
     {NULL, NULL, 0, NULL, 0, 0, NULL, NULL}};
