@@ -188,6 +188,11 @@ struct kn_consumer_s {
 /* delivery.c, all with mu held unless said otherwise */
 void kn_delivery_push(kn_consumer_t *kc, kn_dentry_t *e);
 kn_dentry_t *kn_delivery_pop(kn_consumer_t *kc);
+/* Queues a batch of cs (owned by the queue afterwards; NULL for none)
+ * accounting `bytes` of memory, and an end-of-shard marker when shard_end.
+ * Takes mu itself; any thread. */
+void kn_delivery_queue(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
+                       size_t bytes, int shard_end);
 /* Removes and frees the queued entries of cs (lease lost, close). */
 void kn_delivery_purge(kn_consumer_t *kc, kn_cshard_t *cs);
 /* Everything read to its current end and handed out. */

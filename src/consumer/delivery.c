@@ -82,3 +82,37 @@ int kn_delivery_caught_up(kn_consumer_t *kc) {
   }
   return 1;
 }
+
+void kn_delivery_queue(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
+                       size_t bytes, int shard_end) {
+  kn_dentry_t *e = NULL, *end = NULL;
+  if (b) e = calloc(1, sizeof(*e));
+  if (shard_end) end = calloc(1, sizeof(*end));
+  pthread_mutex_lock(&kc->mu);
+  if (b && e) {
+    e->cs = cs;
+    e->batch = b;
+    e->bytes = bytes;
+    kc->total_bytes += bytes;
+    kn_delivery_push(kc, e);
+    b = NULL;
+    e = NULL;
+  }
+  if (shard_end && end) {
+    end->cs = cs;
+    cs->state = KN_CS_ENDED;
+    kn_delivery_push(kc, end);
+    end = NULL;
+  }
+  pthread_mutex_unlock(&kc->mu);
+  /* Out of memory: the batch is dropped, and the reader's position was
+   * not advanced past it by the application, so it is read again after a
+   * failover at worst; say so loudly. */
+  if (b) {
+    kn_err_log(&kc->log, "DELIVERY", "shard %s: out of memory queueing %zu "
+               "records", cs->id, kn_batch_count(b));
+    kn_batch_destroy(b);
+  }
+  free(e);
+  free(end);
+}

@@ -160,34 +160,6 @@ static void release_reserve(kn_reader_t *r) {
   r->reserved = 0;
 }
 
-static void queue_batch(kn_reader_t *r, kn_batch_t *b, size_t bytes,
-                        int shard_end) {
-  kn_consumer_t *kc = r->kc;
-  kn_dentry_t *e = NULL, *end = NULL;
-  if (b) e = calloc(1, sizeof(*e));
-  if (shard_end) end = calloc(1, sizeof(*end));
-  pthread_mutex_lock(&kc->mu);
-  if (b && e) {
-    e->cs = r->cs;
-    e->batch = b;
-    e->bytes = bytes;
-    kc->total_bytes += bytes;
-    kn_delivery_push(kc, e);
-    b = NULL;
-  }
-  if (shard_end && end) {
-    end->cs = r->cs;
-    r->cs->state = KN_CS_ENDED;
-    kn_delivery_push(kc, end);
-  }
-  pthread_mutex_unlock(&kc->mu);
-  if (b) {
-    /* Out of memory: drop the batch but not the position, so the records
-     * are read again. */
-    kn_batch_destroy(b);
-  }
-}
-
 static void records_done(void *opaque, kn_call_result_t *res) {
   kn_reader_t *r = opaque;
   kn_consumer_t *kc = r->kc;
@@ -296,7 +268,7 @@ static void records_done(void *opaque, kn_call_result_t *res) {
     kn_batch_destroy(b);
     b = NULL;
   }
-  queue_batch(r, b, raw, shard_end);
+  kn_delivery_queue(kc, r->cs, b, raw, shard_end);
   if (shard_end) {
     kn_control_post(kc, KN_CTL_SHARD_ENDED, r->cs, NULL, children);
     r->stopped = 1;
