@@ -312,6 +312,9 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
   mark_processed_locked(kc);
   for (;;) {
     dispatch_events_locked(kc);
+    /* After running out of memory nothing more may be delivered: a
+     * dropped batch would be skipped. */
+    if (kc->fatal && kn_error_code(kc->fatal) == KN_ERR__NOMEM) break;
     kn_dentry_t *e = kn_delivery_pop(kc);
     if (e) {
       kn_cshard_t *cs = e->cs;

@@ -104,15 +104,18 @@ void kn_delivery_queue(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
     kn_delivery_push(kc, end);
     end = NULL;
   }
-  pthread_mutex_unlock(&kc->mu);
-  /* Out of memory: the batch is dropped, and the reader's position was
-   * not advanced past it by the application, so it is read again after a
-   * failover at worst; say so loudly. */
   if (b) {
-    kn_err_log(&kc->log, "DELIVERY", "shard %s: out of memory queueing %zu "
-               "records", cs->id, kn_batch_count(b));
-    kn_batch_destroy(b);
+    /* Out of memory: the batch cannot be queued.  Delivering later batches
+     * of the shard would skip it, so the consumer stops here; nothing past
+     * what was delivered gets checkpointed. */
+    if (!kc->fatal)
+      kc->fatal = kn_error_new(KN_ERR__NOMEM, "shard %s: out of memory "
+                               "queueing %zu records", cs->id,
+                               kn_batch_count(b));
+    pthread_cond_broadcast(&kc->poll_cv);
   }
+  pthread_mutex_unlock(&kc->mu);
+  kn_batch_destroy(b);
   free(e);
   free(end);
 }
