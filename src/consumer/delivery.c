@@ -7,6 +7,7 @@
 
 #include "consumer/consumer_int.h"
 #include "consumer/shard_table.h"
+#include "core/error.h"
 
 void kn_delivery_push(kn_consumer_t *kc, kn_dentry_t *e) {
   e->next = NULL;
