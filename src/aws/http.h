@@ -159,7 +159,10 @@ kn_err_t kn_http_perform_blocking(const kn_http_opts_t *opts,
 void kn_http_resp_clear(kn_http_resp_t *resp);
 
 /* For logs: a copy of a header line with secrets (Authorization,
- * X-Amz-Security-Token) replaced by "<redacted>".  Caller frees. */
+ * X-Amz-Security-Token, ...: see aws/redact.h) replaced by "<redacted>".
+ * Caller frees; NULL for NULL or on out-of-memory.  The loop's debug log
+ * prints method, URL (without its query), status, time and sizes, never
+ * headers. */
 char *kn_http_redact_header(const char *line);
 
 #endif

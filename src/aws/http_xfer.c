@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "aws/http_int.h"
+#include "aws/redact.h"
 #include "core/error.h"
 #include "util/clock.h"
 #include "util/str.h"
@@ -331,17 +332,4 @@ void kn_http_resp_clear(kn_http_resp_t *resp) {
   memset(resp, 0, sizeof(*resp));
 }
 
-char *kn_http_redact_header(const char *line) {
-  static const char *const secret[] = {"Authorization", "Proxy-Authorization",
-                                       "X-Amz-Security-Token",
-                                       "X-aws-ec2-metadata-token"};
-  if (!line) return NULL;
-  const char *colon = strchr(line, ':');
-  if (!colon) return strdup(line);
-  size_t n = (size_t)(colon - line);
-  while (n && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
-  for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
-    if (name_is(line, n, secret[i]))
-      return kn_asprintf("%.*s: <redacted>", (int)n, line);
-  return strdup(line);
-}
+char *kn_http_redact_header(const char *line) { return kn_redact_header_line(line); }

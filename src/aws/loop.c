@@ -180,11 +180,12 @@ int kn_loop_post(kn_loop_t *loop, void (*fn)(void *arg), void *arg) {
   if (loop->q_tail) loop->q_tail->next = t;
   else loop->q_head = t;
   loop->q_tail = t;
-  /* One wakeup per batch of posts is enough: the loop takes them all. */
-  int wake = !loop->wake_pending;
+  /* One wakeup per batch of posts is enough: the loop takes them all.
+   * Woken under the lock, so that destroy cannot free the multi handle
+   * between our check of `stopping` and the wakeup. */
+  if (!loop->wake_pending && current_loop != loop) curl_multi_wakeup(loop->multi);
   loop->wake_pending = 1;
   pthread_mutex_unlock(&loop->lock);
-  if (wake && current_loop != loop) curl_multi_wakeup(loop->multi);
   return 0;
 }
 

@@ -332,10 +332,17 @@ static kn_call_t *call_new(kn_svc_t *svc, const char *action, kn_buf_t *body,
   return c;
 }
 
+static kn_error_t *off_thread(const kn_svc_t *svc, const char *action, kn_buf_t *body) {
+  if (kn_loop_on_thread(svc->loop)) return NULL;
+  if (body) kn_buf_free(body);
+  return kn_error_new(KN_ERR__STATE, "%s %s: asynchronous calls start on the I/O thread",
+                      svc->def->signing_name, action);
+}
+
 kn_call_t *kn_svc_call(kn_svc_t *svc, const char *action, kn_buf_t *body,
                        const kn_call_opts_t *opts, kn_call_cb *cb,
                        void *opaque, kn_error_t **errp) {
-  *errp = NULL;
+  if ((*errp = off_thread(svc, action, body)) != NULL) return NULL;
   kn_call_t *c = call_new(svc, action, body, cb, opaque, errp);
   if (!c) return NULL;
   c->max_attempts = opts && opts->max_attempts > 0 ? opts->max_attempts
@@ -352,7 +359,7 @@ kn_call_t *kn_svc_call(kn_svc_t *svc, const char *action, kn_buf_t *body,
 kn_call_t *kn_svc_stream(kn_svc_t *svc, const char *action, kn_buf_t *body,
                          int (*on_data)(void *opaque, const char *p, size_t n),
                          kn_call_cb *done, void *opaque, kn_error_t **errp) {
-  *errp = NULL;
+  if ((*errp = off_thread(svc, action, body)) != NULL) return NULL;
   kn_call_t *c = call_new(svc, action, body, done, opaque, errp);
   if (!c) return NULL;
   c->max_attempts = 1;

@@ -1,5 +1,78 @@
 /* Properties of kn_consumer_t. */
 #include "core/conf.h"
 
+#define MS_MAX 86400000LL
+
 const kn_prop_t kn_props_consumer[] = {
+    {"stream", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Name of the stream to read (required)."},
+    {"shards", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Comma-separated shard ids to read, without a lease store only; "
+     "children of these shards are not followed. Default: every shard, "
+     "following splits and merges."},
+    {"initial.position", "consumer", KN_PROP_ENUM, "trim_horizon", 0, 0,
+     "trim_horizon,latest,at_timestamp,at_sequence,after_sequence",
+     "Where to start reading a shard that has no checkpoint. at_sequence "
+     "and after_sequence (with initial.sequence.number) need exactly one "
+     "shard in `shards`."},
+    {"initial.timestamp.ms", "consumer", KN_PROP_INT, "0", 0, 1LL << 50, NULL,
+     "Epoch milliseconds for initial.position=at_timestamp."},
+    {"initial.sequence.number", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Sequence number for initial.position=at_sequence or after_sequence."},
+    {"deaggregate", "consumer", KN_PROP_BOOL, "true", 0, 0, NULL,
+     "Split KPL-aggregated records into their user records."},
+    {"checkpoint.auto", "consumer", KN_PROP_BOOL, "true", 0, 0, NULL,
+     "Checkpoint, every checkpoint.interval.ms, the records returned by "
+     "earlier polls (at-least-once: a record is checkpointed only after the "
+     "application asked for the next batch)."},
+    {"checkpoint.interval.ms", "consumer", KN_PROP_INT, "5000", 10, MS_MAX,
+     NULL, "Interval of automatic checkpoints and of flushing asynchronous "
+     "ones."},
+    {"buffer.max.records", "consumer", KN_PROP_INT, "20000", 1, 10000000, NULL,
+     "Records buffered per shard before its retrieval pauses."},
+    {"buffer.max.bytes", "consumer", KN_PROP_INT, "8388608", 1024,
+     1LL << 40, NULL,
+     "Payload bytes buffered per shard before its retrieval pauses."},
+    {"buffer.max.total.bytes", "consumer", KN_PROP_INT, "16777216", 65536,
+     1LL << 42, NULL,
+     "Bytes buffered and in flight for all shards together; bounds memory "
+     "whatever the number of shards."},
+    {"poll.max.records", "consumer", KN_PROP_INT, "10000", 1, 10000, NULL,
+     "Largest Limit of one GetRecords call (it is lowered to fit the "
+     "buffers)."},
+    {"poll.idle.ms", "consumer", KN_PROP_INT, "1000", 0, MS_MAX, NULL,
+     "Wait before the next GetRecords when a shard is caught up."},
+    {"poll.calls.per.second", "consumer", KN_PROP_INT, "5", 1, 1000, NULL,
+     "GetRecords calls per second per shard allowed by the service."},
+    {"poll.bytes.per.second", "consumer", KN_PROP_INT, "2097152", 1024,
+     1LL << 40, NULL, "Bytes per second per shard allowed by the service."},
+    {"poll.share", "consumer", KN_PROP_INT, "100", 1, 100, NULL,
+     "Percentage of the per-shard read limits this application may use "
+     "(lower it when several applications poll the same stream)."},
+    {"shard.sync.interval.ms", "consumer", KN_PROP_INT, "30000", 100, MS_MAX,
+     NULL, "Interval of ListShards to discover new shards."},
+    {"lease.store", "lease", KN_PROP_STR, "none", 0, 0, NULL,
+     "Where workers share the shards: none (this consumer reads every "
+     "shard alone, positions in memory), sqlite:PATH (a lease table in a "
+     "SQLite file shared by the workers of one host), dynamodb:TABLE (a "
+     "DynamoDB table compatible with the KCL 2.x, created if missing), "
+     "memory[:NAME] (one process, for tests)."},
+    {"app.name", "lease", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Name of the application reading the stream (shown in statistics)."},
+    {"worker.id", "lease", KN_PROP_STR, NULL, 0, 0, NULL,
+     "This worker's name in the lease table; must be unique among the "
+     "workers. Default: host name, process id and a random suffix."},
+    {"lease.duration.ms", "lease", KN_PROP_INT, "10000", 1000, MS_MAX, NULL,
+     "A lease whose counter has not moved for this long, as observed by "
+     "another worker, is expired and may be taken."},
+    {"lease.renew.interval.ms", "lease", KN_PROP_INT, "0", 0, MS_MAX, NULL,
+     "Interval of lease renewals; 0: a third of lease.duration.ms."},
+    {"lease.take.interval.ms", "lease", KN_PROP_INT, "2000", 100, MS_MAX,
+     NULL, "Interval of looking for leases to take (expired, free, or to "
+     "balance the load)."},
+    {"lease.max.per.worker", "lease", KN_PROP_INT, "0", 0, 100000, NULL,
+     "Most leases this worker holds; 0: no limit."},
+    {"lease.max.steal", "lease", KN_PROP_INT, "1", 0, 100000, NULL,
+     "Most leases taken per round from the busiest worker to balance the "
+     "load; 0 never steals."},
     {NULL, NULL, 0, NULL, 0, 0, NULL, NULL}};

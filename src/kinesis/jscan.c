@@ -310,7 +310,7 @@ int kn_js_lit(kn_jscan_t *js, const char *s, size_t n) {
 
 int kn_js_obj_open(kn_jscan_t *js) {
   if (*js->p != '{') KN_JS_FAIL(js, "expected an object");
-  if (++js->depth > KN_JSON_MAX_DEPTH) KN_JS_FAIL(js, "nesting too deep");
+  if (++js->depth > KN_JS_MAX_DEPTH) KN_JS_FAIL(js, "nesting too deep");
   js->p++;
   kn_js_ws(js);
   return 0;
@@ -318,7 +318,7 @@ int kn_js_obj_open(kn_jscan_t *js) {
 
 int kn_js_arr_open(kn_jscan_t *js) {
   if (*js->p != '[') KN_JS_FAIL(js, "expected an array");
-  if (++js->depth > KN_JSON_MAX_DEPTH) KN_JS_FAIL(js, "nesting too deep");
+  if (++js->depth > KN_JS_MAX_DEPTH) KN_JS_FAIL(js, "nesting too deep");
   js->p++;
   kn_js_ws(js);
   return 0;

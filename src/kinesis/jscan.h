@@ -24,7 +24,7 @@
 
 /* Deepest nesting of arrays and objects accepted (deeper input is
  * rejected rather than risking the stack). */
-#define KN_JSON_MAX_DEPTH 64
+#define KN_JS_MAX_DEPTH 64
 
 typedef struct kn_jscan {
   char *p; /* cursor */

@@ -38,6 +38,8 @@ class Run:
     def __init__(self, proc, elapsed):
         self.rc = proc.returncode
         self.stderr = proc.stderr
+        if "Sanitizer" in proc.stderr:  # a sanitizer build of the tool
+            raise AssertionError("sanitizer report:\n" + proc.stderr[-3000:])
         self.elapsed = elapsed
         lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
         self.summary = lines[-1] if lines else None  # None: setup failed (rc 2)

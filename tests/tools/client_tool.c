@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
+
+#include "kinesis/batch.h"
 #include "kn/client.h"
 #include "util/buf.h"
 #include "util/crypto.h"
@@ -23,6 +26,7 @@ static const char usage_text[] =
     "  split STREAM SHARD [KEY] | merge STREAM SHARD ADJACENT | update-shard-count STREAM N\n"
     "  iterator STREAM SHARD TYPE [SEQ|MS] | get ITERATOR [LIMIT]\n"
     "  read STREAM SHARD TYPE [SEQ|MS] [MAX_RECORDS]\n"
+    "  drain STREAM SHARD (from the trim horizon, counting only)\n"
     "  put STREAM KEY DATA [EHK] | put-records STREAM KEY=DATA[=EHK]...\n"
     "  put-many STREAM COUNT SIZE [KEY_PREFIX]\n"
     "  register STREAM_ARN NAME | describe-consumer STREAM_ARN NAME | describe-consumer-arn ARN\n"
@@ -259,6 +263,46 @@ static int cmd_read(kn_client_t *kc, int argc, char **argv) {
   return done();
 }
 
+/* Reads a shard from its trim horizon until caught up and prints only
+ * counts and the CPU time used, to measure the client's own cost. */
+static int cmd_drain(kn_client_t *kc, int argc, char **argv) {
+  if (argc != 2) return usage();
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
+  char *it = NULL;
+  kn_error_t *e = kn_get_shard_iterator(kc, argv[0], argv[1], KN_ITER_TRIM_HORIZON,
+                                        NULL, 0, &it);
+  if (e) return fail(e);
+  long long count = 0, bytes = 0, calls = 0;
+  int empty = 0;
+  while (it) {
+    kn_batch_t *b;
+    e = kn_get_records(kc, it, 0, &b);
+    free(it);
+    it = NULL;
+    if (e) return fail(e);
+    calls++;
+    count += (long long)kn_batch_count(b);
+    bytes += (long long)b->bytes;
+    empty = kn_batch_count(b) ? 0 : empty + 1;
+    if (kn_batch_next_iterator(b) && empty < 2) it = strdup(kn_batch_next_iterator(b));
+    kn_batch_destroy(b);
+  }
+  getrusage(RUSAGE_SELF, &ru1);
+  double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec -
+                        ru0.ru_stime.tv_sec) * 1e3 +
+               (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec -
+                        ru0.ru_stime.tv_usec) / 1e3;
+  kn_buf_append_char(&out, '{');
+  jkn("count", count);
+  jkn("bytes", bytes);
+  jkn("calls", calls);
+  jkn("cpu_us", (long long)(cpu * 1e3));
+  jkn("max_rss_kb", ru1.ru_maxrss);
+  kn_buf_append_char(&out, '}');
+  return done();
+}
+
 static int run(kn_client_t *kc, const char *cmd, int argc, char **argv) {
   kn_error_t *e = NULL;
   kn_buf_append_char(&out, '{');
@@ -331,6 +375,9 @@ static int run(kn_client_t *kc, const char *cmd, int argc, char **argv) {
       shards_json("children", kn_batch_child_shards(b));
       kn_batch_destroy(b);
     }
+  } else if (strcmp(cmd, "drain") == 0) {
+    kn_buf_reset(&out);
+    return cmd_drain(kc, argc, argv);
   } else if (strcmp(cmd, "read") == 0) {
     kn_buf_reset(&out);
     return cmd_read(kc, argc, argv);

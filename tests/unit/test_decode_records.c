@@ -498,7 +498,7 @@ static void test_depth(void) {
     body[k] = '\0';
     kn_batch_t *b;
     kn_error_t *e = decode(body, &b);
-    KT_CHECK_MSG((e == NULL) == (depth <= KN_JSON_MAX_DEPTH), "depth %d", depth);
+    KT_CHECK_MSG((e == NULL) == (depth <= KN_JS_MAX_DEPTH), "depth %d", depth);
     kn_error_destroy(e);
     kn_batch_destroy(b);
   }

@@ -491,7 +491,10 @@ static void test_redact(void) {
   KT_CHECK_STR(s, "Authorization: <redacted>");
   free(s);
   s = kn_http_redact_header("x-amz-security-token:abc");
-  KT_CHECK_STR(s, "x-amz-security-token: <redacted>");
+  KT_CHECK_STR(s, "x-amz-security-token:<redacted>");
+  free(s);
+  s = kn_http_redact_header("X-Aws-Ec2-Metadata-Token: t\r\n");
+  KT_CHECK_STR(s, "X-Aws-Ec2-Metadata-Token: <redacted>\r\n");
   free(s);
   s = kn_http_redact_header("X-Amz-Date: 20240101T000000Z");
   KT_CHECK_STR(s, "X-Amz-Date: 20240101T000000Z");

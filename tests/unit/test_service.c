@@ -520,6 +520,14 @@ static void test_bad_endpoints(void) {
     kn_error_destroy(err);
     kn_svc_destroy(svc);
   }
+  /* Asynchronous calls from another thread are refused, body freed. */
+  kn_buf_t body = KN_BUF_INIT;
+  kn_buf_append_str(&body, "{}");
+  kn_error_t *serr = NULL;
+  KT_CHECK(kn_svc_call(e.svc, "ListStreams", &body, NULL, no_cb, NULL, &serr) == NULL);
+  KT_CHECK_INT(kn_error_code(serr), KN_ERR__STATE);
+  KT_CHECK(body.p == NULL);
+  kn_error_destroy(serr);
   e.s.region = NULL;
   kn_error_t *err = NULL;
   KT_CHECK(kn_svc_new(e.loop, e.creds, &e.s, &kn_svc_kinesis, endpoint, &err) == NULL);

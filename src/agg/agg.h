@@ -1,0 +1,150 @@
+/* The KPL aggregated record format: many user records in one Kinesis record.
+ *
+ *   F3 89 9A C2 | AggregatedRecord (protobuf, kpl_messages.proto) | MD5
+ *
+ * The MD5 covers the protobuf bytes only.  Both directions are pure: bytes
+ * in, bytes out, no I/O.  The protobuf is read and written by hand for this
+ * one schema (zero copy, no allocation per message); protobuf-c is the
+ * cross-check in the tests. */
+#ifndef KN_AGG_AGG_H
+#define KN_AGG_AGG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kn/error.h"
+#include "kinesis/batch.h"
+
+#define KN_AGG_MAGIC "\xF3\x89\x9A\xC2"
+#define KN_AGG_MAGIC_LEN 4
+#define KN_AGG_MD5_LEN 16
+#define KN_AGG_OVERHEAD (KN_AGG_MAGIC_LEN + KN_AGG_MD5_LEN)
+/* The KPL's AggregationMaxSize default, magic and MD5 included. */
+#define KN_AGG_DEFAULT_MAX_BYTES 51200
+/* Kinesis accepts at most 1 MiB of data plus partition key per record. */
+#define KN_AGG_RECORD_LIMIT (1024 * 1024)
+
+/* Non-zero if data starts with the magic number (cheap; proves nothing). */
+int kn_agg_has_magic(const void *data, size_t len);
+
+/* ---- Hash keys ---------------------------------------------------------
+ * A hash key is a 128-bit unsigned integer, held as 16 big-endian bytes so
+ * that memcmp() orders hash keys. */
+#define KN_HASHKEY_LEN 16
+#define KN_HASHKEY_DEC_MAX 40 /* 39 digits and the terminator */
+
+/* Parses a decimal hash key in [0, 2^128 - 1] (digits only, leading zeros
+ * allowed).  Returns 0, or -1 if s is empty, has another character or is
+ * too large. */
+int kn_agg_hashkey_parse(const char *s, size_t len, uint8_t out[KN_HASHKEY_LEN]);
+/* Writes the decimal form (no leading zeros) and returns its length. */
+size_t kn_agg_hashkey_format(const uint8_t hk[KN_HASHKEY_LEN],
+                             char out[KN_HASHKEY_DEC_MAX]);
+/* The hash key Kinesis derives from a partition key: its MD5 read as a
+ * big-endian number. */
+void kn_agg_hashkey_of_pkey(const void *pkey, size_t len,
+                            uint8_t out[KN_HASHKEY_LEN]);
+
+/* ---- Decoding ---------------------------------------------------------- */
+
+typedef struct kn_agg_filter {
+  /* User records with subseq <= subseq_floor are dropped: the checkpoint is
+   * (this record's seq, subseq_floor).  -1 keeps them all. */
+  int64_t subseq_floor;
+  /* When set, the whole aggregate is dropped if any user record's hash key
+   * (its explicit hash key, else the MD5 of its partition key) is outside
+   * [range_start, range_end]: after a reshard the producer sends those
+   * records again to the right shard (the KCL does the same). */
+  int check_range;
+  uint8_t range_start[KN_HASHKEY_LEN];
+  uint8_t range_end[KN_HASHKEY_LEN];
+} kn_agg_filter_t;
+
+typedef struct kn_agg_result {
+  int aggregated;       /* 0: no magic, a plain record (nothing appended) */
+  int out_of_range;     /* the aggregate was dropped by the range check */
+  size_t n_user;        /* user records in the aggregate */
+  size_t n_below_floor; /* dropped by subseq_floor */
+  size_t n_added;       /* appended to the batch */
+} kn_agg_result_t;
+
+/* Expands one Kinesis record's data into its user records, appended to b.
+ *
+ * data must be owned by b (kn_batch_alloc() or kn_batch_adopt()) or outlive
+ * it: the user records' payloads point into it, no copy.  seq is stored
+ * as-is in every user record, so it too must be owned by b or outlive it.
+ * The key tables are copied into b once per aggregate.  filter may be NULL.
+ *
+ * Returns KN_ERR_NO_ERROR and fills res (res->aggregated == 0 when data
+ * does not start with the magic number: the caller delivers it as a plain
+ * record).  Returns KN_ERR__CORRUPT when data starts with the magic number
+ * but is not a valid aggregate (MD5 mismatch, malformed protobuf, missing
+ * required field, index outside its table, unreadable explicit hash key
+ * under the range check); the KCL delivers such a record as a plain one,
+ * which is the caller's choice.  Returns KN_ERR__NOMEM on out-of-memory.
+ * On any error b is left as it was and, when errp is not NULL, *errp gets
+ * an error value saying what is wrong (the caller destroys it).
+ *
+ * Each user record gets seq, subseq (its 0-based position in the
+ * aggregate), aggregated = 1, pkey and ehk from the tables (a key holding
+ * a NUL byte reads as cut short there) and arrival_ms; b->bytes grows by
+ * the payloads added. */
+kn_err_t kn_agg_expand(kn_batch_t *b, const void *data, size_t len,
+                       const char *seq, int64_t arrival_ms,
+                       const kn_agg_filter_t *filter, kn_agg_result_t *res,
+                       kn_error_t **errp);
+
+/* ---- Encoding ---------------------------------------------------------- */
+
+typedef struct kn_aggregator kn_aggregator_t;
+
+/* max_bytes caps an aggregate's size, magic and MD5 included (0: the KPL
+ * default 51,200; at most 1 MiB); max_count caps its user records (0: no
+ * cap).  NULL on out-of-memory or a cap out of range. */
+kn_aggregator_t *kn_aggregator_new(size_t max_bytes, size_t max_count);
+/* Accepts NULL. */
+void kn_aggregator_destroy(kn_aggregator_t *a);
+
+/* Appends a user record; pkey (pkey_len bytes, not empty), ehk (decimal,
+ * or NULL) and data are copied.  Returns KN_ERR__QUEUE_FULL, changing
+ * nothing, when the record would take the aggregate past a cap: flush, then
+ * add it again.  An empty aggregator takes any record that Kinesis itself
+ * would take, even one over max_bytes (it is then sent alone, plain).
+ * KN_ERR__INVALID_ARG for an empty partition key, an explicit hash key that
+ * is not a decimal in [0, 2^128 - 1], or a record over the 1 MiB limit;
+ * KN_ERR__NOMEM on out-of-memory (the record is then not added). */
+kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
+                           size_t pkey_len, const char *ehk, size_t ehk_len,
+                           const void *data, size_t data_len);
+
+/* User records added since the last flush. */
+size_t kn_aggregator_count(const kn_aggregator_t *a);
+/* Size of what was added as an aggregated record (magic and MD5 included),
+ * the figure the caps apply to; 0 when empty.  Tracked as records are
+ * added, not computed.  (A lone record is flushed as itself, smaller.) */
+size_t kn_aggregator_size(const kn_aggregator_t *a);
+
+/* What to send as one Kinesis record.  Every pointer is owned by the
+ * aggregator and valid until its next add, flush or destroy. */
+typedef struct kn_agg_out {
+  const void *data;
+  size_t len;
+  const char *pkey; /* PartitionKey */
+  const char *ehk;  /* ExplicitHashKey, or NULL to send none */
+  size_t n_records; /* user records inside, in the order they were added */
+  int aggregated;   /* 0: a lone user record sent as itself */
+} kn_agg_out_t;
+
+/* Emits what was added since the last flush and empties the aggregator.
+ * Returns KN_ERR_NO_ERROR; KN_ERR__STATE when it was empty, or
+ * KN_ERR__NOMEM (both leave the aggregator and out untouched).
+ *
+ * As the KPL does: two or more user records become magic + protobuf + MD5,
+ * sent with partition key "a" and, as explicit hash key, the decimal hash
+ * key of the first user record, so the aggregate lands on that record's
+ * shard; a lone user record is sent as itself, with its own partition key
+ * and explicit hash key (the KPL also sends the MD5-derived hash key of a
+ * lone record without one; we send none, which Kinesis reads the same). */
+kn_err_t kn_aggregator_flush(kn_aggregator_t *a, kn_agg_out_t *out);
+
+#endif

@@ -1,0 +1,578 @@
+/* kn_consumer_t: construction, poll, checkpoints, close. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "consumer/consumer_int.h"
+#include "consumer/shard_table.h"
+#include "core/error.h"
+#include "kinesis/batch.h"
+#include "kinesis/client_int.h"
+#include "lease/store.h"
+#include "util/rand.h"
+#include <unistd.h>
+#include "util/buf.h"
+#include "util/str.h"
+
+/* ---- configuration ---- */
+
+static char **split_list(const char *s) {
+  size_t n = 1;
+  for (const char *p = s; *p; p++) n += *p == ',';
+  char **v = calloc(n + 1, sizeof(char *));
+  if (!v) return NULL;
+  size_t k = 0;
+  for (const char *p = s; *p;) {
+    size_t len = strcspn(p, ",");
+    char *item = kn_strndup(p, len);
+    if (!item) goto fail;
+    kn_str_trim(item);
+    if (*item)
+      v[k++] = item;
+    else
+      free(item);
+    p += len;
+    if (*p == ',') p++;
+  }
+  return v;
+fail:
+  for (size_t i = 0; i < k; i++) free(v[i]);
+  free(v);
+  return NULL;
+}
+
+static void free_list(char **v) {
+  for (char **p = v; p && *p; p++) free(*p);
+  free(v);
+}
+
+static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
+  const kn_conf_t *c = kc->conf;
+  const char *stream = kn_conf_str(c, "stream");
+  if (!stream || !*stream) {
+    snprintf(errstr, size, "the \"stream\" property is required");
+    return -1;
+  }
+  if (!(kc->stream = strdup(stream))) goto oom;
+  kc->cfg.deaggregate = kn_conf_bool(c, "deaggregate");
+  kc->cfg.auto_checkpoint = kn_conf_bool(c, "checkpoint.auto");
+  kc->cfg.checkpoint_interval_ms = kn_conf_int(c, "checkpoint.interval.ms");
+  kc->cfg.max_records = (size_t)kn_conf_int(c, "buffer.max.records");
+  kc->cfg.max_bytes = (size_t)kn_conf_int(c, "buffer.max.bytes");
+  kc->cfg.max_total_bytes = (size_t)kn_conf_int(c, "buffer.max.total.bytes");
+  kc->cfg.poll_max_records = (int)kn_conf_int(c, "poll.max.records");
+  kc->cfg.poll_idle_ms = kn_conf_int(c, "poll.idle.ms");
+  double share = (double)kn_conf_int(c, "poll.share") / 100.0;
+  kc->cfg.calls_per_s = (double)kn_conf_int(c, "poll.calls.per.second") * share;
+  kc->cfg.bytes_per_s = (double)kn_conf_int(c, "poll.bytes.per.second") * share;
+  kc->cfg.sync_interval_ms = kn_conf_int(c, "shard.sync.interval.ms");
+
+  kc->lease.duration_ms = kn_conf_int(c, "lease.duration.ms");
+  kc->lease.renew_ms = kn_conf_int(c, "lease.renew.interval.ms");
+  if (kc->lease.renew_ms <= 0) kc->lease.renew_ms = kc->lease.duration_ms / 3;
+  if (kc->lease.renew_ms >= kc->lease.duration_ms) {
+    snprintf(errstr, size, "lease.renew.interval.ms must be shorter than "
+             "lease.duration.ms");
+    return -1;
+  }
+  kc->lease.take_ms = kn_conf_int(c, "lease.take.interval.ms");
+  kc->lease.max_leases = (int)kn_conf_int(c, "lease.max.per.worker");
+  kc->lease.max_steal = (int)kn_conf_int(c, "lease.max.steal");
+  const char *wid = kn_conf_str(c, "worker.id");
+  if (wid && *wid) {
+    kc->worker_id = strdup(wid);
+  } else {
+    char host[256] = "host";
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    kc->worker_id = kn_asprintf("%s:%d:%08llx", host, (int)getpid(),
+                                (unsigned long long)(kn_rand_u64() & 0xffffffffu));
+  }
+  if (!kc->worker_id) goto oom;
+  const char *store = kn_conf_str(c, "lease.store");
+  int leases = store && strcmp(store, "none") != 0;
+
+  const char *shards = kn_conf_str(c, "shards");
+  if (shards && *shards) {
+    if (!(kc->cfg.only_shards = split_list(shards))) goto oom;
+    if (!kc->cfg.only_shards[0]) {
+      snprintf(errstr, size, "shards: no shard id given");
+      return -1;
+    }
+    if (leases) {
+      snprintf(errstr, size, "shards cannot be combined with a lease store: "
+               "the workers share every shard");
+      return -1;
+    }
+  }
+
+  const char *ip = kn_conf_str(c, "initial.position");
+  kn_pos_t *p = &kc->cfg.initial;
+  memset(p, 0, sizeof(*p));
+  if (strcmp(ip, "latest") == 0) {
+    p->type = KN_ITER_LATEST;
+  } else if (strcmp(ip, "at_timestamp") == 0) {
+    p->type = KN_ITER_AT_TIMESTAMP;
+    p->timestamp_ms = kn_conf_int(c, "initial.timestamp.ms");
+  } else if (strcmp(ip, "at_sequence") == 0 ||
+             strcmp(ip, "after_sequence") == 0) {
+    const char *seq = kn_conf_str(c, "initial.sequence.number");
+    int n_only = 0;
+    for (char **s = kc->cfg.only_shards; s && *s; s++) n_only++;
+    if (!seq || !*seq) {
+      snprintf(errstr, size,
+               "initial.position=%s needs initial.sequence.number", ip);
+      return -1;
+    }
+    if (leases) {
+      snprintf(errstr, size, "initial.position=%s needs lease.store=none",
+               ip);
+      return -1;
+    }
+    if (n_only != 1) {
+      snprintf(errstr, size,
+               "initial.position=%s needs exactly one shard in \"shards\"",
+               ip);
+      return -1;
+    }
+    for (const char *q = seq; *q; q++)
+      if (*q < '0' || *q > '9') {
+        snprintf(errstr, size, "initial.sequence.number: not a decimal "
+                 "sequence number: \"%s\"", seq);
+        return -1;
+      }
+    if (kn_pos_set_seq(p,
+                       ip[0] == 'a' && ip[1] == 't'
+                           ? KN_ITER_AT_SEQUENCE_NUMBER
+                           : KN_ITER_AFTER_SEQUENCE_NUMBER,
+                       seq, 0, 0)) {
+      snprintf(errstr, size, "initial.sequence.number is too long");
+      return -1;
+    }
+  } else {
+    p->type = KN_ITER_TRIM_HORIZON;
+  }
+  return 0;
+oom:
+  snprintf(errstr, size, "out of memory");
+  return -1;
+}
+
+/* ---- construction ---- */
+
+kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
+                               size_t errstr_size) {
+  char dummy[1];
+  if (!errstr || !errstr_size) {
+    errstr = dummy;
+    errstr_size = sizeof(dummy);
+  }
+  kn_consumer_t *kc = calloc(1, sizeof(*kc));
+  if (!kc) {
+    snprintf(errstr, errstr_size, "out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&kc->mu, NULL);
+  pthread_cond_init(&kc->poll_cv, NULL);
+  pthread_cond_init(&kc->ctl_cv, NULL);
+  pthread_mutex_init(&kc->lease_mu, NULL);
+  pthread_cond_init(&kc->renewer_cv, NULL);
+  kn_lease_observer_init(&kc->observer);
+  kc->conf = conf ? kn_conf_dup(conf) : kn_conf_new();
+  if (!kc->conf) {
+    snprintf(errstr, errstr_size, "out of memory");
+    goto fail;
+  }
+  kn_conf_logger(kc->conf, &kc->log, "consumer");
+  if (load_cfg(kc, errstr, errstr_size)) goto fail;
+  kc->client = kn_client_new(kc->conf, errstr, errstr_size);
+  if (!kc->client) goto fail;
+  kc->loop = kc->client->loop;
+  kc->svc = kc->client->svc;
+  if (kn_control_start(kc, errstr, errstr_size)) goto fail;
+  return kc;
+fail:
+  kn_consumer_destroy(kc);
+  return NULL;
+}
+
+static int leases_on(const kn_consumer_t *kc) {
+  return strcmp(kn_conf_str(kc->conf, "lease.store"), "none") != 0;
+}
+
+/* ---- application events ---- */
+
+void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,
+                         const char *shard_id, int64_t token, kn_err_t reason,
+                         void *state, size_t state_len) {
+  kn_app_ev_t *e = calloc(1, sizeof(*e));
+  if (e) e->shard_id = strdup(shard_id);
+  if (!e || !e->shard_id) {
+    free(e);
+    free(state);
+    return; /* the callback is informational; reading goes on */
+  }
+  e->kind = kind;
+  e->token = token;
+  e->reason = reason;
+  e->state = state;
+  e->state_len = state_len;
+  if (kc->ev_tail)
+    kc->ev_tail->next = e;
+  else
+    kc->ev_head = e;
+  kc->ev_tail = e;
+  pthread_cond_signal(&kc->poll_cv);
+}
+
+static void app_event_free(kn_app_ev_t *e) {
+  free(e->shard_id);
+  free(e->state);
+  free(e);
+}
+
+/* Runs queued callbacks; called with mu held, returns with mu held. */
+static void dispatch_events_locked(kn_consumer_t *kc) {
+  typedef void (*acq_cb_t)(kn_consumer_t *, const char *, int64_t,
+                           const void *, size_t, void *);
+  typedef void (*lost_cb_t)(kn_consumer_t *, const char *, kn_err_t, void *);
+  while (kc->ev_head) {
+    kn_app_ev_t *e = kc->ev_head;
+    kc->ev_head = e->next;
+    if (!kc->ev_head) kc->ev_tail = NULL;
+    pthread_mutex_unlock(&kc->mu);
+    if (e->kind == KN_APP_EV_ACQUIRED && kc->conf->cbs[KN_CB_LEASE_ACQUIRED])
+      ((acq_cb_t)kc->conf->cbs[KN_CB_LEASE_ACQUIRED])(
+          kc, e->shard_id, e->token, e->state, e->state_len,
+          kc->conf->cb_opaque[KN_CB_LEASE_ACQUIRED]);
+    else if (e->kind == KN_APP_EV_LOST && kc->conf->cbs[KN_CB_LEASE_LOST])
+      ((lost_cb_t)kc->conf->cbs[KN_CB_LEASE_LOST])(
+          kc, e->shard_id, e->reason, kc->conf->cb_opaque[KN_CB_LEASE_LOST]);
+    app_event_free(e);
+    pthread_mutex_lock(&kc->mu);
+  }
+}
+
+/* ---- poll ---- */
+
+static void pos_of_last(const kn_batch_t *b, kn_pos_t *p) {
+  const kn_record_t *r = &b->recs[b->n - 1];
+  kn_pos_set_seq(p, KN_ITER_AT_SEQUENCE_NUMBER, r->seq, r->subseq, 1);
+}
+
+/* Everything returned before this poll counts as processed. */
+static void mark_processed_locked(kn_consumer_t *kc) {
+  for (size_t i = 0; i < kc->n_dirty; i++) {
+    kn_cshard_t *cs = kc->dirty[i];
+    cs->processed = cs->delivered;
+    cs->has_processed = 1;
+    cs->in_dirty = 0;
+  }
+  kc->n_dirty = 0;
+}
+
+static void mark_dirty_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
+  if (cs->in_dirty) return;
+  if (kc->n_dirty == kc->cap_dirty) {
+    size_t cap = kc->cap_dirty ? kc->cap_dirty * 2 : 16;
+    kn_cshard_t **d = realloc(kc->dirty, cap * sizeof(*d));
+    if (!d) return; /* the shard is simply not auto-checkpointed this round */
+    kc->dirty = d;
+    kc->cap_dirty = cap;
+  }
+  kc->dirty[kc->n_dirty++] = cs;
+  cs->in_dirty = 1;
+}
+
+static void wake_paused_locked(kn_consumer_t *kc, kn_cshard_t *popped) {
+  kn_reader_wake_locked(kc, popped);
+  if (kc->n_paused > 0 && kc->total_bytes <= kc->cfg.max_total_bytes / 2)
+    for (size_t i = 0; i < kc->n_shards && kc->n_paused > 0; i++)
+      kn_reader_wake_locked(kc, kc->shards[i]);
+}
+
+static void deadline_after(struct timespec *ts, int timeout_ms) {
+  clock_gettime(CLOCK_REALTIME, ts);
+  ts->tv_sec += timeout_ms / 1000;
+  ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+  if (ts->tv_nsec >= 1000000000) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000;
+  }
+}
+
+kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
+  struct timespec deadline;
+  if (timeout_ms > 0) deadline_after(&deadline, timeout_ms);
+  typedef void (*ended_cb_t)(kn_consumer_t *, const char *, void *);
+  ended_cb_t ended_cb = (ended_cb_t)kc->conf->cbs[KN_CB_SHARD_ENDED];
+
+  pthread_mutex_lock(&kc->mu);
+  mark_processed_locked(kc);
+  for (;;) {
+    dispatch_events_locked(kc);
+    /* After running out of memory nothing more may be delivered: a
+     * dropped batch would be skipped. */
+    if (kc->fatal && kn_error_code(kc->fatal) == KN_ERR__NOMEM) break;
+    kn_dentry_t *e = kn_delivery_pop(kc);
+    if (e) {
+      kn_cshard_t *cs = e->cs;
+      kn_batch_t *b = e->batch;
+      free(e);
+      if (!b) {
+        /* End of a shard: every record of it has been handed out. */
+        cs->end_popped = 1;
+        /* With leases the shard is done once SHARD_END is written. */
+        if (!leases_on(kc)) cs->state = KN_CS_DONE;
+        kn_control_post_locked(kc, KN_CTL_SHARD_DONE, cs, NULL, NULL);
+        if (ended_cb) {
+          char *id = strdup(cs->id);
+          pthread_mutex_unlock(&kc->mu);
+          if (id) ended_cb(kc, id, kc->conf->cb_opaque[KN_CB_SHARD_ENDED]);
+          free(id);
+          pthread_mutex_lock(&kc->mu);
+        }
+        continue;
+      }
+      if (b->n == 0) { /* nothing to hand out */
+        kn_batch_destroy(b);
+        continue;
+      }
+      pos_of_last(b, &cs->delivered);
+      cs->has_delivered = 1;
+      cs->records_delivered += b->n;
+      cs->bytes_delivered += b->bytes;
+      mark_dirty_locked(kc, cs);
+      wake_paused_locked(kc, cs);
+      pthread_mutex_unlock(&kc->mu);
+      return b;
+    }
+    if (kc->ev_head) continue;
+    if (kc->fatal || kc->closing || timeout_ms == 0) break;
+    if (timeout_ms < 0) {
+      pthread_cond_wait(&kc->poll_cv, &kc->mu);
+    } else if (pthread_cond_timedwait(&kc->poll_cv, &kc->mu, &deadline) ==
+               ETIMEDOUT) {
+      break;
+    }
+  }
+  pthread_mutex_unlock(&kc->mu);
+  return NULL;
+}
+
+const kn_error_t *kn_consumer_fatal_error(kn_consumer_t *kc) {
+  pthread_mutex_lock(&kc->mu);
+  const kn_error_t *e = kc->fatal;
+  pthread_mutex_unlock(&kc->mu);
+  return e;
+}
+
+int kn_consumer_caught_up(kn_consumer_t *kc) {
+  pthread_mutex_lock(&kc->mu);
+  int r = kn_delivery_caught_up(kc) && !kc->ev_head;
+  /* With leases: also nothing left for this worker to take. */
+  if (r && leases_on(kc)) r = kc->taker_idle;
+  pthread_mutex_unlock(&kc->mu);
+  return r;
+}
+
+/* ---- checkpoints ---- */
+
+static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
+                                 const void *state, size_t state_len,
+                                 int prepare) {
+  if (!r || !r->batch || !r->batch->shard_id)
+    return kn_error_new(KN_ERR__INVALID_ARG, "not a record of this consumer");
+  kn_pos_t p;
+  if (kn_pos_set_seq(&p, KN_ITER_AT_SEQUENCE_NUMBER, r->seq, r->subseq, 1))
+    return kn_error_new(KN_ERR__INVALID_ARG, "bad sequence number");
+  pthread_mutex_lock(&kc->mu);
+  kn_cshard_t *cs = kn_shard_table_find(kc, r->batch->shard_id);
+  if (cs && !leases_on(kc)) {
+    cs->processed = p;
+    cs->has_processed = 1;
+  }
+  int end_popped = cs && cs->end_popped;
+  pthread_mutex_unlock(&kc->mu);
+  if (!cs)
+    return kn_error_new(KN_ERR__LEASE_LOST,
+                        "shard %s is not read by this consumer",
+                        r->batch->shard_id);
+  if (!leases_on(kc)) {
+    if (prepare)
+      return kn_error_new(KN_ERR__STATE,
+                          "prepared checkpoints need a lease store");
+    return NULL;
+  }
+  kn_error_t *err = kn_coord_checkpoint(kc, cs, &p, state, state_len, prepare);
+  /* The last record of a finished shard: SHARD_END may be written now. */
+  if (!err && !prepare && end_popped)
+    kn_control_post(kc, KN_CTL_SHARD_DONE, cs, NULL, NULL);
+  return err;
+}
+
+kn_error_t *kn_consumer_checkpoint(kn_consumer_t *kc, const kn_record_t *r) {
+  return checkpoint_at(kc, r, NULL, 0, 0);
+}
+
+kn_error_t *kn_consumer_checkpoint_batch(kn_consumer_t *kc,
+                                         const kn_batch_t *b) {
+  if (!b || b->n == 0)
+    return kn_error_new(KN_ERR__INVALID_ARG, "empty batch");
+  return checkpoint_at(kc, &b->recs[b->n - 1], NULL, 0, 0);
+}
+
+kn_err_t kn_consumer_checkpoint_async(kn_consumer_t *kc,
+                                      const kn_record_t *r) {
+  if (!r || !r->batch || !r->batch->shard_id) return KN_ERR__INVALID_ARG;
+  /* Recorded as processed; the control thread writes it with the next
+   * flush (checkpoint.interval.ms). */
+  kn_err_t code = KN_ERR_NO_ERROR;
+  pthread_mutex_lock(&kc->mu);
+  kn_cshard_t *cs = kn_shard_table_find(kc, r->batch->shard_id);
+  if (!cs || (leases_on(kc) && cs->fencing_token < 0))
+    code = KN_ERR__LEASE_LOST;
+  else if (kn_pos_set_seq(&cs->processed, KN_ITER_AT_SEQUENCE_NUMBER, r->seq,
+                          r->subseq, 1) == 0)
+    cs->has_processed = 1;
+  cs = NULL;
+  pthread_mutex_unlock(&kc->mu);
+  return code;
+}
+
+kn_error_t *kn_consumer_prepare_checkpoint(kn_consumer_t *kc,
+                                           const kn_record_t *r,
+                                           const void *state,
+                                           size_t state_len) {
+  if (state_len > 65536)
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "checkpoint state larger than 64 KiB");
+  return checkpoint_at(kc, r, state, state_len, 1);
+}
+
+int64_t kn_consumer_fencing_token(kn_consumer_t *kc, const char *shard_id) {
+  pthread_mutex_lock(&kc->mu);
+  kn_cshard_t *cs = kn_shard_table_find(kc, shard_id);
+  int64_t t = -1;
+  if (cs && leases_on(kc))
+    t = cs->fencing_token;
+  else if (cs && (cs->state == KN_CS_READING || cs->state == KN_CS_ENDED))
+    t = 0;
+  pthread_mutex_unlock(&kc->mu);
+  return t;
+}
+
+/* ---- statistics ---- */
+
+char *kn_consumer_stats_json(kn_consumer_t *kc) {
+  kn_buf_t b = KN_BUF_INIT;
+  pthread_mutex_lock(&kc->mu);
+  int rc = kn_buf_append_str(&b, "{\"stream\":");
+  rc |= kn_buf_append_json_str(&b, kc->stream, strlen(kc->stream));
+  rc |= kn_buf_printf(&b, ",\"queued_batches\":%zu,\"buffered_bytes\":%zu,"
+                          "\"shards\":[", kc->q_len, kc->total_bytes);
+  for (size_t i = 0; i < kc->n_shards; i++) {
+    kn_cshard_t *cs = kc->shards[i];
+    rc |= kn_buf_append_str(&b, i ? ",{\"shard\":" : "{\"shard\":");
+    rc |= kn_buf_append_json_str(&b, cs->id, strlen(cs->id));
+    rc |= kn_buf_printf(
+        &b, ",\"state\":\"%s\",\"millis_behind\":%lld,\"records\":%llu,"
+            "\"bytes\":%llu,\"buffered_records\":%zu,\"buffered_bytes\":%zu,"
+            "\"paused\":%s,\"caught_up\":%s,\"checkpoint\":",
+        kn_cshard_state_name(cs->state), (long long)cs->millis_behind,
+        (unsigned long long)cs->records_delivered,
+        (unsigned long long)cs->bytes_delivered, cs->buffered_records,
+        cs->buffered_bytes, cs->paused ? "true" : "false",
+        cs->caught_up ? "true" : "false");
+    if (cs->has_processed)
+      rc |= kn_buf_printf(&b, "{\"seq\":\"%s\",\"subseq\":%llu}}",
+                          cs->processed.seq,
+                          (unsigned long long)cs->processed.subseq);
+    else
+      rc |= kn_buf_append_str(&b, "null}");
+  }
+  rc |= kn_buf_append_str(&b, "]}");
+  pthread_mutex_unlock(&kc->mu);
+  if (rc) {
+    kn_buf_free(&b);
+    return NULL;
+  }
+  return kn_buf_steal(&b, NULL);
+}
+
+/* ---- callbacks ---- */
+
+void kn_conf_set_lease_acquired_cb(
+    kn_conf_t *conf,
+    void (*cb)(kn_consumer_t *, const char *, int64_t, const void *, size_t,
+               void *),
+    void *opaque) {
+  conf->cbs[KN_CB_LEASE_ACQUIRED] = (kn_fnptr_t)cb;
+  conf->cb_opaque[KN_CB_LEASE_ACQUIRED] = opaque;
+}
+
+void kn_conf_set_lease_lost_cb(
+    kn_conf_t *conf, void (*cb)(kn_consumer_t *, const char *, kn_err_t, void *),
+    void *opaque) {
+  conf->cbs[KN_CB_LEASE_LOST] = (kn_fnptr_t)cb;
+  conf->cb_opaque[KN_CB_LEASE_LOST] = opaque;
+}
+
+void kn_conf_set_shard_ended_cb(kn_conf_t *conf,
+                                void (*cb)(kn_consumer_t *, const char *,
+                                           void *),
+                                void *opaque) {
+  conf->cbs[KN_CB_SHARD_ENDED] = (kn_fnptr_t)cb;
+  conf->cb_opaque[KN_CB_SHARD_ENDED] = opaque;
+}
+
+/* ---- close ---- */
+
+kn_error_t *kn_consumer_close(kn_consumer_t *kc) {
+  pthread_mutex_lock(&kc->mu);
+  int already = kc->closed;
+  kc->closed = 1;
+  kc->closing = 1;
+  pthread_cond_broadcast(&kc->poll_cv);
+  pthread_mutex_unlock(&kc->mu);
+  if (already) return NULL;
+
+  /* Closing says the application is done with what it was given. */
+  pthread_mutex_lock(&kc->mu);
+  mark_processed_locked(kc);
+  pthread_mutex_unlock(&kc->mu);
+  kn_control_stop(kc);
+  for (size_t i = 0; i < kc->n_shards; i++) kn_reader_stop(kc, kc->shards[i]);
+  pthread_mutex_lock(&kc->mu);
+  for (size_t i = 0; i < kc->n_shards; i++)
+    kn_delivery_purge(kc, kc->shards[i]);
+  pthread_mutex_unlock(&kc->mu);
+  return NULL;
+}
+
+void kn_consumer_destroy(kn_consumer_t *kc) {
+  if (!kc) return;
+  if (kc->control_started || kc->n_shards) kn_error_destroy(kn_consumer_close(kc));
+  kn_lease_store_destroy(kc->ls);
+  kn_client_destroy(kc->client);
+  kn_shard_table_clear(kc);
+  while (kc->ev_head) {
+    kn_app_ev_t *e = kc->ev_head;
+    kc->ev_head = e->next;
+    app_event_free(e);
+  }
+  kn_lease_observer_free(&kc->observer);
+  free(kc->worker_id);
+  free(kc->dirty);
+  kn_error_destroy(kc->fatal);
+  free_list(kc->cfg.only_shards);
+  free(kc->stream);
+  kn_conf_destroy(kc->conf);
+  pthread_cond_destroy(&kc->poll_cv);
+  pthread_cond_destroy(&kc->ctl_cv);
+  pthread_mutex_destroy(&kc->mu);
+  pthread_cond_destroy(&kc->renewer_cv);
+  pthread_mutex_destroy(&kc->lease_mu);
+  free(kc);
+}

@@ -1,0 +1,247 @@
+/* Internals of kn_consumer_t.
+ *
+ * Three threads meet here:
+ * - the application's, in kn_consumer_poll() and the checkpoint calls;
+ * - the I/O thread of the handle's loop, which runs the shard readers
+ *   (reader.c): GetShardIterator / GetRecords and their timers;
+ * - the control thread (control.c), which lists shards, decides which
+ *   shards to read (alone, or through leases), and writes checkpoints.
+ *
+ * kc->mu guards the delivery queue, every kn_cshard_t field marked
+ * "[mu]" and the control queue.  Readers belong to the I/O thread. */
+#ifndef KN_CONSUMER_INT_H
+#define KN_CONSUMER_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aws/http.h"
+#include "aws/service.h"
+#include "consumer/position.h"
+#include "core/conf.h"
+#include "kn/client.h"
+#include "kn/consumer.h"
+#include "lease/taker.h"
+#include "kinesis/hashkey.h"
+#include "util/log.h"
+
+typedef enum kn_cshard_state {
+  KN_CS_WAITING,  /* known, not started: parents unfinished or not ours */
+  KN_CS_READING,  /* a reader runs for it */
+  KN_CS_ENDED,    /* the reader saw the end; records may still be queued */
+  KN_CS_DONE,     /* closed shard, every record handed to the application */
+  KN_CS_STOPPED,  /* no longer ours (lease lost, or skipped at start) */
+} kn_cshard_state_t;
+
+const char *kn_cshard_state_name(kn_cshard_state_t s);
+
+struct kn_reader;
+
+/* One shard as the consumer knows it.  Created and freed by the control
+ * thread (under mu); fields without a mark are fixed after creation. */
+typedef struct kn_cshard {
+  char *id;
+  char *parent;           /* or NULL */
+  char *adjacent_parent;  /* or NULL */
+  kn_u128_t range_start, range_end; /* hash key range */
+  int closed_at_sync;     /* ListShards showed it closed */
+
+  kn_cshard_state_t state;     /* [mu] */
+  int caught_up;               /* [mu] reader reached the tip */
+  int paused;                  /* [mu] reader waits for buffer room */
+  size_t buffered_records;     /* [mu] queued, not yet polled */
+  size_t buffered_bytes;       /* [mu] */
+  int in_dirty;                /* [mu] listed in kc->dirty */
+  kn_pos_t delivered;          /* [mu] last record returned by poll */
+  int has_delivered;           /* [mu] */
+  kn_pos_t processed;          /* [mu] last record of an earlier poll */
+  int has_processed;           /* [mu] */
+  int64_t fencing_token;       /* [mu] -1: not held */
+  int64_t millis_behind;       /* [mu] of the last response */
+  uint64_t records_delivered;  /* [mu] */
+  uint64_t bytes_delivered;    /* [mu] */
+  int queued_entries;          /* [mu] delivery entries referring to it */
+
+  kn_pos_t start;              /* control: where the reader starts */
+  struct kn_reader *reader;    /* control: running reader, or NULL */
+  int end_popped;              /* [mu] the application polled past the end */
+
+  /* Lease mode [lease_mu]: the lease as this worker holds it. */
+  int held;                    /* this worker holds the lease */
+  int64_t counter;             /* leaseCounter after our last write */
+  int64_t last_renew_ms;       /* monotonic time of the last good write */
+  char ckpt[KN_SEQ_MAX];       /* checkpoint in the table ("" if none) */
+  uint64_t ckpt_subseq;
+  int shard_end_written;
+} kn_cshard_t;
+
+/* Events for the application's callbacks, run inside kn_consumer_poll. */
+typedef enum kn_app_ev_kind {
+  KN_APP_EV_ACQUIRED,
+  KN_APP_EV_LOST
+} kn_app_ev_kind_t;
+
+typedef struct kn_app_ev {
+  struct kn_app_ev *next;
+  kn_app_ev_kind_t kind;
+  char *shard_id;
+  int64_t token;
+  kn_err_t reason;
+  void *state;                 /* pending checkpoint state, or NULL */
+  size_t state_len;
+} kn_app_ev_t;
+
+/* An entry of the delivery queue: a batch, or the end of a shard. */
+typedef struct kn_dentry {
+  struct kn_dentry *next;
+  kn_cshard_t *cs;
+  kn_batch_t *batch;   /* NULL for an end-of-shard marker */
+  size_t bytes;        /* memory accounted for this entry */
+} kn_dentry_t;
+
+/* Messages to the control thread. */
+typedef enum kn_ctl_kind {
+  KN_CTL_SHARD_ENDED,   /* reader reached the end of cs */
+  KN_CTL_SHARD_DONE,    /* the application polled past the end of cs */
+  KN_CTL_SHARD_GONE,    /* the shard no longer exists (trimmed) */
+  KN_CTL_FATAL,         /* a reader hit an error that stops the consumer */
+  KN_CTL_RESYNC,        /* list shards again soon */
+  KN_CTL_CLOSE
+} kn_ctl_kind_t;
+
+typedef struct kn_ctl_msg {
+  struct kn_ctl_msg *next;
+  kn_ctl_kind_t kind;
+  kn_cshard_t *cs;
+  kn_error_t *err;            /* owned by the message */
+  kn_shard_list_t *children;  /* owned by the message, or NULL */
+} kn_ctl_msg_t;
+
+struct kn_consumer_s {
+  kn_conf_t *conf;            /* owned copy */
+  kn_logger_t log;
+  kn_client_t *client;        /* owned: settings, credentials, loop, svc */
+  kn_loop_t *loop;            /* borrowed from client */
+  kn_svc_t *svc;              /* borrowed from client */
+  char *stream;
+
+  /* Settings read once at start. */
+  struct {
+    int deaggregate;
+    int auto_checkpoint;
+    int64_t checkpoint_interval_ms;
+    size_t max_records, max_bytes, max_total_bytes;
+    int poll_max_records;
+    int64_t poll_idle_ms;
+    double calls_per_s, bytes_per_s;
+    int64_t sync_interval_ms;
+    kn_pos_t initial;
+    char **only_shards;       /* from `shards`, NULL-terminated, or NULL */
+  } cfg;
+
+  pthread_mutex_t mu;
+  pthread_cond_t poll_cv;     /* delivery queue became non-empty */
+  pthread_cond_t ctl_cv;      /* control queue became non-empty */
+
+  /* [mu] */
+  kn_cshard_t **shards;
+  size_t n_shards, cap_shards;
+  kn_dentry_t *q_head, *q_tail;
+  size_t q_len;
+  size_t total_bytes;         /* buffered + reserved in flight */
+  int n_paused;               /* shards whose reader waits for room */
+  kn_cshard_t **dirty;        /* shards delivered since the last poll */
+  size_t n_dirty, cap_dirty;
+  kn_ctl_msg_t *ctl_head, *ctl_tail;
+  int ctl_pending;            /* messages posted and not yet handled */
+  int synced;                 /* first shard listing done */
+  int closing;
+  kn_error_t *fatal;
+
+  kn_app_ev_t *ev_head, *ev_tail; /* [mu] */
+
+  pthread_t control_thread;
+  int control_started;
+  int closed;
+
+  /* Lease mode: NULL store means every shard is ours (no coordination). */
+  struct kn_lease_store *ls;
+  char *worker_id;
+  pthread_mutex_t lease_mu;   /* lease fields of shards, store writes */
+  pthread_t renewer_thread;
+  int renewer_started;
+  int renewer_stop;           /* [lease_mu] */
+  pthread_cond_t renewer_cv;  /* with lease_mu */
+  int taker_idle;             /* [mu] last take round found nothing to do */
+  kn_lease_observer_t observer; /* control thread only */
+  struct {
+    int64_t duration_ms, renew_ms, take_ms;
+    int max_leases, max_steal;
+  } lease;
+  struct {                    /* [lease_mu] worker statistics */
+    uint64_t taken, lost, renewals, renew_failures;
+    int64_t renew_last_us, renew_max_us;
+  } lstats;
+};
+
+/* delivery.c, all with mu held unless said otherwise */
+void kn_delivery_push(kn_consumer_t *kc, kn_dentry_t *e);
+kn_dentry_t *kn_delivery_pop(kn_consumer_t *kc);
+/* Queues a batch of cs (owned by the queue afterwards; NULL for none)
+ * accounting `bytes` of memory, and an end-of-shard marker when shard_end.
+ * Takes mu itself; any thread. */
+void kn_delivery_queue(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
+                       size_t bytes, int shard_end);
+/* Removes and frees the queued entries of cs (lease lost, close). */
+void kn_delivery_purge(kn_consumer_t *kc, kn_cshard_t *cs);
+/* Everything read to its current end and handed out. */
+int kn_delivery_caught_up(kn_consumer_t *kc);
+
+/* control.c */
+int kn_control_start(kn_consumer_t *kc, char *errstr, size_t size);
+/* Posts a message (takes ownership of err and children). mu NOT held. */
+void kn_control_post(kn_consumer_t *kc, kn_ctl_kind_t kind, kn_cshard_t *cs,
+                     kn_error_t *err, kn_shard_list_t *children);
+/* As kn_control_post with mu held. */
+void kn_control_post_locked(kn_consumer_t *kc, kn_ctl_kind_t kind,
+                            kn_cshard_t *cs, kn_error_t *err,
+                            kn_shard_list_t *children);
+void kn_control_stop(kn_consumer_t *kc);
+
+/* Queues an application event (takes ownership of state).  mu held. */
+void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,
+                         const char *shard_id, int64_t token, kn_err_t reason,
+                         void *state, size_t state_len);
+
+/* coord.c: lease mode, called from the control thread */
+kn_error_t *kn_coord_open(kn_consumer_t *kc);   /* store, table */
+kn_error_t *kn_coord_sync(kn_consumer_t *kc, int first);
+void kn_coord_take(kn_consumer_t *kc);
+void kn_coord_flush(kn_consumer_t *kc);         /* due checkpoints */
+void kn_coord_shard_done(kn_consumer_t *kc, kn_cshard_t *cs);
+void kn_coord_shard_ended(kn_consumer_t *kc, kn_cshard_t *cs,
+                          const kn_shard_list_t *children);
+void kn_coord_cleanup(kn_consumer_t *kc);       /* finished parents */
+void kn_coord_release_all(kn_consumer_t *kc);   /* at close */
+/* Stops reading cs because its lease is gone (any thread but I/O). */
+void kn_coord_lost(kn_consumer_t *kc, kn_cshard_t *cs, kn_err_t reason);
+/* Checkpoint of cs at p (app or control thread); lease_mu NOT held. */
+kn_error_t *kn_coord_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
+                                const kn_pos_t *p, const void *state,
+                                size_t state_len, int prepare);
+/* renewer.c */
+int kn_renewer_start(kn_consumer_t *kc);
+void kn_renewer_stop(kn_consumer_t *kc);
+
+/* reader.c */
+/* Starts a reader for cs at cs->start (I/O thread work is posted).  Any
+ * thread but the I/O thread.  Returns 0 or -1 (out of memory). */
+int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs);
+/* Stops and frees cs's reader and waits until the I/O thread has let go of
+ * it.  Any thread but the I/O thread; cs->reader is NULL afterwards. */
+void kn_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs);
+/* The application made room in cs's buffer: wake its reader.  mu held. */
+void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs);
+
+#endif

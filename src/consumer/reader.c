@@ -1,0 +1,422 @@
+/* Shard readers: the polling retrieval of one shard, on the I/O thread.
+ *
+ *   start -> GetShardIterator -> GetRecords -> (queue batch) -> GetRecords ...
+ *                    ^                |
+ *                    +-- expired -----+      end of shard -> report, stop
+ *
+ * Each reader keeps to the per-shard service limits with two token buckets
+ * (calls and bytes per second, times poll.share), waits poll.idle.ms when
+ * it is caught up, backs off on throttling, pauses while its shard's
+ * buffer (or the consumer's total budget) is full, and sizes Limit so a
+ * response fits the room left. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer/consumer_int.h"
+#include "consumer/records_filter.h"
+#include "core/error.h"
+#include "kinesis/batch.h"
+#include "kinesis/decode.h"
+#include "kinesis/decode_records.h"
+#include "kinesis/encode.h"
+#include "util/backoff.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/str.h"
+#include "util/tbucket.h"
+
+typedef enum reader_step {
+  STEP_ITERATOR, /* next: GetShardIterator */
+  STEP_RECORDS   /* next: GetRecords */
+} reader_step_t;
+
+typedef struct kn_reader {
+  kn_consumer_t *kc;
+  kn_cshard_t *cs;
+  reader_step_t step;
+  kn_pos_t pos;            /* where a new iterator starts */
+  kn_pos_t skip;           /* drop records at or below this position */
+  int has_skip;
+  char *iterator;
+  char last_seq[KN_SEQ_MAX]; /* last Kinesis record queued */
+  kn_call_t *call;
+  kn_timer_t *timer;
+  kn_tbucket_t calls_tb, bytes_tb;
+  kn_backoff_t backoff;
+  double avg_rec_bytes;    /* response bytes per record, smoothed */
+  size_t reserved;         /* bytes reserved in kc->total_bytes in flight */
+  int waiting_room;        /* paused for buffer room */
+  int stopped;
+} kn_reader_t;
+
+static void reader_next(kn_reader_t *r);
+
+static void reader_log_err(kn_reader_t *r, const char *what,
+                           const kn_error_t *err) {
+  kn_warn(&r->kc->log, "READER", "shard %s: %s: %s", r->cs->id, what,
+          kn_error_string(err));
+}
+
+static void schedule(kn_reader_t *r, int64_t delay_ms) {
+  if (delay_ms <= 0) delay_ms = 0;
+  kn_timer_start(r->timer, delay_ms);
+}
+
+static void reader_timer_fired(void *arg) { reader_next(arg); }
+
+/* ---- GetShardIterator ---- */
+
+static void iterator_done(void *opaque, kn_call_result_t *res) {
+  kn_reader_t *r = opaque;
+  r->call = NULL;
+  if (res->err) {
+    kn_err_t code = kn_error_code(res->err);
+    if (code == KN_ERR_RESOURCE_NOT_FOUND) {
+      /* The stream is gone, or the shard is past retention: the control
+       * thread tells which. */
+      kn_control_post(r->kc, KN_CTL_SHARD_GONE, r->cs, res->err, NULL);
+      res->err = NULL;
+      r->stopped = 1;
+      return;
+    }
+    if (!kn_error_is_retriable(res->err) &&
+        code != KN_ERR_INTERNAL_FAILURE) {
+      kn_control_post(r->kc, KN_CTL_FATAL, r->cs,
+                      kn_error_prefix(res->err, "shard %s: GetShardIterator",
+                                      r->cs->id),
+                      NULL);
+      res->err = NULL;
+      r->stopped = 1;
+      return;
+    }
+    reader_log_err(r, "GetShardIterator", res->err);
+    kn_error_destroy(res->err);
+    res->err = NULL;
+    schedule(r, kn_backoff_next(&r->backoff));
+    return;
+  }
+  char *it = NULL;
+  kn_error_t *err = kn_decode_shard_iterator(res->body.p, res->body.len, &it);
+  if (err) {
+    reader_log_err(r, "GetShardIterator response", err);
+    kn_error_destroy(err);
+    schedule(r, kn_backoff_next(&r->backoff));
+    return;
+  }
+  free(r->iterator);
+  r->iterator = it;
+  r->step = STEP_RECORDS;
+  reader_next(r);
+}
+
+static void request_iterator(kn_reader_t *r) {
+  kn_buf_t body = KN_BUF_INIT;
+  int rc = kn_enc_get_shard_iterator(&body, r->kc->stream, r->cs->id,
+                                     r->pos.type, r->pos.seq,
+                                     r->pos.timestamp_ms);
+  kn_error_t *err = NULL;
+  if (rc == 0)
+    r->call = kn_svc_call(r->kc->svc, "GetShardIterator", &body, NULL,
+                          iterator_done, r, &err);
+  kn_buf_free(&body);
+  if (!r->call) {
+    if (err) reader_log_err(r, "GetShardIterator", err);
+    kn_error_destroy(err);
+    schedule(r, kn_backoff_next(&r->backoff));
+  }
+}
+
+/* ---- GetRecords ---- */
+
+/* How many records to ask for so the response fits the room left in the
+ * shard's buffer and the consumer's budget; 0 when there is no room. */
+static int records_limit(kn_reader_t *r, size_t *reserve) {
+  kn_consumer_t *kc = r->kc;
+  kn_cshard_t *cs = r->cs;
+  size_t rec_room = cs->buffered_records < kc->cfg.max_records
+                        ? kc->cfg.max_records - cs->buffered_records
+                        : 0;
+  size_t byte_room = cs->buffered_bytes < kc->cfg.max_bytes
+                         ? kc->cfg.max_bytes - cs->buffered_bytes
+                         : 0;
+  size_t total_room = kc->total_bytes < kc->cfg.max_total_bytes
+                          ? kc->cfg.max_total_bytes - kc->total_bytes
+                          : 0;
+  if (total_room < byte_room) byte_room = total_room;
+  double per = r->avg_rec_bytes > 64 ? r->avg_rec_bytes : 64;
+  double lim = (double)byte_room / per;
+  if (lim > (double)rec_room) lim = (double)rec_room;
+  if (lim > kc->cfg.poll_max_records) lim = kc->cfg.poll_max_records;
+  if (lim < 1) return 0;
+  *reserve = (size_t)(lim * per);
+  return (int)lim;
+}
+
+static void release_reserve(kn_reader_t *r) {
+  if (!r->reserved) return;
+  pthread_mutex_lock(&r->kc->mu);
+  r->kc->total_bytes -= r->reserved;
+  pthread_mutex_unlock(&r->kc->mu);
+  r->reserved = 0;
+}
+
+static void records_done(void *opaque, kn_call_result_t *res) {
+  kn_reader_t *r = opaque;
+  kn_consumer_t *kc = r->kc;
+  r->call = NULL;
+  release_reserve(r);
+  int64_t now_us = kn_mono_us();
+  if (res->err) {
+    kn_err_t code = kn_error_code(res->err);
+    if (code == KN_ERR_EXPIRED_ITERATOR || code == KN_ERR_INTERNAL_FAILURE ||
+        code == KN_ERR_INVALID_ARGUMENT) {
+      /* Expired or unusable iterator (some servers answer a bad one with a
+       * bare 500): get a new one after the last record queued. */
+      kn_dbg(&kc->log, "READER", "shard %s: %s: new iterator", r->cs->id,
+             kn_error_string(res->err));
+      if (r->last_seq[0])
+        kn_pos_set_seq(&r->pos, KN_ITER_AFTER_SEQUENCE_NUMBER, r->last_seq, 0,
+                       0);
+      r->step = STEP_ITERATOR;
+      if (code == KN_ERR_INVALID_ARGUMENT || code == KN_ERR_INTERNAL_FAILURE)
+        reader_log_err(r, "GetRecords", res->err);
+      kn_error_destroy(res->err);
+      res->err = NULL;
+      schedule(r, code == KN_ERR_EXPIRED_ITERATOR
+                      ? 0
+                      : kn_backoff_next(&r->backoff));
+      return;
+    }
+    if (code == KN_ERR_RESOURCE_NOT_FOUND) {
+      kn_control_post(kc, KN_CTL_SHARD_GONE, r->cs, res->err, NULL);
+      res->err = NULL;
+      r->stopped = 1;
+      return;
+    }
+    if (kn_error_is_retriable(res->err)) {
+      if (!kn_error_is_throttling(res->err))
+        reader_log_err(r, "GetRecords", res->err);
+      kn_error_destroy(res->err);
+      res->err = NULL;
+      schedule(r, kn_backoff_next(&r->backoff));
+      return;
+    }
+    kn_control_post(kc, KN_CTL_FATAL, r->cs,
+                    kn_error_prefix(res->err, "shard %s: GetRecords",
+                                    r->cs->id),
+                    NULL);
+    res->err = NULL;
+    r->stopped = 1;
+    return;
+  }
+
+  size_t raw = res->body.len;
+  kn_tbucket_take(&r->bytes_tb, (double)raw, now_us);
+  kn_batch_t *b = kn_batch_new(kc->stream, r->cs->id);
+  kn_error_t *err = NULL;
+  if (!b) {
+    err = kn_error_new(KN_ERR__NOMEM, "out of memory");
+  } else {
+    /* Records are decoded in place: the batch adopts the body. */
+    char *body = kn_buf_steal(&res->body, NULL);
+    if (kn_batch_adopt(b, body)) {
+      free(body);
+      err = kn_error_new(KN_ERR__NOMEM, "out of memory");
+    } else {
+      err = kn_decode_records(b, body, raw, KN_RECORDS_GET_RECORDS, NULL);
+    }
+  }
+  if (err) {
+    /* A malformed response: read the same records again. */
+    reader_log_err(r, "GetRecords response", err);
+    kn_error_destroy(err);
+    kn_batch_destroy(b);
+    schedule(r, kn_backoff_next(&r->backoff));
+    return;
+  }
+  kn_backoff_reset(&r->backoff);
+  size_t kinesis_records = kn_batch_count(b);
+  if (kinesis_records) {
+    double per = (double)raw / (double)kinesis_records;
+    r->avg_rec_bytes =
+        r->avg_rec_bytes > 0 ? 0.7 * r->avg_rec_bytes + 0.3 * per : per;
+    kn_strlcpy(r->last_seq,
+               kn_record_sequence_number(kn_batch_record(b, kinesis_records - 1)),
+               sizeof(r->last_seq));
+  }
+  int64_t behind = kn_batch_millis_behind(b);
+  const char *next = kn_batch_next_iterator(b);
+  int shard_end = next == NULL;
+  free(r->iterator);
+  r->iterator = next ? strdup(next) : NULL;
+  kn_shard_list_t *children = NULL;
+  if (shard_end) {
+    children = b->children;
+    b->children = NULL;
+    b->shard_end = 1;
+  }
+
+  kn_records_filter(kc, r->cs, b, r->has_skip ? &r->skip : NULL);
+  if (kinesis_records) r->has_skip = 0; /* only the first records can be at
+                                           or below the resume position */
+  pthread_mutex_lock(&kc->mu);
+  r->cs->caught_up = !kinesis_records && behind <= 0 && !shard_end;
+  r->cs->millis_behind = behind;
+  pthread_mutex_unlock(&kc->mu);
+
+  if (kn_batch_count(b) == 0) { /* the end marker travels on its own */
+    kn_batch_destroy(b);
+    b = NULL;
+  }
+  kn_delivery_queue(kc, r->cs, b, raw, shard_end);
+  if (shard_end) {
+    kn_control_post(kc, KN_CTL_SHARD_ENDED, r->cs, NULL, children);
+    r->stopped = 1;
+    return;
+  }
+  if (!r->iterator) { /* out of memory copying it: start over */
+    r->step = STEP_ITERATOR;
+    schedule(r, 100);
+    return;
+  }
+  schedule(r, kinesis_records || behind > 0 ? 0 : kc->cfg.poll_idle_ms);
+}
+
+static void request_records(kn_reader_t *r) {
+  kn_consumer_t *kc = r->kc;
+  int64_t now_us = kn_mono_us();
+  int64_t wait = kn_tbucket_wait_us(&r->calls_tb, 1, now_us);
+  int64_t wait_b = kn_tbucket_wait_us(&r->bytes_tb, 1, now_us);
+  if (wait_b > wait) wait = wait_b;
+  if (wait > 0) {
+    schedule(r, (wait + 999) / 1000);
+    return;
+  }
+  size_t reserve = 0;
+  pthread_mutex_lock(&kc->mu);
+  int limit = records_limit(r, &reserve);
+  if (limit == 0) {
+    if (!r->cs->paused) kc->n_paused++;
+    r->cs->paused = 1;
+    r->waiting_room = 1;
+  } else {
+    kc->total_bytes += reserve;
+  }
+  pthread_mutex_unlock(&kc->mu);
+  if (limit == 0) return; /* kn_reader_wake_locked() resumes us */
+  r->reserved = reserve;
+  kn_tbucket_take(&r->calls_tb, 1, now_us);
+
+  kn_buf_t body = KN_BUF_INIT;
+  int rc = kn_enc_get_records(&body, r->iterator, limit);
+  kn_error_t *err = NULL;
+  if (rc == 0)
+    r->call = kn_svc_call(kc->svc, "GetRecords", &body, NULL, records_done, r,
+                          &err);
+  kn_buf_free(&body);
+  if (!r->call) {
+    release_reserve(r);
+    if (err) reader_log_err(r, "GetRecords", err);
+    kn_error_destroy(err);
+    schedule(r, kn_backoff_next(&r->backoff));
+  }
+}
+
+static void reader_next(kn_reader_t *r) {
+  if (r->stopped || r->call) return;
+  if (r->step == STEP_ITERATOR)
+    request_iterator(r);
+  else
+    request_records(r);
+}
+
+/* ---- life cycle ---- */
+
+static void reader_begin(void *arg) {
+  kn_reader_t *r = arg;
+  r->timer = kn_timer_new(r->kc->loop, reader_timer_fired, r);
+  if (!r->timer) {
+    kn_control_post(r->kc, KN_CTL_FATAL, r->cs,
+                    kn_error_new(KN_ERR__NOMEM, "out of memory"), NULL);
+    r->stopped = 1;
+    return;
+  }
+  reader_next(r);
+}
+
+int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
+  kn_reader_t *r = calloc(1, sizeof(*r));
+  if (!r) return -1;
+  r->kc = kc;
+  r->cs = cs;
+  r->step = STEP_ITERATOR;
+  r->pos = cs->start;
+  if (cs->start.type == KN_ITER_AT_SEQUENCE_NUMBER && cs->start.has_subseq) {
+    r->skip = cs->start;
+    r->has_skip = 1;
+  }
+  int64_t now = kn_mono_us();
+  kn_tbucket_init(&r->calls_tb, kc->cfg.calls_per_s, kc->cfg.calls_per_s, now);
+  kn_tbucket_init(&r->bytes_tb, kc->cfg.bytes_per_s, kc->cfg.bytes_per_s, now);
+  kn_backoff_init(&r->backoff, 200, 10000);
+  r->avg_rec_bytes = 0;
+  cs->reader = r;
+  pthread_mutex_lock(&kc->mu);
+  cs->state = KN_CS_READING;
+  cs->caught_up = 0;
+  cs->paused = 0;
+  pthread_mutex_unlock(&kc->mu);
+  if (kn_loop_post(kc->loop, reader_begin, r)) {
+    cs->reader = NULL;
+    free(r);
+    return -1;
+  }
+  return 0;
+}
+
+static void reader_teardown(void *arg) {
+  kn_reader_t *r = arg;
+  kn_call_cancel(r->call);
+  r->call = NULL;
+  release_reserve(r);
+  kn_timer_free(r->timer);
+  r->timer = NULL;
+  free(r->iterator);
+  free(r);
+}
+
+void kn_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
+  pthread_mutex_lock(&kc->mu);
+  kn_reader_t *r = cs->reader;
+  cs->reader = NULL; /* no wake-up is posted for r after this */
+  if (cs->paused) kc->n_paused--;
+  cs->paused = 0;
+  pthread_mutex_unlock(&kc->mu);
+  if (!r) return;
+  /* Posted work runs in order, so a wake-up posted earlier runs before the
+   * teardown; kn_loop_call waits until the reader is gone. */
+  if (kn_loop_call(kc->loop, reader_teardown, r)) {
+    free(r->iterator);
+    free(r);
+  }
+}
+
+static void reader_wake(void *arg) {
+  kn_reader_t *r = arg;
+  if (r->stopped || !r->waiting_room) return;
+  r->waiting_room = 0;
+  reader_next(r);
+}
+
+void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
+  if (!cs->paused || !cs->reader) return;
+  /* Resume once half the room is free, not at the first byte, so a full
+   * shard alternates between large responses rather than tiny ones. */
+  if (cs->buffered_records > kc->cfg.max_records / 2 ||
+      cs->buffered_bytes > kc->cfg.max_bytes / 2 ||
+      kc->total_bytes > kc->cfg.max_total_bytes / 2)
+    return;
+  cs->paused = 0;
+  kc->n_paused--;
+  kn_loop_post(kc->loop, reader_wake, cs->reader);
+}

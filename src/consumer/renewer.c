@@ -1,0 +1,104 @@
+/* The renewer: keeps this worker's leases alive on its own thread, every
+ * lease.renew.interval.ms, whatever the application or the control thread
+ * are doing.  A renewal refused by the table means another worker has the
+ * lease: the shard stops at once.  When the table cannot be reached, held
+ * shards go on being read until the lease could have expired in the eyes
+ * of other workers, then stop. */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "consumer/consumer_int.h"
+#include "core/error.h"
+#include "lease/store.h"
+#include "util/clock.h"
+
+static void renew_one(kn_consumer_t *kc, kn_cshard_t *cs) {
+  pthread_mutex_lock(&kc->lease_mu);
+  if (!cs->held) {
+    pthread_mutex_unlock(&kc->lease_mu);
+    return;
+  }
+  int64_t t0 = kn_mono_us();
+  int64_t counter = 0;
+  kn_error_t *err = kc->ls->ops->renew(kc->ls, cs->id, cs->counter,
+                                       kc->worker_id, &counter);
+  int64_t took = kn_mono_us() - t0;
+  kc->lstats.renewals++;
+  kc->lstats.renew_last_us = took;
+  if (took > kc->lstats.renew_max_us) kc->lstats.renew_max_us = took;
+  int lost = 0;
+  if (!err) {
+    cs->counter = counter;
+    cs->last_renew_ms = kn_mono_ms();
+  } else {
+    kc->lstats.renew_failures++;
+    /* Others judge expiry from when they last saw the counter move, which
+     * is no earlier than our last good write: stopping a little before
+     * duration has passed since then keeps two readers apart. */
+    int64_t grace = kc->lease.duration_ms - kc->lease.renew_ms / 2;
+    lost = kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED ||
+           kn_mono_ms() - cs->last_renew_ms >= grace;
+    if (!lost)
+      kn_warn(&kc->log, "RENEW", "shard %s: %s (still held)", cs->id,
+              kn_error_string(err));
+  }
+  pthread_mutex_unlock(&kc->lease_mu);
+  if (lost) {
+    kn_warn(&kc->log, "RENEW", "shard %s: lease lost: %s", cs->id,
+            kn_error_string(err));
+    kn_coord_lost(kc, cs, KN_ERR__LEASE_LOST);
+  }
+  kn_error_destroy(err);
+}
+
+static void *renewer_main(void *arg) {
+  kn_consumer_t *kc = arg;
+  pthread_mutex_lock(&kc->lease_mu);
+  while (!kc->renewer_stop) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ms = kc->lease.renew_ms;
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    while (!kc->renewer_stop &&
+           pthread_cond_timedwait(&kc->renewer_cv, &kc->lease_mu, &ts) !=
+               ETIMEDOUT) {
+    }
+    if (kc->renewer_stop) break;
+    pthread_mutex_unlock(&kc->lease_mu);
+
+    pthread_mutex_lock(&kc->mu);
+    size_t n = kc->n_shards;
+    kn_cshard_t **v = malloc((n ? n : 1) * sizeof(*v));
+    if (v)
+      for (size_t i = 0; i < n; i++) v[i] = kc->shards[i];
+    pthread_mutex_unlock(&kc->mu);
+    for (size_t i = 0; v && i < n; i++) renew_one(kc, v[i]);
+    free(v);
+
+    pthread_mutex_lock(&kc->lease_mu);
+  }
+  pthread_mutex_unlock(&kc->lease_mu);
+  return NULL;
+}
+
+int kn_renewer_start(kn_consumer_t *kc) {
+  if (pthread_create(&kc->renewer_thread, NULL, renewer_main, kc)) return -1;
+  kc->renewer_started = 1;
+  return 0;
+}
+
+void kn_renewer_stop(kn_consumer_t *kc) {
+  if (!kc->renewer_started) return;
+  pthread_mutex_lock(&kc->lease_mu);
+  kc->renewer_stop = 1;
+  pthread_cond_broadcast(&kc->renewer_cv);
+  pthread_mutex_unlock(&kc->lease_mu);
+  pthread_join(kc->renewer_thread, NULL);
+  kc->renewer_started = 0;
+}

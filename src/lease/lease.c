@@ -1,0 +1,92 @@
+#include "lease/lease.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/str.h"
+
+static void free_strv(char **v, size_t n) {
+  if (!v) return;
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+void kn_lease_clear(kn_lease_t *l) {
+  if (!l) return;
+  free(l->key);
+  free(l->owner);
+  free(l->checkpoint);
+  free(l->pending);
+  free(l->pending_state);
+  free_strv(l->parents, l->n_parents);
+  free_strv(l->children, l->n_children);
+  free(l->hash_start);
+  free(l->hash_end);
+  free(l->extra);
+  memset(l, 0, sizeof(*l));
+}
+
+/* Copies a string, reporting failure only when src was non-NULL. */
+static int dup0(char **dst, const char *src) {
+  *dst = kn_strdup0(src);
+  return src && !*dst ? -1 : 0;
+}
+
+static int dup_strv(char ***dst, char *const *src, size_t n) {
+  *dst = NULL;
+  if (!n) return 0;
+  char **v = calloc(n, sizeof(*v));
+  if (!v) return -1;
+  for (size_t i = 0; i < n; i++) {
+    if (dup0(&v[i], src[i])) {
+      free_strv(v, i);
+      return -1;
+    }
+  }
+  *dst = v;
+  return 0;
+}
+
+int kn_lease_copy(kn_lease_t *dst, const kn_lease_t *src) {
+  memset(dst, 0, sizeof(*dst));
+  dst->counter = src->counter;
+  dst->owner_switches = src->owner_switches;
+  dst->checkpoint_subseq = src->checkpoint_subseq;
+  dst->pending_subseq = src->pending_subseq;
+  int rc = dup0(&dst->key, src->key) | dup0(&dst->owner, src->owner) |
+           dup0(&dst->checkpoint, src->checkpoint) |
+           dup0(&dst->pending, src->pending) |
+           dup0(&dst->hash_start, src->hash_start) |
+           dup0(&dst->hash_end, src->hash_end) |
+           dup0(&dst->extra, src->extra);
+  if (!rc && src->pending_state) {
+    /* One spare byte so that a zero-length state still allocates. */
+    dst->pending_state = malloc(src->pending_state_len + 1);
+    if (dst->pending_state) {
+      memcpy(dst->pending_state, src->pending_state, src->pending_state_len);
+      dst->pending_state_len = src->pending_state_len;
+    } else {
+      rc = -1;
+    }
+  }
+  if (!rc && !dup_strv(&dst->parents, src->parents, src->n_parents))
+    dst->n_parents = src->n_parents;
+  else
+    rc = -1;
+  if (!rc && !dup_strv(&dst->children, src->children, src->n_children))
+    dst->n_children = src->n_children;
+  else
+    rc = -1;
+  if (rc) kn_lease_clear(dst);
+  return rc ? -1 : 0;
+}
+
+void kn_lease_array_free(kn_lease_t *v, size_t n) {
+  if (!v) return;
+  for (size_t i = 0; i < n; i++) kn_lease_clear(&v[i]);
+  free(v);
+}
+
+int kn_lease_is_shard_end(const kn_lease_t *l) {
+  return l && l->checkpoint && strcmp(l->checkpoint, KN_CKPT_SHARD_END) == 0;
+}

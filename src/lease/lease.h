@@ -1,0 +1,56 @@
+/* A lease: one row of the lease table, as the KCL 2.x writes it.
+ *
+ * The DynamoDB attribute of each field is given; the SQLite store keeps
+ * the same fields in columns of the same names. */
+#ifndef KN_LEASE_LEASE_H
+#define KN_LEASE_LEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Checkpoint sentinels (the `checkpoint` attribute holds either one of
+ * these or a decimal sequence number). */
+#define KN_CKPT_TRIM_HORIZON "TRIM_HORIZON"
+#define KN_CKPT_LATEST "LATEST"
+#define KN_CKPT_AT_TIMESTAMP "AT_TIMESTAMP"
+#define KN_CKPT_SHARD_END "SHARD_END"
+
+typedef struct kn_lease {
+  char *key;                 /* leaseKey (S): the shard id */
+  char *owner;               /* leaseOwner (S), NULL when free */
+  int64_t counter;           /* leaseCounter (N) */
+  int64_t owner_switches;    /* ownerSwitchesSinceCheckpoint (N) */
+  char *checkpoint;          /* checkpoint (S), NULL if absent */
+  int64_t checkpoint_subseq; /* checkpointSubSequenceNumber (N) */
+  char *pending;             /* pendingCheckpoint (S), NULL if none */
+  int64_t pending_subseq;    /* pendingCheckpointSubSequenceNumber (N) */
+  void *pending_state;       /* pendingCheckpointState (B), NULL if none */
+  size_t pending_state_len;
+  char **parents;            /* parentShardId (SS), n_parents entries */
+  size_t n_parents;
+  char **children;           /* childShardIds (SS), n_children entries */
+  size_t n_children;
+  char *hash_start;          /* startingHashKey (S, decimal), or NULL */
+  char *hash_end;            /* endingHashKey (S, decimal), or NULL */
+  /* Attributes this library does not interpret (written by other KCL
+   * versions: throughputKBps, checkpointOwner, entityType, ...): a JSON
+   * object of DynamoDB attribute values, e.g.
+   * {"throughputKBps":{"N":"12.5"}}, or NULL when there are none.  Every
+   * store keeps it verbatim; updates never touch it. */
+  char *extra;
+} kn_lease_t;
+
+/* Every pointer in a kn_lease_t is malloc'ed and owned by the struct:
+ * kn_lease_clear() frees them.  A zeroed struct is an empty lease. */
+
+/* Frees what l holds (not l itself) and zeroes it.  Accepts NULL. */
+void kn_lease_clear(kn_lease_t *l);
+/* Deep copy; 0 or -1 on out-of-memory (dst is then cleared). */
+int kn_lease_copy(kn_lease_t *dst, const kn_lease_t *src);
+/* Frees n leases and the array itself (from a store's list()).  Accepts
+ * NULL. */
+void kn_lease_array_free(kn_lease_t *v, size_t n);
+/* Non-zero if the checkpoint is SHARD_END. */
+int kn_lease_is_shard_end(const kn_lease_t *l);
+
+#endif

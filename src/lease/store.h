@@ -1,0 +1,112 @@
+/* Lease stores: the lease table behind one interface, with the same
+ * conditional semantics everywhere (DynamoDB, SQLite, memory).
+ *
+ * Every change is conditional on the lease's counter (and owner where
+ * said): this fencing is what makes a worker that lost a lease unable to
+ * touch it.  A failed condition returns an error with code
+ * KN_ERR_CONDITIONAL_CHECK_FAILED and changes nothing; a conditional call
+ * on a key that does not exist fails the same way (as DynamoDB does).
+ * Which calls add one to leaseCounter follows the KCL: take, renew,
+ * release and checkpoint do; create, set_children and remove do not.
+ *
+ * A store that retries calls (DynamoDB) may find that a retried change
+ * fails its condition because the first attempt had succeeded; it then
+ * reads the lease and reports success if the lease holds exactly what the
+ * call meant to write.  Owner names must be unique among workers.
+ *
+ * Keys and owners are never NULL, except where NULL is said to mean
+ * "free" (old_owner).
+ *
+ * Calls block (DynamoDB: never call them from an I/O thread).  A store
+ * handle may be used by several threads at once.  Errors returned are
+ * owned by the caller (kn_error_destroy).  Retriable failures (throttling,
+ * 5xx, a busy SQLite file) say so through kn_error_is_retriable(). */
+#ifndef KN_LEASE_STORE_H
+#define KN_LEASE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kn/error.h"
+#include "lease/lease.h"
+
+typedef struct kn_lease_store kn_lease_store_t;
+
+typedef struct kn_lease_store_ops {
+  /* Creates the table if missing (DynamoDB: on-demand billing) and waits
+   * until it is usable.  Idempotent; safe when several workers race. */
+  kn_error_t *(*ensure_table)(kn_lease_store_t *ls);
+  /* Every lease, read consistently, in no particular order.  *out is an
+   * array the caller frees with kn_lease_array_free() (NULL when *n is
+   * 0). */
+  kn_error_t *(*list)(kn_lease_store_t *ls, kn_lease_t **out, size_t *n);
+  /* One lease; KN_ERR__NOT_FOUND if absent.  out is filled (the caller
+   * clears it with kn_lease_clear); left zeroed on error. */
+  kn_error_t *(*get)(kn_lease_store_t *ls, const char *key, kn_lease_t *out);
+  /* Inserts l (copied) if no lease has its key.  l->extra, when set, is
+   * written as further attributes. */
+  kn_error_t *(*create)(kn_lease_store_t *ls, const kn_lease_t *l);
+  /* Takes the lease for owner if its counter is still `counter` and its
+   * owner still `old_owner` (NULL meaning free): owner set, counter + 1,
+   * ownerSwitchesSinceCheckpoint + 1 when old_owner is not NULL and not
+   * owner (as the KCL counts). */
+  kn_error_t *(*take)(kn_lease_store_t *ls, const char *key,
+                      int64_t counter, const char *old_owner,
+                      const char *owner, int64_t *new_counter);
+  /* Renews owner's lease: counter + 1 if counter and owner match. */
+  kn_error_t *(*renew)(kn_lease_store_t *ls, const char *key,
+                       int64_t counter, const char *owner,
+                       int64_t *new_counter);
+  /* Releases owner's lease: owner removed, counter + 1. */
+  kn_error_t *(*release)(kn_lease_store_t *ls, const char *key,
+                         int64_t counter, const char *owner,
+                         int64_t *new_counter);
+  /* Writes owner's checkpoint, counter + 1, if counter and owner match.
+   * checkpoint not NULL: checkpoint and checkpointSubSequenceNumber set,
+   * ownerSwitchesSinceCheckpoint reset to 0.  checkpoint NULL: they are
+   * left as they are (a prepared checkpoint only).  pending not NULL sets
+   * pendingCheckpoint and its subsequence number, and the state bytes
+   * (state may be NULL: no state); pending NULL removes all three. */
+  kn_error_t *(*checkpoint)(kn_lease_store_t *ls, const char *key,
+                            int64_t counter, const char *owner,
+                            const char *checkpoint, int64_t subseq,
+                            const char *pending, int64_t pending_subseq,
+                            const void *state, size_t state_len,
+                            int64_t *new_counter);
+  /* Records the children of a shard (childShardIds; n 0 removes them),
+   * unconditionally except that the lease must exist.  The counter is not
+   * changed. */
+  kn_error_t *(*set_children)(kn_lease_store_t *ls, const char *key,
+                              char *const *children, size_t n);
+  /* Deletes a lease if its counter is still `counter`. */
+  kn_error_t *(*remove)(kn_lease_store_t *ls, const char *key,
+                        int64_t counter);
+  void (*destroy)(kn_lease_store_t *ls);
+} kn_lease_store_ops_t;
+
+/* The head of every store; each backend embeds it first. */
+struct kn_lease_store {
+  const kn_lease_store_ops_t *ops;
+  char *name;  /* "sqlite:PATH", "dynamodb:TABLE", "memory" for messages;
+                  owned by the store */
+};
+
+/* Opens the store named by spec:
+ *   "sqlite:PATH"     a SQLite file, created if missing (several processes
+ *                     of one host may share it);
+ *   "dynamodb:TABLE"  a DynamoDB table, item-compatible with the KCL;
+ *   "memory"          process-local, private to this handle (tests);
+ *   "memory:NAME"     process-local, shared by every handle of that name.
+ * spec is copied.  client supplies the DynamoDB endpoint, region,
+ * credentials and I/O loop (borrowed: it must outlive the store); with a
+ * NULL client a DynamoDB store resolves them from the environment on its
+ * own.  client is ignored by the other stores.  NULL with *errp set on
+ * failure (KN_ERR__CONF for a bad spec). */
+struct kn_client_s;
+kn_lease_store_t *kn_lease_store_open(const char *spec,
+                                      struct kn_client_s *client,
+                                      kn_error_t **errp);
+/* Accepts NULL. */
+void kn_lease_store_destroy(kn_lease_store_t *ls);
+
+#endif

@@ -1,0 +1,686 @@
+/* The DynamoDB lease store.
+ *
+ * Conditions are ConditionExpressions on leaseCounter (and leaseOwner);
+ * changes are UpdateExpressions (SET/REMOVE/ADD) naming only what they
+ * change, never a whole item, so that attributes of other KCL versions
+ * are left alone.  As in the KCL, take, renew, release and checkpoint
+ * write leaseCounter + 1; create, set_children and remove do not. */
+#include "lease/store_dynamodb.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "lease/ddb_item.h"
+#include "lease/store_int.h"
+#include "util/backoff.h"
+#include "util/clock.h"
+#include "util/str.h"
+
+#define TABLE_WAIT_MS 120000
+
+typedef struct ddb_store {
+  kn_lease_store_t head;
+  char *table;
+  kn_ddb_call_fn *call;
+  void *opaque;
+  void (*cleanup)(void *opaque);
+  int scan_limit;     /* 0: none */
+  long table_wait_ms;
+} ddb_store_t;
+
+static ddb_store_t *store_of(kn_lease_store_t *ls) { return (ddb_store_t *)ls; }
+
+static kn_error_t *nomem(const ddb_store_t *d) {
+  return kn_error_new(KN_ERR__NOMEM, "lease store %s: out of memory",
+                      d->head.name);
+}
+
+/* Sends req (stolen) as action; *resp (may be NULL) gets the decoded
+ * response object. */
+static kn_error_t *call(ddb_store_t *d, const char *action, json_t *req,
+                        json_t **resp) {
+  if (resp) *resp = NULL;
+  char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+  json_decref(req);
+  if (!body) return nomem(d);
+  kn_buf_t out = KN_BUF_INIT;
+  kn_error_t *err = d->call(d->opaque, action, body, strlen(body), &out);
+  free(body);
+  if (!err && resp) err = kn_json_parse_object(out.p, out.len, action, resp);
+  kn_buf_free(&out);
+  return err;
+}
+
+/* Names the store, the call and the key in front of err's message. */
+static kn_error_t *context(ddb_store_t *d, kn_error_t *err, const char *op,
+                           const char *key) {
+  return kn_error_prefix(err, "lease store %s: %s%s%s", d->head.name, op,
+                         key ? " " : "", key ? key : "");
+}
+
+/* {"TableName": table, "Key": {"leaseKey": {"S": key}}} and more. */
+static json_t *keyed_request(ddb_store_t *d, const char *key) {
+  json_t *req = json_object(), *k = json_object();
+  if (!req || !k || json_object_set_new(k, KN_DDB_LEASE_KEY, kn_ddb_s(key)) ||
+      json_object_set_new(req, "TableName", json_string(d->table)) ||
+      json_object_set_new(req, "Key", k)) {
+    json_decref(req);
+    return NULL;
+  }
+  return req;
+}
+
+/* ---- expressions ----
+ * Placeholders for every attribute name (some, like "checkpoint", may one
+ * day be reserved words) and value; only the ones used are sent, as
+ * DynamoDB rejects unused ones. */
+
+typedef struct expr {
+  json_t *names;
+  json_t *values;
+  kn_buf_t set, remove, add, cond;
+  int oom;
+} expr_t;
+
+static void expr_init(expr_t *e) {
+  memset(e, 0, sizeof(*e));
+  e->names = json_object();
+  e->values = json_object();
+  if (!e->names || !e->values) e->oom = 1;
+}
+
+static void expr_free(expr_t *e) {
+  json_decref(e->names);
+  json_decref(e->values);
+  kn_buf_free(&e->set);
+  kn_buf_free(&e->remove);
+  kn_buf_free(&e->add);
+  kn_buf_free(&e->cond);
+}
+
+/* Registers placeholder ph ("#o") for attribute name. */
+static void name(expr_t *e, const char *ph, const char *attr) {
+  if (!e->oom && json_object_set_new(e->names, ph, json_string(attr)))
+    e->oom = 1;
+}
+
+/* Registers placeholder ph (":o") for value (stolen). */
+static void value(expr_t *e, const char *ph, json_t *v) {
+  if (!v || json_object_set_new(e->values, ph, v)) e->oom = 1;
+}
+
+/* Appends a clause to one of the lists, with sep between clauses. */
+static void clause(expr_t *e, kn_buf_t *b, const char *sep, const char *fmt,
+                   ...) __attribute__((format(printf, 4, 5)));
+static void clause(expr_t *e, kn_buf_t *b, const char *sep, const char *fmt,
+                   ...) {
+  char tmp[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tmp, sizeof(tmp), fmt, ap);
+  va_end(ap);
+  if ((b->len && kn_buf_append_str(b, sep)) || kn_buf_append_str(b, tmp))
+    e->oom = 1;
+}
+
+#define SET(e, ...) clause(e, &(e)->set, ", ", __VA_ARGS__)
+#define REMOVE(e, ...) clause(e, &(e)->remove, ", ", __VA_ARGS__)
+#define ADD(e, ...) clause(e, &(e)->add, ", ", __VA_ARGS__)
+#define COND(e, ...) clause(e, &(e)->cond, " AND ", __VA_ARGS__)
+
+/* Adds the expressions to req; 0, or -1 on out-of-memory. */
+static int expr_apply(expr_t *e, json_t *req) {
+  kn_buf_t upd = KN_BUF_INIT;
+  int rc = e->oom ? -1 : 0;
+  if (!rc && e->set.len) rc |= kn_buf_printf(&upd, "SET %s", e->set.p);
+  if (!rc && e->remove.len)
+    rc |= kn_buf_printf(&upd, "%sREMOVE %s", upd.len ? " " : "", e->remove.p);
+  if (!rc && e->add.len)
+    rc |= kn_buf_printf(&upd, "%sADD %s", upd.len ? " " : "", e->add.p);
+  if (!rc && upd.len)
+    rc |= json_object_set_new(req, "UpdateExpression", json_string(upd.p));
+  if (!rc && e->cond.len)
+    rc |= json_object_set_new(req, "ConditionExpression",
+                              json_string(e->cond.p));
+  if (!rc && json_object_size(e->names))
+    rc |= json_object_set(req, "ExpressionAttributeNames", e->names);
+  if (!rc && json_object_size(e->values))
+    rc |= json_object_set(req, "ExpressionAttributeValues", e->values);
+  kn_buf_free(&upd);
+  return rc ? -1 : 0;
+}
+
+/* ---- reading ---- */
+
+static kn_error_t *ddb_get(kn_lease_store_t *ls, const char *key,
+                           kn_lease_t *out) {
+  ddb_store_t *d = store_of(ls);
+  memset(out, 0, sizeof(*out));
+  json_t *req = keyed_request(d, key), *resp = NULL;
+  if (!req || json_object_set_new(req, "ConsistentRead", json_true())) {
+    json_decref(req);
+    return nomem(d);
+  }
+  kn_error_t *err = call(d, "GetItem", req, &resp);
+  if (err) return context(d, err, "get", key);
+  json_t *item = json_object_get(resp, "Item");
+  int rc = 1;
+  if (json_is_object(item) && json_object_size(item)) {
+    rc = kn_ddb_item_to_lease(item, out, &err);
+    if (rc < 0) err = context(d, err, "get", key);
+  }
+  /* No item, or an item that is not a lease (KCL 3.x coordinator state). */
+  if (rc > 0)
+    err = kn_error_new(KN_ERR__NOT_FOUND, "lease store %s: no lease %s",
+                       ls->name, key);
+  json_decref(resp);
+  return err;
+}
+
+/* Appends the leases of one Scan page to *v. */
+static kn_error_t *add_page(ddb_store_t *d, json_t *items, kn_lease_t **v,
+                            size_t *n, size_t *cap) {
+  size_t i;
+  json_t *item;
+  json_array_foreach(items, i, item) {
+    if (*n == *cap) {
+      size_t ncap = *cap ? *cap * 2 : 64;
+      kn_lease_t *nv = realloc(*v, ncap * sizeof(*nv));
+      if (!nv) return nomem(d);
+      *v = nv;
+      *cap = ncap;
+    }
+    kn_error_t *err = NULL;
+    int rc = kn_ddb_item_to_lease(item, &(*v)[*n], &err);
+    if (rc < 0) return err;
+    if (rc == 0) (*n)++;
+  }
+  return NULL;
+}
+
+static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out,
+                            size_t *n) {
+  ddb_store_t *d = store_of(ls);
+  kn_lease_t *v = NULL;
+  size_t count = 0, cap = 0;
+  json_t *start = NULL; /* LastEvaluatedKey of the previous page */
+  kn_error_t *err = NULL;
+  *out = NULL;
+  *n = 0;
+  do {
+    json_t *req = json_object(), *resp = NULL;
+    int rc = !req || json_object_set_new(req, "TableName",
+                                         json_string(d->table)) ||
+             json_object_set_new(req, "ConsistentRead", json_true());
+    if (!rc && d->scan_limit > 0)
+      rc = json_object_set_new(req, "Limit", json_integer(d->scan_limit));
+    if (!rc && start) rc = json_object_set(req, "ExclusiveStartKey", start);
+    json_decref(start);
+    start = NULL;
+    if (rc) {
+      json_decref(req);
+      err = nomem(d);
+      break;
+    }
+    err = call(d, "Scan", req, &resp);
+    if (!err) err = add_page(d, json_object_get(resp, "Items"), &v, &count,
+                             &cap);
+    if (!err) {
+      start = json_object_get(resp, "LastEvaluatedKey");
+      if (json_object_size(start))
+        json_incref(start);
+      else
+        start = NULL;
+    }
+    json_decref(resp);
+  } while (!err && start);
+  json_decref(start);
+  if (err) {
+    kn_lease_array_free(v, count);
+    return context(d, err, "list", NULL);
+  }
+  if (!count) {
+    free(v);
+    v = NULL;
+  }
+  *out = v;
+  *n = count;
+  return NULL;
+}
+
+/* ---- changes ---- */
+
+static kn_error_t *ddb_create(kn_lease_store_t *ls, const kn_lease_t *l) {
+  ddb_store_t *d = store_of(ls);
+  if (!l->key || !*l->key)
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: a lease needs a key", ls->name);
+  kn_error_t *err = NULL;
+  json_t *item = kn_ddb_item_from_lease(l, &err);
+  if (!item) return context(d, err, "create", l->key);
+  json_t *req = json_object();
+  expr_t e;
+  expr_init(&e);
+  name(&e, "#k", KN_DDB_LEASE_KEY);
+  COND(&e, "attribute_not_exists(#k)");
+  if (!req || json_object_set_new(req, "TableName", json_string(d->table)) ||
+      json_object_set_new(req, "Item", item) || expr_apply(&e, req)) {
+    if (!req) json_decref(item);
+    json_decref(req);
+    expr_free(&e);
+    return nomem(d);
+  }
+  expr_free(&e);
+  err = call(d, "PutItem", req, NULL);
+  return err ? context(d, err, "create", l->key) : NULL;
+}
+
+/* What a successful conditional change leaves behind.  The transport
+ * retries a call whose response was lost; if the first attempt had in fact
+ * succeeded, the retry fails its condition.  So a failed condition is
+ * looked at again: when the item holds exactly what the call meant to
+ * write, the call reports success (the store is as the caller wants it and
+ * the new counter is right). */
+typedef struct outcome {
+  const char *owner;      /* NULL: no owner */
+  int64_t counter;
+  int checkpointed;       /* a checkpoint call: the fields below count */
+  const char *checkpoint; /* NULL: left as it was, not compared */
+  int64_t subseq;
+  const char *pending;
+  int64_t pending_subseq;
+  const void *state;
+  size_t state_len;
+} outcome_t;
+
+static int str_eq(const char *a, const char *b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int outcome_matches(const kn_lease_t *l, const outcome_t *w) {
+  if (l->counter != w->counter || !str_eq(l->owner, w->owner)) return 0;
+  if (!w->checkpointed) return 1;
+  if (w->checkpoint && (!str_eq(l->checkpoint, w->checkpoint) ||
+                        l->checkpoint_subseq != w->subseq))
+    return 0;
+  if (!str_eq(l->pending, w->pending)) return 0;
+  if (!w->pending) return l->pending_state == NULL;
+  if (l->pending_subseq != w->pending_subseq) return 0;
+  if (!w->state) return l->pending_state == NULL;
+  return l->pending_state && l->pending_state_len == w->state_len &&
+         memcmp(l->pending_state, w->state, w->state_len) == 0;
+}
+
+static int outcome_seen(ddb_store_t *d, const char *key,
+                        const outcome_t *want) {
+  kn_lease_t l;
+  kn_error_t *err = ddb_get(&d->head, key, &l);
+  if (err) {
+    kn_error_destroy(err);
+    return 0;
+  }
+  int ok = outcome_matches(&l, want);
+  kn_lease_clear(&l);
+  return ok;
+}
+
+/* Sends an UpdateItem on key built from e (freed here). */
+static kn_error_t *update(ddb_store_t *d, const char *op, const char *key,
+                          expr_t *e, const outcome_t *want) {
+  json_t *req = keyed_request(d, key);
+  if (!req || expr_apply(e, req)) {
+    json_decref(req);
+    expr_free(e);
+    return nomem(d);
+  }
+  expr_free(e);
+  kn_error_t *err = call(d, "UpdateItem", req, NULL);
+  if (err && want &&
+      kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED &&
+      outcome_seen(d, key, want)) {
+    kn_error_destroy(err);
+    err = NULL;
+  }
+  return err ? context(d, err, op, key) : NULL;
+}
+
+/* The condition every owner's call shares: counter and owner. */
+static void owned_by(expr_t *e, int64_t counter, const char *owner) {
+  name(e, "#c", KN_DDB_LEASE_COUNTER);
+  name(e, "#o", KN_DDB_LEASE_OWNER);
+  value(e, ":c", kn_ddb_n(counter));
+  value(e, ":o", kn_ddb_s(owner));
+  COND(e, "#c = :c");
+  COND(e, "#o = :o");
+}
+
+/* leaseCounter + 1, written as a value (as the KCL does) so that the new
+ * counter is known without reading the item back. */
+static void bump(expr_t *e, int64_t counter) {
+  name(e, "#c", KN_DDB_LEASE_COUNTER);
+  value(e, ":n", kn_ddb_n(counter + 1));
+  SET(e, "#c = :n");
+}
+
+static kn_error_t *no_owner(ddb_store_t *d, const char *op, const char *key) {
+  return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: %s %s: no owner",
+                      d->head.name, op, key);
+}
+
+static kn_error_t *ddb_take(kn_lease_store_t *ls, const char *key,
+                            int64_t counter, const char *old_owner,
+                            const char *owner, int64_t *new_counter) {
+  ddb_store_t *d = store_of(ls);
+  if (!owner) return no_owner(d, "take", key);
+  expr_t e;
+  expr_init(&e);
+  name(&e, "#c", KN_DDB_LEASE_COUNTER);
+  name(&e, "#o", KN_DDB_LEASE_OWNER);
+  value(&e, ":c", kn_ddb_n(counter));
+  COND(&e, "#c = :c");
+  if (old_owner) {
+    value(&e, ":old", kn_ddb_s(old_owner));
+    COND(&e, "#o = :old");
+  } else {
+    COND(&e, "attribute_not_exists(#o)");
+  }
+  value(&e, ":o", kn_ddb_s(owner));
+  SET(&e, "#o = :o");
+  bump(&e, counter);
+  /* As the KCL counts: a steal is a switch, taking a free lease is not. */
+  if (old_owner && strcmp(old_owner, owner) != 0) {
+    name(&e, "#sw", KN_DDB_OWNER_SWITCHES);
+    value(&e, ":one", kn_ddb_n(1));
+    ADD(&e, "#sw :one");
+  }
+  outcome_t want = {.owner = owner, .counter = counter + 1};
+  kn_error_t *err = update(d, "take", key, &e, &want);
+  if (!err) *new_counter = counter + 1;
+  return err;
+}
+
+static kn_error_t *ddb_renew(kn_lease_store_t *ls, const char *key,
+                             int64_t counter, const char *owner,
+                             int64_t *new_counter) {
+  ddb_store_t *d = store_of(ls);
+  if (!owner) return no_owner(d, "renew", key);
+  expr_t e;
+  expr_init(&e);
+  owned_by(&e, counter, owner);
+  bump(&e, counter);
+  outcome_t want = {.owner = owner, .counter = counter + 1};
+  kn_error_t *err = update(d, "renew", key, &e, &want);
+  if (!err) *new_counter = counter + 1;
+  return err;
+}
+
+static kn_error_t *ddb_release(kn_lease_store_t *ls, const char *key,
+                               int64_t counter, const char *owner,
+                               int64_t *new_counter) {
+  ddb_store_t *d = store_of(ls);
+  if (!owner) return no_owner(d, "release", key);
+  expr_t e;
+  expr_init(&e);
+  owned_by(&e, counter, owner);
+  bump(&e, counter);
+  REMOVE(&e, "#o");
+  outcome_t want = {.owner = NULL, .counter = counter + 1};
+  kn_error_t *err = update(d, "release", key, &e, &want);
+  if (!err) *new_counter = counter + 1;
+  return err;
+}
+
+static kn_error_t *ddb_checkpoint(kn_lease_store_t *ls, const char *key,
+                                  int64_t counter, const char *owner,
+                                  const char *checkpoint, int64_t subseq,
+                                  const char *pending, int64_t pending_subseq,
+                                  const void *state, size_t state_len,
+                                  int64_t *new_counter) {
+  ddb_store_t *d = store_of(ls);
+  if (!owner) return no_owner(d, "checkpoint", key);
+  expr_t e;
+  expr_init(&e);
+  owned_by(&e, counter, owner);
+  bump(&e, counter);
+  if (checkpoint) {
+    name(&e, "#cp", KN_DDB_CHECKPOINT);
+    name(&e, "#cs", KN_DDB_CHECKPOINT_SUBSEQ);
+    name(&e, "#sw", KN_DDB_OWNER_SWITCHES);
+    value(&e, ":cp", kn_ddb_s(checkpoint));
+    value(&e, ":cs", kn_ddb_n(subseq));
+    value(&e, ":zero", kn_ddb_n(0));
+    SET(&e, "#cp = :cp");
+    SET(&e, "#cs = :cs");
+    SET(&e, "#sw = :zero");
+  }
+  name(&e, "#st", KN_DDB_PENDING_STATE);
+  if (pending) {
+    name(&e, "#p", KN_DDB_PENDING);
+    name(&e, "#ps", KN_DDB_PENDING_SUBSEQ);
+    value(&e, ":p", kn_ddb_s(pending));
+    value(&e, ":ps", kn_ddb_n(pending_subseq));
+    SET(&e, "#p = :p");
+    SET(&e, "#ps = :ps");
+    if (state) {
+      value(&e, ":st", kn_ddb_b(state, state_len));
+      SET(&e, "#st = :st");
+    } else {
+      REMOVE(&e, "#st");
+    }
+  } else {
+    name(&e, "#p", KN_DDB_PENDING);
+    name(&e, "#ps", KN_DDB_PENDING_SUBSEQ);
+    REMOVE(&e, "#p");
+    REMOVE(&e, "#ps");
+    REMOVE(&e, "#st");
+  }
+  outcome_t want = {.owner = owner,
+                    .counter = counter + 1,
+                    .checkpointed = 1,
+                    .checkpoint = checkpoint,
+                    .subseq = subseq,
+                    .pending = pending,
+                    .pending_subseq = pending_subseq,
+                    .state = pending ? state : NULL,
+                    .state_len = state_len};
+  kn_error_t *err = update(d, "checkpoint", key, &e, &want);
+  if (!err) *new_counter = counter + 1;
+  return err;
+}
+
+static kn_error_t *ddb_set_children(kn_lease_store_t *ls, const char *key,
+                                    char *const *children, size_t n) {
+  ddb_store_t *d = store_of(ls);
+  expr_t e;
+  expr_init(&e);
+  name(&e, "#k", KN_DDB_LEASE_KEY);
+  name(&e, "#ch", KN_DDB_CHILDREN);
+  COND(&e, "attribute_exists(#k)");
+  if (n) {
+    value(&e, ":ch", kn_ddb_ss(children, n));
+    SET(&e, "#ch = :ch");
+  } else {
+    REMOVE(&e, "#ch");
+  }
+  return update(d, "set_children", key, &e, NULL);
+}
+
+static kn_error_t *ddb_remove(kn_lease_store_t *ls, const char *key,
+                              int64_t counter) {
+  ddb_store_t *d = store_of(ls);
+  json_t *req = keyed_request(d, key);
+  expr_t e;
+  expr_init(&e);
+  name(&e, "#c", KN_DDB_LEASE_COUNTER);
+  value(&e, ":c", kn_ddb_n(counter));
+  COND(&e, "#c = :c");
+  int rc = !req || expr_apply(&e, req);
+  expr_free(&e);
+  if (rc) {
+    json_decref(req);
+    return nomem(d);
+  }
+  kn_error_t *err = call(d, "DeleteItem", req, NULL);
+  return err ? context(d, err, "remove", key) : NULL;
+}
+
+/* ---- the table ---- */
+
+static json_t *table_request(ddb_store_t *d) {
+  json_t *req = json_object();
+  if (req && json_object_set_new(req, "TableName", json_string(d->table))) {
+    json_decref(req);
+    req = NULL;
+  }
+  return req;
+}
+
+/* DescribeTable: *status gets a copy of TableStatus.  Checks that the key
+ * is leaseKey, so that a wrong table fails here and not on every call. */
+static kn_error_t *describe(ddb_store_t *d, char **status) {
+  json_t *req = table_request(d), *resp = NULL;
+  *status = NULL;
+  if (!req) return nomem(d);
+  kn_error_t *err = call(d, "DescribeTable", req, &resp);
+  if (err) return err;
+  json_t *t = json_object_get(resp, "Table");
+  const char *st = json_string_value(json_object_get(t, "TableStatus"));
+  json_t *ks = json_object_get(t, "KeySchema");
+  const char *hash = NULL;
+  size_t i;
+  json_t *k;
+  json_array_foreach(ks, i, k) {
+    const char *type = json_string_value(json_object_get(k, "KeyType"));
+    if (type && strcmp(type, "HASH") == 0)
+      hash = json_string_value(json_object_get(k, "AttributeName"));
+  }
+  if (!st) {
+    err = kn_error_new(KN_ERR__BAD_MSG, "DescribeTable: no TableStatus");
+  } else if (json_array_size(ks) &&
+             (json_array_size(ks) != 1 || !hash ||
+              strcmp(hash, KN_DDB_LEASE_KEY) != 0)) {
+    err = kn_error_new(KN_ERR__CONF,
+                       "table %s is not a lease table: its key is not the "
+                       "single hash key " KN_DDB_LEASE_KEY,
+                       d->table);
+  } else if (!(*status = strdup(st))) {
+    err = nomem(d);
+  }
+  json_decref(resp);
+  return err;
+}
+
+static kn_error_t *create_table(ddb_store_t *d) {
+  json_t *req = table_request(d);
+  json_t *defs = json_pack("[{s:s, s:s}]", "AttributeName", KN_DDB_LEASE_KEY,
+                           "AttributeType", "S");
+  json_t *keys = json_pack("[{s:s, s:s}]", "AttributeName", KN_DDB_LEASE_KEY,
+                           "KeyType", "HASH");
+  if (!req || !defs || !keys ||
+      json_object_set_new(req, "AttributeDefinitions", defs) ||
+      json_object_set_new(req, "KeySchema", keys) ||
+      json_object_set_new(req, "BillingMode",
+                          json_string("PAY_PER_REQUEST"))) {
+    json_decref(req);
+    return nomem(d);
+  }
+  return call(d, "CreateTable", req, NULL);
+}
+
+static kn_error_t *ddb_ensure_table(kn_lease_store_t *ls) {
+  ddb_store_t *d = store_of(ls);
+  char *status = NULL;
+  kn_error_t *err = describe(d, &status);
+  if (err && kn_error_code(err) == KN_ERR_RESOURCE_NOT_FOUND) {
+    kn_error_destroy(err);
+    err = create_table(d);
+    /* Another worker created it at the same moment: as good. */
+    if (err && kn_error_code(err) == KN_ERR_RESOURCE_IN_USE) {
+      kn_error_destroy(err);
+      err = NULL;
+    }
+    if (!err) err = describe(d, &status);
+  }
+  kn_backoff_t bo;
+  kn_backoff_init(&bo, 100, 2000);
+  int64_t deadline = kn_mono_ms() + d->table_wait_ms;
+  /* UPDATING tables serve reads and writes; wait for the others. */
+  while (!err && strcmp(status, "ACTIVE") != 0 &&
+         strcmp(status, "UPDATING") != 0) {
+    if (strcmp(status, "DELETING") == 0) {
+      err = kn_error_new(KN_ERR__STATE, "table %s is being deleted",
+                         d->table);
+      break;
+    }
+    if (kn_mono_ms() >= deadline) {
+      err = kn_error_new(KN_ERR__TIMED_OUT,
+                         "table %s still %s after %ld ms", d->table, status,
+                         d->table_wait_ms);
+      break;
+    }
+    /* The ceiling, not a jittered delay: one poller, nothing to spread. */
+    int64_t delay = kn_backoff_ceiling(&bo);
+    kn_backoff_next(&bo);
+    kn_sleep_ms(delay);
+    free(status);
+    status = NULL;
+    err = describe(d, &status);
+  }
+  free(status);
+  return err ? context(d, err, "ensure_table", NULL) : NULL;
+}
+
+static void ddb_destroy(kn_lease_store_t *ls) {
+  ddb_store_t *d = store_of(ls);
+  if (d->cleanup) d->cleanup(d->opaque);
+  free(d->table);
+  free(ls->name);
+  free(d);
+}
+
+static const kn_lease_store_ops_t ddb_ops = {
+    ddb_ensure_table, ddb_list,   ddb_get,          ddb_create,
+    ddb_take,         ddb_renew,  ddb_release,      ddb_checkpoint,
+    ddb_set_children, ddb_remove, ddb_destroy,
+};
+
+kn_lease_store_t *kn_lease_store_dynamodb_new(const char *table,
+                                              kn_ddb_call_fn *call_fn,
+                                              void *opaque,
+                                              void (*cleanup)(void *opaque),
+                                              kn_error_t **errp) {
+  *errp = NULL;
+  ddb_store_t *d = calloc(1, sizeof(*d));
+  char *label = kn_asprintf("dynamodb:%s", table);
+  if (!d || !label || !(d->table = strdup(table)) ||
+      kn_lease_store_init(&d->head, &ddb_ops, label)) {
+    free(label);
+    if (d) {
+      free(d->table);
+      free(d->head.name);
+    }
+    free(d);
+    if (cleanup) cleanup(opaque);
+    *errp = kn_error_new(KN_ERR__NOMEM, "lease store: out of memory");
+    return NULL;
+  }
+  free(label);
+  d->call = call_fn;
+  d->opaque = opaque;
+  d->cleanup = cleanup;
+  d->table_wait_ms = TABLE_WAIT_MS;
+  return &d->head;
+}
+
+/* Other stores ignore the tuning calls. */
+void kn_lease_store_dynamodb_set_scan_limit(kn_lease_store_t *ls,
+                                            int limit) {
+  if (ls && ls->ops == &ddb_ops) store_of(ls)->scan_limit = limit;
+}
+
+void kn_lease_store_dynamodb_set_table_wait(kn_lease_store_t *ls,
+                                            long wait_ms) {
+  if (ls && ls->ops == &ddb_ops) store_of(ls)->table_wait_ms = wait_ms;
+}

@@ -1,0 +1,380 @@
+/* The in-process lease store, for tests: a sorted array of leases behind
+ * a mutex.  Named instances live in a process-wide registry so that
+ * several handles (threads playing different workers) share one table. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "lease/store_int.h"
+#include "util/str.h"
+
+typedef struct mem_table {
+  struct mem_table *next; /* registry link (named tables only) */
+  char *name;             /* NULL for a private table */
+  int refs;               /* handles; guarded by registry_lock */
+  pthread_mutex_t lock;   /* guards v, n, cap */
+  kn_lease_t *v;          /* sorted by key */
+  size_t n, cap;
+} mem_table_t;
+
+typedef struct mem_store {
+  kn_lease_store_t head;
+  mem_table_t *t;
+} mem_store_t;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static mem_table_t *registry;
+
+static mem_table_t *table_of(kn_lease_store_t *ls) {
+  return ((mem_store_t *)ls)->t;
+}
+
+static kn_error_t *nomem(const kn_lease_store_t *ls) {
+  return kn_error_new(KN_ERR__NOMEM, "lease store %s: out of memory",
+                      ls->name);
+}
+
+/* Index of key, or of where it would be inserted (*found 0). */
+static size_t find(const mem_table_t *t, const char *key, int *found) {
+  size_t lo = 0, hi = t->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(t->v[mid].key, key);
+    if (c == 0) {
+      *found = 1;
+      return mid;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *found = 0;
+  return lo;
+}
+
+/* The lease at key if its counter is `counter` and its owner is `owner`
+ * (NULL: free); check_owner 0 skips the owner test. */
+static kn_lease_t *find_if(mem_table_t *t, const char *key, int64_t counter,
+                           int check_owner, const char *owner) {
+  int found;
+  size_t i = find(t, key, &found);
+  if (!found) return NULL;
+  kn_lease_t *l = &t->v[i];
+  if (l->counter != counter) return NULL;
+  if (check_owner) {
+    if (owner ? !l->owner || strcmp(l->owner, owner) != 0 : l->owner != NULL)
+      return NULL;
+  }
+  return l;
+}
+
+static kn_error_t *mem_ensure_table(kn_lease_store_t *ls) { return NULL; }
+
+static kn_error_t *mem_list(kn_lease_store_t *ls, kn_lease_t **out,
+                            size_t *n) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  *out = NULL;
+  *n = 0;
+  pthread_mutex_lock(&t->lock);
+  if (t->n) {
+    kn_lease_t *v = calloc(t->n, sizeof(*v));
+    size_t i = 0;
+    if (v) {
+      for (; i < t->n; i++)
+        if (kn_lease_copy(&v[i], &t->v[i])) break;
+    }
+    if (v && i == t->n) {
+      *out = v;
+      *n = i;
+    } else {
+      kn_lease_array_free(v, i);
+      err = nomem(ls);
+    }
+  }
+  pthread_mutex_unlock(&t->lock);
+  return err;
+}
+
+static kn_error_t *mem_get(kn_lease_store_t *ls, const char *key,
+                           kn_lease_t *out) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  int found;
+  memset(out, 0, sizeof(*out));
+  pthread_mutex_lock(&t->lock);
+  size_t i = find(t, key, &found);
+  if (!found)
+    err = kn_error_new(KN_ERR__NOT_FOUND, "lease store %s: no lease %s",
+                       ls->name, key);
+  else if (kn_lease_copy(out, &t->v[i]))
+    err = nomem(ls);
+  pthread_mutex_unlock(&t->lock);
+  return err;
+}
+
+static kn_error_t *mem_create(kn_lease_store_t *ls, const kn_lease_t *l) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  kn_lease_t copy;
+  if (!l->key || !*l->key)
+    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: a lease needs a key",
+                        ls->name);
+  if (kn_lease_copy(&copy, l)) return nomem(ls);
+  pthread_mutex_lock(&t->lock);
+  int found;
+  size_t i = find(t, l->key, &found);
+  if (found) {
+    err = kn_lease_ccf(ls, "create", l->key);
+  } else if (t->n == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 16;
+    kn_lease_t *v = realloc(t->v, cap * sizeof(*v));
+    if (v) {
+      t->v = v;
+      t->cap = cap;
+    } else {
+      err = nomem(ls);
+    }
+  }
+  if (!err) {
+    memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(*t->v));
+    t->v[i] = copy;
+    t->n++;
+  }
+  pthread_mutex_unlock(&t->lock);
+  if (err) kn_lease_clear(&copy);
+  return err;
+}
+
+static kn_error_t *mem_take(kn_lease_store_t *ls, const char *key,
+                            int64_t counter, const char *old_owner,
+                            const char *owner, int64_t *new_counter) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  if (!owner)
+    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: take %s: no owner",
+                        ls->name, key);
+  char *o = strdup(owner);
+  if (!o) return nomem(ls);
+  pthread_mutex_lock(&t->lock);
+  kn_lease_t *l = find_if(t, key, counter, 1, old_owner);
+  if (l) {
+    if (l->owner && strcmp(l->owner, owner) != 0) l->owner_switches++;
+    free(l->owner);
+    l->owner = o;
+    o = NULL;
+    *new_counter = ++l->counter;
+  } else {
+    err = kn_lease_ccf(ls, "take", key);
+  }
+  pthread_mutex_unlock(&t->lock);
+  free(o);
+  return err;
+}
+
+static kn_error_t *mem_renew(kn_lease_store_t *ls, const char *key,
+                             int64_t counter, const char *owner,
+                             int64_t *new_counter) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  pthread_mutex_lock(&t->lock);
+  kn_lease_t *l = owner ? find_if(t, key, counter, 1, owner) : NULL;
+  if (l)
+    *new_counter = ++l->counter;
+  else
+    err = kn_lease_ccf(ls, "renew", key);
+  pthread_mutex_unlock(&t->lock);
+  return err;
+}
+
+static kn_error_t *mem_release(kn_lease_store_t *ls, const char *key,
+                               int64_t counter, const char *owner,
+                               int64_t *new_counter) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  pthread_mutex_lock(&t->lock);
+  kn_lease_t *l = owner ? find_if(t, key, counter, 1, owner) : NULL;
+  if (l) {
+    free(l->owner);
+    l->owner = NULL;
+    *new_counter = ++l->counter;
+  } else {
+    err = kn_lease_ccf(ls, "release", key);
+  }
+  pthread_mutex_unlock(&t->lock);
+  return err;
+}
+
+static kn_error_t *mem_checkpoint(kn_lease_store_t *ls, const char *key,
+                                  int64_t counter, const char *owner,
+                                  const char *checkpoint, int64_t subseq,
+                                  const char *pending, int64_t pending_subseq,
+                                  const void *state, size_t state_len,
+                                  int64_t *new_counter) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  /* Allocate first so that a failure changes nothing. */
+  char *cp = kn_strdup0(checkpoint), *pc = kn_strdup0(pending);
+  void *st = NULL;
+  if (pending && state) {
+    st = malloc(state_len + 1);
+    if (st) memcpy(st, state, state_len);
+  }
+  if ((checkpoint && !cp) || (pending && !pc) || (pending && state && !st)) {
+    free(cp);
+    free(pc);
+    free(st);
+    return nomem(ls);
+  }
+  pthread_mutex_lock(&t->lock);
+  kn_lease_t *l = owner ? find_if(t, key, counter, 1, owner) : NULL;
+  if (l) {
+    if (cp) {
+      free(l->checkpoint);
+      l->checkpoint = cp;
+      cp = NULL;
+      l->checkpoint_subseq = subseq;
+      l->owner_switches = 0;
+    }
+    free(l->pending);
+    free(l->pending_state);
+    l->pending = pc;
+    l->pending_subseq = pc ? pending_subseq : 0;
+    l->pending_state = st;
+    l->pending_state_len = st ? state_len : 0;
+    pc = NULL;
+    st = NULL;
+    *new_counter = ++l->counter;
+  } else {
+    err = kn_lease_ccf(ls, "checkpoint", key);
+  }
+  pthread_mutex_unlock(&t->lock);
+  free(cp);
+  free(pc);
+  free(st);
+  return err;
+}
+
+static kn_error_t *mem_set_children(kn_lease_store_t *ls, const char *key,
+                                    char *const *children, size_t n) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  /* Reuse the deep copy of kn_lease_copy for the string array. */
+  kn_lease_t tmp = {.children = (char **)children, .n_children = n}, copy;
+  if (kn_lease_copy(&copy, &tmp)) return nomem(ls);
+  pthread_mutex_lock(&t->lock);
+  int found;
+  size_t i = find(t, key, &found);
+  if (found) {
+    kn_lease_t *l = &t->v[i];
+    char **old = l->children;
+    size_t old_n = l->n_children;
+    l->children = copy.children;
+    l->n_children = copy.n_children;
+    copy.children = old;
+    copy.n_children = old_n;
+  } else {
+    err = kn_lease_ccf(ls, "set_children", key);
+  }
+  pthread_mutex_unlock(&t->lock);
+  kn_lease_clear(&copy);
+  return err;
+}
+
+static kn_error_t *mem_remove(kn_lease_store_t *ls, const char *key,
+                              int64_t counter) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  pthread_mutex_lock(&t->lock);
+  kn_lease_t *l = find_if(t, key, counter, 0, NULL);
+  if (l) {
+    size_t i = (size_t)(l - t->v);
+    kn_lease_clear(l);
+    memmove(&t->v[i], &t->v[i + 1], (t->n - i - 1) * sizeof(*t->v));
+    t->n--;
+  } else {
+    err = kn_lease_ccf(ls, "remove", key);
+  }
+  pthread_mutex_unlock(&t->lock);
+  return err;
+}
+
+static void table_free(mem_table_t *t) {
+  kn_lease_array_free(t->v, t->n);
+  pthread_mutex_destroy(&t->lock);
+  free(t->name);
+  free(t);
+}
+
+static void mem_destroy(kn_lease_store_t *ls) {
+  mem_table_t *t = table_of(ls);
+  int last = 0;
+  pthread_mutex_lock(&registry_lock);
+  if (--t->refs == 0) {
+    last = 1;
+    for (mem_table_t **pp = &registry; *pp; pp = &(*pp)->next) {
+      if (*pp == t) {
+        *pp = t->next;
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&registry_lock);
+  if (last) table_free(t);
+  free(ls->name);
+  free(ls);
+}
+
+static const kn_lease_store_ops_t mem_ops = {
+    mem_ensure_table, mem_list,    mem_get,          mem_create,
+    mem_take,         mem_renew,   mem_release,      mem_checkpoint,
+    mem_set_children, mem_remove,  mem_destroy,
+};
+
+static mem_table_t *table_new(const char *name) {
+  mem_table_t *t = calloc(1, sizeof(*t));
+  if (!t) return NULL;
+  if (name && !(t->name = strdup(name))) {
+    free(t);
+    return NULL;
+  }
+  pthread_mutex_init(&t->lock, NULL);
+  return t;
+}
+
+kn_lease_store_t *kn_lease_store_memory_open(const char *name,
+                                             kn_error_t **errp) {
+  *errp = NULL;
+  mem_store_t *ms = calloc(1, sizeof(*ms));
+  char *label = name ? kn_asprintf("memory:%s", name) : strdup("memory");
+  if (!ms || !label || kn_lease_store_init(&ms->head, &mem_ops, label)) {
+    free(label);
+    if (ms) free(ms->head.name);
+    free(ms);
+    *errp = kn_error_new(KN_ERR__NOMEM, "lease store: out of memory");
+    return NULL;
+  }
+  free(label);
+  pthread_mutex_lock(&registry_lock);
+  mem_table_t *t = NULL;
+  if (name) {
+    for (t = registry; t && strcmp(t->name, name) != 0; t = t->next) {
+    }
+  }
+  if (!t && (t = table_new(name)) && name) {
+    t->next = registry;
+    registry = t;
+  }
+  if (t) t->refs++;
+  pthread_mutex_unlock(&registry_lock);
+  if (!t) {
+    free(ms->head.name);
+    free(ms);
+    *errp = kn_error_new(KN_ERR__NOMEM, "lease store: out of memory");
+    return NULL;
+  }
+  ms->t = t;
+  return &ms->head;
+}

@@ -1,0 +1,147 @@
+/* libFuzzer target: the event stream decoder and SubscribeToShard message
+ * parsing.  The first byte picks what the rest is:
+ *   mode 0: a raw byte stream, decoded whole and in pieces (sizes from the
+ *           second byte); both must agree, and every message must encode
+ *           back to its exact frame;
+ *   mode 1: a headers block (u16 length first) and a payload, framed here
+ *           with valid CRCs so that header parsing is reached;
+ *   mode 2: a SubscribeToShardEvent JSON payload, framed with the usual
+ *           headers, so that the event scanner is reached.
+ * A disagreement traps; memory errors are the sanitizers' to find. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "aws/eventstream.h"
+#include "core/error.h"
+#include "kinesis/subscribe_event.h"
+#include "util/buf.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_FRAME (256 * 1024)
+
+typedef struct run {
+  uint32_t digest; /* CRC of everything delivered, in order */
+  size_t frames;
+  size_t take_every;
+} run_t;
+
+static int on_msg(void *opaque, kn_evs_decoder_t *d, const kn_evs_msg_t *m) {
+  run_t *r = opaque;
+  r->frames++;
+  r->digest = (uint32_t)crc32(r->digest, m->frame, (uInt)m->frame_len);
+
+  /* Headers and payload encode back to the same frame. */
+  kn_buf_t b = KN_BUF_INIT;
+  if (kn_evs_encode(&b, m->headers, m->n_headers, m->payload, m->payload_len,
+                    NULL) == KN_ERR_NO_ERROR &&
+      (b.len != m->frame_len || memcmp(b.p, m->frame, b.len) != 0))
+    __builtin_trap();
+  kn_buf_free(&b);
+
+  for (size_t i = 0; i < m->n_headers; i++)
+    if (m->headers[i].name_len > 255 ||
+        (m->headers[i].val && m->headers[i].val_len > 65535))
+      __builtin_trap();
+
+  kn_sub_event_t ev;
+  kn_error_t *e = NULL;
+  kn_err_t err = kn_sub_event_parse(m, 200, &ev, &e);
+  if ((err != KN_ERR_NO_ERROR) != (e != NULL)) __builtin_trap();
+  if (e && !kn_error_string(e)) __builtin_trap();
+  kn_error_destroy(e);
+  if (!err && ev.kind == KN_SUB_EVENT) {
+    const char *lo = (const char *)m->payload, *hi = lo + m->payload_len;
+    if (ev.records && (ev.records < lo || ev.records + ev.records_len > hi ||
+                       ev.records[0] != '[' ||
+                       ev.records[ev.records_len - 1] != ']'))
+      __builtin_trap();
+    if (ev.cont_seq && (ev.cont_seq < lo || ev.cont_seq + ev.cont_seq_len > hi))
+      __builtin_trap();
+  }
+
+  if (r->take_every && r->frames % r->take_every == 0) {
+    uint8_t *f = kn_evs_take_frame(d);
+    if (f && memcmp(f, m->frame, m->frame_len) != 0) __builtin_trap();
+    free(f);
+  }
+  return 0;
+}
+
+static kn_err_t decode(const uint8_t *p, size_t n, size_t piece, run_t *r) {
+  kn_evs_decoder_t *d = kn_evs_decoder_new(MAX_FRAME, on_msg, r);
+  if (!d) return KN_ERR__NOMEM;
+  kn_err_t err = KN_ERR_NO_ERROR;
+  kn_error_t *e = NULL;
+  for (size_t off = 0; off < n && !err; off += piece) {
+    err = kn_evs_feed(d, p + off, n - off < piece ? n - off : piece, &e);
+    if ((err != KN_ERR_NO_ERROR) != (e != NULL)) __builtin_trap();
+    kn_error_destroy(e);
+    e = NULL;
+  }
+  if (!err) {
+    err = kn_evs_finish(d, &e);
+    kn_error_destroy(e);
+  }
+  kn_evs_decoder_destroy(d);
+  return err;
+}
+
+static void check_stream(const uint8_t *p, size_t n, unsigned piece_seed) {
+  run_t whole = {0, 0, 0}, parts = {0, 0, 3};
+  kn_err_t e1 = decode(p, n, n ? n : 1, &whole);
+  kn_err_t e2 = decode(p, n, 1 + piece_seed % 23, &parts);
+  if (e1 != e2 || whole.frames != parts.frames || whole.digest != parts.digest)
+    __builtin_trap();
+}
+
+static void put32(uint8_t *o, uint32_t v) {
+  o[0] = (uint8_t)(v >> 24);
+  o[1] = (uint8_t)(v >> 16);
+  o[2] = (uint8_t)(v >> 8);
+  o[3] = (uint8_t)v;
+}
+
+/* Frames a raw headers block and payload with correct lengths and CRCs. */
+static void frame_raw(const uint8_t *p, size_t n, unsigned piece_seed) {
+  if (n < 2) return;
+  size_t hlen = (size_t)p[0] << 8 | p[1];
+  p += 2;
+  n -= 2;
+  if (hlen > n) hlen = n;
+  size_t total = 16 + n;
+  uint8_t *f = malloc(total);
+  if (!f) return;
+  put32(f, (uint32_t)total);
+  put32(f + 4, (uint32_t)hlen);
+  put32(f + 8, (uint32_t)crc32(crc32(0, NULL, 0), f, 8));
+  memcpy(f + 12, p, n);
+  put32(f + total - 4, (uint32_t)crc32(crc32(0, NULL, 0), f, (uInt)(total - 4)));
+  check_stream(f, total, piece_seed);
+  free(f);
+}
+
+static void frame_event(const uint8_t *p, size_t n, unsigned piece_seed) {
+  kn_evs_header_t hs[] = {
+      kn_evs_h_str(":message-type", "event"),
+      kn_evs_h_str(":event-type", "SubscribeToShardEvent"),
+      kn_evs_h_str(":content-type", "application/json"),
+  };
+  kn_buf_t b = KN_BUF_INIT;
+  if (kn_evs_encode(&b, hs, 3, p, n, NULL) == KN_ERR_NO_ERROR)
+    check_stream((const uint8_t *)b.p, b.len, piece_seed);
+  kn_buf_free(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 2) return 0;
+  unsigned mode = data[0] % 3, piece_seed = data[1];
+  data += 2;
+  size -= 2;
+  if (mode == 0) check_stream(data, size, piece_seed);
+  else if (mode == 1) frame_raw(data, size, piece_seed);
+  else frame_event(data, size, piece_seed);
+  return 0;
+}

@@ -1,0 +1,1134 @@
+/* The KPL aggregated record format: hash keys, the published byte layout,
+ * round trips (also through protobuf-c, generated from the published
+ * schema), corrupt input, checkpoint and hash range filtering, and the
+ * aggregator's caps. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agg/agg.h"
+#include "agg/kpl_messages.pb-c.h"
+#include "core/error.h"
+#include "kt.h"
+#include "util/crypto.h"
+#include "util/hex.h"
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) { /* xorshift64*: reproducible, no libc state */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 2685821657736338717ull;
+}
+
+static void unhex(const char *hex, uint8_t *out, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned v;
+    sscanf(hex + 2 * i, "%2x", &v);
+    out[i] = (uint8_t)v;
+  }
+}
+
+/* A protobuf writer for hand-built messages. */
+typedef struct {
+  uint8_t b[4096];
+  size_t n;
+} pb_t;
+
+static void pb_varint(pb_t *m, uint64_t v) {
+  while (v >= 0x80) {
+    m->b[m->n++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  m->b[m->n++] = (uint8_t)v;
+}
+static void pb_raw(pb_t *m, const void *p, size_t n) {
+  memcpy(m->b + m->n, p, n);
+  m->n += n;
+}
+static void pb_tag(pb_t *m, unsigned field, unsigned wt) {
+  pb_varint(m, (uint64_t)field << 3 | wt);
+}
+static void pb_bytes(pb_t *m, unsigned field, const void *p, size_t n) {
+  pb_tag(m, field, 2);
+  pb_varint(m, n);
+  pb_raw(m, p, n);
+}
+static void pb_str(pb_t *m, unsigned field, const char *s) {
+  pb_bytes(m, field, s, strlen(s));
+}
+static void pb_uint(pb_t *m, unsigned field, uint64_t v) {
+  pb_tag(m, field, 0);
+  pb_varint(m, v);
+}
+/* A record sub-message (field 3) holding body. */
+static void pb_record(pb_t *m, const pb_t *body) {
+  pb_bytes(m, 3, body->b, body->n);
+}
+
+/* Wraps a protobuf into a Kinesis record owned by the batch: magic, the
+ * bytes, their MD5. */
+static uint8_t *wrap(kn_batch_t *b, const void *pb, size_t n, size_t *len) {
+  uint8_t *d = kn_batch_alloc(b, n + KN_AGG_OVERHEAD);
+  memcpy(d, KN_AGG_MAGIC, 4);
+  if (n) memcpy(d + 4, pb, n);
+  kn_md5(d + 4, n, d + 4 + n);
+  *len = n + KN_AGG_OVERHEAD;
+  return d;
+}
+
+static kn_err_t expand(kn_batch_t *b, const void *data, size_t len,
+                       const kn_agg_filter_t *f, kn_agg_result_t *res,
+                       char *msg, size_t msg_size) {
+  kn_error_t *e = NULL;
+  const char *seq = kn_batch_strndup(b, "4960000000000000042", 19);
+  kn_err_t err = kn_agg_expand(b, data, len, seq, 1700000000123, f, res, &e);
+  if (msg) snprintf(msg, msg_size, "%s", e ? kn_error_string(e) : "");
+  if (err) KT_CHECK(e != NULL && kn_error_code(e) == err);
+  if (!err) KT_CHECK(e == NULL);
+  kn_error_destroy(e);
+  return err;
+}
+
+/* A user record as the tests hold it. */
+typedef struct {
+  char pk[300];
+  char ehk[48]; /* "" for none */
+  uint8_t *data;
+  size_t len;
+} urec_t;
+
+static void urec_random(urec_t *u, size_t max_data, int key_space,
+                        int ehk_chance) {
+  snprintf(u->pk, sizeof(u->pk), "key-%d", key_space ? (int)(rnd() % key_space) : 0);
+  if ((int)(rnd() % 100) < ehk_chance) {
+    uint8_t hk[16];
+    for (int i = 0; i < 16; i++) hk[i] = (uint8_t)rnd();
+    kn_agg_hashkey_format(hk, u->ehk);
+  } else {
+    u->ehk[0] = '\0';
+  }
+  u->len = max_data ? rnd() % (max_data + 1) : 0;
+  free(u->data);
+  u->data = malloc(u->len + 1);
+  for (size_t i = 0; i < u->len; i++) u->data[i] = (uint8_t)rnd();
+}
+
+/* Aggregates us[0..n) with the given caps, expands every Kinesis record
+ * produced (plain ones as they would arrive) and compares the user records
+ * with the input, in order.  Every aggregate is also unpacked by
+ * protobuf-c.  Returns the number of Kinesis records. */
+static size_t roundtrip(const urec_t *us, size_t n, size_t max_bytes,
+                        size_t max_count) {
+  kn_aggregator_t *a = kn_aggregator_new(max_bytes, max_count);
+  kn_batch_t *b = kn_batch_new("s", "shardId-000000000000");
+  size_t n_kinesis = 0, cap = max_bytes ? max_bytes : KN_AGG_DEFAULT_MAX_BYTES;
+  KT_CHECK(a && b);
+
+  for (size_t i = 0; i <= n; i++) {
+    kn_err_t err = KN_ERR__QUEUE_FULL;
+    if (i < n)
+      err = kn_aggregator_add(a, us[i].pk, strlen(us[i].pk),
+                              us[i].ehk[0] ? us[i].ehk : NULL, strlen(us[i].ehk),
+                              us[i].data, us[i].len);
+    if (err == KN_ERR_NO_ERROR) continue;
+    KT_CHECK_INT(err, KN_ERR__QUEUE_FULL);
+    size_t count = kn_aggregator_count(a), size = kn_aggregator_size(a);
+    kn_agg_out_t out;
+    if (!count) break;
+    KT_CHECK_INT(kn_aggregator_flush(a, &out), KN_ERR_NO_ERROR);
+    KT_CHECK_INT(out.n_records, count);
+    KT_CHECK_INT(out.aggregated, count > 1);
+    n_kinesis++;
+    size_t first = b->n;
+    if (out.aggregated) {
+      KT_CHECK_INT(out.len, size);
+      KT_CHECK(out.len <= cap);
+      KT_CHECK_STR(out.pkey, "a");
+      /* Bytes handed to the decoder must be owned by the batch. */
+      uint8_t *copy = kn_batch_alloc(b, out.len);
+      memcpy(copy, out.data, out.len);
+      kn_agg_result_t res;
+      KT_CHECK_INT(expand(b, copy, out.len, NULL, &res, NULL, 0), 0);
+      KT_CHECK_INT(res.aggregated, 1);
+      KT_CHECK_INT(res.n_user, count);
+      KT_CHECK_INT(res.n_added, count);
+
+      KnKpl__AggregatedRecord *ar = kn_kpl__aggregated_record__unpack(
+          NULL, out.len - KN_AGG_OVERHEAD, copy + 4);
+      KT_CHECK(ar != NULL);
+      if (ar) {
+        KT_CHECK_INT(ar->n_records, count);
+        for (size_t j = 0; j < ar->n_records && j < count; j++) {
+          const kn_record_t *r = &b->recs[first + j];
+          KnKpl__Record *pr = ar->records[j];
+          KT_CHECK(pr->partition_key_index < ar->n_partition_key_table);
+          KT_CHECK_STR(ar->partition_key_table[pr->partition_key_index], r->pkey);
+          KT_CHECK_INT(pr->data.len, r->len);
+          KT_CHECK(pr->data.len == 0 || memcmp(pr->data.data, r->data, r->len) == 0);
+          KT_CHECK_INT(pr->has_explicit_hash_key_index, r->ehk != NULL);
+        }
+        kn_kpl__aggregated_record__free_unpacked(ar, NULL);
+      }
+      /* The aggregate is sent where its first user record belongs. */
+      const urec_t *u0 = &us[i - count];
+      uint8_t hk[16];
+      char dec[KN_HASHKEY_DEC_MAX];
+      if (u0->ehk[0])
+        kn_agg_hashkey_parse(u0->ehk, strlen(u0->ehk), hk);
+      else
+        kn_agg_hashkey_of_pkey(u0->pk, strlen(u0->pk), hk);
+      kn_agg_hashkey_format(hk, dec);
+      KT_CHECK_STR(out.ehk, dec);
+    } else {
+      kn_agg_result_t res;
+      KT_CHECK_INT(expand(b, out.data, out.len, NULL, &res, NULL, 0), 0);
+      KT_CHECK_INT(res.aggregated, 0);
+      kn_record_t *r = kn_batch_push(b);
+      r->data = kn_batch_alloc(b, out.len);
+      if (out.len) memcpy((char *)r->data, out.data, out.len);
+      r->len = out.len;
+      b->bytes += out.len;
+      r->pkey = kn_batch_strndup(b, out.pkey, strlen(out.pkey));
+      r->ehk = out.ehk ? kn_batch_strndup(b, out.ehk, strlen(out.ehk)) : NULL;
+    }
+    if (i < n) i--; /* add it again, to the empty aggregator */
+  }
+  KT_CHECK_INT(b->n, n);
+  int bad = 0;
+  size_t bytes = 0;
+  for (size_t i = 0; i < n && i < b->n; i++) {
+    const kn_record_t *r = &b->recs[i];
+    bytes += r->len;
+    bad += strcmp(r->pkey, us[i].pk) != 0;
+    bad += (r->ehk ? strcmp(r->ehk, us[i].ehk) : us[i].ehk[0] != 0) != 0;
+    bad += r->len != us[i].len;
+    bad += r->len == us[i].len && r->len && memcmp(r->data, us[i].data, r->len);
+  }
+  KT_CHECK_INT(bad, 0);
+  KT_CHECK_INT(b->bytes, bytes);
+  kn_batch_destroy(b);
+  kn_aggregator_destroy(a);
+  return n_kinesis;
+}
+
+static void urecs_free(urec_t *us, size_t n) {
+  for (size_t i = 0; i < n; i++) free(us[i].data);
+  free(us);
+}
+
+/* ---- Hash keys ------------------------------------------------------------ */
+
+static void test_hashkey(void) {
+  uint8_t hk[16], want[16];
+  char dec[KN_HASHKEY_DEC_MAX];
+
+  KT_CHECK_INT(kn_agg_hashkey_parse("0", 1, hk), 0);
+  memset(want, 0, 16);
+  KT_CHECK(memcmp(hk, want, 16) == 0);
+  KT_CHECK_INT(kn_agg_hashkey_format(hk, dec), 1);
+  KT_CHECK_STR(dec, "0");
+
+  const char *max = "340282366920938463463374607431768211455";
+  KT_CHECK_INT(kn_agg_hashkey_parse(max, strlen(max), hk), 0);
+  memset(want, 0xff, 16);
+  KT_CHECK(memcmp(hk, want, 16) == 0);
+  KT_CHECK_INT(kn_agg_hashkey_format(hk, dec), 39);
+  KT_CHECK_STR(dec, max);
+
+  const char *over = "340282366920938463463374607431768211456";
+  KT_CHECK_INT(kn_agg_hashkey_parse(over, strlen(over), hk), -1);
+  KT_CHECK_INT(kn_agg_hashkey_parse("99999999999999999999999999999999999999999", 41, hk), -1);
+  KT_CHECK_INT(kn_agg_hashkey_parse("", 0, hk), -1);
+  KT_CHECK_INT(kn_agg_hashkey_parse("12a", 3, hk), -1);
+  KT_CHECK_INT(kn_agg_hashkey_parse("-1", 2, hk), -1);
+  KT_CHECK_INT(kn_agg_hashkey_parse(" 1", 2, hk), -1);
+  KT_CHECK_INT(kn_agg_hashkey_parse("0000000000000000000000000000000000000000000042", 46, hk), 0);
+  kn_agg_hashkey_format(hk, dec);
+  KT_CHECK_STR(dec, "42");
+  /* Only len bytes are read. */
+  KT_CHECK_INT(kn_agg_hashkey_parse("256x", 3, hk), 0);
+  memset(want, 0, 16);
+  want[14] = 1;
+  KT_CHECK(memcmp(hk, want, 16) == 0);
+
+  /* MD5("a"), checked independently. */
+  kn_agg_hashkey_of_pkey("a", 1, hk);
+  unhex("0cc175b9c0f1b6a831c399e269772661", want, 16);
+  KT_CHECK(memcmp(hk, want, 16) == 0);
+  kn_agg_hashkey_format(hk, dec);
+  KT_CHECK_STR(dec, "16955237001963240173058271559858726497");
+
+  /* Random round trips: format then parse. */
+  for (int i = 0; i < 2000; i++) {
+    for (int j = 0; j < 16; j++) hk[j] = (uint8_t)(i % 3 ? rnd() : (uint64_t)(j == 15 ? i : 0));
+    size_t n = kn_agg_hashkey_format(hk, dec);
+    KT_CHECK(kn_agg_hashkey_parse(dec, n, want) == 0 && memcmp(hk, want, 16) == 0);
+  }
+}
+
+/* ---- The published layout -------------------------------------------------- */
+
+/* partition_key_table ["pk1", "pk2"], explicit_hash_key_table ["123"],
+ * records [{0, -, "hello"}, {1, 0, ""}], wrapped in magic and MD5 (the
+ * expected bytes were worked out independently of this code). */
+static const char *spec_hex =
+    "f3899ac2"
+    "0a03706b31" "0a03706b32" "1203313233"
+    "1a09" "0800" "1a0568656c6c6f"
+    "1a06" "0801" "1000" "1a00"
+    "47bf1346520eb83cc774c13ab536dde3";
+
+static void test_spec_decode(void) {
+  kn_batch_t *b = kn_batch_new(NULL, NULL);
+  size_t len = strlen(spec_hex) / 2;
+  uint8_t *d = kn_batch_alloc(b, len);
+  unhex(spec_hex, d, len);
+  kn_agg_result_t res;
+  KT_CHECK_INT(expand(b, d, len, NULL, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.aggregated, 1);
+  KT_CHECK_INT(res.n_user, 2);
+  KT_CHECK_INT(b->n, 2);
+  if (b->n == 2) {
+    const kn_record_t *r = &b->recs[0];
+    KT_CHECK_STR(r->pkey, "pk1");
+    KT_CHECK(r->ehk == NULL);
+    KT_CHECK(r->len == 5 && memcmp(r->data, "hello", 5) == 0);
+    KT_CHECK(r->data == (const char *)d + 25); /* no copy */
+    KT_CHECK_STR(r->seq, "4960000000000000042");
+    KT_CHECK_INT(r->subseq, 0);
+    KT_CHECK_INT(r->aggregated, 1);
+    KT_CHECK_INT(r->arrival_ms, 1700000000123);
+    KT_CHECK(r->batch == b);
+    r = &b->recs[1];
+    KT_CHECK_STR(r->pkey, "pk2");
+    KT_CHECK_STR(r->ehk, "123");
+    KT_CHECK_INT(r->len, 0);
+    KT_CHECK_INT(r->subseq, 1);
+    KT_CHECK(b->recs[0].seq == b->recs[1].seq);
+  }
+  KT_CHECK_INT(b->bytes, 5);
+  kn_batch_destroy(b);
+}
+
+static void test_spec_encode(void) {
+  kn_aggregator_t *a = kn_aggregator_new(0, 0);
+  uint8_t want[64];
+  size_t len = strlen(spec_hex) / 2;
+  unhex(spec_hex, want, len);
+  KT_CHECK_INT(kn_aggregator_add(a, "pk1", 3, NULL, 0, "hello", 5), 0);
+  KT_CHECK_INT(kn_aggregator_size(a), 4 + 5 + 11 + 16);
+  KT_CHECK_INT(kn_aggregator_add(a, "pk2", 3, "123", 3, "", 0), 0);
+  KT_CHECK_INT(kn_aggregator_count(a), 2);
+  KT_CHECK_INT(kn_aggregator_size(a), len);
+  kn_agg_out_t out;
+  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_CHECK_INT(out.len, len);
+  KT_CHECK(out.len == len && memcmp(out.data, want, len) == 0);
+  KT_CHECK_INT(out.aggregated, 1);
+  KT_CHECK_INT(out.n_records, 2);
+  KT_CHECK_STR(out.pkey, "a");
+  /* The decimal MD5 of "pk1", the first record's partition key. */
+  KT_CHECK_STR(out.ehk, "329398341438914906102347661116985167824");
+  KT_CHECK_INT(kn_aggregator_count(a), 0);
+  KT_CHECK_INT(kn_aggregator_size(a), 0);
+  KT_CHECK_INT(kn_aggregator_flush(a, &out), KN_ERR__STATE);
+
+  /* Shared keys go in the tables once. */
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "7", 1, "x", 1), 0);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "7", 1, "y", 1), 0);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "z", 1), 0);
+  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  static const uint8_t shared[] = {
+      0x0a, 1, 'k', 0x12, 1, '7',
+      0x1a, 7, 0x08, 0, 0x10, 0, 0x1a, 1, 'x',
+      0x1a, 7, 0x08, 0, 0x10, 0, 0x1a, 1, 'y',
+      0x1a, 5, 0x08, 0, 0x1a, 1, 'z'};
+  KT_CHECK_INT(out.len, sizeof(shared) + 20);
+  KT_CHECK(out.len == sizeof(shared) + 20 &&
+           memcmp((const uint8_t *)out.data + 4, shared, sizeof(shared)) == 0);
+  KT_CHECK_STR(out.ehk, "7"); /* the first record's explicit hash key */
+  kn_aggregator_destroy(a);
+}
+
+/* ---- Round trips ------------------------------------------------------------ */
+
+static void test_roundtrip_shapes(void) {
+  urec_t *us = calloc(6000, sizeof(*us));
+
+  /* Two records with empty data. */
+  for (int i = 0; i < 2; i++) urec_random(&us[i], 0, 0, 0);
+  KT_CHECK_INT(roundtrip(us, 2, 0, 0), 1);
+
+  /* One record: sent plain. */
+  KT_CHECK_INT(roundtrip(us, 1, 0, 0), 1);
+
+  /* Shared keys, distinct keys, explicit hash keys, mixed sizes. */
+  for (int i = 0; i < 500; i++) urec_random(&us[i], 300, 3, 0);
+  KT_CHECK(roundtrip(us, 500, 0, 0) > 1);
+  for (int i = 0; i < 500; i++) urec_random(&us[i + 500], 300, 1000000, 30);
+  KT_CHECK(roundtrip(us + 500, 500, 0, 0) > 1);
+  KT_CHECK(roundtrip(us, 1000, 4096, 0) > 10);
+  KT_CHECK_INT(roundtrip(us, 1000, 0, 7), 143);
+  urecs_free(us, 6000);
+
+  /* Thousands of tiny records in one aggregate. */
+  us = calloc(6000, sizeof(*us));
+  for (int i = 0; i < 6000; i++) urec_random(&us[i], 4, 200, 5);
+  KT_CHECK_INT(roundtrip(us, 6000, KN_AGG_RECORD_LIMIT - 1, 0), 1);
+  urecs_free(us, 6000);
+}
+
+static void test_roundtrip_big(void) {
+  urec_t *us = calloc(3, sizeof(*us));
+  /* 1 MiB minus the key: the largest a Kinesis record can carry, alone. */
+  snprintf(us[0].pk, sizeof(us[0].pk), "big");
+  us[0].len = KN_AGG_RECORD_LIMIT - 3;
+  us[0].data = malloc(us[0].len);
+  for (size_t i = 0; i < us[0].len; i++) us[0].data[i] = (uint8_t)(i * 7);
+  urec_random(&us[1], 10, 5, 0);
+  urec_random(&us[2], 10, 5, 0);
+  /* Alone, then the two small ones together. */
+  KT_CHECK_INT(roundtrip(us, 3, 0, 0), 2);
+  KT_CHECK_INT(roundtrip(us, 3, KN_AGG_RECORD_LIMIT - 1, 0), 2);
+
+  /* 1 MiB of data in an aggregate of two, decoded. */
+  free(us[0].data);
+  us[0].len = 1024 * 1024 - 100;
+  us[0].data = malloc(us[0].len);
+  memset(us[0].data, 0xab, us[0].len);
+  us[1].len = 0;
+  KT_CHECK_INT(roundtrip(us, 2, KN_AGG_RECORD_LIMIT - 1, 0), 1);
+
+  /* Over the limit: refused. */
+  kn_aggregator_t *a = kn_aggregator_new(0, 0);
+  KT_CHECK_INT(kn_aggregator_add(a, "big", 3, NULL, 0, us[0].data,
+                                 KN_AGG_RECORD_LIMIT - 2), KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_aggregator_count(a), 0);
+  kn_aggregator_destroy(a);
+  urecs_free(us, 3);
+}
+
+/* protobuf-c writes, we read: random messages, also with the fields in
+ * an order the KPL never writes (records before tables). */
+static void test_protobuf_c_writes(void) {
+  for (int iter = 0; iter < 300; iter++) {
+    size_t npk = 1 + rnd() % 20, nehk = rnd() % 5, nrec = rnd() % 40;
+    char **pks = calloc(npk, sizeof(char *)), **ehks = calloc(nehk + 1, sizeof(char *));
+    for (size_t i = 0; i < npk; i++) {
+      pks[i] = malloc(32);
+      snprintf(pks[i], 32, "pk\xc3\xa9-%zu-%u", i, (unsigned)(rnd() % 1000));
+    }
+    for (size_t i = 0; i < nehk; i++) {
+      ehks[i] = malloc(48);
+      snprintf(ehks[i], 48, "%llu", (unsigned long long)rnd());
+    }
+    KnKpl__Record *recs = calloc(nrec + 1, sizeof(*recs));
+    KnKpl__Record **precs = calloc(nrec + 1, sizeof(*precs));
+    uint8_t datas[40][64];
+    KnKpl__Tag tag = KN_KPL__TAG__INIT, *ptag = &tag;
+    tag.key = "k";
+    for (size_t i = 0; i < nrec; i++) {
+      kn_kpl__record__init(&recs[i]);
+      recs[i].partition_key_index = rnd() % npk;
+      if (nehk && rnd() % 2) {
+        recs[i].has_explicit_hash_key_index = 1;
+        recs[i].explicit_hash_key_index = rnd() % nehk;
+      }
+      recs[i].data.len = rnd() % 64;
+      for (size_t j = 0; j < recs[i].data.len; j++) datas[i][j] = (uint8_t)rnd();
+      recs[i].data.data = datas[i];
+      if (rnd() % 5 == 0) {
+        recs[i].n_tags = 1;
+        recs[i].tags = &ptag;
+      }
+      precs[i] = &recs[i];
+    }
+    KnKpl__AggregatedRecord ar = KN_KPL__AGGREGATED_RECORD__INIT;
+    ar.n_partition_key_table = npk;
+    ar.partition_key_table = pks;
+    ar.n_explicit_hash_key_table = nehk;
+    ar.explicit_hash_key_table = ehks;
+    ar.n_records = nrec;
+    ar.records = precs;
+
+    kn_batch_t *b = kn_batch_new(NULL, NULL);
+    size_t pblen = kn_kpl__aggregated_record__get_packed_size(&ar);
+    uint8_t *pb = malloc(pblen + 1);
+    kn_kpl__aggregated_record__pack(&ar, pb);
+    if (iter % 2) { /* records first, then the tables: still valid */
+      KnKpl__AggregatedRecord part = KN_KPL__AGGREGATED_RECORD__INIT;
+      part.n_records = nrec;
+      part.records = precs;
+      size_t n1 = kn_kpl__aggregated_record__pack(&part, pb);
+      part.n_records = 0;
+      part.n_partition_key_table = npk;
+      part.partition_key_table = pks;
+      part.n_explicit_hash_key_table = nehk;
+      part.explicit_hash_key_table = ehks;
+      size_t n2 = kn_kpl__aggregated_record__pack(&part, pb + n1);
+      KT_CHECK_INT(n1 + n2, pblen);
+    }
+    size_t len;
+    uint8_t *d = wrap(b, pb, pblen, &len);
+    kn_agg_result_t res;
+    char msg[256];
+    kn_err_t err = expand(b, d, len, NULL, &res, msg, sizeof(msg));
+    /* An empty message is not an aggregate (as the KCL says). */
+    if (pblen == 0) {
+      KT_CHECK_INT(err, KN_ERR__CORRUPT);
+    } else {
+      KT_CHECK_MSG(err == 0, "%s", msg);
+      KT_CHECK_INT(res.n_user, nrec);
+      KT_CHECK_INT(b->n, nrec);
+      for (size_t i = 0; i < nrec && i < b->n; i++) {
+        const kn_record_t *r = &b->recs[i];
+        KT_CHECK_STR(r->pkey, pks[recs[i].partition_key_index]);
+        if (recs[i].has_explicit_hash_key_index)
+          KT_CHECK_STR(r->ehk, ehks[recs[i].explicit_hash_key_index]);
+        else
+          KT_CHECK(r->ehk == NULL);
+        KT_CHECK(r->len == recs[i].data.len &&
+                 (r->len == 0 || memcmp(r->data, recs[i].data.data, r->len) == 0));
+      }
+    }
+    free(pb);
+    kn_batch_destroy(b);
+    for (size_t i = 0; i < npk; i++) free(pks[i]);
+    for (size_t i = 0; i < nehk; i++) free(ehks[i]);
+    free(pks);
+    free(ehks);
+    free(recs);
+    free(precs);
+  }
+}
+
+/* ---- Corrupt input ------------------------------------------------------------ */
+
+/* Expects m to be rejected as corrupt with a message containing what,
+ * leaving the batch as it was. */
+static void check_corrupt(const pb_t *m, const char *what, int line) {
+  kn_batch_t *b = kn_batch_new(NULL, NULL);
+  kn_record_t *keep = kn_batch_push(b);
+  keep->len = 3;
+  b->bytes = 3;
+  size_t len;
+  uint8_t *d = wrap(b, m->b, m->n, &len);
+  kn_agg_result_t res;
+  char msg[256];
+  kn_err_t err = expand(b, d, len, NULL, &res, msg, sizeof(msg));
+  KT_CHECK_MSG(err == KN_ERR__CORRUPT, "line %d: err %d", line, err);
+  KT_CHECK_MSG(strstr(msg, what) != NULL, "line %d: \"%s\" lacks \"%s\"", line,
+               msg, what);
+  KT_CHECK_MSG(b->n == 1 && b->bytes == 3, "line %d: batch changed", line);
+  /* Without errp too. */
+  const char *seq = "1";
+  KT_CHECK_INT(kn_agg_expand(b, d, len, seq, 0, NULL, &res, NULL), KN_ERR__CORRUPT);
+  kn_batch_destroy(b);
+}
+#define CHECK_CORRUPT(m, what) check_corrupt(m, what, __LINE__)
+
+static void test_corrupt_envelope(void) {
+  kn_batch_t *b = kn_batch_new(NULL, NULL);
+  kn_agg_result_t res;
+  char msg[256];
+  size_t len = strlen(spec_hex) / 2;
+  uint8_t *good = kn_batch_alloc(b, len), *d = kn_batch_alloc(b, len);
+  unhex(spec_hex, good, len);
+
+  /* No magic: a plain record, nothing appended, no error. */
+  memcpy(d, good, len);
+  d[0] ^= 1;
+  KT_CHECK_INT(expand(b, d, len, NULL, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.aggregated, 0);
+  KT_CHECK_INT(expand(b, d, 0, NULL, &res, NULL, 0), 0);
+  KT_CHECK_INT(expand(b, good, 3, NULL, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.aggregated, 0);
+  KT_CHECK_INT(b->n, 0);
+  KT_CHECK_INT(kn_agg_has_magic(good, len), 1);
+  KT_CHECK_INT(kn_agg_has_magic(good, 3), 0);
+
+  /* The magic alone, or with just an MD5 (of an empty message). */
+  KT_CHECK_INT(expand(b, good, 4, NULL, &res, msg, sizeof(msg)), KN_ERR__CORRUPT);
+  KT_CHECK(strstr(msg, "too few") != NULL);
+  size_t n;
+  uint8_t *e = wrap(b, "", 0, &n);
+  KT_CHECK_INT(expand(b, e, n, NULL, &res, NULL, 0), KN_ERR__CORRUPT);
+
+  /* Any flipped bit, anywhere past the magic: MD5 mismatch. */
+  for (size_t i = 4; i < len; i++) {
+    memcpy(d, good, len);
+    d[i] ^= (uint8_t)(1u << (i % 8));
+    KT_CHECK_INT(expand(b, d, len, NULL, &res, msg, sizeof(msg)), KN_ERR__CORRUPT);
+    KT_CHECK(strstr(msg, "MD5") != NULL);
+  }
+  /* Cut short: the MD5 no longer matches. */
+  for (size_t cut = 5; cut < len; cut++)
+    KT_CHECK_INT(expand(b, good, cut, NULL, &res, NULL, 0), KN_ERR__CORRUPT);
+  KT_CHECK_INT(b->n, 0);
+  KT_CHECK_INT(b->bytes, 0);
+  kn_batch_destroy(b);
+}
+
+/* Truncating the protobuf anywhere (with a fresh MD5) gives either an
+ * error or a valid message holding a prefix of the records. */
+static void test_corrupt_truncated(void) {
+  size_t len = strlen(spec_hex) / 2;
+  uint8_t full[64];
+  unhex(spec_hex, full, len);
+  const uint8_t *pb = full + 4;
+  size_t pblen = len - 20;
+  int valid = 0;
+  for (size_t cut = 1; cut < pblen; cut++) {
+    kn_batch_t *b = kn_batch_new(NULL, NULL);
+    size_t n;
+    uint8_t *d = wrap(b, pb, cut, &n);
+    kn_agg_result_t res;
+    kn_err_t err = expand(b, d, n, NULL, &res, NULL, 0);
+    if (err == 0) {
+      valid++;
+      KT_CHECK(b->n <= 1);
+    } else {
+      KT_CHECK_INT(err, KN_ERR__CORRUPT);
+      KT_CHECK_INT(b->n, 0);
+    }
+    kn_batch_destroy(b);
+  }
+  /* After each table entry, and after the first record: the first record's
+   * cut leaves a pk table of two, no ehk table needed. */
+  KT_CHECK_INT(valid, 4);
+
+  pb_t m = {.n = 0}, r = {.n = 0};
+  pb_str(&m, 1, "k");
+  pb_uint(&r, 1, 0);
+  pb_tag(&r, 3, 2);
+  pb_varint(&r, 10); /* data says 10 bytes, has 2 */
+  pb_raw(&r, "ab", 2);
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "length runs past the end");
+
+  m.n = 0;
+  pb_str(&m, 1, "k");
+  pb_tag(&m, 3, 2);
+  pb_varint(&m, 100); /* the record says 100 bytes */
+  pb_raw(&m, "\x08\x00", 2);
+  CHECK_CORRUPT(&m, "length runs past the end");
+
+  m.n = 0;
+  pb_str(&m, 1, "k");
+  pb_raw(&m, "\x1a", 1); /* a tag and nothing else */
+  CHECK_CORRUPT(&m, "truncated or oversized length");
+
+  m.n = 0;
+  pb_raw(&m, "\x8a", 1); /* a tag cut in the middle */
+  CHECK_CORRUPT(&m, "field tag");
+
+  m.n = 0;
+  pb_str(&m, 1, "k");
+  r.n = 0;
+  pb_raw(&r, "\x08\x80", 2); /* index varint cut in the middle */
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "key index");
+
+  m.n = 0;
+  pb_str(&m, 1, "k");
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_str(&r, 3, "x");
+  pb_raw(&r, "\x2d\x01\x02", 3); /* fixed32 of an unknown field, cut */
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "fixed-size field runs past the end");
+}
+
+static void test_corrupt_fields(void) {
+  pb_t m, r;
+
+  /* Index outside its table. */
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  pb_str(&m, 1, "k1");
+  r.n = 0;
+  pb_uint(&r, 1, 1);
+  pb_str(&r, 3, "ok");
+  pb_record(&m, &r);
+  r.n = 0;
+  pb_uint(&r, 1, 2);
+  pb_str(&r, 3, "bad");
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "record 1: partition key index 2 outside the table of 2");
+
+  m.n = 0;
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_str(&r, 3, "no tables at all");
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "partition key index 0 outside the table of 0");
+
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  pb_str(&m, 2, "5");
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_uint(&r, 2, 1);
+  pb_str(&r, 3, "x");
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "record 0: explicit hash key index 1 outside the table of 1");
+
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_uint(&r, 2, 0);
+  pb_str(&r, 3, "x");
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "explicit hash key index 0 outside the table of 0");
+
+  /* Huge indices and varints. */
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  r.n = 0;
+  pb_uint(&r, 1, UINT64_MAX); /* ten bytes, valid varint, absurd index */
+  pb_str(&r, 3, "x");
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "partition key index 18446744073709551615");
+
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  r.n = 0;
+  pb_raw(&r, "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 11); /* > 64 bits */
+  pb_str(&r, 3, "x");
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "oversized key index");
+
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  r.n = 0;
+  pb_raw(&r, "\x08\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x00", 12); /* 12 bytes */
+  pb_str(&r, 3, "x");
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "oversized key index");
+
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  pb_raw(&m, "\x1a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11); /* 2^64-1 long */
+  CHECK_CORRUPT(&m, "length runs past the end");
+
+  m.n = 0;
+  pb_raw(&m, "\xfa\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00", 11); /* 10-byte tag */
+  CHECK_CORRUPT(&m, "oversized field tag");
+  m.n = 0;
+  pb_raw(&m, "\x8a\x80\x80\x80\x80\x00\x01k", 8); /* field 1 in a 6-byte tag */
+  CHECK_CORRUPT(&m, "oversized field tag");
+
+  m.n = 0;
+  pb_raw(&m, "\x02\x00", 2); /* field 0 */
+  CHECK_CORRUPT(&m, "invalid field number");
+  m.n = 0;
+  pb_raw(&m, "\x80\x00\x0a", 3); /* field 0 in two bytes (protobuf-c takes it) */
+  CHECK_CORRUPT(&m, "invalid field number");
+
+  /* Wrong wire types for known fields. */
+  m.n = 0;
+  pb_uint(&m, 1, 5);
+  CHECK_CORRUPT(&m, "key table entry with a wrong wire type at byte 4");
+  m.n = 0;
+  pb_uint(&m, 2, 5);
+  CHECK_CORRUPT(&m, "key table entry with a wrong wire type");
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  pb_uint(&m, 3, 5);
+  CHECK_CORRUPT(&m, "record with a wrong wire type");
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  r.n = 0;
+  pb_str(&r, 1, "0");
+  pb_str(&r, 3, "x");
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "key index with a wrong wire type");
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_uint(&r, 3, 7);
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "data with a wrong wire type");
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_str(&r, 3, "x");
+  pb_uint(&r, 4, 1);
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "tag with a wrong wire type");
+
+  /* Groups and the undefined wire types 6 and 7. */
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  pb_raw(&m, "\x70\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12); /* 11 bytes */
+  CHECK_CORRUPT(&m, "truncated or oversized varint");
+
+  for (unsigned wt = 3; wt <= 7; wt++) {
+    if (wt == 5) continue;
+    m.n = 0;
+    pb_str(&m, 1, "k0");
+    pb_tag(&m, 9, wt);
+    CHECK_CORRUPT(&m, "unsupported wire type");
+  }
+
+  /* Required fields. */
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  r.n = 0;
+  pb_str(&r, 3, "x");
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "record without its partition_key_index");
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "record 0 (at byte 8): record without its data");
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_str(&r, 3, "x");
+  pb_str(&r, 4, "\x12\x01v"); /* a tag with a value and no key */
+  pb_record(&m, &r);
+  CHECK_CORRUPT(&m, "tag without its required key");
+}
+
+/* What protobuf allows and the KPL does not write is still read. */
+static void test_lenient(void) {
+  pb_t m = {.n = 0}, r = {.n = 0};
+  pb_uint(&m, 15, 99);              /* unknown varint field */
+  pb_raw(&m, "\x70\xf6\xff\xff\xff\xff\xff\xff\xff\xff\x1a", 11); /* overflowing */
+  pb_tag(&m, 6, 1);                 /* unknown fixed64 */
+  pb_raw(&m, "12345678", 8);
+  pb_tag(&m, 7, 5);                 /* unknown fixed32 */
+  pb_raw(&m, "1234", 4);
+  pb_str(&m, 100000, "unknown bytes");
+  pb_raw(&m, "\xa8\xff\xff\xff\x2e\x32", 6); /* field 2^31 + ..., a varint */
+  r.n = 0;
+  pb_str(&r, 3, "first");           /* data before the index */
+  pb_uint(&r, 1, 0);
+  pb_str(&r, 3, "last");            /* given twice: the last one wins */
+  pb_str(&r, 4, "\x0a\x01k\x12\x01v"); /* a tag */
+  pb_uint(&r, 9, 1);                /* unknown field in a record */
+  pb_record(&m, &r);
+  pb_str(&m, 1, "\xe6\x97\xa5\xe6\x9c\xac");   /* the table after the record */
+  r.n = 0;
+  pb_raw(&r, "\x88\x80\x00", 3);    /* field 1 tag in a non-minimal varint */
+  pb_raw(&r, "\x81\x80\x80\x00", 4);/* index 1, non-minimal */
+  pb_str(&r, 3, "");
+  pb_record(&m, &r);
+  pb_str(&m, 1, "second");
+  pb_str(&m, 2, "00042");           /* leading zeros, passed through */
+
+  kn_batch_t *b = kn_batch_new(NULL, NULL);
+  size_t len;
+  uint8_t *d = wrap(b, m.b, m.n, &len);
+  kn_agg_result_t res;
+  char msg[256];
+  KT_CHECK_INT(expand(b, d, len, NULL, &res, msg, sizeof(msg)), 0);
+  KT_CHECK_MSG(b->n == 2, "%s", msg);
+  if (b->n == 2) {
+    KT_CHECK_STR(b->recs[0].pkey, "\xe6\x97\xa5\xe6\x9c\xac");
+    KT_CHECK(b->recs[0].len == 4 && memcmp(b->recs[0].data, "last", 4) == 0);
+    KT_CHECK_STR(b->recs[1].pkey, "second");
+    KT_CHECK_INT(b->recs[1].len, 0);
+  }
+  /* The explicit hash key is passed through as written. */
+  m.n = 0;
+  pb_str(&m, 1, "k");
+  pb_str(&m, 2, "00042");
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_uint(&r, 2, 0);
+  pb_str(&r, 3, "x");
+  pb_record(&m, &r);
+  d = wrap(b, m.b, m.n, &len);
+  KT_CHECK_INT(expand(b, d, len, NULL, &res, NULL, 0), 0);
+  KT_CHECK(b->n == 3 && strcmp(b->recs[2].ehk, "00042") == 0);
+
+  /* Tables and no records: an aggregate of nothing. */
+  m.n = 0;
+  pb_str(&m, 1, "k");
+  d = wrap(b, m.b, m.n, &len);
+  KT_CHECK_INT(expand(b, d, len, NULL, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.aggregated, 1);
+  KT_CHECK_INT(res.n_user, 0);
+  KT_CHECK_INT(b->n, 3);
+
+  /* Many keys: the tables outgrow their first storage. */
+  m.n = 0;
+  for (int i = 0; i < 100; i++) {
+    char k[16];
+    snprintf(k, sizeof(k), "k%d", i);
+    pb_str(&m, 1, k);
+    pb_str(&m, 2, k + 1);
+  }
+  for (int i = 99; i >= 0; i -= 3) {
+    r.n = 0;
+    pb_uint(&r, 1, (uint64_t)i);
+    pb_uint(&r, 2, (uint64_t)i);
+    pb_str(&r, 3, "d");
+    pb_record(&m, &r);
+  }
+  d = wrap(b, m.b, m.n, &len);
+  KT_CHECK_INT(expand(b, d, len, NULL, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.n_added, 34);
+  KT_CHECK_STR(b->recs[3].pkey, "k99");
+  KT_CHECK_STR(b->recs[3].ehk, "99");
+  KT_CHECK_STR(b->recs[36].pkey, "k0");
+  kn_batch_destroy(b);
+}
+
+/* ---- Filtering ------------------------------------------------------------------ */
+
+/* An aggregate of ten records: keys pk1 and pk2 alternate; record 7 has the
+ * explicit hash key "5". */
+static uint8_t *ten(kn_batch_t *b, size_t *len) {
+  kn_aggregator_t *a = kn_aggregator_new(0, 0);
+  for (int i = 0; i < 10; i++) {
+    char data[8];
+    snprintf(data, sizeof(data), "d%d", i);
+    kn_aggregator_add(a, i % 2 ? "pk2" : "pk1", 3, i == 7 ? "5" : NULL, 1,
+                      data, strlen(data));
+  }
+  kn_agg_out_t out;
+  kn_aggregator_flush(a, &out);
+  uint8_t *d = kn_batch_alloc(b, out.len);
+  memcpy(d, out.data, out.len);
+  *len = out.len;
+  kn_aggregator_destroy(a);
+  return d;
+}
+
+static void test_filter_checkpoint(void) {
+  kn_batch_t *b = kn_batch_new(NULL, NULL);
+  size_t len;
+  uint8_t *d = ten(b, &len);
+  kn_agg_filter_t f = {.subseq_floor = 4};
+  kn_agg_result_t res;
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.n_user, 10);
+  KT_CHECK_INT(res.n_below_floor, 5);
+  KT_CHECK_INT(res.n_added, 5);
+  KT_CHECK_INT(b->n, 5);
+  for (size_t i = 0; i < b->n; i++) {
+    char want[8];
+    snprintf(want, sizeof(want), "d%zu", i + 5);
+    KT_CHECK_INT(b->recs[i].subseq, i + 5);
+    KT_CHECK(b->recs[i].len == strlen(want) &&
+             memcmp(b->recs[i].data, want, b->recs[i].len) == 0);
+  }
+  KT_CHECK_INT(b->bytes, 10);
+  /* One copy of a key per aggregate. */
+  KT_CHECK(b->recs[0].pkey == b->recs[2].pkey);
+  KT_CHECK(b->recs[0].pkey != b->recs[1].pkey);
+  f.subseq_floor = -1;
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.n_added, 10);
+  f.subseq_floor = 0;
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.n_added, 9);
+  f.subseq_floor = 9;
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.n_added, 0);
+  KT_CHECK_INT(res.aggregated, 1);
+  f.subseq_floor = INT64_MAX;
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.n_added, 0);
+  KT_CHECK_INT(b->n, 5 + 10 + 9);
+  kn_batch_destroy(b);
+}
+
+static void test_filter_range(void) {
+  kn_batch_t *b = kn_batch_new(NULL, NULL);
+  size_t len;
+  uint8_t *d = ten(b, &len);
+  kn_agg_filter_t f = {.subseq_floor = -1, .check_range = 1};
+  kn_agg_result_t res;
+  uint8_t hk1[16], hk2[16];
+  kn_agg_hashkey_of_pkey("pk1", 3, hk1); /* 0xf7cf... */
+  kn_agg_hashkey_of_pkey("pk2", 3, hk2); /* 0x5c70... */
+
+  /* The whole range. */
+  memset(f.range_start, 0, 16);
+  memset(f.range_end, 0xff, 16);
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.n_added, 10);
+  KT_CHECK_INT(res.out_of_range, 0);
+
+  /* Inclusive bounds: [5, MD5(pk1)] holds every record's hash key. */
+  kn_agg_hashkey_parse("5", 1, f.range_start);
+  memcpy(f.range_end, hk1, 16);
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.n_added, 10);
+
+  /* Record 7's explicit hash key 5 is left out: all ten are dropped, even
+   * though MD5(pk2), its partition key's hash, is inside. */
+  size_t n0 = b->n, bytes0 = b->bytes;
+  kn_agg_hashkey_parse("6", 1, f.range_start);
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.aggregated, 1);
+  KT_CHECK_INT(res.out_of_range, 1);
+  KT_CHECK_INT(res.n_added, 0);
+  KT_CHECK_INT(b->n, n0);
+  KT_CHECK_INT(b->bytes, bytes0);
+
+  /* MD5(pk1) just outside the end. */
+  kn_agg_hashkey_parse("5", 1, f.range_start);
+  memcpy(f.range_end, hk1, 16);
+  f.range_end[15]--;
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.out_of_range, 1);
+
+  /* MD5(pk2) just outside the start. */
+  memcpy(f.range_start, hk2, 16);
+  f.range_start[15]++;
+  memset(f.range_end, 0xff, 16);
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.out_of_range, 1);
+
+  /* Filters together: the range decides for the whole aggregate first. */
+  memset(f.range_start, 0, 16);
+  f.subseq_floor = 8;
+  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(res.out_of_range, 0);
+  KT_CHECK_INT(res.n_added, 1);
+  KT_CHECK_INT(b->recs[b->n - 1].subseq, 9);
+
+  /* An explicit hash key that is not a number cannot be placed. */
+  pb_t m = {.n = 0}, r = {.n = 0};
+  pb_str(&m, 1, "k");
+  pb_str(&m, 2, "12x");
+  pb_uint(&r, 1, 0);
+  pb_uint(&r, 2, 0);
+  pb_str(&r, 3, "x");
+  pb_record(&m, &r);
+  size_t n;
+  uint8_t *e = wrap(b, m.b, m.n, &n);
+  char msg[256];
+  n0 = b->n;
+  KT_CHECK_INT(expand(b, e, n, &f, &res, msg, sizeof(msg)), KN_ERR__CORRUPT);
+  KT_CHECK(strstr(msg, "record 0: explicit hash key is not a decimal") != NULL);
+  KT_CHECK_INT(b->n, n0);
+  f.check_range = 0; /* without the range check, passed through */
+  f.subseq_floor = -1;
+  KT_CHECK_INT(expand(b, e, n, &f, &res, NULL, 0), 0);
+  KT_CHECK_INT(b->n, n0 + 1);
+  kn_batch_destroy(b);
+}
+
+/* ---- The aggregator ------------------------------------------------------------- */
+
+static void test_aggregator(void) {
+  KT_CHECK(kn_aggregator_new(63, 0) == NULL);
+  KT_CHECK(kn_aggregator_new(KN_AGG_RECORD_LIMIT, 0) == NULL);
+  kn_aggregator_t *a = kn_aggregator_new(KN_AGG_RECORD_LIMIT - 1, 0);
+  KT_CHECK(a != NULL);
+  kn_aggregator_destroy(a);
+  kn_aggregator_destroy(NULL);
+
+  a = kn_aggregator_new(0, 0);
+  KT_CHECK_INT(kn_aggregator_add(a, "", 0, NULL, 0, "x", 1), KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "x", 1, "x", 1), KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "", 0, "x", 1), KN_ERR__INVALID_ARG);
+  const char *over = "340282366920938463463374607431768211456";
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, over, strlen(over), "x", 1),
+               KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_aggregator_count(a), 0);
+
+  /* A lone record goes as itself, with its explicit hash key normalised. */
+  KT_CHECK_INT(kn_aggregator_add(a, "key", 3, "007", 3, "payload", 7), 0);
+  kn_agg_out_t out;
+  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_CHECK_INT(out.aggregated, 0);
+  KT_CHECK(out.len == 7 && memcmp(out.data, "payload", 7) == 0);
+  KT_CHECK_STR(out.pkey, "key");
+  KT_CHECK_STR(out.ehk, "7");
+  KT_CHECK_INT(kn_aggregator_add(a, "key", 3, NULL, 0, "", 0), 0);
+  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_CHECK(out.len == 0 && out.ehk == NULL);
+  KT_CHECK_STR(out.pkey, "key");
+  kn_aggregator_destroy(a);
+
+  /* The size cap with 1 KB records: every aggregate is as full as the cap
+   * allows, and its size is what was announced. */
+  a = kn_aggregator_new(0, 0);
+  static uint8_t kb[1024];
+  size_t flushed = 0, records = 0;
+  for (int i = 0; i < 1000; i++) {
+    char pk[32];
+    int n = snprintf(pk, sizeof(pk), "user-%d", i);
+    size_t before = kn_aggregator_size(a);
+    kn_err_t err = kn_aggregator_add(a, pk, (size_t)n, NULL, 0, kb, sizeof(kb));
+    if (err == KN_ERR__QUEUE_FULL) {
+      /* Refused only when it would not have fitted. */
+      /* record field 1 + 2 + (1 + 1 + 1 + 2 + 1024), key entry 1 + 1 + n */
+      KT_CHECK(before + 1034 + (size_t)n > KN_AGG_DEFAULT_MAX_BYTES);
+      KT_CHECK_INT(kn_aggregator_size(a), before);
+      records += kn_aggregator_count(a);
+      KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+      KT_CHECK_INT(out.len, before);
+      KT_CHECK(out.len <= KN_AGG_DEFAULT_MAX_BYTES);
+      KT_CHECK(out.len > KN_AGG_DEFAULT_MAX_BYTES - 1100);
+      flushed++;
+      err = kn_aggregator_add(a, pk, (size_t)n, NULL, 0, kb, sizeof(kb));
+    }
+    KT_CHECK_INT(err, 0);
+  }
+  records += kn_aggregator_count(a);
+  KT_CHECK_INT(records, 1000);
+  KT_CHECK_INT(flushed, 20); /* 49 records of about 1,042 bytes each */
+  kn_aggregator_destroy(a);
+
+  /* The count cap. */
+  a = kn_aggregator_new(0, 3);
+  for (int i = 0; i < 3; i++)
+    KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1), 0);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1), KN_ERR__QUEUE_FULL);
+  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_CHECK_INT(out.n_records, 3);
+  kn_aggregator_destroy(a);
+
+  /* A record bigger than the cap is taken by an empty aggregator only. */
+  a = kn_aggregator_new(100, 0);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, kb, 200), 0);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1), KN_ERR__QUEUE_FULL);
+  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_CHECK_INT(out.aggregated, 0);
+  KT_CHECK_INT(out.len, 200);
+  /* Exactly at the cap is allowed: 20 + (1+1+1) + (1+1+(2+1+1+60)) = 89;
+   * a record of 6 data bytes adds 1+1+(2+1+1+6) = 12, one more than fits. */
+  uint8_t d60[60] = {0};
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 60), 0);
+  KT_CHECK_INT(kn_aggregator_size(a), 89);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 6), KN_ERR__QUEUE_FULL);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 5), 0);
+  KT_CHECK_INT(kn_aggregator_size(a), 100);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 0), KN_ERR__QUEUE_FULL);
+  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_CHECK_INT(out.len, 100);
+  kn_aggregator_destroy(a);
+}
+
+int main(void) {
+  KT_RUN(test_hashkey);
+  KT_RUN(test_spec_decode);
+  KT_RUN(test_spec_encode);
+  KT_RUN(test_roundtrip_shapes);
+  KT_RUN(test_roundtrip_big);
+  KT_RUN(test_protobuf_c_writes);
+  KT_RUN(test_corrupt_envelope);
+  KT_RUN(test_corrupt_truncated);
+  KT_RUN(test_corrupt_fields);
+  KT_RUN(test_lenient);
+  KT_RUN(test_filter_checkpoint);
+  KT_RUN(test_filter_range);
+  KT_RUN(test_aggregator);
+  return KT_DONE();
+}
