@@ -225,8 +225,11 @@ static void test_json_record(void) {
   KT_CHECK(!memcmp(got, want, sizeof(want) - 1));
   /* A closed reader: the error is kept and later output dropped. */
   KT_CHECK(pipe(p) == 0);
-  close(p[0]);
   o.fd = p[1];
+  KT_CHECK(!kc_out_reader_gone(&o));
+  close(p[0]);
+  KT_CHECK(kc_out_reader_gone(&o));
+  o.error = 0;
   KT_CHECK(kc_out_write(&o, "x", 1) == 0);
   KT_CHECK(kc_out_flush(&o) == -1);
   KT_CHECK(o.error != 0);

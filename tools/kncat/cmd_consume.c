@@ -210,6 +210,7 @@ static int consume_loop(consume_t *c, kn_consumer_t *kc, kc_out_t *out,
         kc_out_flush(out);
         last_write = now_ns();
       }
+      kc_out_reader_gone(out);
     } else {
       write_batch(c, out, b, &left);
       kn_batch_destroy(b);

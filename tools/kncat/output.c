@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,6 +51,19 @@ int kc_out_flush(kc_out_t *o) {
     off += (size_t)w;
   }
   o->len = 0;
+  return 0;
+}
+
+int kc_out_reader_gone(kc_out_t *o) {
+  if (o->error) return o->error == EPIPE;
+  /* With no events asked for, poll(2) still reports POLLERR on the write
+   * end of a pipe without readers and POLLHUP on a closed socket. */
+  struct pollfd pfd = {o->fd, 0, 0};
+  if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP))) {
+    o->error = EPIPE;
+    o->len = 0;
+    return 1;
+  }
   return 0;
 }
 

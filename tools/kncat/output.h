@@ -29,6 +29,10 @@ int kc_out_flush(kc_out_t *o);
 static inline int kc_out_maybe_flush(kc_out_t *o) {
   return o->len >= o->flush_at ? kc_out_flush(o) : 0;
 }
+/* Non-zero (and o->error set to EPIPE) if fd is a pipe or socket whose
+ * reader has gone, found without writing: an idle consumer behind
+ * `| head` must notice that too. */
+int kc_out_reader_gone(kc_out_t *o);
 /* Makes room for n more bytes; -1 on out of memory. */
 int kc_out_reserve(kc_out_t *o, size_t n);
 int kc_out_write(kc_out_t *o, const void *p, size_t n);
