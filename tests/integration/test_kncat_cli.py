@@ -410,22 +410,36 @@ class E2E:
             executable="/bin/bash")
         self.assertEqual(pipe.returncode, 0, pipe.stderr)
 
-    def test_sigint(self):
+    def test_signals(self):
         s = self.create(1)
         self.kncat("produce", s, "-k", "k", input=b"".join(b"%d\n" % i for i in range(20)))
-        # unbuffered: communicate() reads the pipe itself, past any buffer
-        with subprocess.Popen([KNCAT, "consume", s, "-J"], env=self.env, bufsize=0,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-            first = proc.stdout.readline()
-            self.assertTrue(first.startswith(b"{"))
-            time.sleep(0.5)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            # unbuffered: communicate() reads the pipe itself, past any buffer
+            with subprocess.Popen([KNCAT, "consume", s, "-J"], env=self.env, bufsize=0,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+                first = proc.stdout.readline()
+                self.assertTrue(first.startswith(b"{"))
+                time.sleep(0.5)
+                proc.send_signal(sig)
+                rest, err = proc.communicate(timeout=30)
+            self.assertEqual(proc.returncode, 0, err)
+            lines = [first] + rest.splitlines(keepends=True)
+            self.assertEqual(len(lines), 20)
+            self.assertTrue(all(line.endswith(b"}\n") for line in lines))
+            self.assertEqual(err, b"")
+        # produce: stops reading, sends what it read, exits 0
+        with subprocess.Popen([KNCAT, "produce", s, "-k", "k"], env=self.env,
+                              stdin=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+            proc.stdin.write(b"x\ny\n")
+            proc.stdin.flush()
+            time.sleep(1.5)
             proc.send_signal(signal.SIGINT)
-            rest, err = proc.communicate(timeout=30)
+            err = proc.stderr.read()
+            proc.wait(timeout=30)
+            proc.stdin.close()
         self.assertEqual(proc.returncode, 0, err)
-        lines = [first] + rest.splitlines(keepends=True)
-        self.assertEqual(len(lines), 20)
-        self.assertTrue(all(line.endswith(b"}\n") for line in lines))
-        self.assertEqual(err, b"")
+        self.assertIn(b"2 records sent, 0 failed", err)
+        self.assertEqual(len(self.consume_json(s)), 22)
 
     def test_positions(self):
         s = self.create(1)
