@@ -308,6 +308,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
   typedef void (*ended_cb_t)(kn_consumer_t *, const char *, void *);
   ended_cb_t ended_cb = (ended_cb_t)kc->conf->cbs[KN_CB_SHARD_ENDED];
 
+  kn_stats_maybe_emit(kc);
   pthread_mutex_lock(&kc->mu);
   mark_processed_locked(kc);
   for (;;) {
@@ -461,44 +462,6 @@ int64_t kn_consumer_fencing_token(kn_consumer_t *kc, const char *shard_id) {
     t = 0;
   pthread_mutex_unlock(&kc->mu);
   return t;
-}
-
-/* ---- statistics ---- */
-
-char *kn_consumer_stats_json(kn_consumer_t *kc) {
-  kn_buf_t b = KN_BUF_INIT;
-  pthread_mutex_lock(&kc->mu);
-  int rc = kn_buf_append_str(&b, "{\"stream\":");
-  rc |= kn_buf_append_json_str(&b, kc->stream, strlen(kc->stream));
-  rc |= kn_buf_printf(&b, ",\"queued_batches\":%zu,\"buffered_bytes\":%zu,"
-                          "\"shards\":[", kc->q_len, kc->total_bytes);
-  for (size_t i = 0; i < kc->n_shards; i++) {
-    kn_cshard_t *cs = kc->shards[i];
-    rc |= kn_buf_append_str(&b, i ? ",{\"shard\":" : "{\"shard\":");
-    rc |= kn_buf_append_json_str(&b, cs->id, strlen(cs->id));
-    rc |= kn_buf_printf(
-        &b, ",\"state\":\"%s\",\"millis_behind\":%lld,\"records\":%llu,"
-            "\"bytes\":%llu,\"buffered_records\":%zu,\"buffered_bytes\":%zu,"
-            "\"paused\":%s,\"caught_up\":%s,\"checkpoint\":",
-        kn_cshard_state_name(cs->state), (long long)cs->millis_behind,
-        (unsigned long long)cs->records_delivered,
-        (unsigned long long)cs->bytes_delivered, cs->buffered_records,
-        cs->buffered_bytes, cs->paused ? "true" : "false",
-        cs->caught_up ? "true" : "false");
-    if (cs->has_processed)
-      rc |= kn_buf_printf(&b, "{\"seq\":\"%s\",\"subseq\":%llu}}",
-                          cs->processed.seq,
-                          (unsigned long long)cs->processed.subseq);
-    else
-      rc |= kn_buf_append_str(&b, "null}");
-  }
-  rc |= kn_buf_append_str(&b, "]}");
-  pthread_mutex_unlock(&kc->mu);
-  if (rc) {
-    kn_buf_free(&b);
-    return NULL;
-  }
-  return kn_buf_steal(&b, NULL);
 }
 
 /* ---- callbacks ---- */
