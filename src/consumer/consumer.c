@@ -526,6 +526,7 @@ void kn_consumer_destroy(kn_consumer_t *kc) {
     app_event_free(e);
   }
   kn_lease_observer_free(&kc->observer);
+  kn_shard_list_destroy(kc->last_shards);
   free(kc->worker_id);
   free(kc->dirty);
   kn_error_destroy(kc->fatal);

@@ -175,6 +175,7 @@ struct kn_consumer_s {
   pthread_cond_t renewer_cv;  /* with lease_mu */
   int taker_idle;             /* [mu] last take round found nothing to do */
   kn_lease_observer_t observer; /* control thread only */
+  kn_shard_list_t *last_shards; /* control thread: the last ListShards */
   struct {
     int64_t duration_ms, renew_ms, take_ms;
     int max_leases, max_steal;
