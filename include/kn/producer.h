@@ -16,17 +16,19 @@
  * never on the internal one.
  *
  * Order.  Records of one partition key are sent in the order they were
- * queued.  Without `ordering.strict` a record that the service rejects is
- * sent again ahead of that shard's newer records, but it may land after
- * newer records of its key that were in the same or a concurrent
- * PutRecords call (PutRecords itself gives no order among the entries of
- * one call when some fail).  With `ordering.strict` a shard has at most one
- * PutRecords in flight and no call carries two records of one partition key
- * for one shard (with aggregation: one aggregate per shard per call), so a
- * retried record is never overtaken by a later record of its key.  Both
- * modes follow resharding; a record whose shard was predicted wrong is
- * re-routed (an aggregate that landed on a shard whose range does not hold
- * all its records is sent again, and consumers that check hash ranges,
+ * queued, and a shard has one PutRecords call in flight at a time
+ * (`shard.max.in.flight`), so they are stored in that order as long as
+ * the service takes them.  A record the service rejects is sent again
+ * ahead of its shard's newer records, but newer records of its key that
+ * were accepted in the same call are already stored before it (PutRecords
+ * gives no order among the entries of one call when some fail).  With
+ * `ordering.strict` no call carries two records of one partition key for
+ * a shard (with aggregation: one aggregate per shard per call), so a
+ * retried record is never overtaken by a later one of its key.  Both
+ * modes follow resharding: a new shard waits until the calls to the shards
+ * it replaces are answered, and a record whose shard was predicted wrong
+ * is re-routed (an aggregate that landed on a shard whose range does not
+ * hold all its records is sent again; consumers that check hash ranges,
  * as kn_consumer_t and the KCL do, drop the misplaced copy).
  *
  * Memory is bounded: records count against `queue.max.records` and

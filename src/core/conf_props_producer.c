@@ -37,6 +37,12 @@ const kn_prop_t kn_props_producer[] = {
      "reported before kn_producer_send returns KN_ERR__QUEUE_FULL."},
     {"max.in.flight", "producer", KN_PROP_INT, "16", 1, 1000, NULL,
      "PutRecords calls in flight at once."},
+    {"shard.max.in.flight", "producer", KN_PROP_INT, "1", 1, 100, NULL,
+     "PutRecords calls in flight at once carrying records of one shard. "
+     "With 1 a shard's records are stored in the order they were sent "
+     "unless the service rejects some (see ordering.strict); above 1, calls "
+     "can overtake each other and records of a key can be stored out of "
+     "order."},
     {"ordering.strict", "producer", KN_PROP_BOOL, "false", 0, 0, NULL,
      "At most one PutRecords call in flight per shard, and no call carrying "
      "two records of one partition key for a shard (with aggregation: one "

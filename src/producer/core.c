@@ -114,6 +114,7 @@ kn_pcore_t *kn_pcore_new(const kn_pcore_cfg_t *cfg, int64_t now_us) {
   if (!c->cfg.batch_max_bytes || c->cfg.batch_max_bytes > KN_PUT_MAX_BYTES)
     c->cfg.batch_max_bytes = KN_PUT_MAX_BYTES;
   if (!c->cfg.agg_max_bytes) c->cfg.agg_max_bytes = KN_AGG_DEFAULT_MAX_BYTES;
+  if (c->cfg.shard_max_calls < 1 || c->cfg.strict) c->cfg.shard_max_calls = 1;
   c->cfg.stream = NULL;
   if (!(c->stream = strdup(cfg->stream ? cfg->stream : "")) ||
       (cfg->aggregate &&
@@ -345,11 +346,16 @@ static void batch_free(kn_pbatch_t *b) {
   free(b);
 }
 
-/* In strict order: may ps add entries to b? */
-static int strict_ok(const kn_pcore_t *c, const kn_pshard_t *ps,
-                     const kn_pbatch_t *b) {
-  if (ps->fresh && (c->retired || c->verify)) return 0;
-  return ps->inflight == 0 || ps->batch_id == b->id;
+/* May ps add entries to b?  Calls to one shard in flight together can be
+ * stored in either order, so a shard has at most shard_max_calls (by
+ * default one).  In that ordered mode a new shard of a reshard also waits
+ * until the calls to the shards it replaced are answered. */
+static int calls_ok(const kn_pcore_t *c, const kn_pshard_t *ps,
+                    const kn_pbatch_t *b) {
+  if (ps->batch_id == b->id) return 1;
+  if (c->cfg.shard_max_calls == 1 && ps->fresh && (c->retired || c->verify))
+    return 0;
+  return ps->calls < c->cfg.shard_max_calls;
 }
 
 /* A plain record of a key that already has an entry of ps in b would,
@@ -401,6 +407,7 @@ static fill_res_t add_entry(kn_pcore_t *c, kn_pbatch_t *b, kn_pentry_t *e,
   kn_tbucket_take(&ps->tb_records, 1, now_us);
   kn_tbucket_take(&ps->tb_bytes, (double)bytes, now_us);
   ps->inflight++;
+  if (ps->batch_id != b->id) ps->calls++;
   ps->batch_id = b->id;
   b->bytes += bytes;
   b->n_msgs += e->msgs.n;
@@ -423,7 +430,7 @@ static fill_res_t fill_from(kn_pcore_t *c, kn_pshard_t *ps, kn_pbatch_t *b,
       *wake_us = min64(*wake_us, ps->retry_at_us);
       return FILL_MORE;
     }
-    if (c->cfg.strict && !strict_ok(c, ps, b)) return FILL_MORE;
+    if (!calls_ok(c, ps, b)) return FILL_MORE;
     int64_t w = bucket_wait(ps, now_us);
     if (w) {
       *wake_us = min64(*wake_us, now_us + w);
@@ -569,7 +576,11 @@ static void requeue_list(kn_pcore_t *c, kn_msg_list_t *l, int64_t now_us,
   }
 }
 
-static void shard_release(kn_pcore_t *c, kn_pshard_t *ps) {
+/* Entries of one shard are next to each other in a call (fill_from adds
+ * them in one go), so the first of each run stands for the call. */
+static void shard_release(kn_pcore_t *c, const kn_pbatch_t *b, size_t i) {
+  kn_pshard_t *ps = b->e[i].shard;
+  if (i == 0 || b->e[i - 1].shard != ps) ps->calls--;
   ps->inflight--;
   if (ps->inflight || !c->retired) return;
   for (kn_pshard_t **p = &c->retired; *p; p = &(*p)->next_retired) {
@@ -657,7 +668,8 @@ int kn_pcore_done(kn_pcore_t *c, kn_pbatch_t *b, const kn_error_t *err,
     }
   }
   requeue_list(c, &retry, now_us, done);
-  for (size_t i = 0; i < b->n; i++) shard_release(c, b->e[i].shard);
+  /* Last to first: a retired shard may be freed by its first entry. */
+  for (size_t i = b->n; i-- > 0;) shard_release(c, b, i);
   batch_free(b);
   return flags;
 }
@@ -667,7 +679,8 @@ void kn_pcore_abandon(kn_pcore_t *c, kn_pbatch_t *b, kn_msg_list_t *out) {
     c->inflight -= b->e[i].msgs.n;
     kn_msg_list_concat(out, &b->e[i].msgs);
   }
-  for (size_t i = 0; i < b->n; i++) shard_release(c, b->e[i].shard);
+  /* Last to first: a retired shard may be freed by its first entry. */
+  for (size_t i = b->n; i-- > 0;) shard_release(c, b, i);
   batch_free(b);
 }
 

@@ -41,6 +41,8 @@ typedef struct kn_pcore_cfg {
   double shard_records_per_s;   /* <= 0: unlimited */
   double shard_bytes_per_s;     /* <= 0: unlimited */
   int strict;                   /* ordering.strict */
+  int shard_max_calls;          /* calls in flight with records of a shard;
+                                   0: 1 (strict forces 1) */
   int64_t backoff_ms, backoff_max_ms;
 } kn_pcore_cfg_t;
 
@@ -53,6 +55,7 @@ typedef struct kn_pshard {
   kn_backoff_t backoff;
   int64_t retry_at_us;           /* nothing is sent before (back-off) */
   int inflight;                  /* entries in calls not yet answered */
+  int calls;                     /* calls not yet answered holding entries */
   uint64_t batch_id;             /* the last call given entries */
   int held;                      /* a record went elsewhere: wait for the map */
   int fresh;                     /* appeared in a map change */

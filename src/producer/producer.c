@@ -30,6 +30,7 @@ static void load_cfg(kn_producer_t *kp) {
   cc->shard_bytes_per_s =
       (double)kn_conf_int(c, "shard.bytes.per.second") * share;
   cc->strict = kn_conf_bool(c, "ordering.strict");
+  cc->shard_max_calls = (int)kn_conf_int(c, "shard.max.in.flight");
   cc->backoff_ms = kn_conf_int(c, "retry.backoff.ms");
   cc->backoff_max_ms = kn_conf_int(c, "retry.backoff.max.ms");
 }

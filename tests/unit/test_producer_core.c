@@ -578,6 +578,7 @@ static kn_shard_list_t *split_of_one(void) {
 static void test_wrong_shard(void) {
   kn_pcore_cfg_t cfg = base_cfg();
   cfg.aggregate = 1;
+  cfg.shard_max_calls = 2; /* two aggregates in flight to the stale shard */
   kn_pcore_t *c = kn_pcore_new(&cfg, 0);
   kn_msg_list_t done = {0};
   kn_pcore_set_map(c, even_shards(1), 1, 0, &done);
@@ -668,6 +669,34 @@ static void test_strict(void) {
   kn_pcore_destroy(c, NULL);
 }
 
+/* By default a shard has one call in flight: calls in flight together
+ * could be stored in either order. */
+static void test_one_call_per_shard(void) {
+  kn_pcore_cfg_t cfg = base_cfg();
+  kn_pcore_t *c = kn_pcore_new(&cfg, 0);
+  kn_msg_list_t done = {0};
+  kn_pcore_set_map(c, even_shards(2), 1, 0, &done);
+  kn_pcore_add(c, msg_ehk("lo1", kn_u128_make(1, 0), 0));
+  int64_t wake;
+  kn_pbatch_t *b1 = kn_pcore_take(c, 0, 1, &wake, &done);
+  KT_CHECK(b1 && b1->n == 1);
+  kn_pcore_add(c, msg_ehk("lo2", kn_u128_make(2, 0), 0));
+  kn_pcore_add(c, msg_ehk("hi1", max_key(), 0));
+  /* The other shard may go; the first waits for its answer. */
+  kn_pbatch_t *b2 = kn_pcore_take(c, 0, 1, &wake, &done);
+  KT_CHECK(b2 && b2->n == 1);
+  if (b2) KT_CHECK_STR(b2->e[0].msgs.head->key, "hi1");
+  KT_CHECK(kn_pcore_take(c, 0, 1, &wake, &done) == NULL);
+  done_ok(c, b1, NULL, NULL, 0, &done);
+  kn_pbatch_t *b3 = kn_pcore_take(c, 0, 1, &wake, &done);
+  KT_CHECK(b3 && b3->n == 1);
+  if (b3) KT_CHECK_STR(b3->e[0].msgs.head->key, "lo2");
+  if (b2) done_ok(c, b2, NULL, NULL, 0, &done);
+  if (b3) done_ok(c, b3, NULL, NULL, 0, &done);
+  KT_CHECK_INT(free_list(&done), 3);
+  kn_pcore_destroy(c, NULL);
+}
+
 int main(void) {
   KT_RUN(test_predict_even);
   KT_RUN(test_predict_split_merge);
@@ -683,5 +712,6 @@ int main(void) {
   KT_RUN(test_fatal_call_error);
   KT_RUN(test_wrong_shard);
   KT_RUN(test_strict);
+  KT_RUN(test_one_call_per_shard);
   return KT_DONE();
 }
