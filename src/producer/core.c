@@ -521,8 +521,16 @@ kn_pbatch_t *kn_pcore_take(kn_pcore_t *c, int64_t now_us, int flush,
     return NULL;
   }
 
+  /* One allocation for the body: growing a multi-megabyte buffer by
+   * doubling copies it and touches fresh pages several times over. */
+  size_t est_bytes = ready_bytes < c->cfg.batch_max_bytes ? ready_bytes
+                                                          : c->cfg.batch_max_bytes;
+  size_t est_n = ready_records < c->cfg.batch_max_records ? ready_records
+                                                          : c->cfg.batch_max_records;
   kn_pbatch_t *b = calloc(1, sizeof(*b));
-  if (!b || kn_enc_put_records_begin(&b->body, c->stream)) goto nomem;
+  if (!b || kn_buf_reserve(&b->body, est_bytes / 3 * 4 + est_n * 112 + 256) ||
+      kn_enc_put_records_begin(&b->body, c->stream))
+    goto nomem;
   b->id = ++c->batch_seq;
   size_t n = c->n_shards, k;
   fill_res_t r = FILL_MORE;
