@@ -142,8 +142,7 @@ class Args(unittest.TestCase):
     def test_reserved(self):
         env = {"PATH": os.environ.get("PATH", "")}
         for args, needle in ((["group", "s"], "not supported yet"),
-                             (["consume", "s", "--efo", "me"], "not supported yet"),
-                             (["produce", "s", "--aggregate"], "not supported yet")):
+                             (["consume", "s", "--efo", "me"], "not supported yet")):
             p = run(args, env=env)
             self.assertEqual(p.returncode, 1, args)
             self.assertEqual(len(err_lines(p)), 1, p.stderr)
@@ -591,15 +590,14 @@ class E2E:
             recs = self.consume_json(s)
             self.assertEqual(sorted(int(r["data"]) for r in recs), list(range(300)))
 
-            # Always rejected: bounded attempts, exit 5.
+            # Always rejected: retried until its time-to-live, exit 5.
             proxy.clear_rules()
             proxy.add_rule("putrecords_partial", indices=[0], drop=True)
             p = run(["produce", s, "-k", "k", "-X", "retry.backoff.ms=1",
-                     "-X", "retry.max.attempts=3"], env=env, input=b"only\n")
+                     "-X", "message.timeout.ms=500"], env=env, input=b"only\n")
             self.assertEqual(p.returncode, 5, p.stderr)
-            self.assertIn("0 records sent, 1 failed, 2 retries", p.stderr.decode())
-            self.assertIn("record 1 not delivered: ProvisionedThroughputExceededException",
-                          p.stderr.decode())
+            self.assertRegex(p.stderr.decode(), r"0 records sent, 1 failed, [1-9]\d* retr")
+            self.assertIn("ProvisionedThroughputExceededException", p.stderr.decode())
 
     # -- interoperability --
 

@@ -29,7 +29,10 @@ enum {
   KC_OPT_FORCE,
   KC_OPT_AT,
   KC_OPT_AGGREGATE,
-  KC_OPT_EFO
+  KC_OPT_EFO,
+  KC_OPT_LINGER,
+  KC_OPT_RATE,
+  KC_OPT_RATE_BYTES
 };
 
 /* The global options, accepted before the command and after it. */
