@@ -592,6 +592,8 @@ class E2E:
             check_calls()
             recs = self.consume_json(s)
             self.assertEqual(sorted(int(r["data"]) for r in recs), list(range(300)))
+            for k, v in per_key(recs).items():
+                self.assertEqual(v, sorted(v), k)
 
             # Always rejected: retried until its time-to-live, exit 5.
             proxy.clear_rules()
