@@ -32,7 +32,10 @@ enum {
   KC_OPT_EFO,
   KC_OPT_LINGER,
   KC_OPT_RATE,
-  KC_OPT_RATE_BYTES
+  KC_OPT_RATE_BYTES,
+  KC_OPT_APP,
+  KC_OPT_LEASES,
+  KC_OPT_WORKER
 };
 
 /* The global options, accepted before the command and after it. */

@@ -10,16 +10,7 @@
 #include "args.h"
 #include "kn/consumer.h"
 #include "kncat.h"
-#include "output.h"
-#include "signals.h"
-
-/* Output is written in blocks of this size... */
-#define OUT_BLOCK (1024 * 1024)
-/* ...or when this much time passed since the last write, so that a live
- * tail shows records promptly. */
-#define OUT_LINGER_NS (100 * 1000000LL)
-/* Poll timeout: how soon a signal is noticed while the stream is idle. */
-#define POLL_MS 100
+#include "sink.h"
 
 typedef struct consume {
   kc_ctx_t *ctx;
@@ -29,10 +20,7 @@ typedef struct consume {
   size_t shards_len;
   int n_shards;
   char first_shard[128];
-  int exit_at_end, json;
-  long long count; /* 0: no limit */
-  char delim[64], key_delim[64];
-  size_t delim_len, key_delim_len;
+  kc_sink_t sink;
   const char *efo;
 } consume_t;
 
@@ -63,20 +51,21 @@ static int on_opt(void *st, int id, const char *arg) {
       c->pos_text = arg;
       return KC_GO_ON;
     case 'p': return add_shard(c, arg);
-    case 'e': c->exit_at_end = 1; return KC_GO_ON;
+    case 'e': c->sink.exit_at_end = 1; return KC_GO_ON;
     case 'c':
-      if (kc_parse_int(arg, 1, INT64_MAX, &c->count))
+      if (kc_parse_int(arg, 1, INT64_MAX, &c->sink.count))
         return kc_usage_error(c->ctx, "-c needs a count of at least 1, not \"%s\"",
                               arg);
       return KC_GO_ON;
-    case 'J': c->json = 1; return KC_GO_ON;
+    case 'J': c->sink.json = 1; return KC_GO_ON;
     case 'D':
-      if (kc_parse_delim(arg, c->delim, sizeof(c->delim), &c->delim_len))
+      if (kc_parse_delim(arg, c->sink.delim, sizeof(c->sink.delim),
+                         &c->sink.delim_len))
         return kc_usage_error(c->ctx, "bad delimiter \"%s\"", arg);
       return KC_GO_ON;
     case 'K':
-      if (kc_parse_delim(arg, c->key_delim, sizeof(c->key_delim),
-                         &c->key_delim_len))
+      if (kc_parse_delim(arg, c->sink.key_delim, sizeof(c->sink.key_delim),
+                         &c->sink.key_delim_len))
         return kc_usage_error(c->ctx, "bad key delimiter \"%s\"", arg);
       return KC_GO_ON;
     case KC_OPT_EFO: c->efo = arg; return KC_GO_ON;
@@ -153,84 +142,11 @@ static int configure(consume_t *c, const char *stream) {
   return KC_GO_ON;
 }
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* Writes up to *left records of the batch (all when count is off). */
-static void write_batch(consume_t *c, kc_out_t *out, const kn_batch_t *b,
-                        long long *left) {
-  size_t n = kn_batch_count(b);
-  if (c->count && (long long)n > *left) n = (size_t)*left;
-  if (c->count) *left -= (long long)n;
-  if (c->json) {
-    char prefix[1024];
-    size_t plen = kc_json_prefix(prefix, sizeof(prefix), kn_batch_stream(b),
-                                 kn_batch_shard_id(b));
-    for (size_t i = 0; i < n; i++) {
-      const kn_record_t *r = kn_batch_record(b, i);
-      kc_json_rec_t jr;
-      jr.seq = kn_record_sequence_number(r);
-      jr.subseq = kn_record_subsequence_number(r);
-      jr.key = kn_record_partition_key(r);
-      if (!jr.key) jr.key = "";
-      jr.ts_ms = kn_record_arrival_ms(r);
-      jr.data = kn_record_data(r, &jr.len);
-      if (kc_out_json_record(out, prefix, plen, &jr)) return;
-    }
-  } else {
-    const char *kd = c->key_delim_len ? c->key_delim : NULL;
-    for (size_t i = 0; i < n; i++) {
-      const kn_record_t *r = kn_batch_record(b, i);
-      size_t len;
-      const void *data = kn_record_data(r, &len);
-      const char *key = kd ? kn_record_partition_key(r) : NULL;
-      if (kc_out_raw_record(out, key ? key : "", kd, c->key_delim_len, data,
-                            len, c->delim, c->delim_len))
-        return;
-    }
-  }
-}
-
-static int consume_loop(consume_t *c, kn_consumer_t *kc, kc_out_t *out,
-                        const char *stream) {
-  long long left = c->count;
-  int64_t last_write = now_ns();
-  int tty = isatty(out->fd);
-  for (;;) {
-    if (kc_signal_received()) return KC_EXIT_OK;
-    kn_batch_t *b = kn_consumer_poll(kc, POLL_MS);
-    if (!b) {
-      const kn_error_t *fe = kn_consumer_fatal_error(kc);
-      if (fe) return kc_fail(c->ctx, fe, stream, "consumer stopped");
-      if (c->exit_at_end && kn_consumer_caught_up(kc)) return KC_EXIT_OK;
-      if (out->len) {
-        kc_out_flush(out);
-        last_write = now_ns();
-      }
-      kc_out_reader_gone(out);
-    } else {
-      write_batch(c, out, b, &left);
-      kn_batch_destroy(b);
-      if (c->count && left == 0) return KC_EXIT_OK;
-      if (c->exit_at_end && kn_consumer_caught_up(kc)) return KC_EXIT_OK;
-      if (out->len && (tty || now_ns() - last_write >= OUT_LINGER_NS)) {
-        kc_out_flush(out);
-        last_write = now_ns();
-      }
-    }
-    if (out->error) return KC_EXIT_OK; /* judged by the caller */
-  }
-}
-
 static int run_consume(kc_ctx_t *ctx, int argc, char **argv) {
   consume_t c;
   memset(&c, 0, sizeof(c));
   c.ctx = ctx;
-  c.delim[0] = '\n';
-  c.delim_len = 1;
+  kc_sink_init(&c.sink, ctx);
   char *ops[1];
   int nops = 0;
   int rc = kc_cmd_parse(ctx, argc, argv, consume_opts, ops, 1, &nops, on_opt, &c);
@@ -245,7 +161,7 @@ static int run_consume(kc_ctx_t *ctx, int argc, char **argv) {
     kc_usage_error(ctx, "-o %s needs exactly one -p SHARD", c.pos_text);
     goto done;
   }
-  if (c.json && c.key_delim_len) {
+  if (c.sink.json && c.sink.key_delim_len) {
     kc_usage_error(ctx, "-K and -J do not go together (-J has the key)");
     goto done;
   }
@@ -258,36 +174,7 @@ static int run_consume(kc_ctx_t *ctx, int argc, char **argv) {
   if ((rc = check(&c, stream)) != KC_GO_ON) goto done;
   if ((rc = configure(&c, stream)) != KC_GO_ON) goto done;
 
-  kc_signals_install();
-  char errstr[512] = "";
-  kn_consumer_t *kc = kn_consumer_new(ctx->conf, errstr, sizeof(errstr));
-  if (!kc) {
-    kc_errorf(ctx, "cannot start the consumer: %s", errstr);
-    rc = KC_EXIT_RUNTIME;
-    goto done;
-  }
-  kc_out_t out;
-  if (kc_out_init(&out, STDOUT_FILENO, OUT_BLOCK)) {
-    kc_errorf(ctx, "out of memory");
-    kn_consumer_destroy(kc);
-    rc = KC_EXIT_RUNTIME;
-    goto done;
-  }
-  rc = consume_loop(&c, kc, &out, stream);
-  kc_out_flush(&out);
-  /* A reader that went away (| head) ends the output; that is no error. */
-  if (out.error && out.error != EPIPE) {
-    kc_errorf(ctx, "cannot write the output: %s", strerror(out.error));
-    if (rc == KC_EXIT_OK) rc = KC_EXIT_RUNTIME;
-  }
-  kn_error_t *err = kn_consumer_close(kc);
-  if (err) {
-    int crc = kc_fail(ctx, err, stream, "closing the consumer");
-    if (rc == KC_EXIT_OK) rc = crc;
-    kn_error_destroy(err);
-  }
-  kn_consumer_destroy(kc);
-  kc_out_free(&out);
+  rc = kc_sink_consume(&c.sink, stream);
 done:
   free(c.shards);
   return rc;

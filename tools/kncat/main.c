@@ -12,9 +12,10 @@
  * run function are reserved names of commands still to come. */
 static const kc_command_t *const commands[] = {
     &kc_cmd_create,  &kc_cmd_delete, &kc_cmd_list,    &kc_cmd_split,
-    &kc_cmd_merge,   &kc_cmd_produce, &kc_cmd_consume,
+    &kc_cmd_merge,   &kc_cmd_produce, &kc_cmd_consume, &kc_cmd_group,
+    &kc_cmd_leases,
 };
-static const char *const reserved[] = {"group", "leases", "efo"};
+static const char *const reserved[] = {"efo"};
 
 static const char global_help[] =
     "usage: kncat [global options] COMMAND [options] [ARGS]\n"
