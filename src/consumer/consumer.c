@@ -261,12 +261,15 @@ static void pos_of_last(const kn_batch_t *b, kn_pos_t *p) {
   kn_pos_set_seq(p, KN_ITER_AT_SEQUENCE_NUMBER, r->seq, r->subseq, 1);
 }
 
-/* Everything returned before this poll counts as processed. */
+/* With auto-checkpoint, everything returned before this poll counts as
+ * processed.  Without it only the application's checkpoints do. */
 static void mark_processed_locked(kn_consumer_t *kc) {
   for (size_t i = 0; i < kc->n_dirty; i++) {
     kn_cshard_t *cs = kc->dirty[i];
-    cs->processed = cs->delivered;
-    cs->has_processed = 1;
+    if (kc->cfg.auto_checkpoint) {
+      cs->processed = cs->delivered;
+      cs->has_processed = 1;
+    }
     cs->in_dirty = 0;
   }
   kc->n_dirty = 0;

@@ -401,7 +401,9 @@ void kn_coord_flush(kn_consumer_t *kc) {
     kn_cshard_t *cs = v[i];
     pthread_mutex_lock(&kc->mu);
     kn_pos_t p = cs->processed;
-    int has = cs->has_processed && kc->cfg.auto_checkpoint;
+    /* Auto-checkpoint marks processed at poll; without it
+     * kn_consumer_checkpoint_async() does. */
+    int has = cs->has_processed;
     int end = cs->end_popped;
     pthread_mutex_unlock(&kc->mu);
     if (has) {
@@ -536,18 +538,23 @@ void kn_coord_release_all(kn_consumer_t *kc) {
   for (size_t i = 0; i < n; i++) kn_reader_stop(kc, v[i]);
   for (size_t i = 0; i < n; i++) {
     kn_cshard_t *cs = v[i];
+    pthread_mutex_lock(&kc->lease_mu);
+    int was_held = cs->held;
+    pthread_mutex_unlock(&kc->lease_mu);
+    if (!was_held) continue; /* another worker's, or finished */
     pthread_mutex_lock(&kc->mu);
     kn_pos_t p = cs->processed;
-    int has = cs->has_processed && kc->cfg.auto_checkpoint;
+    int has = cs->has_processed;
     int end = cs->end_popped;
     pthread_mutex_unlock(&kc->mu);
-    if (end) {
-      kn_coord_shard_done(kc, cs);
-    } else if (has) {
+    /* The last checkpoint first: without auto-checkpoint a finished shard
+     * needs it before SHARD_END can be written. */
+    if (has) {
       kn_error_t *err = kn_coord_checkpoint(kc, cs, &p, NULL, 0, 0);
       if (err) kn_warn(&kc->log, "COORD", "%s", kn_error_string(err));
       kn_error_destroy(err);
     }
+    if (end) kn_coord_shard_done(kc, cs);
     pthread_mutex_lock(&kc->lease_mu);
     if (cs->held) {
       int64_t counter = 0;
