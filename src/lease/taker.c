@@ -140,10 +140,19 @@ int kn_take_plan(const kn_lease_t *v, size_t n, const kn_lease_observer_t *o,
     size_t most = 0;
     for (size_t k = 1; k < n_owners; k++)
       if (!most || owners[k].count > owners[most].count) most = k;
+    size_t steal = 0;
     if (most && owners[most].count > target) {
       size_t surplus = owners[most].count - target;
-      size_t steal = want < surplus ? want : surplus;
-      if (steal > (size_t)p->max_steal) steal = (size_t)p->max_steal;
+      steal = want < surplus ? want : surplus;
+    } else if (most && want > 1 && owners[most].count >= target) {
+      /* As the KCL: short of more than one lease, take one even from a
+       * worker at target.  Otherwise a worker left with none (4 leases, 3
+       * workers holding 2, 2 and 0) would wait forever: nobody is above
+       * target, and a worker without leases is invisible to the others. */
+      steal = 1;
+    }
+    if (steal > (size_t)p->max_steal) steal = (size_t)p->max_steal;
+    if (steal) {
       for (size_t i = 0; i < n && plan->n_steal < steal; i++) {
         if (!kn_lease_is_ready(&v[i], v, n) ||
             kn_lease_is_expired(o, &v[i], p->now_ms, p->duration_ms))

@@ -67,7 +67,9 @@ int kn_lease_is_ready(const kn_lease_t *l, const kn_lease_t *all, size_t n);
  * expired or free ready leases first (in table order, spreading takers by
  * worker id hash so workers starting together pick different leases);
  * if still below target, steals up to max_steal from the worker holding
- * the most, and only while that worker holds more than target.
+ * the most, and only while that worker holds more than target -- or one
+ * lease from a worker at target when this one is short of more than one
+ * (as the KCL does, so a worker with no lease is not left idle).
  * Returns 0, or -1 on out-of-memory. */
 int kn_take_plan(const kn_lease_t *v, size_t n, const kn_lease_observer_t *o,
                  const kn_take_params_t *p, kn_take_plan_t *plan);

@@ -114,6 +114,42 @@ static void test_steal_bounded(void) {
   kn_lease_observer_free(&o);
 }
 
+static void test_steal_when_idle(void) {
+  /* 4 leases, w2 and w3 hold 2 each, w1 none: target 2, nobody above it,
+   * but w1 is short of two: it steals one, and only one. */
+  kn_lease_t v[4] = {mk("s0", "w2", 1), mk("s1", "w2", 1), mk("s2", "w3", 1),
+                     mk("s3", "w3", 1)};
+  kn_lease_observer_t o;
+  kn_lease_observer_init(&o);
+  kn_lease_observer_update(&o, v, 4, 0);
+  kn_take_params_t p = {"w1", 1000, 10000, 0, 5};
+  kn_take_plan_t plan;
+  KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+  KT_CHECK_INT(plan.target, 2);
+  KT_CHECK_INT(plan.n_take, 0);
+  KT_CHECK_INT(plan.n_steal, 1);
+  kn_take_plan_free(&plan);
+  /* Then 2, 1, 1: short of one only, no more stealing (no ping-pong). */
+  v[0].owner = "w1";
+  kn_lease_observer_update(&o, v, 4, 2000);
+  for (int w = 0; w < 3; w++) {
+    const char *ids[] = {"w1", "w2", "w3"};
+    p.worker = ids[w];
+    p.now_ms = 3000;
+    KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+    KT_CHECK_INT(plan.n_take + plan.n_steal, 0);
+    kn_take_plan_free(&plan);
+  }
+  /* 1 lease, 2 workers: the idle one is short of one only; no steal. */
+  kn_lease_t one[1] = {mk("s0", "w2", 1)};
+  kn_lease_observer_update(&o, one, 1, 4000);
+  p.worker = "w1";
+  KT_CHECK_INT(kn_take_plan(one, 1, &o, &p, &plan), 0);
+  KT_CHECK_INT(plan.n_steal, 0);
+  kn_take_plan_free(&plan);
+  kn_lease_observer_free(&o);
+}
+
 static void test_expired_owner_not_counted(void) {
   /* w2 died 11 s ago holding 4 leases: they are free to take, and w2 is
    * not counted as a live worker. */
@@ -208,6 +244,7 @@ int main(void) {
   KT_RUN(test_expiry_by_observation);
   KT_RUN(test_target_and_take);
   KT_RUN(test_steal_bounded);
+  KT_RUN(test_steal_when_idle);
   KT_RUN(test_expired_owner_not_counted);
   KT_RUN(test_parents_before_children);
   KT_RUN(test_spread_of_takers);
