@@ -142,6 +142,7 @@ static int run_group(kc_ctx_t *ctx, int argc, char **argv) {
   if ((rc = set(&g, "stream", stream)) != KC_GO_ON ||
       (rc = set(&g, "app.name", g.app)) != KC_GO_ON ||
       (rc = set(&g, "lease.store", g.leases)) != KC_GO_ON ||
+      (rc = set(&g, "checkpoint.auto", "false")) != KC_GO_ON ||
       (g.worker && (rc = set(&g, "worker.id", g.worker)) != KC_GO_ON) ||
       (rc = set(&g, "initial.position", kc_position_name(g.pos.kind))) !=
           KC_GO_ON)
@@ -151,6 +152,7 @@ static int run_group(kc_ctx_t *ctx, int argc, char **argv) {
     snprintf(ms, sizeof(ms), "%lld", (long long)g.pos.ts_ms);
     if ((rc = set(&g, "initial.timestamp.ms", ms)) != KC_GO_ON) return rc;
   }
+  g.sink.checkpoint_written = 1;
   g.sink.tick = status;
   g.sink.tick_opaque = &g;
   g.next_status = time(NULL) + STATUS_EVERY_S;
@@ -184,8 +186,9 @@ const kc_command_t kc_cmd_group = {
     "                has nothing more to take\n"
     "  -c, -J, -D, -K  as for consume\n"
     "\n"
-    "Records are checkpointed automatically every checkpoint.interval.ms\n"
-    "(-X) once the next batch was asked for.  A status line goes to stderr\n"
+    "A record is checkpointed once it has been written to standard output\n"
+    "(the checkpoint is stored every checkpoint.interval.ms, -X), so a\n"
+    "worker killed at any moment loses nothing.  A status line goes to stderr\n"
     "every few seconds (leases held, records/s, max lag); -q turns it off.\n"
     "\n"
     "SIGINT or SIGTERM: the current batch is written, the final checkpoint\n"

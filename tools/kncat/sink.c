@@ -30,9 +30,10 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Writes up to *left records of the batch (all when count is off). */
-static void write_batch(kc_sink_t *s, kc_out_t *out, const kn_batch_t *b,
-                        long long *left) {
+/* Writes up to *left records of the batch (all when count is off);
+ * returns how many. */
+static size_t write_batch(kc_sink_t *s, kc_out_t *out, const kn_batch_t *b,
+                          long long *left) {
   size_t n = kn_batch_count(b);
   if (s->count && (long long)n > *left) n = (size_t)*left;
   if (s->count) *left -= (long long)n;
@@ -49,7 +50,7 @@ static void write_batch(kc_sink_t *s, kc_out_t *out, const kn_batch_t *b,
       if (!jr.key) jr.key = "";
       jr.ts_ms = kn_record_arrival_ms(r);
       jr.data = kn_record_data(r, &jr.len);
-      if (kc_out_json_record(out, prefix, plen, &jr)) return;
+      if (kc_out_json_record(out, prefix, plen, &jr)) return i;
     }
   } else {
     const char *kd = s->key_delim_len ? s->key_delim : NULL;
@@ -60,9 +61,21 @@ static void write_batch(kc_sink_t *s, kc_out_t *out, const kn_batch_t *b,
       const char *key = kd ? kn_record_partition_key(r) : NULL;
       if (kc_out_raw_record(out, key ? key : "", kd, s->key_delim_len, data,
                             len, s->delim, s->delim_len))
-        return;
+        return i;
     }
   }
+  return n;
+}
+
+/* The records of b up to n are on their way to the reader: checkpoint
+ * them.  The output is flushed first, so a record is never checkpointed
+ * while it only sits in this process's buffer. */
+static void checkpoint_written(kc_sink_t *s, kn_consumer_t *kc, kc_out_t *out,
+                               const kn_batch_t *b, size_t n) {
+  if (!n || kc_out_flush(out) || out->error) return;
+  kn_err_t e = kn_consumer_checkpoint_async(kc, kn_batch_record(b, n - 1));
+  if (e != KN_ERR_NO_ERROR && e != KN_ERR__LEASE_LOST)
+    kc_errorf(s->ctx, "checkpoint: %s", kn_err2str(e));
 }
 
 static int loop(kc_sink_t *s, kn_consumer_t *kc, kc_out_t *out,
@@ -84,7 +97,11 @@ static int loop(kc_sink_t *s, kn_consumer_t *kc, kc_out_t *out,
       }
       kc_out_reader_gone(out);
     } else {
-      write_batch(s, out, b, &left);
+      size_t n = write_batch(s, out, b, &left);
+      if (s->checkpoint_written) {
+        checkpoint_written(s, kc, out, b, n);
+        last_write = now_ns();
+      }
       kn_batch_destroy(b);
       if (s->count && left == 0) return KC_EXIT_OK;
       if (s->exit_at_end && kn_consumer_caught_up(kc)) return KC_EXIT_OK;

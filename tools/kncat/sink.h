@@ -14,6 +14,11 @@ typedef struct kc_sink {
   long long count;     /* -c; 0: no limit */
   char delim[64], key_delim[64];
   size_t delim_len, key_delim_len;
+  /* group: checkpoint each batch once its records are written to standard
+   * output (the consumer runs with checkpoint.auto=false), so neither
+   * SIGKILL, -c nor a failed write checkpoints a record that was not
+   * written. */
+  int checkpoint_written;
   /* Called between polls (about every 100 ms), e.g. for a status line. */
   void (*tick)(void *opaque, kn_consumer_t *kc);
   void *tick_opaque;
