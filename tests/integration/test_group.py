@@ -1,0 +1,499 @@
+#!/usr/bin/env python3
+"""The coordinated consumer end to end: `kncat group` workers as separate
+processes sharing a stream through a lease table.
+
+- Chaos, on kinesalite and kinesis-local, with a SQLite file and with a
+  DynamoDB table (dynalite): three workers on a 4-shard stream, records
+  produced throughout, a split and a merge mid-run, one worker killed
+  (SIGKILL) and one stopped (SIGTERM).  Nothing is lost; every worker
+  keeps each key's order, parents before children; the only duplicates
+  are records the killed worker had delivered but not checkpointed; the
+  shards of the stopped worker are taken over within a take interval,
+  those of the killed one within the lease duration and a take interval
+  (generous margins); `kncat leases` (table and -J) shows every shard
+  finished or held afterwards, SHARD_END on closed parents, children
+  with their parents.
+- KCL compatibility (dynalite): a table written with boto3 as KCL 2.x/3.x
+  write it is continued from exactly its checkpoints (a SHARD_END parent
+  is not read again, its children are, a pending checkpoint with state,
+  KCL 3.x attributes kept); items written by the library have the KCL's
+  attribute names and types; a checkpoint inside an aggregated record
+  resumes after that sub-record.
+- Faults: a throttling or failing DynamoDB (fault proxy) and a SQLite file
+  locked by another process: held shards go on being read for a bounded
+  grace period, no checkpoint is lost or moved back, nothing crashes;
+  throttled GetRecords: back-off, nothing lost.
+
+Environment: KNCAT (the binary), KN_SOURCE_DIR (the source tree; tests/lab
+is imported from there).  Prints "N passed, M failed" and exits non-zero
+when a test failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from collections import defaultdict
+from pathlib import Path
+
+SOURCE_DIR = Path(os.environ.get("KN_SOURCE_DIR",
+                                 Path(__file__).resolve().parents[2]))
+KNCAT = os.environ.get("KNCAT", str(SOURCE_DIR / "build" / "kncat"))
+sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lab  # noqa: E402
+from faultproxy import FaultProxy  # noqa: E402
+from groupkit import (Producer, Worker, is_open, leases_json,  # noqa: E402
+                      list_shards, payload, read_stream, spread_keys)
+
+# Short leases keep the suite quick; the take-over bounds below follow
+# from them.
+DURATION_MS = 4000
+TAKE_MS = 1000
+PROPS = {
+    "lease.duration.ms": DURATION_MS,
+    "lease.renew.interval.ms": 1000,
+    "lease.take.interval.ms": TAKE_MS,
+    "checkpoint.interval.ms": 1000,
+    "poll.idle.ms": 200,
+    "shard.sync.interval.ms": 5000,
+}
+# Generous: the machine is shared and the servers are slow.
+KILL_BOUND = (DURATION_MS + TAKE_MS) / 1000 + 6.0
+TERM_BOUND = TAKE_MS / 1000 + 4.0
+
+SERVERS: dict[str, lab.Server] = {}
+TMP = Path(tempfile.mkdtemp(prefix="kn-group-"))
+_counter = 0
+
+
+def setUpModule():
+    SERVERS["dynalite"] = lab.Dynalite().start()
+
+
+def tearDownModule():
+    for s in SERVERS.values():
+        s.stop()
+    if os.environ.get("KN_KEEP_LOGS") != "1":
+        shutil.rmtree(TMP, ignore_errors=True)
+
+
+def unique(what: str) -> str:
+    global _counter
+    _counter += 1
+    return f"grp-{what}-{os.getpid()}-{_counter}"
+
+
+def kncat(env, *args, ok=True, timeout=120, input=None):
+    p = subprocess.run([KNCAT, *map(str, args)], env=env, input=input,
+                       capture_output=True, timeout=timeout)
+    if ok and p.returncode != 0:
+        raise AssertionError(f"kncat {' '.join(map(str, args))}: exit "
+                             f"{p.returncode}: {p.stderr.decode(errors='replace')}")
+    return p
+
+
+def seqkey(rec: dict) -> tuple[int, int]:
+    return int(rec["seq"]), int(rec.get("subseq", 0))
+
+
+class GroupBase:
+    """Mixed into one TestCase per Kinesis server."""
+
+    server_name = ""
+    # the producer: keys per round, seconds between rounds
+    keys = 32
+    interval = 0.1
+    warm_rounds = 10
+
+    @classmethod
+    def setUpClass(cls):
+        if cls.server_name not in SERVERS:
+            SERVERS[cls.server_name] = lab.start(cls.server_name)
+        cls.server = SERVERS[cls.server_name]
+        cls.dynalite = SERVERS["dynalite"]
+        cls.boto = lab.boto3_client("kinesis", cls.server, attempts=5)
+        cls.ddb = lab.boto3_client("dynamodb", cls.dynalite, attempts=5)
+
+    def setUp(self):
+        self.workers: list[Worker] = []
+        self.dir = TMP / self.id().rsplit(".", 2)[-2] / self._testMethodName
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def tearDown(self):
+        for w in self.workers:
+            if w.proc.poll() is None:
+                w.proc.kill()
+            w.wait(10)
+        failed = not getattr(self._outcome, "success", True)
+        if failed:
+            for w in self.workers:
+                tail = "\n".join(w.stderr().splitlines()[-25:])
+                print(f"--- worker {w.wid} exit {w.proc.returncode} stderr "
+                      f"tail:\n{tail}", file=sys.stderr)
+
+    # -- helpers --
+
+    def env(self, dynamodb=None):
+        return lab.env_for(kinesis=self.server,
+                           dynamodb=dynamodb or self.dynalite)
+
+    def store(self, kind: str, app: str) -> str:
+        if kind == "sqlite":
+            return f"sqlite:{self.dir / (app + '.db')}"
+        return f"dynamodb:{app}"
+
+    def start_worker(self, env, stream, app, store, wid, props=None,
+                     extra=()):
+        w = Worker(KNCAT, env, stream, app, store, wid,
+                   props=PROPS if props is None else props,
+                   log_dir=self.dir, extra=extra)
+        self.workers.append(w)
+        return w
+
+    def wait_for(self, what, cond, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            v = cond()
+            if v:
+                return v
+            if time.monotonic() > deadline:
+                self.fail(f"timed out after {timeout} s waiting for {what}")
+            time.sleep(0.25)
+
+    def delivered_ids(self, workers) -> set:
+        got = set()
+        for w in workers:
+            for _, r in w.records():
+                got.add(payload(r)["i"])
+        return got
+
+    def wait_balanced(self, env, app, store, stream, workers, stable=3.0,
+                      timeout=60):
+        """Until every open shard's lease is held, every worker holds one,
+        and nobody took a lease for `stable` seconds."""
+        last, since = None, time.monotonic()
+        deadline = time.monotonic() + timeout
+        wids = {w.wid for w in workers}
+        while True:
+            open_ids = {s["ShardId"] for s in list_shards(self.boto, stream)
+                        if is_open(s)}
+            try:
+                rows = leases_json(KNCAT, env, app, store)
+            except RuntimeError:  # the first worker has not made it yet
+                rows = []
+            owners = {r["shard"]: r["owner"] for r in rows
+                      if r["shard"] in open_ids}
+            ok = (set(owners) == open_ids and wids == set(owners.values()))
+            if ok and owners == last:
+                if time.monotonic() - since >= stable:
+                    return owners
+            else:
+                last, since = (owners if ok else None), time.monotonic()
+            if time.monotonic() > deadline:
+                self.fail(f"the group did not balance: {owners}")
+            time.sleep(0.5)
+
+    def wait_takeover(self, shards, others, t0, bound):
+        """Seconds from t0 until each shard's first record delivered by one
+        of `others` after t0 (None: never within bound + 10 s)."""
+        took = {}
+        deadline = t0 + bound + 10
+        while True:
+            for sid in shards:
+                if sid in took:
+                    continue
+                for w in others:
+                    for t, r in w.records():
+                        if t > t0 and r["shard"] == sid:
+                            took[sid] = min(took.get(sid, 1e9), t - t0)
+                            break
+            if len(took) == len(shards) or time.monotonic() > deadline:
+                return {sid: took.get(sid) for sid in shards}
+            time.sleep(0.1)
+
+    def leases_table(self, env, app, store):
+        """`kncat leases` without -J, parsed; checked against -J."""
+        p = kncat(env, "leases", app, "--leases", store)
+        lines = p.stdout.decode().splitlines()
+        self.assertRegex(lines[0], r"^SHARD +OWNER +COUNTER +CHECKPOINT +SUBSEQ +PARENTS$")
+        rows = {}
+        for line in lines[1:]:
+            f = line.split()
+            self.assertEqual(len(f), 6, line)
+            rows[f[0]] = f
+        return rows
+
+    def check_leases(self, env, app, store, stream, last_seq, owner):
+        """The lease table after a run: every shard finished or held (by
+        `owner`; None: free), SHARD_END on closed parents or their lease
+        cleaned up, open shards checkpointed at their last record,
+        children with their parents; table and -J agree."""
+        shards = {s["ShardId"]: s for s in list_shards(self.boto, stream)}
+        rows = {r["shard"]: r for r in leases_json(KNCAT, env, app, store)}
+        table = self.leases_table(env, app, store)
+        self.assertEqual(set(table), set(rows))
+        for sid, r in rows.items():
+            t = table[sid]
+            self.assertEqual(t[1], r["owner"] or "-", sid)
+            self.assertEqual(int(t[2]), r["counter"], sid)
+            self.assertEqual(t[3], r["checkpoint"] or "-", sid)
+            self.assertEqual(int(t[4]), r["subseq"], sid)
+            self.assertEqual(t[5], ",".join(r["parents"]) or "-", sid)
+        self.assertLessEqual(set(rows), set(shards), "leases of unknown shards")
+        for sid, s in shards.items():
+            parents = {s.get("ParentShardId"), s.get("AdjacentParentShardId")}
+            parents.discard(None)
+            if sid not in rows:
+                # only a finished parent's lease may be cleaned up, once
+                # its children have started
+                self.assertFalse(is_open(s), f"open shard {sid} has no lease")
+                kids = [k for k, x in shards.items()
+                        if sid in (x.get("ParentShardId"),
+                                   x.get("AdjacentParentShardId"))]
+                self.assertTrue(kids, sid)
+                for k in kids:
+                    self.assertIn(k, rows, f"{sid} cleaned up, child {k} has no lease")
+                    self.assertNotEqual(rows[k]["checkpoint"], "TRIM_HORIZON", k)
+                continue
+            r = rows[sid]
+            if parents:
+                self.assertEqual(set(r["parents"]), parents, sid)
+            if not is_open(s):
+                self.assertEqual(r["checkpoint"], "SHARD_END", sid)
+                self.assertIsNone(r["owner"], sid)
+                continue
+            self.assertEqual(r["owner"], owner, sid)
+            if sid in last_seq:
+                self.assertEqual(r["checkpoint"], last_seq[sid], sid)
+                self.assertEqual(r["subseq"], 0, sid)
+        return rows
+
+    def leases_settled(self, env, app, store, stream, last_seq, owner):
+        try:
+            self.check_leases(env, app, store, stream, last_seq, owner)
+            return True
+        except AssertionError:
+            return False
+
+    # -- chaos --
+
+    def chaos(self, store_kind):
+        stream, app = unique("chaos"), unique("app")
+        env = self.env()
+        store = self.store(store_kind, app)
+        kncat(env, "create", stream, "--shards", 4)
+        warm = Producer(self.boto, stream, spread_keys(8, "w"), start=0)
+        for r in range(self.warm_rounds):
+            warm.put_round()
+            if r == self.warm_rounds // 2:
+                # A first split before the group starts: 5 open shards, held
+                # 2, 2 and 1 by 3 workers.  The run below then splits a
+                # shard of a worker holding two and merges shards of two
+                # workers holding two each, so no worker is ever left
+                # without a lease: such a worker is invisible to the others
+                # (as in the KCL 2.x) and gets work only by stealing, which
+                # re-delivers records.
+                kncat(env, "split", stream, "shardId-000000000003")
+        workers = [self.start_worker(env, stream, app, store, f"w{k}")
+                   for k in (1, 2, 3)]
+        self.wait_balanced(env, app, store, stream, workers)
+        want = {r["i"] for r in warm.produced}
+        self.wait_for("the warm-up records", lambda: want <= self.delivered_ids(workers), 60)
+
+        # The measured run.
+        prod = Producer(self.boto, stream, spread_keys(self.keys, "m"),
+                        interval=self.interval, start=1_000_000)
+        prod.start()
+        try:
+            time.sleep(2)
+            opens = self.open_by_hash(stream)
+            owners = self.wait_balanced(env, app, store, stream, workers, stable=0)
+            held = defaultdict(int)
+            for o in owners.values():
+                held[o] += 1
+            busy = [x for x in opens if held[owners[x["ShardId"]]] >= 2]
+            self.assertTrue(busy, owners)
+            kncat(env, "split", stream, busy[0]["ShardId"])
+            owners = self.wait_balanced(env, app, store, stream, workers, stable=2)
+            # merge two neighbours of two workers that hold two or more
+            opens = self.open_by_hash(stream)
+            held = defaultdict(int)
+            for o in owners.values():
+                held[o] += 1
+            pairs = [(a, b) for a, b in zip(opens, opens[1:])
+                     if int(a["HashKeyRange"]["EndingHashKey"]) + 1 ==
+                     int(b["HashKeyRange"]["StartingHashKey"])
+                     and owners[a["ShardId"]] != owners[b["ShardId"]]
+                     and held[owners[a["ShardId"]]] >= 2
+                     and held[owners[b["ShardId"]]] >= 2]
+            self.assertTrue(pairs, owners)
+            a, b = pairs[len(pairs) // 2]
+            kncat(env, "merge", stream, a["ShardId"], b["ShardId"])
+            self.wait_balanced(env, app, store, stream, workers, stable=2)
+
+            # SIGKILL the worker holding the most open shards.
+            killed, kill_snap, killed_shards, t_kill = self.signal_busiest(
+                env, app, store, stream, workers, signal.SIGKILL)
+            self.assertEqual(killed.wait(30), -signal.SIGKILL)
+            others = [w for w in workers if w is not killed]
+            kill_takeover = self.wait_takeover(killed_shards, others, t_kill,
+                                               KILL_BOUND)
+            time.sleep(2)
+            # SIGTERM another one.
+            stopped, _, stopped_shards, t_term = self.signal_busiest(
+                env, app, store, stream, others, signal.SIGTERM)
+            rc = stopped.wait(30)
+            self.assertEqual(rc, 0, stopped.stderr())
+            survivor = [w for w in others if w is not stopped][0]
+            term_takeover = self.wait_takeover(stopped_shards, [survivor],
+                                               t_term, TERM_BOUND)
+            time.sleep(2)
+        finally:
+            produced = prod.finish()
+        print(f"\n  {self.server_name}/{store_kind}: {len(produced)} records, "
+              f"kill take-over {fmt(kill_takeover)} (bound {KILL_BOUND:.0f} s), "
+              f"stop hand-over {fmt(term_takeover)} (bound {TERM_BOUND:.0f} s)",
+              file=sys.stderr)
+        for sid, dt in kill_takeover.items():
+            self.assertIsNotNone(dt, f"{sid} of the killed worker never taken over")
+            self.assertLessEqual(dt, KILL_BOUND, f"{sid}: {dt:.1f} s")
+        for sid, dt in term_takeover.items():
+            self.assertIsNotNone(dt, f"{sid} of the stopped worker never taken over")
+            self.assertLessEqual(dt, TERM_BOUND, f"{sid}: {dt:.1f} s")
+
+        # Everything arrives.
+        want = {r["i"] for r in produced + warm.produced}
+        self.wait_for("every record", lambda: want <= self.delivered_ids(workers), 120)
+        stored = read_stream(self.boto, stream)
+        last_seq = {sid: max((r["SequenceNumber"] for r in recs), key=int)
+                    for sid, recs in stored.items() if recs}
+        self.wait_for("the final lease table", lambda: self.leases_settled(
+            env, app, store, stream, last_seq, survivor.wid), 30)
+        self.assertEqual(survivor.stop(), 0, survivor.stderr())
+        self.check_leases(env, app, store, stream, last_seq, None)
+
+        self.check_delivery(workers, stored, killed, kill_snap)
+        for w in workers:
+            self.assertEqual(w.bad_lines, 0, w.wid)
+            self.assertNotRegex(w.stderr(), r"ERROR|assert|Sanitizer", w.wid)
+
+    def open_by_hash(self, stream):
+        return sorted((s for s in list_shards(self.boto, stream) if is_open(s)),
+                      key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
+
+    def signal_busiest(self, env, app, store, stream, workers, sig):
+        open_ids = {s["ShardId"] for s in list_shards(self.boto, stream) if is_open(s)}
+        snap = leases_json(KNCAT, env, app, store)
+        held = defaultdict(list)
+        for r in snap:
+            if r["shard"] in open_ids and r["owner"]:
+                held[r["owner"]].append(r["shard"])
+        w = max(workers, key=lambda w: len(held[w.wid]))
+        self.assertTrue(held[w.wid], f"no worker holds an open shard: {snap}")
+        t = w.signal(sig)
+        return w, {r["shard"]: r for r in snap}, held[w.wid], t
+
+    def check_delivery(self, workers, stored, killed, kill_snap):
+        # every stored record delivered
+        ids = {}
+        for sid, recs in stored.items():
+            for r in recs:
+                ids[(sid, r["SequenceNumber"])] = json.loads(r["Data"])
+        seen = defaultdict(list)   # (shard, seq) -> [(t, worker)]
+        for w in workers:
+            for t, r in w.records():
+                self.assertEqual(r.get("subseq", 0), 0)
+                k = (r["shard"], r["seq"])
+                self.assertIn(k, ids, "delivered a record that is not stored")
+                self.assertEqual(payload(r), ids[k])
+                seen[k].append((t, w))
+        missing = [k for k in ids if k not in seen]
+        self.assertEqual(missing, [], f"{len(missing)} records lost")
+
+        # duplicates: measured records only, first delivered by the killed
+        # worker after its last checkpoint seen before the kill, then once
+        # by another worker
+        dups = 0
+        for k, got in seen.items():
+            if len(got) == 1 or ids[k]["k"].startswith("w"):
+                continue
+            dups += 1
+            got.sort(key=lambda x: x[0])
+            self.assertEqual(len(got), 2, (k, [w.wid for _, w in got]))
+            self.assertIs(got[0][1], killed, (k, [w.wid for _, w in got]))
+            self.assertIsNot(got[1][1], killed, k)
+            ck = kill_snap.get(k[0], {}).get("checkpoint")
+            if ck and ck.isdigit():
+                self.assertGreater(int(k[1]), int(ck), f"{k}: at or below a checkpoint")
+        print(f"  {dups} duplicates, all of the killed worker's", file=sys.stderr)
+
+        # per-key order within every worker (parents before children there
+        # too), and across workers by first arrival
+        first = {}
+        for w in workers:
+            last = {}
+            for t, r in w.records():
+                d = payload(r)
+                if d["k"].startswith("w"):
+                    continue
+                self.assertGreater(d["n"], last.get(d["k"], -1),
+                                   f"worker {w.wid}: key {d['k']} out of order")
+                last[d["k"]] = d["n"]
+                first.setdefault((d["k"], d["n"]), t)
+                first[(d["k"], d["n"])] = min(first[(d["k"], d["n"])], t)
+        by_key = defaultdict(list)
+        for (k, n), t in first.items():
+            by_key[k].append((n, t))
+        for k, v in by_key.items():
+            v.sort()
+            times = [t for _, t in v]
+            self.assertEqual(times, sorted(times), f"key {k}: first deliveries out of order")
+
+    def test_chaos_sqlite(self):
+        self.chaos("sqlite")
+
+    def test_chaos_dynamodb(self):
+        self.chaos("dynamodb")
+
+
+def fmt(d):
+    return "{" + ", ".join(f"{k[-3:]}: {'-' if v is None else f'{v:.1f}s'}"
+                           for k, v in sorted(d.items())) + "}"
+
+
+class Kinesalite(GroupBase, unittest.TestCase):
+    server_name = "kinesalite"
+
+
+class KinesisLocal(GroupBase, unittest.TestCase):
+    server_name = "kinesis-local"
+    keys = 16
+    interval = 0.3
+    warm_rounds = 4
+
+
+def main():
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    if len(sys.argv) > 1:
+        suite = unittest.defaultTestLoader.loadTestsFromNames(sys.argv[1:],
+                                                              sys.modules[__name__])
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    failed = len(result.failures) + len(result.errors)
+    passed = result.testsRun - failed - len(result.skipped)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
