@@ -72,6 +72,16 @@ PROPS = {
 KILL_BOUND = (DURATION_MS + TAKE_MS) / 1000 + 6.0
 TERM_BOUND = TAKE_MS / 1000 + 4.0
 
+# The attributes of a KCL 2.x lease item and their types.
+KCL_TYPES = {
+    "leaseKey": "S", "leaseOwner": "S", "leaseCounter": "N",
+    "ownerSwitchesSinceCheckpoint": "N", "checkpoint": "S",
+    "checkpointSubSequenceNumber": "N", "pendingCheckpoint": "S",
+    "pendingCheckpointSubSequenceNumber": "N", "pendingCheckpointState": "B",
+    "parentShardId": "SS", "childShardIds": "SS", "startingHashKey": "S",
+    "endingHashKey": "S",
+}
+
 SERVERS: dict[str, lab.Server] = {}
 TMP = Path(tempfile.mkdtemp(prefix="kn-group-"))
 _counter = 0
@@ -466,6 +476,210 @@ class GroupBase:
     def test_chaos_dynamodb(self):
         self.chaos("dynamodb")
 
+
+    # -- KCL compatibility (DynamoDB) --
+
+    def keys_for(self, shard, n, prefix):
+        """n partition keys that hash into shard's range."""
+        import hashlib
+        lo = int(shard["HashKeyRange"]["StartingHashKey"])
+        hi = int(shard["HashKeyRange"]["EndingHashKey"])
+        out, i = [], 0
+        while len(out) < n:
+            k = f"{prefix}{i}"
+            h = int.from_bytes(hashlib.md5(k.encode()).digest(), "big")
+            if lo <= h <= hi:
+                out.append(k)
+            i += 1
+        return out
+
+    def put(self, stream, shard, count, tag):
+        keys = self.keys_for(shard, 3, tag)
+        recs = [{"Data": json.dumps({"k": keys[j % 3], "n": j, "t": tag}).encode(),
+                 "PartitionKey": keys[j % 3]} for j in range(count)]
+        r = self.boto.put_records(StreamName=stream, Records=recs)
+        self.assertEqual(r["FailedRecordCount"], 0)
+        self.assertTrue(all(x["ShardId"] == shard["ShardId"] for x in r["Records"]))
+
+    def create_kcl_table(self, table):
+        self.ddb.create_table(
+            TableName=table,
+            AttributeDefinitions=[{"AttributeName": "leaseKey",
+                                   "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST")
+        self.ddb.get_waiter("table_exists").wait(
+            TableName=table, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})
+
+    def scan(self, table):
+        items, kw = {}, {"TableName": table, "ConsistentRead": True}
+        while True:
+            r = self.ddb.scan(**kw)
+            for it in r["Items"]:
+                items[it["leaseKey"]["S"]] = it
+            if "LastEvaluatedKey" not in r:
+                return items
+            kw["ExclusiveStartKey"] = r["LastEvaluatedKey"]
+
+    def run_until(self, env, stream, app, store, want, props, settle=2.0):
+        """One worker until `want` records arrived, then `settle` seconds
+        more (anything read twice or from the wrong place would show),
+        then SIGTERM.  Returns its records."""
+        w = self.start_worker(env, stream, app, store, "kn-1", props=props)
+        self.wait_for(f"{want} records", lambda: w.count() >= want, 90)
+        time.sleep(settle)
+        self.assertEqual(w.stop(), 0, w.stderr())
+        return [r for _, r in w.records()]
+
+    def test_kcl_table_resumed(self):
+        stream, app = unique("kcl"), unique("kclapp")
+        env = self.env()
+        kncat(env, "create", stream, "--shards", 3)
+        shards = {s["ShardId"]: s for s in list_shards(self.boto, stream)}
+        s0, s1, s2 = sorted(shards)
+        for sid in (s0, s1, s2):
+            self.put(stream, shards[sid], 15, f"a{sid[-1]}")
+        kncat(env, "split", stream, s0)
+        shards = {s["ShardId"]: s for s in list_shards(self.boto, stream)}
+        c1, c2 = sorted(k for k, x in shards.items() if x.get("ParentShardId") == s0)
+        for sid in (c1, c2):
+            self.put(stream, shards[sid], 12, f"b{sid[-1]}")
+        stored = read_stream(self.boto, stream)
+        seqs = {sid: [r["SequenceNumber"] for r in recs] for sid, recs in stored.items()}
+        self.assertEqual([len(seqs[x]) for x in (s0, s1, s2, c1, c2)], [15, 15, 15, 12, 12])
+
+        def hk(sid):
+            h = shards[sid]["HashKeyRange"]
+            return {"startingHashKey": {"S": h["StartingHashKey"]},
+                    "endingHashKey": {"S": h["EndingHashKey"]}}
+
+        state = b"\x00\x01kcl-state\xff"
+        items = [
+            {   # the split parent, finished by a KCL worker
+                "leaseKey": {"S": s0}, "leaseCounter": {"N": "17"},
+                "ownerSwitchesSinceCheckpoint": {"N": "0"},
+                "checkpoint": {"S": "SHARD_END"},
+                "checkpointSubSequenceNumber": {"N": "0"},
+                "childShardIds": {"SS": [c1, c2]}, **hk(s0)},
+            {   # mid-shard, free
+                "leaseKey": {"S": s1}, "leaseCounter": {"N": "42"},
+                "ownerSwitchesSinceCheckpoint": {"N": "1"},
+                "checkpoint": {"S": seqs[s1][9]},
+                "checkpointSubSequenceNumber": {"N": "0"}, **hk(s1)},
+            {   # a child not started, held by a KCL worker that is gone
+                "leaseKey": {"S": c1}, "leaseOwner": {"S": "kcl-worker-gone"},
+                "leaseCounter": {"N": "3"},
+                "ownerSwitchesSinceCheckpoint": {"N": "0"},
+                "checkpoint": {"S": "TRIM_HORIZON"},
+                "checkpointSubSequenceNumber": {"N": "0"},
+                "parentShardId": {"SS": [s0]}, **hk(c1)},
+            {   # a child mid-shard with a prepared checkpoint, KCL 3.x extras
+                "leaseKey": {"S": c2}, "leaseCounter": {"N": "12"},
+                "ownerSwitchesSinceCheckpoint": {"N": "2"},
+                "checkpoint": {"S": seqs[c2][4]},
+                "checkpointSubSequenceNumber": {"N": "0"},
+                "pendingCheckpoint": {"S": seqs[c2][7]},
+                "pendingCheckpointSubSequenceNumber": {"N": "0"},
+                "pendingCheckpointState": {"B": state},
+                "parentShardId": {"SS": [s0]}, **hk(c2),
+                "throughputKBps": {"N": "3.5"},
+                "checkpointOwner": {"S": "kcl-worker-2"},
+                "entityType": {"S": "LEASE"}},
+            {   # KCL 3.x coordinator state: not a lease
+                "leaseKey": {"S": "Leader"}, "entityType": {"S": "LEADER"},
+                "leaderId": {"S": "kcl-worker-1"}},
+        ]
+        # s2 has no item: the worker creates it
+        self.create_kcl_table(app)
+        for it in items:
+            self.ddb.put_item(TableName=app, Item=it)
+
+        props = {**PROPS, "lease.duration.ms": 2000, "lease.renew.interval.ms": 500}
+        want = {s1: seqs[s1][10:], s2: seqs[s2], c1: seqs[c1], c2: seqs[c2][5:]}
+        recs = self.run_until(env, stream, app, f"dynamodb:{app}",
+                              sum(map(len, want.values())), props)
+        got = defaultdict(list)
+        for r in recs:
+            got[r["shard"]].append(r["seq"])
+        self.assertNotIn(s0, got, "a SHARD_END parent was read again")
+        for sid, w in want.items():
+            self.assertEqual(got[sid], w, sid)  # from the checkpoint on, once
+
+        after = self.scan(app)
+        self.assertEqual(after["Leader"], items[-1], "a non-lease item was changed")
+        for key, it in after.items():
+            if key == "Leader":
+                continue
+            for name, v in it.items():
+                if name in KCL_TYPES:
+                    self.assertEqual(next(iter(v)), KCL_TYPES[name], (key, name))
+            for name in ("leaseCounter", "ownerSwitchesSinceCheckpoint",
+                         "checkpointSubSequenceNumber"):
+                self.assertRegex(it[name]["N"], r"^\d+$", (key, name))
+        # the KCL 3.x attributes survive take, renew, checkpoint, release
+        x = after[c2]
+        self.assertEqual(x["throughputKBps"], {"N": "3.5"})
+        self.assertEqual(x["checkpointOwner"], {"S": "kcl-worker-2"})
+        self.assertEqual(x["entityType"], {"S": "LEASE"})
+        # a checkpoint past the prepared one clears it
+        for name in ("pendingCheckpoint", "pendingCheckpointSubSequenceNumber",
+                     "pendingCheckpointState"):
+            self.assertNotIn(name, x)
+        self.assertEqual(x["parentShardId"], {"SS": [s0]})
+        for sid in (s1, s2, c1, c2):
+            self.assertEqual(after[sid]["checkpoint"], {"S": seqs[sid][-1]}, sid)
+            self.assertEqual(after[sid]["checkpointSubSequenceNumber"], {"N": "0"})
+            self.assertEqual(after[sid]["ownerSwitchesSinceCheckpoint"], {"N": "0"})
+            self.assertNotIn("leaseOwner", after[sid], sid)
+        self.assertGreater(int(after[s1]["leaseCounter"]["N"]), 42)
+        # the item the library wrote, as the KCL writes one
+        mine = after[s2]
+        self.assertLessEqual(set(mine), set(KCL_TYPES))
+        self.assertLessEqual({"leaseKey", "leaseCounter", "checkpoint",
+                              "checkpointSubSequenceNumber",
+                              "ownerSwitchesSinceCheckpoint", "startingHashKey",
+                              "endingHashKey"}, set(mine))
+        self.assertEqual({k: mine[k] for k in ("startingHashKey", "endingHashKey")}, hk(s2))
+        if s0 in after:  # or cleaned up: both children have started
+            self.assertEqual(after[s0]["checkpoint"], {"S": "SHARD_END"})
+            self.assertEqual(after[s0]["childShardIds"], {"SS": [c1, c2]})
+        # and kncat leases shows the leases only
+        rows = leases_json(KNCAT, env, app, f"dynamodb:{app}")
+        self.assertEqual({r["shard"] for r in rows}, set(after) - {"Leader"})
+
+    def test_kcl_aggregated_resume(self):
+        stream, app = unique("kclagg"), unique("kclaggapp")
+        env = self.env()
+        kncat(env, "create", stream, "--shards", 1)
+        for part in range(2):
+            lines = "".join(f"{part}-{j}\n" for j in range(20)).encode()
+            kncat(env, "produce", stream, "--aggregate", "-k", "agg", input=lines)
+        p = kncat(env, "consume", stream, "-e", "-J")
+        recs = [json.loads(x) for x in p.stdout.decode().splitlines()]
+        self.assertEqual(len(recs), 40)
+        by_seq = defaultdict(list)
+        for r in recs:
+            by_seq[r["seq"]].append(r["subseq"])
+        big = [s for s, subs in by_seq.items() if len(subs) >= 10]
+        self.assertTrue(big, f"no aggregate of 10 or more records: {dict(by_seq)}")
+        seq = big[0]
+        at = [i for i, r in enumerate(recs) if r["seq"] == seq][6]
+        self.assertEqual(recs[at]["subseq"], 6)
+        shard = recs[0]["shard"]
+        self.create_kcl_table(app)
+        self.ddb.put_item(TableName=app, Item={
+            "leaseKey": {"S": shard}, "leaseCounter": {"N": "5"},
+            "ownerSwitchesSinceCheckpoint": {"N": "0"},
+            "checkpoint": {"S": seq}, "checkpointSubSequenceNumber": {"N": "6"}})
+        want = recs[at + 1:]
+        props = {**PROPS, "lease.duration.ms": 2000, "lease.renew.interval.ms": 500}
+        got = self.run_until(env, stream, app, f"dynamodb:{app}", len(want), props)
+        self.assertEqual([(r["seq"], r["subseq"], r["data"]) for r in got],
+                         [(r["seq"], r["subseq"], r["data"]) for r in want])
+        item = self.scan(app)[shard]
+        self.assertEqual(item["checkpoint"], {"S": recs[-1]["seq"]})
+        self.assertEqual(item["checkpointSubSequenceNumber"],
+                         {"N": str(recs[-1]["subseq"])})
 
 def fmt(d):
     return "{" + ", ".join(f"{k[-3:]}: {'-' if v is None else f'{v:.1f}s'}"
