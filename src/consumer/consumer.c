@@ -13,6 +13,7 @@
 #include "util/rand.h"
 #include <unistd.h>
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/str.h"
 
 /* ---- configuration ---- */
@@ -76,6 +77,7 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
              "lease.duration.ms");
     return -1;
   }
+  kc->lease.grace_ms = kc->lease.duration_ms - kc->lease.renew_ms / 2;
   kc->lease.take_ms = kn_conf_int(c, "lease.take.interval.ms");
   kc->lease.max_leases = (int)kn_conf_int(c, "lease.max.per.worker");
   kc->lease.max_steal = (int)kn_conf_int(c, "lease.max.steal");
@@ -320,6 +322,13 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
      * dropped batch would be skipped. */
     if (kc->fatal && kn_error_code(kc->fatal) == KN_ERR__NOMEM) break;
     kn_dentry_t *e = kn_delivery_pop(kc);
+    if (e && kn_coord_expired_locked(kc, e->cs, kn_mono_ms())) {
+      /* The lease may be another worker's by now: what was read under it
+       * is left to the next owner. */
+      kn_batch_destroy(e->batch);
+      free(e);
+      continue;
+    }
     if (e) {
       kn_cshard_t *cs = e->cs;
       kn_batch_t *b = e->batch;

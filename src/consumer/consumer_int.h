@@ -66,11 +66,16 @@ typedef struct kn_cshard {
   kn_pos_t start;              /* control: where the reader starts */
   struct kn_reader *reader;    /* control: running reader, or NULL */
   int end_popped;              /* [mu] the application polled past the end */
+  /* Lease mode: from this monotonic time on, records of the shard are
+   * neither fetched nor handed out, unless a write to the lease moves it
+   * first (0: no limit).  The readers and poll judge it themselves, so a
+   * renewal stuck in an unreachable store cannot keep them going. */
+  int64_t lease_until_ms;      /* [mu] */
 
   /* Lease mode [lease_mu]: the lease as this worker holds it. */
   int held;                    /* this worker holds the lease */
   int64_t counter;             /* leaseCounter after our last write */
-  int64_t last_renew_ms;       /* monotonic time of the last good write */
+  int64_t last_renew_ms;       /* monotonic time a good write was sent */
   char ckpt[KN_SEQ_MAX];       /* checkpoint in the table ("" if none) */
   uint64_t ckpt_subseq;
   int shard_end_written;
@@ -107,6 +112,7 @@ typedef enum kn_ctl_kind {
   KN_CTL_SHARD_GONE,    /* the shard no longer exists (trimmed) */
   KN_CTL_FATAL,         /* a reader hit an error that stops the consumer */
   KN_CTL_RESYNC,        /* list shards again soon */
+  KN_CTL_LEASE_EXPIRED, /* cs's lease was not renewed in time */
   KN_CTL_CLOSE
 } kn_ctl_kind_t;
 
@@ -178,6 +184,11 @@ struct kn_consumer_s {
   kn_shard_list_t *last_shards; /* control thread: the last ListShards */
   struct {
     int64_t duration_ms, renew_ms, take_ms;
+    /* How long after a good write this worker reads on without another:
+     * others judge expiry from when they saw the write, no earlier than
+     * when it was sent, so stopping a little before the duration keeps two
+     * readers of a shard apart. */
+    int64_t grace_ms;
     int max_leases, max_steal;
   } lease;
   int64_t next_stats_ms;      /* poll thread */
@@ -228,6 +239,14 @@ void kn_coord_cleanup(kn_consumer_t *kc);       /* finished parents */
 void kn_coord_release_all(kn_consumer_t *kc);   /* at close */
 /* Stops reading cs because its lease is gone (any thread but I/O). */
 void kn_coord_lost(kn_consumer_t *kc, kn_cshard_t *cs, kn_err_t reason);
+/* A write to cs's lease sent at sent_ms succeeded: reading may go on
+ * for the grace period from then.  Returns -1, changing nothing, when the
+ * shard's time had already run out (the shard is being stopped).  With
+ * lease_mu held, mu not held. */
+int kn_coord_extend(kn_consumer_t *kc, kn_cshard_t *cs, int64_t sent_ms);
+/* Non-zero when cs's time is up (lease mode).  mu held. */
+int kn_coord_expired_locked(const kn_consumer_t *kc, const kn_cshard_t *cs,
+                            int64_t now_ms);
 /* Checkpoint of cs at p (app or control thread); lease_mu NOT held. */
 kn_error_t *kn_coord_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
                                 const kn_pos_t *p, const void *state,

@@ -218,6 +218,9 @@ static void handle(kn_consumer_t *kc, kn_ctl_msg_t *m, int64_t *next_sync) {
     case KN_CTL_RESYNC:
       *next_sync = 0;
       break;
+    case KN_CTL_LEASE_EXPIRED:
+      if (leases) kn_coord_lost(kc, m->cs, KN_ERR__LEASE_LOST);
+      break;
     case KN_CTL_CLOSE:
       break;
   }

@@ -183,7 +183,28 @@ static void start_of(const kn_consumer_t *kc, const kn_lease_t *l,
   }
 }
 
-static void acquire(kn_consumer_t *kc, const kn_lease_t *l, int64_t counter) {
+/* ---- the grace period ---- */
+
+int kn_coord_extend(kn_consumer_t *kc, kn_cshard_t *cs, int64_t sent_ms) {
+  int rc = 0;
+  pthread_mutex_lock(&kc->mu);
+  if (cs->lease_until_ms && kn_mono_ms() >= cs->lease_until_ms) {
+    rc = -1;
+  } else {
+    cs->last_renew_ms = sent_ms;
+    cs->lease_until_ms = sent_ms + kc->lease.grace_ms;
+  }
+  pthread_mutex_unlock(&kc->mu);
+  return rc;
+}
+
+int kn_coord_expired_locked(const kn_consumer_t *kc, const kn_cshard_t *cs,
+                            int64_t now_ms) {
+  return kc->ls && cs->lease_until_ms && now_ms >= cs->lease_until_ms;
+}
+
+static void acquire(kn_consumer_t *kc, const kn_lease_t *l, int64_t counter,
+                    int64_t sent_ms) {
   kn_cshard_t *cs = shard_for_lease(kc, l);
   if (!cs) {
     kn_err_log(&kc->log, "COORD", "out of memory taking shard %s", l->key);
@@ -197,7 +218,7 @@ static void acquire(kn_consumer_t *kc, const kn_lease_t *l, int64_t counter) {
   pthread_mutex_lock(&kc->lease_mu);
   cs->held = 1;
   cs->counter = counter;
-  cs->last_renew_ms = kn_mono_ms();
+  cs->last_renew_ms = sent_ms;
   cs->shard_end_written = 0;
   cs->ckpt[0] = '\0';
   cs->ckpt_subseq = 0;
@@ -208,6 +229,7 @@ static void acquire(kn_consumer_t *kc, const kn_lease_t *l, int64_t counter) {
   kc->lstats.taken++;
   start_of(kc, l, &cs->start);
   pthread_mutex_lock(&kc->mu);
+  cs->lease_until_ms = sent_ms + kc->lease.grace_ms;
   cs->fencing_token = counter;
   cs->has_delivered = cs->has_processed = 0;
   cs->end_popped = 0;
@@ -279,6 +301,7 @@ void kn_coord_take(kn_consumer_t *kc) {
         }
       }
       int64_t counter = 0;
+      int64_t sent_ms = kn_mono_ms();
       err = ST(kc)->take(kc->ls, l->key, l->counter, l->owner, kc->worker_id,
                          &counter);
       if (err) {
@@ -291,7 +314,7 @@ void kn_coord_take(kn_consumer_t *kc) {
       if (pass)
         kn_info(&kc->log, "COORD", "stole shard %s from %s to balance",
                 l->key, l->owner);
-      acquire(kc, l, counter);
+      acquire(kc, l, counter, sent_ms);
       took++;
     }
   }
@@ -316,6 +339,7 @@ void kn_coord_lost(kn_consumer_t *kc, kn_cshard_t *cs, kn_err_t reason) {
   kn_reader_stop(kc, cs);
   pthread_mutex_lock(&kc->mu);
   kn_delivery_purge(kc, cs);
+  cs->lease_until_ms = 0;
   cs->state = KN_CS_STOPPED;
   cs->fencing_token = -1;
   cs->caught_up = 0;
@@ -342,12 +366,14 @@ static kn_error_t *write_ckpt_locked(kn_consumer_t *kc, kn_cshard_t *cs,
                                      uint64_t pending_subseq,
                                      const void *state, size_t state_len) {
   int64_t counter = 0;
+  int64_t sent_ms = kn_mono_ms();
   kn_error_t *err = ST(kc)->checkpoint(
       kc->ls, cs->id, cs->counter, kc->worker_id, ckpt, (int64_t)subseq,
       pending, (int64_t)pending_subseq, state, state_len, &counter);
   if (err) return err;
   cs->counter = counter;
-  cs->last_renew_ms = kn_mono_ms();
+  /* Too late to extend the grace period: the shard stops anyway. */
+  (void)kn_coord_extend(kc, cs, sent_ms);
   if (ckpt && strlen(ckpt) < sizeof(cs->ckpt)) {
     strcpy(cs->ckpt, ckpt);
     cs->ckpt_subseq = subseq;

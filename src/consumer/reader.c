@@ -50,6 +50,7 @@ typedef struct kn_reader {
 } kn_reader_t;
 
 static void reader_next(kn_reader_t *r);
+static int reader_expired(kn_reader_t *r);
 
 static void reader_log_err(kn_reader_t *r, const char *what,
                            const kn_error_t *err) {
@@ -256,6 +257,11 @@ static void records_done(void *opaque, kn_call_result_t *res) {
     b->shard_end = 1;
   }
 
+  if (reader_expired(r)) {
+    kn_batch_destroy(b);
+    kn_shard_list_destroy(children);
+    return;
+  }
   kn_records_filter(kc, r->cs, b, r->has_skip ? &r->skip : NULL);
   if (kinesis_records) r->has_skip = 0; /* only the first records can be at
                                            or below the resume position */
@@ -326,8 +332,24 @@ static void request_records(kn_reader_t *r) {
   }
 }
 
+/* Lease mode: the shard's time is up (the lease was not renewed within the
+ * grace period).  The reader stops without fetching or queueing more, and
+ * the control thread gives the shard up. */
+static int reader_expired(kn_reader_t *r) {
+  pthread_mutex_lock(&r->kc->mu);
+  int expired = kn_coord_expired_locked(r->kc, r->cs, kn_mono_ms());
+  pthread_mutex_unlock(&r->kc->mu);
+  if (!expired) return 0;
+  kn_warn(&r->kc->log, "READER", "shard %s: lease not renewed within %lld ms: "
+          "stopped reading it", r->cs->id, (long long)r->kc->lease.grace_ms);
+  r->stopped = 1;
+  kn_control_post(r->kc, KN_CTL_LEASE_EXPIRED, r->cs, NULL, NULL);
+  return 1;
+}
+
 static void reader_next(kn_reader_t *r) {
   if (r->stopped || r->call) return;
+  if (reader_expired(r)) return;
   if (r->step == STEP_ITERATOR)
     request_iterator(r);
   else

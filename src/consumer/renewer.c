@@ -3,7 +3,11 @@
  * are doing.  A renewal refused by the table means another worker has the
  * lease: the shard stops at once.  When the table cannot be reached, held
  * shards go on being read until the lease could have expired in the eyes
- * of other workers, then stop. */
+ * of other workers (lease.duration.ms less half a renewal interval after
+ * the last good write was sent), then stop.  The readers and poll judge
+ * that time themselves (kn_cshard_t.lease_until_ms), so a renewal hanging
+ * in an unreachable store -- retries, a locked SQLite file -- cannot keep
+ * a shard going past it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
@@ -20,6 +24,7 @@ static void renew_one(kn_consumer_t *kc, kn_cshard_t *cs) {
     return;
   }
   int64_t t0 = kn_mono_us();
+  int64_t sent_ms = kn_mono_ms();
   int64_t counter = 0;
   kn_error_t *err = kc->ls->ops->renew(kc->ls, cs->id, cs->counter,
                                        kc->worker_id, &counter);
@@ -30,15 +35,17 @@ static void renew_one(kn_consumer_t *kc, kn_cshard_t *cs) {
   int lost = 0;
   if (!err) {
     cs->counter = counter;
-    cs->last_renew_ms = kn_mono_ms();
+    /* Renewed too late: the shard has stopped (or is stopping) already;
+     * the lease is left to expire and be taken again. */
+    lost = kn_coord_extend(kc, cs, sent_ms) != 0;
+    if (lost)
+      err = kn_error_new(KN_ERR__TIMED_OUT, "renewed after the grace period "
+                         "(%lld ms) had run out",
+                         (long long)kc->lease.grace_ms);
   } else {
     kc->lstats.renew_failures++;
-    /* Others judge expiry from when they last saw the counter move, which
-     * is no earlier than our last good write: stopping a little before
-     * duration has passed since then keeps two readers apart. */
-    int64_t grace = kc->lease.duration_ms - kc->lease.renew_ms / 2;
     lost = kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED ||
-           kn_mono_ms() - cs->last_renew_ms >= grace;
+           kn_mono_ms() - cs->last_renew_ms >= kc->lease.grace_ms;
     if (!lost)
       kn_warn(&kc->log, "RENEW", "shard %s: %s (still held)", cs->id,
               kn_error_string(err));
