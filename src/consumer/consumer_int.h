@@ -79,6 +79,15 @@ typedef struct kn_cshard {
   char ckpt[KN_SEQ_MAX];       /* checkpoint in the table ("" if none) */
   uint64_t ckpt_subseq;
   int shard_end_written;
+  /* [mu] Copies of held, counter and the checkpoint for the statistics,
+   * which run on the application's thread and must never wait for
+   * lease_mu: a renewal holds it while the store answers, or not. */
+  struct {
+    int held;
+    int64_t counter;
+    char ckpt[KN_SEQ_MAX];
+    uint64_t ckpt_subseq;
+  } view;
 } kn_cshard_t;
 
 /* Events for the application's callbacks, run inside kn_consumer_poll. */
@@ -192,7 +201,7 @@ struct kn_consumer_s {
     int max_leases, max_steal;
   } lease;
   int64_t next_stats_ms;      /* poll thread */
-  struct {                    /* [lease_mu] worker statistics */
+  struct {                    /* [mu] worker statistics */
     uint64_t taken, lost, renewals, renew_failures;
     int64_t renew_last_us, renew_max_us;
   } lstats;
@@ -244,6 +253,8 @@ void kn_coord_lost(kn_consumer_t *kc, kn_cshard_t *cs, kn_err_t reason);
  * shard's time had already run out (the shard is being stopped).  With
  * lease_mu held, mu not held. */
 int kn_coord_extend(kn_consumer_t *kc, kn_cshard_t *cs, int64_t sent_ms);
+/* Copies cs's lease fields to cs->view.  lease_mu held, mu not held. */
+void kn_coord_publish(kn_consumer_t *kc, kn_cshard_t *cs);
 /* Non-zero when cs's time is up (lease mode).  mu held. */
 int kn_coord_expired_locked(const kn_consumer_t *kc, const kn_cshard_t *cs,
                             int64_t now_ms);

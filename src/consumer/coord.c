@@ -198,6 +198,15 @@ int kn_coord_extend(kn_consumer_t *kc, kn_cshard_t *cs, int64_t sent_ms) {
   return rc;
 }
 
+void kn_coord_publish(kn_consumer_t *kc, kn_cshard_t *cs) {
+  pthread_mutex_lock(&kc->mu);
+  cs->view.held = cs->held;
+  cs->view.counter = cs->counter;
+  memcpy(cs->view.ckpt, cs->ckpt, sizeof(cs->ckpt));
+  cs->view.ckpt_subseq = cs->ckpt_subseq;
+  pthread_mutex_unlock(&kc->mu);
+}
+
 int kn_coord_expired_locked(const kn_consumer_t *kc, const kn_cshard_t *cs,
                             int64_t now_ms) {
   return kc->ls && cs->lease_until_ms && now_ms >= cs->lease_until_ms;
@@ -226,9 +235,10 @@ static void acquire(kn_consumer_t *kc, const kn_lease_t *l, int64_t counter,
     strcpy(cs->ckpt, l->checkpoint);
     cs->ckpt_subseq = (uint64_t)(l->checkpoint_subseq > 0 ? l->checkpoint_subseq : 0);
   }
-  kc->lstats.taken++;
   start_of(kc, l, &cs->start);
+  kn_coord_publish(kc, cs);
   pthread_mutex_lock(&kc->mu);
+  kc->lstats.taken++;
   cs->lease_until_ms = sent_ms + kc->lease.grace_ms;
   cs->fencing_token = counter;
   cs->has_delivered = cs->has_processed = 0;
@@ -335,9 +345,10 @@ void kn_coord_lost(kn_consumer_t *kc, kn_cshard_t *cs, kn_err_t reason) {
     return;
   }
   cs->held = 0;
-  kc->lstats.lost += reason == KN_ERR__LEASE_LOST;
+  kn_coord_publish(kc, cs);
   kn_reader_stop(kc, cs);
   pthread_mutex_lock(&kc->mu);
+  kc->lstats.lost += reason == KN_ERR__LEASE_LOST;
   kn_delivery_purge(kc, cs);
   cs->lease_until_ms = 0;
   cs->state = KN_CS_STOPPED;
@@ -378,6 +389,7 @@ static kn_error_t *write_ckpt_locked(kn_consumer_t *kc, kn_cshard_t *cs,
     strcpy(cs->ckpt, ckpt);
     cs->ckpt_subseq = subseq;
   }
+  kn_coord_publish(kc, cs);
   return NULL;
 }
 
@@ -507,6 +519,7 @@ void kn_coord_shard_done(kn_consumer_t *kc, kn_cshard_t *cs) {
     int64_t counter = 0;
     err = ST(kc)->release(kc->ls, cs->id, cs->counter, kc->worker_id, &counter);
     cs->held = 0;
+    kn_coord_publish(kc, cs);
   }
   pthread_mutex_unlock(&kc->lease_mu);
   if (err) {
@@ -593,6 +606,7 @@ void kn_coord_release_all(kn_consumer_t *kc) {
         kn_info(&kc->log, "COORD", "released shard %s", cs->id);
       kn_error_destroy(err);
       cs->held = 0;
+      kn_coord_publish(kc, cs);
     }
     pthread_mutex_unlock(&kc->lease_mu);
     pthread_mutex_lock(&kc->mu);

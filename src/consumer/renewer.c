@@ -29,12 +29,16 @@ static void renew_one(kn_consumer_t *kc, kn_cshard_t *cs) {
   kn_error_t *err = kc->ls->ops->renew(kc->ls, cs->id, cs->counter,
                                        kc->worker_id, &counter);
   int64_t took = kn_mono_us() - t0;
+  pthread_mutex_lock(&kc->mu);
   kc->lstats.renewals++;
+  kc->lstats.renew_failures += err != NULL;
   kc->lstats.renew_last_us = took;
   if (took > kc->lstats.renew_max_us) kc->lstats.renew_max_us = took;
+  pthread_mutex_unlock(&kc->mu);
   int lost = 0;
   if (!err) {
     cs->counter = counter;
+    kn_coord_publish(kc, cs);
     /* Renewed too late: the shard has stopped (or is stopping) already;
      * the lease is left to expire and be taken again. */
     lost = kn_coord_extend(kc, cs, sent_ms) != 0;
@@ -43,7 +47,6 @@ static void renew_one(kn_consumer_t *kc, kn_cshard_t *cs) {
                          "(%lld ms) had run out",
                          (long long)kc->lease.grace_ms);
   } else {
-    kc->lstats.renew_failures++;
     lost = kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED ||
            kn_mono_ms() - cs->last_renew_ms >= kc->lease.grace_ms;
     if (!lost)

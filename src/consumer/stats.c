@@ -15,11 +15,12 @@ static int add_str(kn_buf_t *b, const char *key, const char *v) {
 static int add_checkpoint(kn_buf_t *b, const kn_cshard_t *cs, int leases) {
   int rc = kn_buf_append_str(b, ",\"checkpoint\":");
   if (leases) {
-    if (!cs->ckpt[0]) return rc | kn_buf_append_str(b, "null");
-    if (cs->ckpt[0] < '0' || cs->ckpt[0] > '9')
-      return rc | kn_buf_printf(b, "\"%s\"", cs->ckpt);
-    return rc | kn_buf_printf(b, "{\"seq\":\"%s\",\"subseq\":%llu}", cs->ckpt,
-                              (unsigned long long)cs->ckpt_subseq);
+    const char *c = cs->view.ckpt;
+    if (!c[0]) return rc | kn_buf_append_str(b, "null");
+    if (c[0] < '0' || c[0] > '9')
+      return rc | kn_buf_printf(b, "\"%s\"", c);
+    return rc | kn_buf_printf(b, "{\"seq\":\"%s\",\"subseq\":%llu}", c,
+                              (unsigned long long)cs->view.ckpt_subseq);
   }
   if (!cs->has_processed) return rc | kn_buf_append_str(b, "null");
   return rc | kn_buf_printf(b, "{\"seq\":\"%s\",\"subseq\":%llu}",
@@ -30,14 +31,14 @@ static int add_checkpoint(kn_buf_t *b, const kn_cshard_t *cs, int leases) {
 char *kn_consumer_stats_json(kn_consumer_t *kc) {
   kn_buf_t b = KN_BUF_INIT;
   int leases = strcmp(kn_conf_str(kc->conf, "lease.store"), "none") != 0;
-  pthread_mutex_lock(&kc->lease_mu);
+  /* mu only: lease_mu may be held for as long as the store takes. */
   pthread_mutex_lock(&kc->mu);
   size_t held = 0;
   uint64_t records = 0, bytes = 0;
   int64_t max_behind = -1;
   for (size_t i = 0; i < kc->n_shards; i++) {
     const kn_cshard_t *cs = kc->shards[i];
-    held += cs->held;
+    held += cs->view.held;
     records += cs->records_delivered;
     bytes += cs->bytes_delivered;
     if ((cs->state == KN_CS_READING) && cs->millis_behind > max_behind)
@@ -70,7 +71,7 @@ char *kn_consumer_stats_json(kn_consumer_t *kc) {
     rc |= kn_buf_append_str(&b, i ? ",{" : "{");
     rc |= add_str(&b, "shard", cs->id);
     rc |= kn_buf_append_char(&b, ',');
-    rc |= add_str(&b, "owner", !leases || cs->held ? kc->worker_id : NULL);
+    rc |= add_str(&b, "owner", !leases || cs->view.held ? kc->worker_id : NULL);
     rc |= kn_buf_printf(
         &b,
         ",\"state\":\"%s\",\"lease_counter\":%lld,\"fencing_token\":%lld,"
@@ -78,7 +79,7 @@ char *kn_consumer_stats_json(kn_consumer_t *kc) {
         "\"buffered_records\":%zu,\"buffered_bytes\":%zu,\"paused\":%s,"
         "\"caught_up\":%s",
         kn_cshard_state_name(cs->state),
-        (long long)(leases && cs->held ? cs->counter : -1),
+        (long long)(leases && cs->view.held ? cs->view.counter : -1),
         (long long)cs->fencing_token, (long long)cs->millis_behind,
         (unsigned long long)cs->records_delivered,
         (unsigned long long)cs->bytes_delivered, cs->buffered_records,
@@ -89,7 +90,6 @@ char *kn_consumer_stats_json(kn_consumer_t *kc) {
   }
   rc |= kn_buf_append_str(&b, "]}");
   pthread_mutex_unlock(&kc->mu);
-  pthread_mutex_unlock(&kc->lease_mu);
   if (rc) {
     kn_buf_free(&b);
     return NULL;
