@@ -681,6 +681,261 @@ class GroupBase:
         self.assertEqual(item["checkpointSubSequenceNumber"],
                          {"N": str(recs[-1]["subseq"])})
 
+class CheckpointWatch(threading.Thread):
+    """Samples the lease table's checkpoints every 0.3 s through `read`
+    (a callable returning {shard: checkpoint}, or raising while the store
+    cannot be read) and remembers every checkpoint that moved back."""
+
+    def __init__(self, read):
+        super().__init__(daemon=True)
+        self.read = read
+        self.last: dict[str, int] = {}
+        self.backwards: list = []
+        self.samples = 0
+        self.stop_ev = threading.Event()
+
+    @staticmethod
+    def rank(c):
+        if c is None or c in ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP"):
+            return -1
+        if c == "SHARD_END":
+            return 1 << 200
+        return int(c)
+
+    def run(self):
+        while not self.stop_ev.wait(0.3):
+            try:
+                now = self.read()
+            except Exception:  # noqa: BLE001 - store busy: sample later
+                continue
+            self.samples += 1
+            for sid, c in now.items():
+                r = self.rank(c)
+                if r < self.last.get(sid, -1):
+                    self.backwards.append((sid, self.last[sid], r))
+                self.last[sid] = max(r, self.last.get(sid, -1))
+
+    def finish(self):
+        self.stop_ev.set()
+        self.join(10)
+
+
+# Fault tests: longer leases than elsewhere, so a short outage stays well
+# inside the grace period (duration - renew / 2 = 5.25 s), and short
+# retry back-off, so calls go through soon after an outage ends.
+FAULT_PROPS = {**PROPS, "lease.duration.ms": 6000, "lease.renew.interval.ms": 1500,
+               "retry.backoff.max.ms": 500}
+GRACE = (6000 - 1500 / 2) / 1000
+SHORT_OUTAGE = 2.0
+LONG_OUTAGE = 10.0
+
+
+class Faults(GroupBase, unittest.TestCase):
+    """Lease store and GetRecords faults, on kinesalite."""
+
+    server_name = "kinesalite"
+
+    # the chaos and KCL tests run in Kinesalite and KinesisLocal
+    test_chaos_sqlite = test_chaos_dynamodb = None
+    test_kcl_table_resumed = test_kcl_aggregated_resume = None
+
+    def setup_group(self, store, env_a, env_b, props=FAULT_PROPS):
+        stream, app = unique("fault"), unique("faultapp")
+        kncat(self.env(), "create", stream, "--shards", 4)
+        store = store(app)
+        a = self.start_worker(env_a, stream, app, store, "A", props=props)
+        b = self.start_worker(env_b, stream, app, store, "B", props=props)
+        owners = self.wait_balanced(self.env(), app, store, stream, [a, b])
+        # records only now: the stealing while the group balances would
+        # deliver some twice
+        prod = Producer(self.boto, stream, spread_keys(16, "m"), interval=0.1)
+        prod.start()
+        time.sleep(1)
+        return stream, app, store, a, b, prod, owners
+
+    def delivered_in(self, w, shards, t0, t1):
+        """shard -> records w delivered in [t0, t1]."""
+        got = defaultdict(int)
+        for t, r in w.records():
+            if t0 <= t <= t1 and r["shard"] in shards:
+                got[r["shard"]] += 1
+        return got
+
+    def drain_and_check(self, prod, workers, first_dup_after=None):
+        """Stops producing; waits until every record arrived; checks that
+        no record was delivered a second time before first_dup_after."""
+        produced = prod.finish()
+        want = {r["i"] for r in produced}
+        self.wait_for("every record", lambda: want <= self.delivered_ids(workers), 90)
+        if first_dup_after is not None:
+            seen = defaultdict(list)
+            for w in workers:
+                for t, r in w.records():
+                    seen[(r["shard"], r["seq"])].append(t)
+            early = [k for k, ts in seen.items()
+                     if len(ts) > 1 and sorted(ts)[1] < first_dup_after]
+            self.assertEqual(early, [], "records delivered twice before any lease moved")
+        return produced
+
+    def short_outage(self, start, end, workers, owners, app, store):
+        """A store outage shorter than the grace period: every worker goes
+        on reading its shards throughout, and no lease moves."""
+        t0 = time.monotonic()
+        start()
+        time.sleep(SHORT_OUTAGE)
+        end()
+        t1 = time.monotonic()
+        for w in workers:
+            mine = {s for s, o in owners.items() if o == w.wid}
+            got = self.delivered_in(w, mine, t1 - 0.8, t1 + 0.1)
+            self.assertEqual(set(got), mine, f"{w.wid} stopped reading during "
+                             f"a {SHORT_OUTAGE} s outage: {dict(got)}")
+        time.sleep(2)
+        now = {r["shard"]: r["owner"] for r in leases_json(KNCAT, self.env(), app, store)}
+        self.assertEqual(now, owners, "a lease moved during a short outage")
+
+    def test_fault_dynamodb(self):
+        """Worker A reaches DynamoDB through a fault proxy, B directly:
+        throttling and 500s for a while, then a long outage."""
+        with FaultProxy(self.dynalite) as proxy:
+            stream, app, store, a, b, prod, owners = self.setup_group(
+                lambda app: f"dynamodb:{app}",
+                lab.env_for(kinesis=self.server, dynamodb=proxy.endpoint),
+                self.env())
+            watch = CheckpointWatch(lambda: {
+                it["leaseKey"]["S"]: it.get("checkpoint", {}).get("S")
+                for it in self.scan(app).values()})
+            watch.start()
+            before = dict(watch.last)
+            rules = []
+            for fault in ({"error": "ThrottlingException"}, {"status": 500}):
+                self.short_outage(
+                    lambda: rules.append(proxy.add_rule("status", "*", **fault)),
+                    lambda: proxy.remove_rule(rules.pop()),
+                    [a, b], owners, app, store)
+            t_long = time.monotonic()
+            # A long outage: A stops reading its shards within the grace
+            # period, B takes them over once A's leases expire.
+            a_shards = {s for s, o in owners.items() if o == "A"}
+            rule = proxy.add_rule("status", "*", status=500)
+            time.sleep(LONG_OUTAGE)
+            proxy.remove_rule(rule)
+            t_end = time.monotonic()
+            late = self.delivered_in(a, a_shards, t_long + GRACE + 1.5, t_end)
+            self.assertEqual(dict(late), {}, "A read on past the grace period")
+            took = self.wait_takeover(a_shards, [b], t_long, KILL_BOUND)
+            for sid, dt in took.items():
+                self.assertIsNotNone(dt, sid)
+                self.assertGreater(dt, GRACE - 0.5, f"{sid} taken over while A still held it")
+            self.wait_balanced(self.env(), app, store, stream, [a, b], stable=2)
+            self.drain_and_check(prod, [a, b], first_dup_after=t_long)
+            watch.finish()
+            self.assertEqual(watch.backwards, [])
+            self.assertGreater(watch.samples, 10)
+            for sid, c in before.items():
+                self.assertGreaterEqual(watch.last[sid], c, sid)
+            print(f"\n  dynamodb faults: {sum(1 for x in proxy.log if x.fault)} "
+                  f"faulty answers; A's shards taken over by B after "
+                  f"{fmt(took)}", file=sys.stderr)
+        for w in (a, b):
+            self.assertEqual(w.stop(), 0, w.stderr())
+
+    def test_fault_sqlite_locked(self):
+        """Another process holds an exclusive transaction on the SQLite
+        file: briefly, then for longer than a lease."""
+        path = self.dir / "locked.db"
+        stream, app, store, a, b, prod, owners = self.setup_group(
+            lambda app: f"sqlite:{path}", self.env(), self.env())
+
+        def read():
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as c:
+                return dict(c.execute("SELECT leaseKey, checkpoint FROM leases"))
+
+        watch = CheckpointWatch(read)
+        watch.start()
+        time.sleep(1)
+        before = dict(watch.last)
+        locker = []
+
+        def lock(seconds):
+            p = subprocess.Popen(
+                [sys.executable, "-c",
+                 "import sqlite3, sys, time\n"
+                 "c = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)\n"
+                 "c.execute('BEGIN EXCLUSIVE')\n"
+                 "c.execute('UPDATE leases SET leaseKey = leaseKey WHERE 0')\n"
+                 "print('locked', flush=True)\n"
+                 "time.sleep(float(sys.argv[2]))\n"
+                 "c.execute('ROLLBACK')\n", str(path), str(seconds)],
+                stdout=subprocess.PIPE)
+            self.assertEqual(p.stdout.readline(), b"locked\n")
+            locker.append(p)
+
+        def unlock():
+            p = locker.pop()
+            self.assertEqual(p.wait(30), 0)
+
+        self.short_outage(lambda: lock(SHORT_OUTAGE + 0.2), unlock, [a, b],
+                          owners, app, store)
+        # Longer than a lease: both workers stop within the grace period
+        # (nobody can renew), and take their shards again afterwards.
+        t_long = time.monotonic()
+        lock(LONG_OUTAGE)
+        unlock()
+        t_end = time.monotonic()
+        late = {w.wid: dict(self.delivered_in(w, set(owners), t_long + GRACE + 1.5, t_end))
+                for w in (a, b)}
+        self.assertEqual(late, {"A": {}, "B": {}}, "read on past the grace period")
+        self.wait_takeover(set(owners), [a, b], t_end, 30)
+        self.wait_balanced(self.env(), app, store, stream, [a, b], stable=1)
+        self.drain_and_check(prod, [a, b], first_dup_after=t_long)
+        watch.finish()
+        self.assertEqual(watch.backwards, [])
+        self.assertGreater(watch.samples, 10)
+        for sid, c in before.items():
+            self.assertGreaterEqual(watch.last[sid], c, sid)
+        for w in (a, b):
+            self.assertEqual(w.stop(), 0, w.stderr())
+
+    def test_fault_getrecords_throttled(self):
+        """Every other GetRecords throttled for a while: back-off, nothing
+        lost, nothing read twice, no lease lost."""
+        with FaultProxy(self.server) as proxy:
+            env = lab.env_for(kinesis=proxy.endpoint, dynamodb=self.dynalite)
+            stream, app, store, a, b, prod, owners = self.setup_group(
+                lambda app: f"dynamodb:{app}", env, env, props=PROPS)
+            proxy.clear_log()
+            lost_before = [w.stderr().count("lost the lease") for w in (a, b)]
+            t0 = time.time()
+            rule = proxy.add_rule("status", "GetRecords", probability=0.5,
+                                  error="ProvisionedThroughputExceededException")
+            time.sleep(6)
+            proxy.remove_rule(rule)
+            t1 = time.time()
+            time.sleep(2)
+            self.drain_and_check(prod, [a, b], first_dup_after=float("inf"))
+            gets = [x for x in proxy.requests("GetRecords") if t0 <= x.time <= t1]
+            throttled = [x for x in gets if x.fault]
+            self.assertGreater(len(throttled), 10)
+            # a throttled call is retried with the same iterator, later
+            retried = 0
+            for i, x in enumerate(gets):
+                if x.fault:
+                    it = x.json()["ShardIterator"]
+                    nxt = [y for y in gets[i + 1:] if y.json()["ShardIterator"] == it]
+                    retried += bool(nxt)
+            self.assertGreater(retried, len(throttled) // 2)
+            # and the per-shard call rate (5 per second) is kept
+            self.assertLessEqual(len(gets), 4 * 5 * (t1 - t0) * 1.2 + 8)
+            now = {r["shard"]: r["owner"] for r in leases_json(KNCAT, self.env(), app, store)}
+            self.assertEqual(now, owners)
+            self.assertEqual([w.stderr().count("lost the lease") for w in (a, b)],
+                             lost_before)
+            for w in (a, b):
+                self.assertEqual(w.stop(), 0, w.stderr())
+            print(f"\n  GetRecords: {len(throttled)} of {len(gets)} throttled",
+                  file=sys.stderr)
+
 def fmt(d):
     return "{" + ", ".join(f"{k[-3:]}: {'-' if v is None else f'{v:.1f}s'}"
                            for k, v in sorted(d.items())) + "}"
