@@ -134,6 +134,11 @@ class Args(unittest.TestCase):
             (["consume", "s", "-c", "-3"], "-c"),
             (["consume", "s", "-J", "-K", ":"], "-K"),
             (["consume", "s", "-p", "a,b"], "bad shard"),
+            (["group", "s"], "missing --app"),
+            (["group", "--app", "a"], "missing STREAM"),
+            (["group", "s", "--app", "a", "-o", "at:12"], "position"),
+            (["group", "s", "--app", "a", "-J", "-K", ":"], "-K"),
+            (["leases"], "missing APP"),
         ]
         for args, needle in cases:
             with self.subTest(args=args):
@@ -141,8 +146,9 @@ class Args(unittest.TestCase):
 
     def test_reserved(self):
         env = {"PATH": os.environ.get("PATH", "")}
-        for args, needle in ((["group", "s"], "not supported yet"),
-                             (["consume", "s", "--efo", "me"], "not supported yet")):
+        for args, needle in ((["consume", "s", "--efo", "me"], "not supported yet"),
+                             (["group", "s", "--app", "a", "--efo", "me"],
+                              "not supported yet")):
             p = run(args, env=env)
             self.assertEqual(p.returncode, 1, args)
             self.assertEqual(len(err_lines(p)), 1, p.stderr)
