@@ -278,5 +278,9 @@ int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs);
 void kn_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs);
 /* The application made room in cs's buffer: wake its reader.  mu held. */
 void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs);
+/* Memory was freed (a batch polled or purged, a reservation released):
+ * wake the paused readers if the total budget is at most half used.  mu
+ * held. */
+void kn_reader_wake_all_locked(kn_consumer_t *kc);
 
 #endif

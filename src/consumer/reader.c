@@ -157,6 +157,9 @@ static void release_reserve(kn_reader_t *r) {
   if (!r->reserved) return;
   pthread_mutex_lock(&r->kc->mu);
   r->kc->total_bytes -= r->reserved;
+  /* Readers may have paused for want of the room this call had reserved;
+   * when nothing is queued no poll would ever wake them. */
+  kn_reader_wake_all_locked(r->kc);
   pthread_mutex_unlock(&r->kc->mu);
   r->reserved = 0;
 }
@@ -432,6 +435,12 @@ static void reader_wake(void *arg) {
   if (r->stopped || !r->waiting_room) return;
   r->waiting_room = 0;
   reader_next(r);
+}
+
+void kn_reader_wake_all_locked(kn_consumer_t *kc) {
+  if (kc->n_paused > 0 && kc->total_bytes <= kc->cfg.max_total_bytes / 2)
+    for (size_t i = 0; i < kc->n_shards && kc->n_paused > 0; i++)
+      kn_reader_wake_locked(kc, kc->shards[i]);
 }
 
 void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
