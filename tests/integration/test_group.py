@@ -477,6 +477,34 @@ class GroupBase:
         self.chaos("dynamodb")
 
 
+    # -- backpressure --
+
+    def test_slow_reader(self):
+        """A reader that stalls while 16 shards fill a small memory budget:
+        consume -e and group -e still read everything and exit (paused
+        shards are woken when memory is released, not only by poll)."""
+        stream = unique("slow")
+        env = self.env()
+        kncat(env, "create", stream, "--shards", 16)
+        lines = b"".join(b"%016x\t" % (i * 7919) + b"x" * 1000 + b"\n"
+                         for i in range(1600))
+        kncat(env, "-q", "produce", stream, "-K", "\\t", input=lines)
+        store = self.store("sqlite", unique("slowapp"))
+        for args in (["consume", stream, "-e"],
+                     ["group", stream, "--app", "slow", "--leases", store, "-e"]):
+            with subprocess.Popen([KNCAT, "-q", "-X", "buffer.max.total.bytes=1000000",
+                                   *args], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE) as p:
+                time.sleep(3)  # nobody reads: the pipe and the budget fill up
+                try:
+                    out, err = p.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    out, err = p.communicate()
+                    self.fail(f"kncat {args[0]} hung after a stalled reader")
+            self.assertEqual(p.returncode, 0, err)
+            self.assertEqual(len(out.splitlines()), 1600, args[0])
+
     # -- KCL compatibility (DynamoDB) --
 
     def keys_for(self, shard, n, prefix):
@@ -736,7 +764,7 @@ class Faults(GroupBase, unittest.TestCase):
     server_name = "kinesalite"
 
     # the chaos and KCL tests run in Kinesalite and KinesisLocal
-    test_chaos_sqlite = test_chaos_dynamodb = None
+    test_chaos_sqlite = test_chaos_dynamodb = test_slow_reader = None
     test_kcl_table_resumed = test_kcl_aggregated_resume = None
 
     def setup_group(self, store, env_a, env_b, props=FAULT_PROPS):
