@@ -28,7 +28,8 @@ sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 
-COMMANDS = ["create", "delete", "list", "split", "merge", "produce", "consume"]
+COMMANDS = ["create", "delete", "list", "split", "merge", "produce", "consume",
+            "group", "leases"]
 TIMEOUT = 120
 
 
