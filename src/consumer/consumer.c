@@ -325,6 +325,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
        * is left to the next owner. */
       kn_batch_destroy(e->batch);
       free(e);
+      kn_reader_wake_all_locked(kc);
       continue;
     }
     if (e) {
