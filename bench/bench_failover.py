@@ -21,7 +21,7 @@ output, each line stamped as it arrives.  Printed next to the KCL's
 (lease 10 s + a take cycle of 20 s for failover; about 20 s for hand-over,
 as it does not release leases), with the ratios.
 
-  python3 bench/bench_failover.py [--build DIR] [--runs 5] [--mb 32]
+  python3 bench/bench_failover.py [--build DIR] [--runs 5] [--mb 48] [--rounds 5]
 """
 
 import argparse
@@ -191,9 +191,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--mb", type=float, default=32,
+    ap.add_argument("--mb", type=float, default=48,
                     help="MB of 1 KB records for the CPU comparison")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     kncat = os.environ.get("KNCAT") or os.path.join(a.build, "kncat")
     if not os.access(kncat, os.X_OK):
