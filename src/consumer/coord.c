@@ -273,23 +273,44 @@ void kn_coord_take(kn_consumer_t *kc) {
     kn_lease_array_free(v, n);
     return;
   }
-  /* A held lease now owned by someone else was taken from us. */
+  /* Leases in this worker's name that this process does not hold were
+   * held by an earlier run of this worker (worker ids are unique), or were
+   * given up here when their renewal came too late.  Nobody else reads
+   * them: they count as free now, instead of after they expire (as the
+   * KCL takes its own leases back when it starts).  Their owner is set
+   * aside for the take's condition. */
+  char **ours = calloc(n ? n : 1, sizeof(*ours));
+  if (!ours) {
+    kn_lease_array_free(v, n);
+    return;
+  }
   for (size_t i = 0; i < n; i++) {
     pthread_mutex_lock(&kc->mu);
     kn_cshard_t *cs = kn_shard_table_find(kc, v[i].key);
     pthread_mutex_unlock(&kc->mu);
-    if (!cs) continue;
-    pthread_mutex_lock(&kc->lease_mu);
-    int stolen = cs->held && v[i].counter >= cs->counter &&
-                 (!v[i].owner || strcmp(v[i].owner, kc->worker_id) != 0);
-    pthread_mutex_unlock(&kc->lease_mu);
+    int held = 0, stolen = 0;
+    if (cs) {
+      pthread_mutex_lock(&kc->lease_mu);
+      held = cs->held;
+      /* A held lease now owned by someone else was taken from us. */
+      stolen = cs->held && v[i].counter >= cs->counter &&
+               (!v[i].owner || strcmp(v[i].owner, kc->worker_id) != 0);
+      pthread_mutex_unlock(&kc->lease_mu);
+    }
     if (stolen) kn_coord_lost(kc, cs, KN_ERR__LEASE_LOST);
+    if (!held && v[i].owner && strcmp(v[i].owner, kc->worker_id) == 0) {
+      ours[i] = v[i].owner;
+      v[i].owner = NULL;
+    }
   }
 
   kn_take_params_t p = {kc->worker_id, now, kc->lease.duration_ms,
                         kc->lease.max_leases, kc->lease.max_steal};
   kn_take_plan_t plan;
   if (kn_take_plan(v, n, &kc->observer, &p, &plan)) {
+    for (size_t i = 0; i < n; i++)
+      if (ours[i]) v[i].owner = ours[i];
+    free(ours);
     kn_lease_array_free(v, n);
     return;
   }
@@ -313,7 +334,8 @@ void kn_coord_take(kn_consumer_t *kc) {
       }
       int64_t counter = 0;
       int64_t sent_ms = kn_mono_ms();
-      err = ST(kc)->take(kc->ls, l->key, l->counter, l->owner, kc->worker_id,
+      const char *old_owner = ours[idx[k]] ? ours[idx[k]] : l->owner;
+      err = ST(kc)->take(kc->ls, l->key, l->counter, old_owner, kc->worker_id,
                          &counter);
       if (err) {
         /* Lost the race to another taker, or the store hiccuped: the next
@@ -325,6 +347,9 @@ void kn_coord_take(kn_consumer_t *kc) {
       if (pass)
         kn_info(&kc->log, "COORD", "stole shard %s from %s to balance",
                 l->key, l->owner);
+      else if (ours[idx[k]])
+        kn_info(&kc->log, "COORD", "shard %s was in this worker's name but "
+                "not read here: taken back", l->key);
       acquire(kc, l, counter, sent_ms);
       took++;
     }
@@ -333,6 +358,9 @@ void kn_coord_take(kn_consumer_t *kc) {
   kc->taker_idle = plan.n_take == 0 && plan.n_steal == 0;
   pthread_mutex_unlock(&kc->mu);
   kn_take_plan_free(&plan);
+  for (size_t i = 0; i < n; i++)
+    if (ours[i]) v[i].owner = ours[i];
+  free(ours);
   kn_lease_array_free(v, n);
   (void)took;
 }
