@@ -477,6 +477,39 @@ class GroupBase:
         self.chaos("dynamodb")
 
 
+    # -- restart --
+
+    def test_restart_same_worker_id(self):
+        """A worker killed and started again under the same --worker id
+        takes its leases back at once, not after they expire (default lease
+        duration, 10 s); nothing is lost."""
+        stream, app = unique("restart"), unique("restartapp")
+        env = self.env()
+        store = self.store("sqlite", app)
+        kncat(env, "create", stream, "--shards", 4)
+        props = {k: v for k, v in PROPS.items() if not k.startswith("lease.")}
+        a = self.start_worker(env, stream, app, store, "A", props=props)
+        b = self.start_worker(env, stream, app, store, "B", props=props)
+        owners = self.wait_balanced(env, app, store, stream, [a, b], stable=2)
+        prod = Producer(self.boto, stream, spread_keys(16, "m"), interval=self.interval)
+        prod.start()
+        time.sleep(2)
+        mine = {s for s, o in owners.items() if o == "A"}
+        t = a.signal(signal.SIGKILL)
+        self.assertEqual(a.wait(30), -signal.SIGKILL)
+        a2 = self.start_worker(env, stream, app, store, "A", props=props)
+        took = self.wait_takeover(mine, [a2], t, 10)
+        produced = prod.finish()
+        print(f"\n  restarted worker resumed {fmt(took)} after the kill", file=sys.stderr)
+        for sid, dt in took.items():
+            self.assertIsNotNone(dt, sid)
+            self.assertLess(dt, 8.0, f"{sid}: waited for the lease to expire")
+        want = {r["i"] for r in produced}
+        self.wait_for("every record", lambda: want <= self.delivered_ids([a, b, a2]), 60)
+        self.assertIn("taken back", a2.stderr())
+        for w in (a2, b):
+            self.assertEqual(w.stop(), 0, w.stderr())
+
     # -- backpressure --
 
     def test_slow_reader(self):
@@ -765,6 +798,7 @@ class Faults(GroupBase, unittest.TestCase):
 
     # the chaos and KCL tests run in Kinesalite and KinesisLocal
     test_chaos_sqlite = test_chaos_dynamodb = test_slow_reader = None
+    test_restart_same_worker_id = None
     test_kcl_table_resumed = test_kcl_aggregated_resume = None
 
     def setup_group(self, store, env_a, env_b, props=FAULT_PROPS):
