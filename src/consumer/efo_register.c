@@ -43,7 +43,12 @@ int kn_efo_conf(kn_consumer_t *kc, char *errstr, size_t size) {
   const char *name = kn_conf_str(c, "efo.consumer.name");
   const char *arn = kn_conf_str(c, "efo.consumer.arn");
   int has_name = name && *name, has_arn = arn && *arn;
-  if (!has_name && !has_arn) return 0; /* polling */
+  if (!has_name && !has_arn) {
+    if (!kn_conf_is_set(c, "efo.registration")) return 0; /* polling */
+    snprintf(errstr, size, "efo.registration is set but neither "
+             "efo.consumer.name nor efo.consumer.arn");
+    return -1;
+  }
   const char *reg = kn_conf_str(c, "efo.registration");
   kn_efo_registration_t r = strcmp(reg, "eager") == 0  ? KN_EFO_EAGER
                             : strcmp(reg, "none") == 0 ? KN_EFO_NONE
@@ -320,8 +325,6 @@ void kn_efo_setup(kn_consumer_t *kc) {
   free(efo->consumer_arn);
   efo->consumer_arn = arn;
   efo->generation++;
-  efo->verified_gen = efo->generation;
-  efo->verified_ms = kn_mono_ms();
   pthread_mutex_unlock(&kc->mu);
   kn_info(&kc->log, "EFO", "reading through stream consumer \"%s\" (%s)",
           efo->name, arn);
