@@ -54,6 +54,8 @@ typedef struct kn_efo {
   uint64_t lists_done;        /* ... and the last one finished */
   int list_pending;           /* a listing is queued or running */
   int64_t list_last_ms;       /* when the last one finished */
+  size_t readers;             /* fan-out readers running */
+  int warned_connections;
 } kn_efo_t;
 
 /* ---- efo_register.c ---- */

@@ -30,12 +30,14 @@
  * and timers: no callback of a stopped reader ever runs. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "aws/eventstream.h"
 #include "consumer/efo.h"
 #include "consumer/records_filter.h"
 #include "core/error.h"
 #include "kinesis/batch.h"
+#include "kinesis/client_int.h"
 #include "kinesis/decode_records.h"
 #include "kinesis/encode.h"
 #include "kinesis/subscribe_event.h"
@@ -456,6 +458,24 @@ static void begin(void *arg) {
   subscribe(r);
 }
 
+/* Over HTTP/1.1 every subscription holds a connection for minutes, and
+ * calls beyond http.max.connections wait for one (mu held). */
+static void check_connections_locked(kn_consumer_t *kc) {
+  const kn_aws_settings_t *st = &kc->client->settings;
+  kn_efo_t *efo = kc->efo;
+  int cleartext = st->kinesis_endpoint &&
+                  strncasecmp(st->kinesis_endpoint, "http:", 5) == 0;
+  int http11 = st->http.version == KN_HTTP_1_1 ||
+               (cleartext && st->http.version != KN_HTTP_2_PRIOR);
+  if (!http11 || efo->warned_connections ||
+      efo->readers + 2 <= (size_t)st->http.max_connections)
+    return;
+  efo->warned_connections = 1;
+  kn_warn(&kc->log, "EFO", "%zu subscriptions over HTTP/1.1 take a connection "
+          "each: raise http.max.connections (%ld) above the shards read, or "
+          "use HTTP/2 (https)", efo->readers, st->http.max_connections);
+}
+
 int kn_efo_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
   kn_efo_reader_t *r = calloc(1, sizeof(*r));
   if (!r) return -1;
@@ -470,6 +490,8 @@ int kn_efo_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
   r->state = EFO_WAITING;
   r->behind = -1;
   pthread_mutex_lock(&kc->mu);
+  kc->efo->readers++;
+  check_connections_locked(kc);
   cs->efo_reader = r;
   cs->state = KN_CS_READING;
   cs->caught_up = 0;
@@ -477,6 +499,7 @@ int kn_efo_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
   pthread_mutex_unlock(&kc->mu);
   if (kn_loop_post(kc->loop, begin, r)) {
     pthread_mutex_lock(&kc->mu);
+    kc->efo->readers--;
     cs->efo_reader = NULL;
     pthread_mutex_unlock(&kc->mu);
     free(r);
@@ -502,6 +525,7 @@ void kn_efo_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
     kc->n_paused--;
     cs->paused = 0;
   }
+  if (r) kc->efo->readers--;
   pthread_mutex_unlock(&kc->mu);
   if (!r) return;
   /* Posted work runs in order: a wake-up posted earlier runs first, and
