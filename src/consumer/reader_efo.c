@@ -43,9 +43,12 @@
 #include "kinesis/subscribe_event.h"
 #include "util/backoff.h"
 #include "util/clock.h"
+#include "util/rand.h"
 #include "util/str.h"
 
 #define KN_EFO_SUBSCRIBE_GAP_US 1000000 /* one call per second and shard */
+/* ResourceInUse answers retried every 1-2 s before backing off. */
+#define KN_EFO_IN_USE_FAST 10
 /* After ResourceNotFound, subscribe again by this time even if the control
  * thread has not answered (it may be busy registering). */
 #define KN_EFO_CHECK_WAIT_MS 60000
@@ -79,8 +82,11 @@ typedef struct kn_efo_reader {
   kn_error_t *stream_err;    /* why it is being ended, from inside it */
   int end_seen;              /* the shard ended in it */
   int to_polling;            /* finish by polling once it is gone */
+  int draining;              /* over for us: the rest is read and dropped
+                                while the server ends it */
   int paused;                /* its transfer is paused for room */
   int idle;                  /* the last event was empty */
+  int in_use_streak;         /* ResourceInUse answers in a row */
   uint64_t idle_list;        /* efo->lists_started when it became idle */
   kn_timer_t *timer;
   kn_timer_t *watchdog;
@@ -145,6 +151,7 @@ static void drop_call(kn_efo_reader_t *r) {
   kn_error_destroy(r->stream_err);
   r->stream_err = NULL;
   r->paused = 0;
+  r->draining = 0;
 }
 
 /* ---- events ---- */
@@ -225,6 +232,7 @@ static int on_event(kn_efo_reader_t *r, kn_evs_decoder_t *d,
             cs->id, kn_shard_list_count(children));
     kn_control_post(kc, KN_CTL_SHARD_ENDED, cs, NULL, children);
     r->end_seen = 1;
+    r->draining = 1;
     return 1;
   }
   if (to_polling) {
@@ -246,10 +254,12 @@ static int on_message(void *opaque, kn_evs_decoder_t *d,
      * ...) or a message that is not of this stream. */
     r->stream_err = err ? err : kn_error_new(code, "SubscribeToShard: %s",
                                              kn_err2str(code));
+    r->draining = 1;
     return 1;
   }
   if (r->state == EFO_SUBSCRIBING) {
     kn_backoff_reset(&r->backoff);
+    r->in_use_streak = 0;
     set_state(r, EFO_STREAMING);
   }
   if (kind != KN_SUB_EVENT) { /* initial-response, or unknown: skipped */
@@ -265,9 +275,17 @@ static int on_data(void *opaque, const char *p, size_t n) {
   kn_efo_reader_t *r = opaque;
   kn_consumer_t *kc = r->kc;
   kn_error_t *err = NULL;
+  if (r->draining) return 0;
   if (kn_evs_feed(r->dec, p, n, &err) != KN_ERR_NO_ERROR) {
-    /* Ended by on_message (its reason is kept), or a corrupt stream. */
-    if (!r->stream_err && !r->end_seen && !r->to_polling)
+    /* After an exception or the end of the shard the server ends the
+     * stream itself: resetting it instead upsets some servers (later
+     * requests on the connection fail with framing errors).  A stream
+     * that is corrupt, or that we leave for polling, is reset. */
+    if (r->draining) {
+      kn_error_destroy(err);
+      return 0;
+    }
+    if (!r->stream_err && !r->to_polling)
       r->stream_err = err ? err : kn_error_new(KN_ERR__NOMEM, "out of memory");
     else
       kn_error_destroy(err);
@@ -310,14 +328,15 @@ static void start_polling(kn_efo_reader_t *r) {
   set_state(r, EFO_POLLING);
 }
 
-static void on_done(void *opaque, kn_call_result_t *res) {
-  kn_efo_reader_t *r = opaque;
+/* The subscription is over (r->call gone); err (taken) is how the
+ * transfer ended, unless the stream said why itself. */
+static void ended(kn_efo_reader_t *r, kn_error_t *err) {
   kn_consumer_t *kc = r->kc;
-  r->call = NULL;
-  kn_error_t *err = r->stream_err ? r->stream_err : res->err;
-  if (err != res->err) kn_error_destroy(res->err);
-  res->err = NULL;
-  r->stream_err = NULL;
+  if (r->stream_err) {
+    kn_error_destroy(err);
+    err = r->stream_err;
+    r->stream_err = NULL;
+  }
   drop_call(r);
   if (r->end_seen) {
     kn_error_destroy(err);
@@ -342,11 +361,16 @@ static void on_done(void *opaque, kn_call_result_t *res) {
   }
   kn_err_t code = kn_error_code(err);
   if (code == KN_ERR_RESOURCE_IN_USE) {
+    /* The previous holder lets go within seconds (a lost connection, or a
+     * shard handed over): try at the allowed pace for a while, so a new
+     * owner starts soon, then back off (two readers of one shard). */
     count(r, &r->in_use);
     kn_info(&kc->log, "EFO", "shard %s: %s: retrying", r->cs->id,
             kn_error_string(err));
     kn_error_destroy(err);
-    schedule(r, kn_backoff_next(&r->backoff));
+    schedule(r, r->in_use_streak++ < KN_EFO_IN_USE_FAST
+                    ? 1000 + (int64_t)kn_rand_below(1000)
+                    : kn_backoff_next(&r->backoff));
   } else if (code == KN_ERR_RESOURCE_NOT_FOUND) {
     kn_info(&kc->log, "EFO", "shard %s: %s: checking why", r->cs->id,
             kn_error_string(err));
@@ -366,6 +390,14 @@ static void on_done(void *opaque, kn_call_result_t *res) {
   }
 }
 
+static void on_done(void *opaque, kn_call_result_t *res) {
+  kn_efo_reader_t *r = opaque;
+  r->call = NULL;
+  kn_error_t *err = res->err;
+  res->err = NULL;
+  ended(r, err);
+}
+
 static void watchdog_fired(void *arg) {
   kn_efo_reader_t *r = arg;
   if (!r->call) return;
@@ -373,6 +405,12 @@ static void watchdog_fired(void *arg) {
   int64_t quiet = (kn_mono_us() - r->last_event_us) / 1000;
   if (r->paused || quiet < limit) { /* a paused stream is quiet on purpose */
     kn_timer_start(r->watchdog, r->paused ? limit : limit - quiet);
+    return;
+  }
+  if (r->draining) { /* the server did not end it: we do */
+    kn_call_cancel(r->call);
+    r->call = NULL;
+    ended(r, NULL);
     return;
   }
   kn_warn(&r->kc->log, "EFO", "shard %s: no event for %lld ms: renewing the "
@@ -436,7 +474,7 @@ static void subscribe(kn_efo_reader_t *r) {
   }
   kn_dbg(&kc->log, "EFO", "shard %s: SubscribeToShard %s %s", r->cs->id,
          kn_iterator_type_name(pos.type), pos.seq);
-  r->end_seen = r->to_polling = 0;
+  r->end_seen = r->to_polling = r->draining = 0;
   r->last_subscribe_us = r->last_event_us = now;
   pthread_mutex_lock(&kc->mu);
   r->state = EFO_SUBSCRIBING;
