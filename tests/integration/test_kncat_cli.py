@@ -28,7 +28,8 @@ sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 
-COMMANDS = ["create", "delete", "list", "split", "merge", "produce", "consume"]
+COMMANDS = ["create", "delete", "list", "split", "merge", "produce", "consume",
+            "group", "leases"]
 TIMEOUT = 120
 
 
@@ -141,7 +142,7 @@ class Args(unittest.TestCase):
 
     def test_reserved(self):
         env = {"PATH": os.environ.get("PATH", "")}
-        for args, needle in ((["group", "s"], "not supported yet"),
+        for args, needle in ((["efo", "list", "s"], "not supported yet"),
                              (["consume", "s", "--efo", "me"], "not supported yet")):
             p = run(args, env=env)
             self.assertEqual(p.returncode, 1, args)
