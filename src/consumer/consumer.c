@@ -310,6 +310,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
   typedef void (*ended_cb_t)(kn_consumer_t *, const char *, void *);
   ended_cb_t ended_cb = (ended_cb_t)kc->conf->cbs[KN_CB_SHARD_ENDED];
 
+  kn_stats_maybe_emit(kc);
   pthread_mutex_lock(&kc->mu);
   mark_processed_locked(kc);
   for (;;) {
@@ -465,46 +466,6 @@ int64_t kn_consumer_fencing_token(kn_consumer_t *kc, const char *shard_id) {
   return t;
 }
 
-/* ---- statistics ---- */
-
-char *kn_consumer_stats_json(kn_consumer_t *kc) {
-  kn_buf_t b = KN_BUF_INIT;
-  pthread_mutex_lock(&kc->mu);
-  int rc = kn_buf_append_str(&b, "{\"stream\":");
-  rc |= kn_buf_append_json_str(&b, kc->stream, strlen(kc->stream));
-  rc |= kn_buf_printf(&b, ",\"queued_batches\":%zu,\"buffered_bytes\":%zu,"
-                          "\"shards\":[", kc->q_len, kc->total_bytes);
-  for (size_t i = 0; i < kc->n_shards; i++) {
-    kn_cshard_t *cs = kc->shards[i];
-    rc |= kn_buf_append_str(&b, i ? ",{\"shard\":" : "{\"shard\":");
-    rc |= kn_buf_append_json_str(&b, cs->id, strlen(cs->id));
-    rc |= kn_buf_printf(
-        &b, ",\"state\":\"%s\",\"millis_behind\":%lld,\"records\":%llu,"
-            "\"bytes\":%llu,\"buffered_records\":%zu,\"buffered_bytes\":%zu,"
-            "\"paused\":%s,\"caught_up\":%s,\"checkpoint\":",
-        kn_cshard_state_name(cs->state), (long long)cs->millis_behind,
-        (unsigned long long)cs->records_delivered,
-        (unsigned long long)cs->bytes_delivered, cs->buffered_records,
-        cs->buffered_bytes, cs->paused ? "true" : "false",
-        cs->caught_up ? "true" : "false");
-    if (cs->has_processed)
-      rc |= kn_buf_printf(&b, "{\"seq\":\"%s\",\"subseq\":%llu}",
-                          cs->processed.seq,
-                          (unsigned long long)cs->processed.subseq);
-    else
-      rc |= kn_buf_append_str(&b, "null");
-    rc |= kn_efo_stats_json(&b, cs);
-    rc |= kn_buf_append_char(&b, '}');
-  }
-  rc |= kn_buf_append_str(&b, "]}");
-  pthread_mutex_unlock(&kc->mu);
-  if (rc) {
-    kn_buf_free(&b);
-    return NULL;
-  }
-  return kn_buf_steal(&b, NULL);
-}
-
 /* ---- callbacks ---- */
 
 void kn_conf_set_lease_acquired_cb(
@@ -567,6 +528,7 @@ void kn_consumer_destroy(kn_consumer_t *kc) {
     app_event_free(e);
   }
   kn_lease_observer_free(&kc->observer);
+  kn_shard_list_destroy(kc->last_shards);
   free(kc->worker_id);
   free(kc->dirty);
   kn_error_destroy(kc->fatal);

@@ -181,10 +181,12 @@ struct kn_consumer_s {
   pthread_cond_t renewer_cv;  /* with lease_mu */
   int taker_idle;             /* [mu] last take round found nothing to do */
   kn_lease_observer_t observer; /* control thread only */
+  kn_shard_list_t *last_shards; /* control thread: the last ListShards */
   struct {
     int64_t duration_ms, renew_ms, take_ms;
     int max_leases, max_steal;
   } lease;
+  int64_t next_stats_ms;      /* poll thread */
   struct {                    /* [lease_mu] worker statistics */
     uint64_t taken, lost, renewals, renew_failures;
     int64_t renew_last_us, renew_max_us;
@@ -239,6 +241,9 @@ kn_error_t *kn_coord_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
 /* renewer.c */
 int kn_renewer_start(kn_consumer_t *kc);
 void kn_renewer_stop(kn_consumer_t *kc);
+
+/* stats.c: runs the statistics callback when it is due (poll thread). */
+void kn_stats_maybe_emit(kn_consumer_t *kc);
 
 /* reader.c */
 /* Starts a reader for cs at cs->start (I/O thread work is posted).  Any

@@ -127,7 +127,16 @@ kn_error_t *kn_coord_sync(kn_consumer_t *kc, int first) {
       err = create_lease(kc, s, initial_checkpoint(kc));
     }
   }
-  kn_shard_list_destroy(shards);
+  /* Remember which shards are closed: an empty read of a closed shard is
+   * not "caught up" until its end is seen. */
+  pthread_mutex_lock(&kc->mu);
+  for (size_t i = 0; i < kc->n_shards; i++) {
+    const kn_shard_t *s = kn_shard_list_find(shards, kc->shards[i]->id);
+    if (s && !kn_shard_is_open(s)) kc->shards[i]->closed_at_sync = 1;
+  }
+  pthread_mutex_unlock(&kc->mu);
+  kn_shard_list_destroy(kc->last_shards);
+  kc->last_shards = shards;
   kn_lease_array_free(leases, n);
   if (!err) {
     pthread_mutex_lock(&kc->mu);
@@ -140,13 +149,16 @@ kn_error_t *kn_coord_sync(kn_consumer_t *kc, int first) {
 /* ---- taking ---- */
 
 static kn_cshard_t *shard_for_lease(kn_consumer_t *kc, const kn_lease_t *l) {
+  const kn_shard_t *s =
+      kc->last_shards ? kn_shard_list_find(kc->last_shards, l->key) : NULL;
   pthread_mutex_lock(&kc->mu);
   kn_cshard_t *cs = kn_shard_table_find(kc, l->key);
   if (!cs)
     cs = kn_shard_table_add_raw(kc, l->key,
                                 l->n_parents > 0 ? l->parents[0] : NULL,
                                 l->n_parents > 1 ? l->parents[1] : NULL,
-                                l->hash_start, l->hash_end, 0);
+                                l->hash_start, l->hash_end,
+                                s && !kn_shard_is_open(s));
   pthread_mutex_unlock(&kc->mu);
   return cs;
 }

@@ -264,7 +264,11 @@ static void records_done(void *opaque, kn_call_result_t *res) {
   if (kinesis_records) r->has_skip = 0; /* only the first records can be at
                                            or below the resume position */
   pthread_mutex_lock(&kc->mu);
-  r->cs->caught_up = !kinesis_records && behind <= 0 && !shard_end;
+  /* A shard known to be closed is caught up only at its end: kinesalite
+   * reports MillisBehindLatest 0 and a next iterator on an empty read of
+   * a closed shard before it reports the end. */
+  r->cs->caught_up = !kinesis_records && behind <= 0 && !shard_end &&
+                     !r->cs->closed_at_sync;
   r->cs->millis_behind = behind;
   pthread_mutex_unlock(&kc->mu);
 

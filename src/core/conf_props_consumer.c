@@ -5,7 +5,8 @@
 
 const kn_prop_t kn_props_consumer[] = {
     {"stream", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
-     "Name of the stream to read (required)."},
+     "Name of the stream to read or write (required by the consumer and "
+     "the producer)."},
     {"shards", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
      "Comma-separated shard ids to read, without a lease store only; "
      "children of these shards are not followed. Default: every shard, "

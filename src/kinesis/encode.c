@@ -219,6 +219,32 @@ int kn_enc_put_record(kn_buf_t *b, const char *stream,
   return jw_end(&w);
 }
 
+int kn_enc_put_records_begin(kn_buf_t *b, const char *stream) {
+  jw_t w;
+  jw_begin(&w, b);
+  jw_stream(&w, stream);
+  jw_name(&w, "Records");
+  if (!w.err && kn_buf_append_char(b, '[')) w.err = -1;
+  return w.err;
+}
+
+int kn_enc_put_records_entry(kn_buf_t *b, int first,
+                             const kn_put_entry_t *e) {
+  const char *pk = e->partition_key ? e->partition_key : "";
+  if (kn_buf_append_str(b, first ? "{" : ",{") || put_data(b, e->data, e->len) ||
+      kn_buf_append_str(b, ",\"PartitionKey\":") ||
+      kn_buf_append_json_str(b, pk, strlen(pk)))
+    return -1;
+  if (e->explicit_hash_key &&
+      (kn_buf_append_str(b, ",\"ExplicitHashKey\":") ||
+       kn_buf_append_json_str(b, e->explicit_hash_key,
+                              strlen(e->explicit_hash_key))))
+    return -1;
+  return kn_buf_append_char(b, '}');
+}
+
+int kn_enc_put_records_end(kn_buf_t *b) { return kn_buf_append_str(b, "]}"); }
+
 int kn_enc_put_records(kn_buf_t *b, const char *stream,
                        const kn_put_entry_t *entries, size_t n) {
   /* One reservation for the whole body: payloads dominate, keys are
@@ -230,29 +256,11 @@ int kn_enc_put_records(kn_buf_t *b, const char *stream,
     need += (e->partition_key ? strlen(e->partition_key) : 0) * 6;
     if (e->explicit_hash_key) need += 24 + strlen(e->explicit_hash_key) * 6;
   }
-  if (kn_buf_reserve(b, need)) return -1;
-  jw_t w;
-  jw_begin(&w, b);
-  jw_stream(&w, stream);
-  jw_name(&w, "Records");
-  if (!w.err && kn_buf_append_char(b, '[')) w.err = -1;
-  for (size_t i = 0; i < n && !w.err; i++) {
-    const kn_put_entry_t *e = &entries[i];
-    if (kn_buf_append_str(b, i ? ",{" : "{")) w.err = -1;
-    if (!w.err && put_data(b, e->data, e->len)) w.err = -1;
-    const char *pk = e->partition_key ? e->partition_key : "";
-    if (!w.err && (kn_buf_append_str(b, ",\"PartitionKey\":") ||
-                   kn_buf_append_json_str(b, pk, strlen(pk))))
-      w.err = -1;
-    if (!w.err && e->explicit_hash_key &&
-        (kn_buf_append_str(b, ",\"ExplicitHashKey\":") ||
-         kn_buf_append_json_str(b, e->explicit_hash_key,
-                                strlen(e->explicit_hash_key))))
-      w.err = -1;
-    if (!w.err && kn_buf_append_char(b, '}')) w.err = -1;
-  }
-  if (!w.err && kn_buf_append_char(b, ']')) w.err = -1;
-  return jw_end(&w);
+  if (kn_buf_reserve(b, need) || kn_enc_put_records_begin(b, stream))
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (kn_enc_put_records_entry(b, i == 0, &entries[i])) return -1;
+  return kn_enc_put_records_end(b);
 }
 
 int kn_enc_split_shard(kn_buf_t *b, const char *stream, const char *shard_id,

@@ -37,6 +37,12 @@ int kn_enc_put_record(kn_buf_t *b, const char *stream,
  * into it. */
 int kn_enc_put_records(kn_buf_t *b, const char *stream,
                        const kn_put_entry_t *entries, size_t n);
+/* The same body written piece by piece, for a sender that builds entries
+ * as it goes: begin, one entry call per record (first set for the first
+ * one), end. */
+int kn_enc_put_records_begin(kn_buf_t *b, const char *stream);
+int kn_enc_put_records_entry(kn_buf_t *b, int first, const kn_put_entry_t *e);
+int kn_enc_put_records_end(kn_buf_t *b);
 int kn_enc_split_shard(kn_buf_t *b, const char *stream, const char *shard_id,
                        const char *new_starting_hash_key);
 int kn_enc_merge_shards(kn_buf_t *b, const char *stream, const char *shard_id,

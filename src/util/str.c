@@ -83,3 +83,35 @@ char *kn_str_trim(char *s) {
   s[n] = '\0';
   return s;
 }
+
+long kn_utf8_count(const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s, *end = p + n;
+  long count = 0;
+  while (p < end) {
+    unsigned c = *p;
+    size_t len;
+    unsigned min;
+    if (c < 0x80) {
+      p++;
+      count++;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2, min = 0x80, c &= 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, min = 0x800, c &= 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, min = 0x10000, c &= 0x07;
+    } else {
+      return -1;
+    }
+    if ((size_t)(end - p) < len) return -1;
+    for (size_t i = 1; i < len; i++) {
+      if ((p[i] & 0xC0) != 0x80) return -1;
+      c = (c << 6) | (p[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return -1;
+    p += len;
+    count++;
+  }
+  return count;
+}

@@ -24,4 +24,8 @@ int kn_str_to_i64(const char *s, long long min, long long max, long long *out);
 /* Trims ASCII white space at both ends, in place; returns s. */
 char *kn_str_trim(char *s);
 
+/* Unicode characters in s[0..n) if it is valid UTF-8 (shortest forms,
+ * no surrogates, at most U+10FFFF), else -1. */
+long kn_utf8_count(const char *s, size_t n);
+
 #endif

@@ -1,0 +1,14 @@
+/* libkinesis: everything in one include. */
+#ifndef KN_KN_H
+#define KN_KN_H
+
+#include "kn/version.h"
+#include "kn/error.h"
+#include "kn/conf.h"
+#include "kn/record.h"
+#include "kn/client.h"
+#include "kn/consumer.h"
+#include "kn/producer.h"
+#include "kn/leases.h"
+
+#endif

@@ -1,0 +1,92 @@
+/* kn_leases_list(): a read-only snapshot of a lease table. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "kn/client.h"
+#include "kn/leases.h"
+#include "lease/store.h"
+
+struct kn_lease_list_s {
+  kn_lease_t *v;
+  size_t n;
+};
+
+static int by_key(const void *a, const void *b) {
+  return strcmp(((const kn_lease_t *)a)->key, ((const kn_lease_t *)b)->key);
+}
+
+kn_error_t *kn_leases_list(const kn_conf_t *conf, const char *store,
+                           kn_lease_list_t **out) {
+  *out = NULL;
+  if (!store || !*store || strcmp(store, "none") == 0)
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "a lease store is needed (sqlite:PATH or "
+                        "dynamodb:TABLE)");
+  struct stat st;
+  if (strncmp(store, "sqlite:", 7) == 0 && stat(store + 7, &st) != 0)
+    return kn_error_new(KN_ERR_RESOURCE_NOT_FOUND, "no lease table at %s",
+                        store + 7);
+  kn_client_t *client = NULL;
+  if (strncmp(store, "dynamodb:", 9) == 0) {
+    char errstr[512];
+    client = kn_client_new(conf, errstr, sizeof(errstr));
+    if (!client) return kn_error_new(KN_ERR__CONF, "%s", errstr);
+  }
+  kn_error_t *err = NULL;
+  kn_lease_store_t *ls = kn_lease_store_open(store, client, &err);
+  kn_lease_list_t *l = NULL;
+  if (ls) {
+    l = calloc(1, sizeof(*l));
+    if (!l)
+      err = kn_error_new(KN_ERR__NOMEM, "out of memory");
+    else
+      err = ls->ops->list(ls, &l->v, &l->n);
+  }
+  kn_lease_store_destroy(ls);
+  kn_client_destroy(client);
+  if (err) {
+    kn_lease_list_destroy(l);
+    return err;
+  }
+  if (l->n) qsort(l->v, l->n, sizeof(*l->v), by_key);
+  *out = l;
+  return NULL;
+}
+
+size_t kn_lease_list_count(const kn_lease_list_t *l) { return l ? l->n : 0; }
+const char *kn_lease_list_shard(const kn_lease_list_t *l, size_t i) {
+  return l->v[i].key;
+}
+const char *kn_lease_list_owner(const kn_lease_list_t *l, size_t i) {
+  return l->v[i].owner;
+}
+int64_t kn_lease_list_counter(const kn_lease_list_t *l, size_t i) {
+  return l->v[i].counter;
+}
+const char *kn_lease_list_checkpoint(const kn_lease_list_t *l, size_t i) {
+  return l->v[i].checkpoint;
+}
+int64_t kn_lease_list_checkpoint_subseq(const kn_lease_list_t *l, size_t i) {
+  return l->v[i].checkpoint_subseq;
+}
+const char *kn_lease_list_pending(const kn_lease_list_t *l, size_t i) {
+  return l->v[i].pending;
+}
+int64_t kn_lease_list_owner_switches(const kn_lease_list_t *l, size_t i) {
+  return l->v[i].owner_switches;
+}
+size_t kn_lease_list_parent_count(const kn_lease_list_t *l, size_t i) {
+  return l->v[i].n_parents;
+}
+const char *kn_lease_list_parent(const kn_lease_list_t *l, size_t i,
+                                 size_t k) {
+  return k < l->v[i].n_parents ? l->v[i].parents[k] : NULL;
+}
+
+void kn_lease_list_destroy(kn_lease_list_t *l) {
+  if (!l) return;
+  kn_lease_array_free(l->v, l->n);
+  free(l);
+}

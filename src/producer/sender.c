@@ -1,0 +1,325 @@
+/* The producer's I/O thread: feeds the engine, sends its calls, lists
+ * shards, and runs the timer that wakes it for linger, back-off, rate
+ * limits and time-outs.  Nothing here blocks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kinesis/decode.h"
+#include "kinesis/encode.h"
+#include "kinesis/kinesis.h"
+#include "producer/producer_int.h"
+#include "util/clock.h"
+
+#define LIST_BACKOFF_MS 200
+#define LIST_BACKOFF_MAX_MS 5000
+
+static void start_list(kn_producer_t *kp);
+
+/* ---- reports ---- */
+
+void kn_producer_deliver(kn_producer_t *kp, kn_msg_list_t *done) {
+  if (!done->head) return;
+  uint64_t ok = 0, failed = 0, bytes = 0;
+  for (kn_msg_t *m = done->head; m; m = m->next) {
+    if (m->shard_id) {
+      ok++;
+      bytes += m->len;
+    } else {
+      failed++;
+    }
+  }
+  pthread_mutex_lock(&kp->mu);
+  kn_msg_list_concat(&kp->reports, done);
+  kp->counters[KN_PC_DELIVERED] += ok;
+  kp->counters[KN_PC_FAILED] += failed;
+  kp->counters[KN_PC_BYTES] += bytes;
+  pthread_cond_broadcast(&kp->dr_cv);
+  pthread_mutex_unlock(&kp->mu);
+}
+
+/* ---- sending ---- */
+
+static void on_put(void *opaque, kn_error_t *err, kn_put_results_t *res);
+
+static void unlink_call(kn_producer_t *kp, kn_pbatch_t *b) {
+  for (kn_pbatch_t **p = &kp->calls; *p; p = &(*p)->next) {
+    if (*p == b) {
+      *p = b->next;
+      kp->n_calls--;
+      return;
+    }
+  }
+}
+
+/* A call that failed as a whole with an error no retry can fix fails
+ * every queued record now instead of at its time-to-live. */
+static int fails_everything(const kn_error_t *err) {
+  if (!err || kn_error_is_retriable(err)) return 0;
+  switch (kn_error_code(err)) {
+    case KN_ERR_RESOURCE_NOT_FOUND:
+    case KN_ERR_ACCESS_DENIED:
+    case KN_ERR_AUTH:
+    case KN_ERR_KMS:
+    case KN_ERR__CREDENTIALS:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+static void finish_call(kn_producer_t *kp, kn_pbatch_t *b, kn_error_t *err,
+                        kn_put_results_t *res) {
+  kn_msg_list_t done = {0};
+  kn_presp_t *resp = res ? kn_presp_new(res) : NULL;
+  if (err)
+    kn_warn(&kp->log, "PRODUCE", "PutRecords of %zu records failed: %s",
+            b->n_msgs, kn_error_string(err));
+  int flags = kn_pcore_done(kp->core, b, err, resp, kn_mono_us(), &done);
+  kn_presp_release(resp);
+  if (fails_everything(err)) kn_pcore_fail_all(kp->core, err, &done);
+  kn_error_destroy(err);
+  pthread_mutex_lock(&kp->mu);
+  kp->counters[KN_PC_CALLS]++;
+  pthread_mutex_unlock(&kp->mu);
+  kn_producer_deliver(kp, &done);
+  if (flags & KN_PCORE_REFRESH) {
+    kn_info(&kp->log, "PRODUCE", "a record went to an unexpected shard: "
+            "listing shards again");
+    if (kp->list_call)
+      kp->list_again = 1;
+    else if (!kn_timer_armed(kp->list_timer))
+      start_list(kp);
+  }
+}
+
+static void start_call(kn_producer_t *kp, kn_pbatch_t *b) {
+  kn_error_t *err = NULL;
+  /* Failed entries are retried here, one by one, not the whole call. */
+  kn_call_opts_t opts = {1, 0};
+  b->owner = kp;
+  b->next = kp->calls;
+  kp->calls = b;
+  kp->n_calls++;
+  b->req = kn_kinesis_put_records_body_async(kp->svc, &b->body, b->n, &opts,
+                                             on_put, b, &err);
+  if (!b->req) {
+    unlink_call(kp, b);
+    finish_call(kp, b, err ? err : kn_error_new(KN_ERR__NOMEM, "PutRecords: "
+                                                "out of memory"), NULL);
+  }
+}
+
+static void kick(kn_producer_t *kp) {
+  if (!kp->core) return;
+  int64_t now = kn_mono_us();
+  pthread_mutex_lock(&kp->mu);
+  int flush = kp->flushing > 0 || kp->closing;
+  pthread_mutex_unlock(&kp->mu);
+
+  kn_msg_list_t done = {0};
+  int64_t next = kn_pcore_expire(kp->core, now, &done), wake = INT64_MAX;
+  while (kp->n_calls < kp->cfg.max_in_flight) {
+    kn_pbatch_t *b = kn_pcore_take(kp->core, now, flush, &wake, &done);
+    if (!b) break;
+    start_call(kp, b);
+  }
+  if (kp->n_calls >= kp->cfg.max_in_flight) wake = INT64_MAX; /* answers kick */
+  if (wake < next) next = wake;
+  if (next == INT64_MAX) {
+    kn_timer_stop(kp->timer);
+  } else {
+    int64_t ms = next > now ? (next - now + 999) / 1000 : 0;
+    kn_timer_start(kp->timer, ms);
+  }
+
+  kn_pcore_stats_t st;
+  kn_pcore_stats(kp->core, &st);
+  pthread_mutex_lock(&kp->mu);
+  kp->counters[KN_PC_IN_FLIGHT] = st.inflight;
+  kp->counters[KN_PC_RETRIES] = st.retries;
+  pthread_mutex_unlock(&kp->mu);
+  kn_producer_deliver(kp, &done);
+}
+
+static void on_put(void *opaque, kn_error_t *err, kn_put_results_t *res) {
+  kn_pbatch_t *b = opaque;
+  kn_producer_t *kp = b->owner;
+  unlink_call(kp, b);
+  finish_call(kp, b, err, res);
+  kick(kp);
+}
+
+static void on_timer(void *arg) { kick(arg); }
+
+void kn_sender_kick(void *arg) { kick(arg); }
+
+void kn_sender_drain(void *arg) {
+  kn_producer_t *kp = arg;
+  pthread_mutex_lock(&kp->mu);
+  kn_msg_list_t in = kp->inbound;
+  memset(&kp->inbound, 0, sizeof(kp->inbound));
+  kp->drain_posted = 0;
+  const kn_error_t *map_err = kp->map_loaded ? NULL : kp->map_err;
+  kn_error_t *fatal = map_err && fails_everything(map_err) ? kn_error_copy(map_err)
+                                                           : NULL;
+  pthread_mutex_unlock(&kp->mu);
+  if (!kp->core) { /* stopped: only a destroy gets here */
+    for (kn_msg_t *m = in.head; m; m = m->next)
+      m->err = kn_error_new(KN_ERR__DESTROY, "the producer was destroyed");
+    kn_producer_deliver(kp, &in);
+    kn_error_destroy(fatal);
+    return;
+  }
+  if (fatal) {
+    /* The stream cannot be listed (gone, access denied): fail at once. */
+    for (kn_msg_t *m = in.head; m; m = m->next) m->err = kn_error_copy(fatal);
+    kn_error_destroy(fatal);
+    kn_producer_deliver(kp, &in);
+    return;
+  }
+  for (kn_msg_t *m; (m = kn_msg_list_pop(&in));) kn_pcore_add(kp->core, m);
+  kick(kp);
+}
+
+/* ---- the shard map ---- */
+
+static void on_list_timer(void *arg) {
+  kn_producer_t *kp = arg;
+  if (kp->core && !kp->list_call) start_list(kp);
+}
+
+static void list_failed(kn_producer_t *kp, kn_error_t *err) {
+  kn_shard_list_destroy(kp->list_acc);
+  kp->list_acc = NULL;
+  free(kp->list_token);
+  kp->list_token = NULL;
+  err = kn_error_prefix(err, "stream \"%s\": ListShards", kp->stream);
+  kn_warn(&kp->log, "PRODUCE", "%s", err ? kn_error_string(err) : "out of memory");
+  kn_msg_list_t done = {0};
+  if (err) kn_pcore_note_error(kp->core, err);
+  int fatal = err && fails_everything(err) && !kn_pcore_has_map(kp->core);
+  if (fatal) kn_pcore_fail_all(kp->core, err, &done);
+  pthread_mutex_lock(&kp->mu);
+  if (!kp->map_loaded) {
+    kn_error_destroy(kp->map_err);
+    kp->map_err = err;
+    err = NULL;
+  }
+  pthread_mutex_unlock(&kp->mu);
+  kn_error_destroy(err);
+  kn_producer_deliver(kp, &done);
+  kn_timer_start(kp->list_timer, kn_backoff_next(&kp->list_backoff));
+}
+
+static void on_list(void *opaque, kn_call_result_t *res) {
+  kn_producer_t *kp = opaque;
+  kp->list_call = NULL;
+  kn_error_t *err = res->err;
+  res->err = NULL;
+  char *next = NULL;
+  if (!err && !kp->list_acc && !(kp->list_acc = kn_shard_list_new()))
+    err = kn_error_new(KN_ERR__NOMEM, "out of memory");
+  if (!err)
+    err = kn_decode_list_shards(res->body.p ? res->body.p : "", res->body.len,
+                                kp->list_acc, &next);
+  if (err) {
+    free(next);
+    list_failed(kp, err);
+    return;
+  }
+  /* Servers that ignore paging may hand back the same token forever. */
+  int stuck = next && kp->list_token && strcmp(next, kp->list_token) == 0;
+  free(kp->list_token);
+  kp->list_token = next;
+  if (next && !stuck) {
+    start_list(kp);
+    return;
+  }
+  free(kp->list_token);
+  kp->list_token = NULL;
+  kn_shard_list_t *l = kp->list_acc;
+  kp->list_acc = NULL;
+  size_t n = l->n;
+  kn_msg_list_t done = {0};
+  if (kn_pcore_set_map(kp->core, l, !kp->list_again, kn_mono_us(), &done)) {
+    list_failed(kp, kn_error_new(KN_ERR__NOMEM, "out of memory"));
+    return;
+  }
+  kn_backoff_reset(&kp->list_backoff);
+  kn_info(&kp->log, "PRODUCE", "stream \"%s\": %zu shards listed", kp->stream,
+          n);
+  pthread_mutex_lock(&kp->mu);
+  kp->map_loaded = 1;
+  kp->counters[KN_PC_MAP_REFRESHES]++;
+  pthread_mutex_unlock(&kp->mu);
+  kn_producer_deliver(kp, &done);
+  if (kp->list_again) {
+    kp->list_again = 0;
+    start_list(kp);
+  }
+  kick(kp);
+}
+
+static void start_list(kn_producer_t *kp) {
+  kn_buf_t body = KN_BUF_INIT;
+  kn_error_t *err = NULL;
+  if (kn_enc_list_shards(&body, kp->stream, KN_SHARD_FILTER_NONE, NULL, 0,
+                         kp->list_token)) {
+    kn_buf_free(&body);
+    list_failed(kp, kn_error_new(KN_ERR__NOMEM, "out of memory"));
+    return;
+  }
+  kp->list_call = kn_svc_call(kp->svc, "ListShards", &body, NULL, on_list, kp,
+                              &err);
+  kn_buf_free(&body);
+  if (!kp->list_call) list_failed(kp, err);
+}
+
+/* ---- life cycle ---- */
+
+void kn_sender_start(void *arg) {
+  kn_producer_t *kp = arg;
+  kn_backoff_init(&kp->list_backoff, LIST_BACKOFF_MS, LIST_BACKOFF_MAX_MS);
+  kp->timer = kn_timer_new(kp->loop, on_timer, kp);
+  kp->list_timer = kn_timer_new(kp->loop, on_list_timer, kp);
+  kp->core = kn_pcore_new(&kp->core_cfg, kn_mono_us());
+  if (!kp->timer || !kp->list_timer || !kp->core) {
+    kn_timer_free(kp->timer);
+    kn_timer_free(kp->list_timer);
+    kn_pcore_destroy(kp->core, NULL);
+    kp->timer = kp->list_timer = NULL;
+    kp->core = NULL;
+    return;
+  }
+  start_list(kp);
+}
+
+void kn_sender_stop(void *arg) {
+  kn_producer_t *kp = arg;
+  if (!kp->core) return;
+  kn_call_cancel(kp->list_call);
+  kp->list_call = NULL;
+  kn_shard_list_destroy(kp->list_acc);
+  kp->list_acc = NULL;
+  free(kp->list_token);
+  kp->list_token = NULL;
+  kn_timer_free(kp->timer);
+  kn_timer_free(kp->list_timer);
+  kp->timer = kp->list_timer = NULL;
+  kn_msg_list_t left = {0};
+  while (kp->calls) {
+    kn_pbatch_t *b = kp->calls;
+    kp->calls = b->next;
+    kn_kreq_cancel(b->req);
+    kn_pcore_abandon(kp->core, b, &left);
+  }
+  kp->n_calls = 0;
+  kn_pcore_destroy(kp->core, &left);
+  kp->core = NULL;
+  for (kn_msg_t *m = left.head; m; m = m->next)
+    m->err = kn_error_new(KN_ERR__DESTROY,
+                          "the producer was destroyed before the record was "
+                          "stored");
+  kn_producer_deliver(kp, &left);
+}

@@ -1,0 +1,436 @@
+#include "output.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+int kc_out_init(kc_out_t *o, int fd, size_t flush_at) {
+  memset(o, 0, sizeof(*o));
+  o->fd = fd;
+  o->flush_at = flush_at;
+  return kc_out_reserve(o, flush_at + 64 * 1024);
+}
+
+void kc_out_free(kc_out_t *o) {
+  free(o->buf);
+  o->buf = NULL;
+  o->len = o->cap = 0;
+}
+
+int kc_out_reserve(kc_out_t *o, size_t n) {
+  if (o->cap - o->len >= n) return 0;
+  size_t cap = o->cap ? o->cap : 4096;
+  while (cap - o->len < n) cap *= 2;
+  char *b = realloc(o->buf, cap);
+  if (!b) return -1;
+  o->buf = b;
+  o->cap = cap;
+  return 0;
+}
+
+int kc_out_flush(kc_out_t *o) {
+  size_t off = 0;
+  if (o->error) {
+    o->len = 0;
+    return -1;
+  }
+  while (off < o->len) {
+    ssize_t w = write(o->fd, o->buf + off, o->len - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      o->error = errno;
+      o->len = 0;
+      return -1;
+    }
+    off += (size_t)w;
+  }
+  o->len = 0;
+  return 0;
+}
+
+int kc_out_reader_gone(kc_out_t *o) {
+  if (o->error) return o->error == EPIPE;
+  /* With no events asked for, poll(2) still reports POLLERR on the write
+   * end of a pipe without readers and POLLHUP on a closed socket. */
+  struct pollfd pfd = {o->fd, 0, 0};
+  if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP))) {
+    o->error = EPIPE;
+    o->len = 0;
+    return 1;
+  }
+  return 0;
+}
+
+int kc_out_write(kc_out_t *o, const void *p, size_t n) {
+  if (o->error) return -1;
+  if (kc_out_reserve(o, n)) return -1;
+  memcpy(o->buf + o->len, p, n);
+  o->len += n;
+  return 0;
+}
+
+/* ---- UTF-8 and JSON ---- */
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+static inline uint64_t load8(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+/* High bit set in some byte iff the 8 bytes hold a byte that JSON must
+ * escape (< 0x20, '"', '\\') or a non-ASCII byte.  Exact as an "any"
+ * test: borrows can only come from bytes that are themselves flagged. */
+static inline uint64_t json_attention(uint64_t v) {
+  uint64_t ctl = (v - ONES * 0x20) & ~v;
+  uint64_t q = v ^ (ONES * '"');
+  uint64_t b = v ^ (ONES * '\\');
+  q = (q - ONES) & ~q;
+  b = (b - ONES) & ~b;
+  return (ctl | q | b | v) & HIGHS;
+}
+
+/* Length of the valid UTF-8 sequence at p (2 to 4), or 0.  Strict as
+ * RFC 3629 table 3.7: no overlongs, no surrogates, at most U+10FFFF.
+ * p[0] is known to be >= 0x80. */
+static inline size_t utf8_seq(const uint8_t *p, const uint8_t *end) {
+  uint8_t c = p[0];
+  size_t avail = (size_t)(end - p);
+  if (c < 0xC2) return 0; /* stray continuation or overlong lead */
+  if (c < 0xE0) return avail >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
+  if (c < 0xF0) {
+    if (avail < 3) return 0;
+    uint8_t lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+  }
+  if (c < 0xF5) {
+    if (avail < 4) return 0;
+    uint8_t lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 &&
+                   (p[3] & 0xC0) == 0x80
+               ? 4
+               : 0;
+  }
+  return 0;
+}
+
+int kc_utf8_valid(const uint8_t *s, size_t n) {
+  const uint8_t *end = s + n;
+  while (s < end) {
+#ifdef __SSE2__
+    if (end - s >= 16 &&
+        !_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)s))) {
+      s += 16;
+      continue;
+    }
+#endif
+    if (end - s >= 8 && !(load8(s) & HIGHS)) {
+      s += 8;
+      continue;
+    }
+    if (*s < 0x80) {
+      s++;
+      continue;
+    }
+    size_t k = utf8_seq(s, end);
+    if (!k) return 0;
+    s += k;
+  }
+  return 1;
+}
+
+static const char hexdig[] = "0123456789abcdef";
+
+/* Escapes one character at s (a byte, or a whole UTF-8 sequence); NULL if
+ * s starts no valid sequence. */
+static inline char *escape_unit(char *d, const uint8_t **sp,
+                                const uint8_t *end) {
+  const uint8_t *s = *sp;
+  uint8_t c = *s;
+  if (c >= 0x80) {
+    size_t k = utf8_seq(s, end);
+    if (!k) return NULL;
+    memcpy(d, s, k); /* JSON carries UTF-8 as is */
+    *sp = s + k;
+    return d + k;
+  }
+  *sp = s + 1;
+  if (c >= 0x20 && c != '"' && c != '\\') {
+    *d = (char)c;
+    return d + 1;
+  }
+  *d++ = '\\';
+  switch (c) {
+    case '"': *d++ = '"'; break;
+    case '\\': *d++ = '\\'; break;
+    case '\n': *d++ = 'n'; break;
+    case '\r': *d++ = 'r'; break;
+    case '\t': *d++ = 't'; break;
+    case '\b': *d++ = 'b'; break;
+    case '\f': *d++ = 'f'; break;
+    default:
+      memcpy(d, "u00", 3);
+      d[3] = hexdig[c >> 4];
+      d[4] = hexdig[c & 15];
+      d += 5;
+  }
+  return d;
+}
+
+char *kc_json_escape(char *d, const uint8_t *s, size_t n) {
+  const uint8_t *end = s + n;
+  for (;;) {
+    /* Plain ASCII is copied as it is, 16 or 8 bytes at a time; a byte
+     * that needs care costs one trip through escape_unit(). */
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                  space = _mm_set1_epi8(0x20);
+    while (end - s >= 16) {
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+      /* Signed compare: bytes >= 0x80 are negative, so "< 0x20" flags
+       * control characters and non-ASCII bytes alike. */
+      __m128i bad = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+          _mm_cmplt_epi8(v, space));
+      unsigned mask = (unsigned)_mm_movemask_epi8(bad);
+      /* Stored whole even when only its start is plain: the caller's
+       * room of 6 * n bytes covers it, and the rest is overwritten. */
+      _mm_storeu_si128((__m128i *)(void *)d, v);
+      if (mask) {
+        unsigned plain = (unsigned)__builtin_ctz(mask);
+        d += plain;
+        s += plain;
+        goto unit;
+      }
+      d += 16;
+      s += 16;
+    }
+#endif
+    while (end - s >= 8) {
+      uint64_t v = load8(s);
+      if (json_attention(v)) break;
+      memcpy(d, &v, 8);
+      d += 8;
+      s += 8;
+    }
+    if (s == end) return d;
+#ifdef __SSE2__
+  unit:
+#endif
+    d = escape_unit(d, &s, end);
+    if (!d) return NULL;
+  }
+}
+
+/* ---- base64 ---- */
+
+static const char b64chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/* Two output characters per 12 input bits: half the lookups of the
+ * character-at-a-time loop.  Filled on first use (kncat is one thread). */
+static uint16_t b64pairs[4096];
+static int b64pairs_ready;
+
+static void b64_init(void) {
+  for (unsigned i = 0; i < 4096; i++) {
+    char pair[2] = {b64chars[i >> 6], b64chars[i & 63]};
+    memcpy(&b64pairs[i], pair, 2);
+  }
+  b64pairs_ready = 1;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define KC_B64_SSSE3 1
+#include <tmmintrin.h>
+
+/* Twelve bytes to sixteen characters with SSSE3 shuffles (the method of
+ * W. Mula and D. Lemire): spread the 3-byte groups over 32-bit lanes, cut
+ * out the 6-bit indices with two multiplies, then map index ranges to
+ * ASCII with one table shuffle.  Binary payloads are base64 in JSON
+ * output, so this is consume -J's hot loop for them.  Reads 16 bytes. */
+__attribute__((target("ssse3"))) static size_t b64_ssse3(char *d,
+                                                         const uint8_t *s,
+                                                         size_t n) {
+  const __m128i spread =
+      _mm_set_epi8(10, 11, 9, 10, 7, 8, 6, 7, 4, 5, 3, 4, 1, 2, 0, 1);
+  const __m128i shift_lut =
+      _mm_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                    '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '+' - 62,
+                    '/' - 63, 'A', 0, 0);
+  size_t done = 0;
+  for (; done + 16 <= n; done += 12, d += 16) {
+    __m128i in = _mm_loadu_si128((const __m128i *)(const void *)(s + done));
+    in = _mm_shuffle_epi8(in, spread);
+    __m128i t0 = _mm_and_si128(in, _mm_set1_epi32(0x0fc0fc00));
+    __m128i t1 = _mm_mulhi_epu16(t0, _mm_set1_epi32(0x04000040));
+    __m128i t2 = _mm_and_si128(in, _mm_set1_epi32(0x003f03f0));
+    __m128i t3 = _mm_mullo_epi16(t2, _mm_set1_epi32(0x01000010));
+    __m128i idx = _mm_or_si128(t1, t3);
+    /* 0..25 -> 13 ('A'), 26..51 -> 0 ('a' - 26), 52..61 -> 1..10 ('0' -
+     * 52), 62 -> 11 ('+' - 62), 63 -> 12 ('/' - 63) */
+    __m128i r = _mm_subs_epu8(idx, _mm_set1_epi8(51));
+    __m128i less = _mm_cmpgt_epi8(_mm_set1_epi8(26), idx);
+    r = _mm_or_si128(r, _mm_and_si128(less, _mm_set1_epi8(13)));
+    r = _mm_add_epi8(_mm_shuffle_epi8(shift_lut, r), idx);
+    _mm_storeu_si128((__m128i *)(void *)d, r);
+  }
+  return done;
+}
+#endif
+
+size_t kc_base64_encode(char *dst, const uint8_t *s, size_t n) {
+  if (!b64pairs_ready) b64_init();
+  char *d = dst;
+  size_t i = 0;
+#ifdef KC_B64_SSSE3
+  static int ssse3 = -1;
+  if (ssse3 < 0) {
+    __builtin_cpu_init();
+    ssse3 = __builtin_cpu_supports("ssse3") ? 1 : 0;
+  }
+  if (ssse3) {
+    i = b64_ssse3(d, s, n);
+    d += i / 3 * 4;
+  }
+#endif
+  /* Six bytes make eight characters: four table lookups, one 8-byte
+   * store. */
+  for (; i + 6 <= n; i += 6) {
+    uint64_t v = (uint64_t)s[i] << 40 | (uint64_t)s[i + 1] << 32 |
+                 (uint64_t)s[i + 2] << 24 | (uint64_t)s[i + 3] << 16 |
+                 (uint64_t)s[i + 4] << 8 | s[i + 5];
+    uint16_t q[4] = {b64pairs[v >> 36], b64pairs[(v >> 24) & 0xfff],
+                     b64pairs[(v >> 12) & 0xfff], b64pairs[v & 0xfff]};
+    memcpy(d, q, 8);
+    d += 8;
+  }
+  for (; i + 3 <= n; i += 3) {
+    uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+    memcpy(d, &b64pairs[v >> 12], 2);
+    memcpy(d + 2, &b64pairs[v & 0xfff], 2);
+    d += 4;
+  }
+  if (i < n) {
+    uint32_t v = (uint32_t)s[i] << 16;
+    if (i + 1 < n) v |= (uint32_t)s[i + 1] << 8;
+    d[0] = b64chars[v >> 18];
+    d[1] = b64chars[(v >> 12) & 63];
+    d[2] = i + 1 < n ? b64chars[(v >> 6) & 63] : '=';
+    d[3] = '=';
+    d += 4;
+  }
+  return (size_t)(d - dst);
+}
+
+/* ---- records ---- */
+
+static inline char *put_u64(char *d, uint64_t v) {
+  char tmp[20];
+  int i = 20;
+  do {
+    tmp[--i] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  memcpy(d, tmp + i, (size_t)(20 - i));
+  return d + (20 - i);
+}
+
+#define LIT(d, s) (memcpy((d), (s), sizeof(s) - 1), (d) + sizeof(s) - 1)
+
+/* Escapes text known to be short and normally valid (keys, names); an
+ * invalid byte becomes U+FFFD so the line stays valid JSON. */
+static char *put_text(char *d, const char *text) {
+  const uint8_t *s = (const uint8_t *)text;
+  size_t n = strlen(text);
+  for (;;) {
+    char *e = kc_json_escape(d, s, n);
+    if (e) return e;
+    /* Find how much was valid, copy that, replace one byte, go on. */
+    size_t ok = 0;
+    while (ok < n) {
+      size_t k = s[ok] < 0x80 ? 1 : utf8_seq(s + ok, s + n);
+      if (!k) break;
+      ok += k;
+    }
+    d = kc_json_escape(d, s, ok);
+    d = LIT(d, "\xEF\xBF\xBD");
+    s += ok + 1;
+    n -= ok + 1;
+  }
+}
+
+size_t kc_json_prefix(char *dst, size_t cap, const char *stream,
+                      const char *shard) {
+  size_t need = 40 + 6 * (strlen(stream) + strlen(shard));
+  if (cap < need) return 0;
+  char *d = dst;
+  d = LIT(d, "{\"stream\":\"");
+  d = put_text(d, stream);
+  d = LIT(d, "\",\"shard\":\"");
+  d = put_text(d, shard);
+  d = LIT(d, "\",\"seq\":\"");
+  return (size_t)(d - dst);
+}
+
+int kc_out_json_record(kc_out_t *o, const char *prefix, size_t prefix_len,
+                       const kc_json_rec_t *r) {
+  if (o->error) return -1;
+  size_t seq_len = strlen(r->seq), key_len = strlen(r->key);
+  size_t data_max = r->len * 6 > (r->len + 2) / 3 * 4 ? r->len * 6 : 4;
+  if (kc_out_reserve(o, prefix_len + seq_len + 6 * key_len + data_max + 128))
+    return -1;
+  char *d = o->buf + o->len;
+  memcpy(d, prefix, prefix_len);
+  d += prefix_len;
+  memcpy(d, r->seq, seq_len);
+  d += seq_len;
+  d = LIT(d, "\",\"subseq\":");
+  d = put_u64(d, r->subseq);
+  d = LIT(d, ",\"key\":\"");
+  d = put_text(d, r->key);
+  d = LIT(d, "\",\"ts\":");
+  if (r->ts_ms < 0) {
+    *d++ = '-';
+    d = put_u64(d, (uint64_t)0 - (uint64_t)r->ts_ms);
+  } else {
+    d = put_u64(d, (uint64_t)r->ts_ms);
+  }
+  char *data_at = d;
+  d = LIT(d, ",\"data\":\"");
+  char *e = kc_json_escape(d, r->data, r->len);
+  if (e) {
+    d = e;
+  } else { /* not UTF-8: start the field again as base64 */
+    d = LIT(data_at, ",\"data_b64\":\"");
+    d += kc_base64_encode(d, r->data, r->len);
+  }
+  d = LIT(d, "\"}\n");
+  o->len = (size_t)(d - o->buf);
+  return kc_out_maybe_flush(o);
+}
+
+int kc_out_raw_record(kc_out_t *o, const char *key, const char *key_delim,
+                      size_t key_delim_len, const void *data, size_t len,
+                      const char *delim, size_t delim_len) {
+  if (o->error) return -1;
+  size_t key_len = key_delim ? strlen(key) : 0;
+  if (kc_out_reserve(o, key_len + key_delim_len + len + delim_len)) return -1;
+  char *d = o->buf + o->len;
+  if (key_delim) {
+    memcpy(d, key, key_len);
+    memcpy(d + key_len, key_delim, key_delim_len);
+    d += key_len + key_delim_len;
+  }
+  memcpy(d, data, len);
+  memcpy(d + len, delim, delim_len);
+  o->len = (size_t)(d + len + delim_len - o->buf);
+  return kc_out_maybe_flush(o);
+}

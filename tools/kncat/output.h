@@ -1,0 +1,76 @@
+/* Record output of consume: a large write(2) buffer and the formatting of
+ * records as raw payloads or JSON lines.
+ *
+ * Speed matters here (consume's budget is ~1 ms of CPU per MB, library
+ * included), so the buffer is filled in place, JSON escaping and UTF-8
+ * validation run eight bytes at a time, and a record is written in one
+ * optimistic pass: as a JSON string, rolled back to base64 only when the
+ * payload turns out not to be valid UTF-8. */
+#ifndef KNCAT_OUTPUT_H
+#define KNCAT_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kc_out {
+  int fd;
+  char *buf;
+  size_t len, cap;
+  size_t flush_at; /* kc_out_maybe_flush() writes once len reaches this */
+  int error;       /* errno of the first failed write (EPIPE: reader gone) */
+} kc_out_t;
+
+/* flush_at: buffer size to accumulate before writing (e.g. 1 MiB). */
+int kc_out_init(kc_out_t *o, int fd, size_t flush_at);
+void kc_out_free(kc_out_t *o);
+/* Writes everything buffered; -1 (o->error set) if the write failed.  After
+ * a failure later output is discarded. */
+int kc_out_flush(kc_out_t *o);
+static inline int kc_out_maybe_flush(kc_out_t *o) {
+  return o->len >= o->flush_at ? kc_out_flush(o) : 0;
+}
+/* Non-zero (and o->error set to EPIPE) if fd is a pipe or socket whose
+ * reader has gone, found without writing: an idle consumer behind
+ * `| head` must notice that too. */
+int kc_out_reader_gone(kc_out_t *o);
+/* Makes room for n more bytes; -1 on out of memory. */
+int kc_out_reserve(kc_out_t *o, size_t n);
+int kc_out_write(kc_out_t *o, const void *p, size_t n);
+
+/* The fields of one record for JSON output.  prefix is the constant
+ * start of every line of a batch, from kc_json_prefix(). */
+typedef struct kc_json_rec {
+  const char *seq;
+  uint64_t subseq;
+  const char *key;
+  int64_t ts_ms;
+  const void *data;
+  size_t len;
+} kc_json_rec_t;
+
+/* Builds `{"stream":"S","shard":"ID","seq":"` into dst (cap bytes, escaped
+ * as needed); returns its length, 0 if it did not fit. */
+size_t kc_json_prefix(char *dst, size_t cap, const char *stream,
+                      const char *shard);
+/* One JSON line: prefix, then seq, subseq, key, ts, and data or data_b64. */
+int kc_out_json_record(kc_out_t *o, const char *prefix, size_t prefix_len,
+                       const kc_json_rec_t *r);
+/* Raw: [key, key_delim,] payload, delim.  key_delim NULL: no key. */
+int kc_out_raw_record(kc_out_t *o, const char *key, const char *key_delim,
+                      size_t key_delim_len, const void *data, size_t len,
+                      const char *delim, size_t delim_len);
+
+/* ---- Pure helpers, exposed for the tests ---- */
+
+/* Escapes src as the inside of a JSON string, into dst (room for 6 * n
+ * bytes).  Stops at the first byte that is not part of valid UTF-8 (strict:
+ * no overlong forms, no surrogates, nothing above U+10FFFF) and returns
+ * NULL then; otherwise returns the end of the output. */
+char *kc_json_escape(char *dst, const uint8_t *src, size_t n);
+/* Non-zero if src is valid UTF-8 (same rules). */
+int kc_utf8_valid(const uint8_t *src, size_t n);
+/* Standard base64 with padding; dst needs (n + 2) / 3 * 4 bytes.  Returns
+ * the length written. */
+size_t kc_base64_encode(char *dst, const uint8_t *src, size_t n);
+
+#endif

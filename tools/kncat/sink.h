@@ -1,0 +1,30 @@
+/* The consuming half shared by `consume` and `group`: runs a
+ * kn_consumer_t built from the command's configuration and writes its
+ * records to standard output (raw or -J), until a signal, -c or -e. */
+#ifndef KNCAT_SINK_H
+#define KNCAT_SINK_H
+
+#include "kn/consumer.h"
+#include "kncat.h"
+
+typedef struct kc_sink {
+  kc_ctx_t *ctx;
+  int exit_at_end;     /* -e */
+  int json;            /* -J */
+  long long count;     /* -c; 0: no limit */
+  char delim[64], key_delim[64];
+  size_t delim_len, key_delim_len;
+  /* Called between polls (about every 100 ms), e.g. for a status line. */
+  void (*tick)(void *opaque, kn_consumer_t *kc);
+  void *tick_opaque;
+} kc_sink_t;
+
+/* Defaults: newline delimiter, no key, no limit. */
+void kc_sink_init(kc_sink_t *s, kc_ctx_t *ctx);
+
+/* Starts the consumer from s->ctx->conf, writes records until done,
+ * closes it (final checkpoint and release of leases) and returns the exit
+ * code.  Installs the SIGINT/SIGTERM handlers. */
+int kc_sink_consume(kc_sink_t *s, const char *stream);
+
+#endif
