@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
   struct agg_arg aa[2];
   struct deagg_arg da[2], dr[2];
   kn_agg_filter_t range = {.subseq_floor = -1, .check_range = 1};
-  memset(range.range_end, 0xff, sizeof(range.range_end));
+  range.range_end = kn_u128_make(UINT64_MAX, UINT64_MAX);
   for (size_t c = 0; c < 2; c++) {
     aa[c] = (struct agg_arg){caps[c], calloc(n_recs, sizeof(blob_t)), 0};
     pass_aggregate(&aa[c]);

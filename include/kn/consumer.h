@@ -8,6 +8,13 @@
  * with the KCL 2.x, checkpoint there, and take over each other's shards
  * when a worker stops or dies.
  *
+ * With `efo.consumer.name` (or `efo.consumer.arn`) set, shards are read
+ * with enhanced fan-out: SubscribeToShard pushes records over HTTP/2 (one
+ * connection for every shard; TLS with ALPN, or cleartext with
+ * http.version=2-prior-knowledge) with the consumer's own 2 MB/s per
+ * shard.  The stream consumer is registered as `efo.registration` says;
+ * checkpoints, leases and resharding work as with polling.
+ *
  * Threads: the consumer's I/O runs on an internal thread; every callback
  * runs inside kn_consumer_poll() on the application's thread.
  *
@@ -83,7 +90,11 @@ KN_API kn_error_t *kn_consumer_prepare_checkpoint(kn_consumer_t *kc,
 KN_API int64_t kn_consumer_fencing_token(kn_consumer_t *kc,
                                          const char *shard_id);
 
-/* The statistics document (docs/STATISTICS.md) as of now; free() it. */
+/* The statistics document (docs/STATISTICS.md) as of now; free() it.
+ * With fan-out each shard read by subscription has an "efo" object: state,
+ * subscriptions, resubscribes, events, last_event_age_ms,
+ * millis_behind_latest, watchdog_renewals, in_use (ResourceInUse answers)
+ * and errors. */
 KN_API char *kn_consumer_stats_json(kn_consumer_t *kc);
 
 /* Stops reading, writes the final checkpoint of every shard (the records

@@ -14,6 +14,7 @@
 
 #include "kn/error.h"
 #include "kinesis/batch.h"
+#include "kinesis/hashkey.h"
 
 #define KN_AGG_MAGIC "\xF3\x89\x9A\xC2"
 #define KN_AGG_MAGIC_LEN 4
@@ -27,24 +28,6 @@
 /* Non-zero if data starts with the magic number (cheap; proves nothing). */
 int kn_agg_has_magic(const void *data, size_t len);
 
-/* ---- Hash keys ---------------------------------------------------------
- * A hash key is a 128-bit unsigned integer, held as 16 big-endian bytes so
- * that memcmp() orders hash keys. */
-#define KN_HASHKEY_LEN 16
-#define KN_HASHKEY_DEC_MAX 40 /* 39 digits and the terminator */
-
-/* Parses a decimal hash key in [0, 2^128 - 1] (digits only, leading zeros
- * allowed).  Returns 0, or -1 if s is empty, has another character or is
- * too large. */
-int kn_agg_hashkey_parse(const char *s, size_t len, uint8_t out[KN_HASHKEY_LEN]);
-/* Writes the decimal form (no leading zeros) and returns its length. */
-size_t kn_agg_hashkey_format(const uint8_t hk[KN_HASHKEY_LEN],
-                             char out[KN_HASHKEY_DEC_MAX]);
-/* The hash key Kinesis derives from a partition key: its MD5 read as a
- * big-endian number. */
-void kn_agg_hashkey_of_pkey(const void *pkey, size_t len,
-                            uint8_t out[KN_HASHKEY_LEN]);
-
 /* ---- Decoding ---------------------------------------------------------- */
 
 typedef struct kn_agg_filter {
@@ -56,8 +39,8 @@ typedef struct kn_agg_filter {
    * [range_start, range_end]: after a reshard the producer sends those
    * records again to the right shard (the KCL does the same). */
   int check_range;
-  uint8_t range_start[KN_HASHKEY_LEN];
-  uint8_t range_end[KN_HASHKEY_LEN];
+  kn_u128_t range_start;
+  kn_u128_t range_end;
 } kn_agg_filter_t;
 
 typedef struct kn_agg_result {

@@ -270,19 +270,17 @@ static int walk(struct walk *w, const uint8_t *p, const uint8_t *end) {
 
 static int key_verdict(struct key *k, int is_ehk, const kn_agg_filter_t *f) {
   if (k->hk == HK_UNKNOWN) {
-    uint8_t hk[KN_HASHKEY_LEN];
+    kn_u128_t hk;
     if (is_ehk) {
-      if (kn_agg_hashkey_parse((const char *)k->p, k->len, hk)) {
+      if (kn_u128_parse((const char *)k->p, k->len, &hk)) {
         k->hk = HK_BAD;
         return HK_BAD;
       }
     } else {
-      kn_md5(k->p, k->len, hk);
+      hk = kn_hashkey_of(k->p, k->len);
     }
-    k->hk = memcmp(hk, f->range_start, KN_HASHKEY_LEN) >= 0 &&
-                    memcmp(hk, f->range_end, KN_HASHKEY_LEN) <= 0
-                ? HK_IN
-                : HK_OUT;
+    k->hk = kn_u128_in_range(hk, f->range_start, f->range_end) ? HK_IN
+                                                               : HK_OUT;
   }
   return k->hk;
 }

@@ -55,9 +55,9 @@ struct kn_aggregator {
   size_t first_data_off;    /* the first record's data, from rec_start */
   size_t first_data_len;
   int first_has_ehk;
-  uint8_t first_hk[KN_HASHKEY_LEN]; /* the first record's hash key */
+  kn_u128_t first_hk;       /* the first record's hash key */
   kn_buf_t pkey_out;        /* the partition key of a lone record */
-  char ehk_out[KN_HASHKEY_DEC_MAX];
+  char ehk_out[KN_U128_DEC_BUFSZ];
 };
 
 static uint32_t key_hash(const void *p, size_t len) {
@@ -190,9 +190,9 @@ size_t kn_aggregator_size(const kn_aggregator_t *a) {
 kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
                            size_t pkey_len, const char *ehk, size_t ehk_len,
                            const void *data, size_t data_len) {
-  uint8_t hk[KN_HASHKEY_LEN];
+  kn_u128_t hk;
   if (!pkey || !pkey_len || (!data && data_len)) return KN_ERR__INVALID_ARG;
-  if (ehk && kn_agg_hashkey_parse(ehk, ehk_len, hk)) return KN_ERR__INVALID_ARG;
+  if (ehk && kn_u128_parse(ehk, ehk_len, &hk)) return KN_ERR__INVALID_ARG;
   if (data_len > KN_AGG_RECORD_LIMIT || pkey_len > KN_AGG_RECORD_LIMIT - data_len)
     return KN_ERR__INVALID_ARG;
   if (a->count >= a->max_count) return KN_ERR__QUEUE_FULL;
@@ -244,9 +244,9 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
     a->first_data_len = data_len;
     a->first_has_ehk = ehk != NULL;
     if (ehk)
-      memcpy(a->first_hk, hk, sizeof(hk));
+      a->first_hk = hk;
     else
-      kn_agg_hashkey_of_pkey(pkey, pkey_len, a->first_hk);
+      a->first_hk = kn_hashkey_of(pkey, pkey_len);
   }
   if (data_len) memcpy(w, data, data_len);
   w += data_len;
@@ -277,7 +277,7 @@ kn_err_t kn_aggregator_flush(kn_aggregator_t *a, kn_agg_out_t *out) {
     out->len = a->first_data_len;
     out->pkey = a->pkey_out.p;
     if (a->first_has_ehk) {
-      kn_agg_hashkey_format(a->first_hk, a->ehk_out);
+      kn_u128_format(a->first_hk, a->ehk_out);
       out->ehk = a->ehk_out;
     }
     clear(a);
@@ -303,7 +303,7 @@ kn_err_t kn_aggregator_flush(kn_aggregator_t *a, kn_agg_out_t *out) {
   out->data = start;
   out->len = pb_len + KN_AGG_OVERHEAD;
   out->pkey = "a";
-  kn_agg_hashkey_format(a->first_hk, a->ehk_out);
+  kn_u128_format(a->first_hk, a->ehk_out);
   out->ehk = a->ehk_out;
   out->aggregated = 1;
   clear(a);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "consumer/consumer_int.h"
+#include "consumer/efo.h"
 #include "consumer/shard_table.h"
 #include "core/error.h"
 #include "kinesis/batch.h"
@@ -188,6 +189,7 @@ kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
   }
   kn_conf_logger(kc->conf, &kc->log, "consumer");
   if (load_cfg(kc, errstr, errstr_size)) goto fail;
+  if (kn_efo_conf(kc, errstr, errstr_size)) goto fail;
   kc->client = kn_client_new(kc->conf, errstr, errstr_size);
   if (!kc->client) goto fail;
   kc->loop = kc->client->loop;
@@ -542,6 +544,7 @@ void kn_consumer_destroy(kn_consumer_t *kc) {
   free(kc->dirty);
   kn_error_destroy(kc->fatal);
   free_list(kc->cfg.only_shards);
+  kn_efo_free(kc->efo);
   free(kc->stream);
   kn_conf_destroy(kc->conf);
   pthread_cond_destroy(&kc->poll_cv);

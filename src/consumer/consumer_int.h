@@ -37,6 +37,8 @@ typedef enum kn_cshard_state {
 const char *kn_cshard_state_name(kn_cshard_state_t s);
 
 struct kn_reader;
+struct kn_efo_reader;
+struct kn_efo;
 
 /* One shard as the consumer knows it.  Created and freed by the control
  * thread (under mu); fields without a mark are fixed after creation. */
@@ -45,7 +47,7 @@ typedef struct kn_cshard {
   char *parent;           /* or NULL */
   char *adjacent_parent;  /* or NULL */
   kn_u128_t range_start, range_end; /* hash key range */
-  int closed_at_sync;     /* ListShards showed it closed */
+  int closed_at_sync;     /* [mu] ListShards showed it closed */
 
   kn_cshard_state_t state;     /* [mu] */
   int caught_up;               /* [mu] reader reached the tip */
@@ -65,6 +67,7 @@ typedef struct kn_cshard {
 
   kn_pos_t start;              /* control: where the reader starts */
   struct kn_reader *reader;    /* control: running reader, or NULL */
+  struct kn_efo_reader *efo_reader; /* [mu] fan-out reader, or NULL */
   int end_popped;              /* [mu] the application polled past the end */
   /* Lease mode: from this monotonic time on, records of the shard are
    * neither fetched nor handed out, unless a write to the lease moves it
@@ -122,6 +125,8 @@ typedef enum kn_ctl_kind {
   KN_CTL_FATAL,         /* a reader hit an error that stops the consumer */
   KN_CTL_RESYNC,        /* list shards again soon */
   KN_CTL_LEASE_EXPIRED, /* cs's lease was not renewed in time */
+  KN_CTL_EFO_CHECK,     /* fan-out: a subscription found no resource (cs),
+                           or idle shards ask whether they closed (NULL) */
   KN_CTL_CLOSE
 } kn_ctl_kind_t;
 
@@ -140,6 +145,7 @@ struct kn_consumer_s {
   kn_loop_t *loop;            /* borrowed from client */
   kn_svc_t *svc;              /* borrowed from client */
   char *stream;
+  struct kn_efo *efo;         /* owned; NULL when reading by polling */
 
   /* Settings read once at start. */
   struct {

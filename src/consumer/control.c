@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "consumer/consumer_int.h"
+#include "consumer/efo.h"
 #include "kinesis/encode.h"
 #include "consumer/shard_table.h"
 #include "core/error.h"
@@ -221,6 +222,9 @@ static void handle(kn_consumer_t *kc, kn_ctl_msg_t *m, int64_t *next_sync) {
     case KN_CTL_LEASE_EXPIRED:
       if (leases) kn_coord_lost(kc, m->cs, KN_ERR__LEASE_LOST);
       break;
+    case KN_CTL_EFO_CHECK:
+      kn_efo_check(kc, m->cs, m->err);
+      break;
     case KN_CTL_CLOSE:
       break;
   }
@@ -314,6 +318,7 @@ static void *control_main(void *arg) {
   int64_t t0 = kn_mono_ms();
   lease_timers_t lt = {0, 1, 0, 0, 0, t0 + kc->cfg.checkpoint_interval_ms,
                        t0 + kc->cfg.sync_interval_ms};
+  if (kc->efo) kn_efo_setup(kc); /* before any shard starts */
   for (;;) {
     int64_t now = kn_mono_ms();
     int64_t due = leases ? tick_leases(kc, now, &lt)
@@ -371,6 +376,7 @@ static void *control_main(void *arg) {
     kn_coord_release_all(kc);
     kn_renewer_stop(kc);
   }
+  if (kc->efo) kn_efo_close(kc);
   return NULL;
 }
 

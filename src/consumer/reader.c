@@ -8,11 +8,15 @@
  * (calls and bytes per second, times poll.share), waits poll.idle.ms when
  * it is caught up, backs off on throttling, pauses while its shard's
  * buffer (or the consumer's total budget) is full, and sizes Limit so a
- * response fits the room left. */
+ * response fits the room left.
+ *
+ * kn_reader_start/stop/wake_locked also front the fan-out reader
+ * (reader_efo.c) when the consumer reads with SubscribeToShard. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "consumer/consumer_int.h"
+#include "consumer/efo.h"
 #include "consumer/records_filter.h"
 #include "core/error.h"
 #include "kinesis/batch.h"
@@ -373,15 +377,16 @@ static void reader_begin(void *arg) {
   reader_next(r);
 }
 
-int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
+static kn_reader_t *reader_new(kn_consumer_t *kc, kn_cshard_t *cs,
+                               const kn_pos_t *pos, const kn_pos_t *skip) {
   kn_reader_t *r = calloc(1, sizeof(*r));
-  if (!r) return -1;
+  if (!r) return NULL;
   r->kc = kc;
   r->cs = cs;
   r->step = STEP_ITERATOR;
-  r->pos = cs->start;
-  if (cs->start.type == KN_ITER_AT_SEQUENCE_NUMBER && cs->start.has_subseq) {
-    r->skip = cs->start;
+  r->pos = *pos;
+  if (skip) {
+    r->skip = *skip;
     r->has_skip = 1;
   }
   int64_t now = kn_mono_us();
@@ -389,6 +394,15 @@ int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
   kn_tbucket_init(&r->bytes_tb, kc->cfg.bytes_per_s, kc->cfg.bytes_per_s, now);
   kn_backoff_init(&r->backoff, 200, 10000);
   r->avg_rec_bytes = 0;
+  return r;
+}
+
+int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
+  if (kc->efo) return kn_efo_reader_start(kc, cs);
+  int resume = cs->start.type == KN_ITER_AT_SEQUENCE_NUMBER &&
+               cs->start.has_subseq;
+  kn_reader_t *r = reader_new(kc, cs, &cs->start, resume ? &cs->start : NULL);
+  if (!r) return -1;
   cs->reader = r;
   pthread_mutex_lock(&kc->mu);
   cs->state = KN_CS_READING;
@@ -415,6 +429,7 @@ static void reader_teardown(void *arg) {
 }
 
 void kn_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
+  if (kc->efo) kn_efo_reader_stop(kc, cs); /* then a polling one, if any */
   pthread_mutex_lock(&kc->mu);
   kn_reader_t *r = cs->reader;
   cs->reader = NULL; /* no wake-up is posted for r after this */
@@ -444,7 +459,7 @@ void kn_reader_wake_all_locked(kn_consumer_t *kc) {
 }
 
 void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
-  if (!cs->paused || !cs->reader) return;
+  if (!cs->paused || (!cs->reader && !cs->efo_reader)) return;
   /* Resume once half the room is free, not at the first byte, so a full
    * shard alternates between large responses rather than tiny ones. */
   if (cs->buffered_records > kc->cfg.max_records / 2 ||
@@ -453,5 +468,29 @@ void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
     return;
   cs->paused = 0;
   kc->n_paused--;
-  kn_loop_post(kc->loop, reader_wake, cs->reader);
+  if (cs->efo_reader)
+    kn_efo_reader_wake_locked(kc, cs);
+  else
+    kn_loop_post(kc->loop, reader_wake, cs->reader);
+}
+
+/* ---- owned by a fan-out reader ---- */
+
+kn_reader_t *kn_poll_reader_spawn(kn_consumer_t *kc, kn_cshard_t *cs,
+                                  const kn_pos_t *pos, const kn_pos_t *skip) {
+  kn_reader_t *r = reader_new(kc, cs, pos, skip);
+  if (r) reader_begin(r);
+  return r;
+}
+
+void kn_poll_reader_wake(kn_reader_t *r) { reader_wake(r); }
+
+void kn_poll_reader_free(kn_reader_t *r, int on_loop) {
+  if (!r) return;
+  if (on_loop) {
+    reader_teardown(r);
+    return;
+  }
+  free(r->iterator);
+  free(r);
 }

@@ -14,13 +14,6 @@ static int at_or_below(const kn_record_t *r, const kn_pos_t *p) {
   return r->subseq <= p->subseq;
 }
 
-static void u128_to_be(kn_u128_t v, uint8_t out[16]) {
-  for (int i = 0; i < 8; i++) {
-    out[i] = (uint8_t)(v.hi >> (56 - 8 * i));
-    out[8 + i] = (uint8_t)(v.lo >> (56 - 8 * i));
-  }
-}
-
 /* A span of records in b->recs forming one original record's output. */
 typedef struct span {
   size_t from, n;
@@ -42,8 +35,8 @@ static void deaggregate(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
   kn_agg_filter_t filter;
   memset(&filter, 0, sizeof(filter));
   filter.check_range = 1;
-  u128_to_be(cs->range_start, filter.range_start);
-  u128_to_be(cs->range_end, filter.range_end);
+  filter.range_start = cs->range_start;
+  filter.range_end = cs->range_end;
   size_t total = 0;
   for (size_t i = 0; i < n0; i++) {
     kn_record_t r = b->recs[i]; /* b->recs may move while expanding */

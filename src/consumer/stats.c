@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "consumer/consumer_int.h"
+#include "consumer/efo.h"
 #include "util/buf.h"
 #include "util/clock.h"
 
@@ -86,6 +87,7 @@ char *kn_consumer_stats_json(kn_consumer_t *kc) {
         cs->buffered_bytes, cs->paused ? "true" : "false",
         cs->caught_up ? "true" : "false");
     rc |= add_checkpoint(&b, cs, leases);
+    rc |= kn_efo_stats_json(&b, cs);
     rc |= kn_buf_append_char(&b, '}');
   }
   rc |= kn_buf_append_str(&b, "]}");

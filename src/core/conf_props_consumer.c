@@ -52,6 +52,33 @@ const kn_prop_t kn_props_consumer[] = {
      "(lower it when several applications poll the same stream)."},
     {"shard.sync.interval.ms", "consumer", KN_PROP_INT, "30000", 100, MS_MAX,
      NULL, "Interval of ListShards to discover new shards."},
+    {"efo.consumer.name", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Enhanced fan-out: read every shard with SubscribeToShard (records "
+     "pushed over HTTP/2, a dedicated 2 MB/s per shard) through the stream "
+     "consumer of this name, registered as efo.registration says. Default: "
+     "poll with GetRecords."},
+    {"efo.consumer.arn", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Enhanced fan-out through this existing consumer (its ARN); implies "
+     "efo.registration=none unless that is set."},
+    {"efo.registration", "consumer", KN_PROP_ENUM, "lazy", 0, 0,
+     "lazy,eager,none",
+     "How the fan-out consumer comes to exist. lazy: describe it, register "
+     "it if missing (jittered back-off within the service's rate limits), "
+     "wait until it is ACTIVE, and register it again if it is deleted while "
+     "reading. eager: register it at start; any failure, or its deletion "
+     "later, stops the consumer. none: use efo.consumer.arn as it is."},
+    {"efo.deregister.on.close", "consumer", KN_PROP_BOOL, "false", 0, 0, NULL,
+     "Deregister the fan-out consumer when this consumer closes cleanly "
+     "(never after a failure, never with efo.registration=none). Other "
+     "workers sharing it lose their subscriptions."},
+    {"efo.watchdog.ms", "consumer", KN_PROP_INT, "30000", 1000, MS_MAX, NULL,
+     "A subscription that delivers no event for this long (its shard's "
+     "buffer not being full) is dropped and renewed from its last "
+     "continuation."},
+    {"efo.register.timeout.ms", "consumer", KN_PROP_INT, "120000", 1000,
+     MS_MAX, NULL,
+     "How long registration may take (until the consumer is ACTIVE) before "
+     "the consumer fails."},
     {"lease.store", "lease", KN_PROP_STR, "none", 0, 0, NULL,
      "Where workers share the shards: none (this consumer reads every "
      "shard alone, positions in memory), sqlite:PATH (a lease table in a "

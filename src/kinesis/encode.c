@@ -166,6 +166,26 @@ int kn_enc_get_shard_iterator(kn_buf_t *b, const char *stream,
   return jw_end(&w);
 }
 
+int kn_enc_subscribe_to_shard(kn_buf_t *b, const char *consumer_arn,
+                              const char *shard_id, kn_iterator_type_t type,
+                              const char *sequence_number,
+                              int64_t timestamp_ms) {
+  jw_t w, pos;
+  jw_begin(&w, b);
+  jw_str(&w, "ConsumerARN", consumer_arn);
+  jw_str(&w, "ShardId", shard_id);
+  jw_name(&w, "StartingPosition");
+  if (w.err) return -1;
+  jw_begin(&pos, b); /* nested: the same buffer, its own member count */
+  jw_str(&pos, "Type", kn_iterator_type_name(type));
+  if (type == KN_ITER_AT_SEQUENCE_NUMBER ||
+      type == KN_ITER_AFTER_SEQUENCE_NUMBER)
+    jw_str(&pos, "SequenceNumber", sequence_number);
+  if (type == KN_ITER_AT_TIMESTAMP) jw_time(&pos, "Timestamp", timestamp_ms);
+  if (jw_end(&pos)) return -1;
+  return jw_end(&w);
+}
+
 int kn_enc_get_records(kn_buf_t *b, const char *iterator, int limit) {
   jw_t w;
   jw_begin(&w, b);

@@ -54,6 +54,12 @@ int kn_enc_stream_consumer(kn_buf_t *b, const char *stream_arn,
                            const char *name, const char *consumer_arn);
 int kn_enc_list_stream_consumers(kn_buf_t *b, const char *stream_arn,
                                  const char *next_token);
+/* StartingPosition takes sequence_number for AT/AFTER_SEQUENCE_NUMBER and
+ * timestamp_ms for AT_TIMESTAMP. */
+int kn_enc_subscribe_to_shard(kn_buf_t *b, const char *consumer_arn,
+                              const char *shard_id, kn_iterator_type_t type,
+                              const char *sequence_number,
+                              int64_t timestamp_ms);
 
 /* The API names of the enums ("TRIM_HORIZON", "AT_TIMESTAMP", ...), or
  * NULL for a value out of range. */

@@ -601,7 +601,13 @@ static void shard_release(kn_pcore_t *c, const kn_pbatch_t *b, size_t i) {
   }
 }
 
-static void back_off(kn_pshard_t *ps, int64_t now_us, int throttled) {
+/* Once per shard and answer: a call with 200 rejected entries is one
+ * signal to slow down, not 200 (which would push the back-off to its
+ * ceiling at once). */
+static void back_off(kn_pshard_t *ps, uint64_t batch_id, int64_t now_us,
+                     int throttled) {
+  if (ps->backoff_batch == batch_id) return;
+  ps->backoff_batch = batch_id;
   int64_t ms = kn_backoff_next(&ps->backoff);
   if (throttled) ms *= 2;
   int64_t at = now_us + ms * 1000;
@@ -628,7 +634,7 @@ int kn_pcore_done(kn_pcore_t *c, kn_pbatch_t *b, const kn_error_t *err,
           report_err(m, kn_error_copy(err), done);
       } else {
         for (kn_msg_t *m = e->msgs.head; m; m = m->next) m->last_code = code;
-        back_off(ps, now_us, err && kn_error_is_throttling(err));
+        back_off(ps, b->id, now_us, err && kn_error_is_throttling(err));
         kn_msg_list_concat(&retry, &e->msgs);
       }
     } else if (res->v[i].error_code) {
@@ -641,7 +647,7 @@ int kn_pcore_done(kn_pcore_t *c, kn_pbatch_t *b, const kn_error_t *err,
         c->last_err = ee;
       }
       for (kn_msg_t *m = e->msgs.head; m; m = m->next) m->last_code = code;
-      back_off(ps, now_us, throttled);
+      back_off(ps, b->id, now_us, throttled);
       kn_msg_list_concat(&retry, &e->msgs);
     } else {
       const kn_put_result_t *r = &res->v[i];

@@ -54,6 +54,7 @@ typedef struct kn_pshard {
   kn_tbucket_t tb_records, tb_bytes;
   kn_backoff_t backoff;
   int64_t retry_at_us;           /* nothing is sent before (back-off) */
+  uint64_t backoff_batch;        /* the answer that last backed it off */
   int inflight;                  /* entries in calls not yet answered */
   int calls;                     /* calls not yet answered holding entries */
   uint64_t batch_id;             /* the last call given entries */

@@ -65,10 +65,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kn_agg_filter_t f = {.subseq_floor = -1};
   if (mode & 2) {
     f.check_range = 1;
-    memset(f.range_end, 0xff, KN_HASHKEY_LEN);
+    f.range_end = kn_u128_make(UINT64_MAX, UINT64_MAX);
     if (mode & 8) { /* the middle half */
-      f.range_start[0] = 0x40;
-      f.range_end[0] = 0xbf;
+      f.range_start = kn_u128_make(0x40ull << 56, 0);
+      f.range_end = kn_u128_make(0xbfull << 56 | ((1ull << 56) - 1), UINT64_MAX);
     }
   }
   if (mode & 4) f.subseq_floor = mode >> 4;

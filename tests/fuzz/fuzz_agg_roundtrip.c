@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 struct urec {
   const uint8_t *pk, *data;
   size_t pk_len, len;
-  char ehk[KN_HASHKEY_DEC_MAX]; /* "" for none */
+  char ehk[KN_U128_DEC_BUFSZ]; /* "" for none */
 };
 
 /* Checks the Kinesis record in out against us[0..out->n_records). */
@@ -59,13 +59,13 @@ static void check_out(const kn_agg_out_t *out, const struct urec *us, size_t cap
     CHECK(pr->data.len == us[i].len);
   }
   /* The aggregate goes where its first user record belongs. */
-  uint8_t hk[KN_HASHKEY_LEN];
-  char dec[KN_HASHKEY_DEC_MAX];
+  kn_u128_t hk;
+  char dec[KN_U128_DEC_BUFSZ];
   if (us[0].ehk[0])
-    kn_agg_hashkey_parse(us[0].ehk, strlen(us[0].ehk), hk);
+    kn_u128_parse(us[0].ehk, strlen(us[0].ehk), &hk);
   else
-    kn_agg_hashkey_of_pkey(us[0].pk, us[0].pk_len, hk);
-  kn_agg_hashkey_format(hk, dec);
+    hk = kn_hashkey_of(us[0].pk, us[0].pk_len);
+  kn_u128_format(hk, dec);
   CHECK(strcmp(out->pkey, "a") == 0 && strcmp(out->ehk, dec) == 0);
   kn_kpl__aggregated_record__free_unpacked(ar, NULL);
   kn_batch_destroy(b);
@@ -88,9 +88,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       u.pk = p;
       p += u.pk_len;
       uint8_t flags = *p++;
-      if ((flags & 1) && end - p >= KN_HASHKEY_LEN) {
-        kn_agg_hashkey_format(p, u.ehk);
-        p += KN_HASHKEY_LEN;
+      if ((flags & 1) && end - p >= 16) {
+        uint64_t hi = 0, lo = 0;
+        for (int k = 0; k < 8; k++) {
+          hi = hi << 8 | p[k];
+          lo = lo << 8 | p[8 + k];
+        }
+        kn_u128_format(kn_u128_make(hi, lo), u.ehk);
+        p += 16;
       }
       u.len = p < end ? *p++ : 0;
       if (u.len > (size_t)(end - p)) u.len = (size_t)(end - p);

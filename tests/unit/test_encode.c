@@ -106,6 +106,21 @@ static void test_reading(void) {
   kn_buf_free(&b);
 }
 
+static void test_subscribe(void) {
+  kn_buf_t b = KN_BUF_INIT;
+  KT_CHECK(kn_enc_subscribe_to_shard(&b, "arn:c", "shardId-1", KN_ITER_TRIM_HORIZON, "9", 5) == 0);
+  KT_CHECK_STR(b.p, "{\"ConsumerARN\":\"arn:c\",\"ShardId\":\"shardId-1\","
+                    "\"StartingPosition\":{\"Type\":\"TRIM_HORIZON\"}}");
+  kn_buf_reset(&b);
+  KT_CHECK(kn_enc_subscribe_to_shard(&b, "arn:c", "s", KN_ITER_AFTER_SEQUENCE_NUMBER, "42", 0) == 0);
+  KT_CHECK_STR(b.p, "{\"ConsumerARN\":\"arn:c\",\"ShardId\":\"s\",\"StartingPosition\":"
+                    "{\"Type\":\"AFTER_SEQUENCE_NUMBER\",\"SequenceNumber\":\"42\"}}");
+  kn_buf_reset(&b);
+  KT_CHECK(kn_enc_subscribe_to_shard(&b, "arn:c", "s", KN_ITER_AT_TIMESTAMP, NULL, 1500) == 0);
+  KT_CHECK(strstr(b.p, "{\"Type\":\"AT_TIMESTAMP\",\"Timestamp\":1.500}}") != NULL);
+  kn_buf_free(&b);
+}
+
 static void test_put(void) {
   kn_buf_t b = KN_BUF_INIT;
   unsigned char all[256];
@@ -186,6 +201,7 @@ int main(void) {
   KT_RUN(test_stream_naming);
   KT_RUN(test_lists);
   KT_RUN(test_reading);
+  KT_RUN(test_subscribe);
   KT_RUN(test_put);
   KT_RUN(test_resharding_and_consumers);
   return KT_DONE();

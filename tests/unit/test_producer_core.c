@@ -334,15 +334,8 @@ static void test_aggregation(void) {
     KT_CHECK_STR(json_string_value(json_object_get(r, "PartitionKey")), "a");
     kn_batch_t *kb = kn_batch_new("s", b->e[i].shard->id);
     kn_batch_adopt(kb, raw);
-    kn_agg_filter_t f = {-1, 1, {0}, {0}};
     /* The aggregate belongs to its shard's whole range. */
-    kn_u128_t s = b->e[i].shard->start, e = b->e[i].shard->end;
-    for (int k = 0; k < 8; k++) {
-      f.range_start[k] = (uint8_t)(s.hi >> (56 - 8 * k));
-      f.range_start[8 + k] = (uint8_t)(s.lo >> (56 - 8 * k));
-      f.range_end[k] = (uint8_t)(e.hi >> (56 - 8 * k));
-      f.range_end[8 + k] = (uint8_t)(e.lo >> (56 - 8 * k));
-    }
+    kn_agg_filter_t f = {-1, 1, b->e[i].shard->start, b->e[i].shard->end};
     kn_agg_result_t ar;
     KT_CHECK_INT(kn_agg_expand(kb, raw, (size_t)n, "1", 0, &f, &ar, NULL), 0);
     KT_CHECK(ar.aggregated && !ar.out_of_range);

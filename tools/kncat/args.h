@@ -35,7 +35,9 @@ enum {
   KC_OPT_RATE_BYTES,
   KC_OPT_APP,
   KC_OPT_LEASES,
-  KC_OPT_WORKER
+  KC_OPT_WORKER,
+  KC_OPT_EFO_REGISTRATION,
+  KC_OPT_EFO_ARN
 };
 
 /* The global options, accepted before the command and after it. */

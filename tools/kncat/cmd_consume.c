@@ -21,7 +21,7 @@ typedef struct consume {
   int n_shards;
   char first_shard[128];
   kc_sink_t sink;
-  const char *efo;
+  kc_efo_opts_t efo;
 } consume_t;
 
 static int add_shard(consume_t *c, const char *arg) {
@@ -68,7 +68,9 @@ static int on_opt(void *st, int id, const char *arg) {
                          &c->sink.key_delim_len))
         return kc_usage_error(c->ctx, "bad key delimiter \"%s\"", arg);
       return KC_GO_ON;
-    case KC_OPT_EFO: c->efo = arg; return KC_GO_ON;
+    case KC_OPT_EFO:
+    case KC_OPT_EFO_REGISTRATION:
+    case KC_OPT_EFO_ARN: return kc_efo_option(c->ctx, &c->efo, id, arg);
     default: return kc_usage_error(c->ctx, "unexpected option");
   }
 }
@@ -76,7 +78,7 @@ static int on_opt(void *st, int id, const char *arg) {
 static const kc_opt_t consume_opts[] = {
     {'o', 'o', "offset", 1}, {'p', 'p', "shard", 1}, {'e', 'e', "exit", 0},
     {'c', 'c', "count", 1},  {'J', 'J', "json", 0},  {'D', 'D', NULL, 1},
-    {'K', 'K', NULL, 1},     {KC_OPT_EFO, 0, "efo", 1}, KC_GLOBAL_OPTS,
+    {'K', 'K', NULL, 1},     KC_EFO_OPTS,             KC_GLOBAL_OPTS,
     {0, 0, NULL, 0}};
 
 /* Sets a consumer property; the names are part of the library's contract,
@@ -165,11 +167,7 @@ static int run_consume(kc_ctx_t *ctx, int argc, char **argv) {
     kc_usage_error(ctx, "-K and -J do not go together (-J has the key)");
     goto done;
   }
-  if (c.efo) {
-    kc_errorf(ctx, "--efo: enhanced fan-out is not supported yet");
-    rc = KC_EXIT_RUNTIME;
-    goto done;
-  }
+  if ((rc = kc_efo_apply(ctx, &c.efo)) != KC_GO_ON) goto done;
   const char *stream = ops[0];
   if ((rc = check(&c, stream)) != KC_GO_ON) goto done;
   if ((rc = configure(&c, stream)) != KC_GO_ON) goto done;
@@ -183,7 +181,8 @@ done:
 const kc_command_t kc_cmd_consume = {
     "consume", run_consume, "read records to standard output",
     "kncat consume STREAM [-o POSITION] [-p SHARD]... [-e] [-c COUNT] [-J]\n"
-    "                     [-D DELIM] [-K DELIM]\n",
+    "                     [-D DELIM] [-K DELIM] [--efo NAME] [--efo-arn ARN]\n"
+    "                     [--efo-registration lazy|eager|none]\n",
     "\n"
     "Reads every shard of STREAM, follows splits and merges -- a parent is\n"
     "read to its end before its children -- and writes the records to\n"
@@ -208,7 +207,14 @@ const kc_command_t kc_cmd_consume = {
     "               escapes as for produce: \\0 \\t \\x1e ...)\n"
     "  -K DELIM     without -J: write each record's partition key and DELIM\n"
     "               before its payload (the input format of produce -K)\n"
-    "  --efo NAME   enhanced fan-out: reserved, not supported yet (exit 1)\n"
+    "  --efo NAME   enhanced fan-out: records pushed by SubscribeToShard through\n"
+    "               the stream consumer NAME, registered if missing\n"
+    "  --efo-registration lazy|eager|none\n"
+    "               lazy (default): register NAME if missing, and again if it\n"
+    "               is deleted while reading; eager: register at start and\n"
+    "               fail on any problem; none: use --efo-arn as it is\n"
+    "  --efo-arn ARN  enhanced fan-out through this existing consumer\n"
+    "               (registration none)\n"
     "\n"
     "Positions live in memory only: each run starts again at -o.  Unlike\n"
     "kcat, whose default is the end, the default is trim_horizon, so\n"

@@ -19,7 +19,8 @@ typedef struct group {
   kc_sink_t sink;
   kc_pos_t pos;
   const char *pos_text;
-  const char *app, *leases, *worker, *efo;
+  const char *app, *leases, *worker;
+  kc_efo_opts_t efo;
   /* status line */
   time_t next_status;
   long long last_records;
@@ -56,7 +57,9 @@ static int on_opt(void *st, int id, const char *arg) {
     case KC_OPT_APP: g->app = arg; return KC_GO_ON;
     case KC_OPT_LEASES: g->leases = arg; return KC_GO_ON;
     case KC_OPT_WORKER: g->worker = arg; return KC_GO_ON;
-    case KC_OPT_EFO: g->efo = arg; return KC_GO_ON;
+    case KC_OPT_EFO:
+    case KC_OPT_EFO_REGISTRATION:
+    case KC_OPT_EFO_ARN: return kc_efo_option(g->ctx, &g->efo, id, arg);
     default: return kc_usage_error(g->ctx, "unexpected option");
   }
 }
@@ -66,7 +69,7 @@ static const kc_opt_t group_opts[] = {
     {KC_OPT_WORKER, 0, "worker", 1}, {'o', 'o', "offset", 1},
     {'e', 'e', "exit", 0},           {'c', 'c', "count", 1},
     {'J', 'J', "json", 0},           {'D', 'D', NULL, 1},
-    {'K', 'K', NULL, 1},             {KC_OPT_EFO, 0, "efo", 1},
+    {'K', 'K', NULL, 1},             KC_EFO_OPTS,
     KC_GLOBAL_OPTS,                  {0, 0, NULL, 0}};
 
 static int set(group_t *g, const char *name, const char *value) {
@@ -127,10 +130,7 @@ static int run_group(kc_ctx_t *ctx, int argc, char **argv) {
   if (!g.app || !*g.app) return kc_usage_error(ctx, "missing --app APP");
   if (g.sink.json && g.sink.key_delim_len)
     return kc_usage_error(ctx, "-K and -J do not go together (-J has the key)");
-  if (g.efo) {
-    kc_errorf(ctx, "--efo: enhanced fan-out is not supported yet");
-    return KC_EXIT_RUNTIME;
-  }
+  if ((rc = kc_efo_apply(ctx, &g.efo)) != KC_GO_ON) return rc;
   const char *stream = ops[0];
   char defstore[512];
   if (!g.leases) {
@@ -164,7 +164,8 @@ const kc_command_t kc_cmd_group = {
     "group", run_group, "read as one worker of a coordinated consumer",
     "kncat group STREAM --app APP [--leases sqlite:PATH|dynamodb:TABLE]\n"
     "                   [--worker ID] [-o POSITION] [-e] [-c COUNT] [-J]\n"
-    "                   [-D DELIM] [-K DELIM]\n",
+    "                   [-D DELIM] [-K DELIM] [--efo NAME] [--efo-arn ARN]\n"
+    "                   [--efo-registration lazy|eager|none]\n",
     "\n"
     "Workers started with the same --app share the shards of STREAM through\n"
     "a lease table: each shard is read by one worker at a time, progress is\n"
@@ -185,6 +186,9 @@ const kc_command_t kc_cmd_group = {
     "  -e            exit when this worker is caught up on its shards and\n"
     "                has nothing more to take\n"
     "  -c, -J, -D, -K  as for consume\n"
+    "  --efo NAME, --efo-registration R, --efo-arn ARN\n"
+    "                enhanced fan-out, as for consume: every worker of the\n"
+    "                application subscribes through the same consumer\n"
     "\n"
     "A record is checkpointed once it has been written to standard output\n"
     "(the checkpoint is stored every checkpoint.interval.ms, -X), so a\n"

@@ -44,7 +44,7 @@ typedef struct kc_command {
 
 extern const kc_command_t kc_cmd_create, kc_cmd_delete, kc_cmd_list,
     kc_cmd_split, kc_cmd_merge, kc_cmd_produce, kc_cmd_consume, kc_cmd_group,
-    kc_cmd_leases;
+    kc_cmd_leases, kc_cmd_efo;
 
 /* ---- diag.c: one-line diagnostics and exit codes ---- */
 
@@ -90,5 +90,24 @@ int kc_cmd_parse(kc_ctx_t *ctx, int argc, char **argv,
 /* Creates the client from ctx->conf; on failure prints the reason and
  * returns NULL with *rc set. */
 kn_client_t *kc_client_new(const kc_ctx_t *ctx, int *rc);
+
+/* ---- cmd_efo.c: the enhanced fan-out options of consume and group ---- */
+
+#define KC_EFO_OPTS                                                            \
+  {KC_OPT_EFO, 0, "efo", 1},                                                   \
+      {KC_OPT_EFO_REGISTRATION, 0, "efo-registration", 1},                     \
+      {KC_OPT_EFO_ARN, 0, "efo-arn", 1}
+
+typedef struct kc_efo_opts {
+  const char *name, *registration, *arn; /* point into argv */
+} kc_efo_opts_t;
+
+/* Takes one of KC_EFO_OPTS: KC_GO_ON, an exit code for a bad value, or
+ * KC_NOT_GLOBAL for another option. */
+int kc_efo_option(const kc_ctx_t *ctx, kc_efo_opts_t *o, int id,
+                  const char *arg);
+/* Checks the combination and sets the efo.* properties; KC_GO_ON or an
+ * exit code (nothing set without --efo or --efo-arn). */
+int kc_efo_apply(const kc_ctx_t *ctx, const kc_efo_opts_t *o);
 
 #endif

@@ -8,14 +8,12 @@
 #include "kn/version.h"
 #include "kncat.h"
 
-/* Commands in the order `kncat --help` lists them.  Entries without a
- * run function are reserved names of commands still to come. */
+/* Commands in the order `kncat --help` lists them. */
 static const kc_command_t *const commands[] = {
     &kc_cmd_create,  &kc_cmd_delete, &kc_cmd_list,    &kc_cmd_split,
     &kc_cmd_merge,   &kc_cmd_produce, &kc_cmd_consume, &kc_cmd_group,
-    &kc_cmd_leases,
+    &kc_cmd_leases,  &kc_cmd_efo,
 };
-static const char *const reserved[] = {"efo"};
 
 static const char global_help[] =
     "usage: kncat [global options] COMMAND [options] [ARGS]\n"
@@ -165,11 +163,6 @@ static int run(kc_ctx_t *ctx, int argc, char **argv) {
     if (!strcmp(commands[i]->name, name)) {
       ctx->cmd = commands[i];
       return commands[i]->run(ctx, argc - a.idx - 1, argv + a.idx + 1);
-    }
-  for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-    if (!strcmp(reserved[i], name)) {
-      kc_errorf(ctx, "%s: not supported yet", name);
-      return KC_EXIT_RUNTIME;
     }
   return kc_usage_error(ctx, "unknown command \"%s\"", name);
 }

@@ -1,0 +1,626 @@
+/* Fan-out readers: the SubscribeToShard retrieval of one shard, on the
+ * I/O thread.
+ *
+ *   subscribe -> events (batches queued) -> ... -> the stream ends
+ *       ^                                              |
+ *       +------ AFTER the last ContinuationSequenceNumber
+ *
+ * - At most one SubscribeToShard per second: the service's limit per
+ *   consumer and shard.
+ * - ResourceInUse (the server still holds the previous subscription for a
+ *   few seconds after a disconnect, or another reader has the shard):
+ *   back off and retry.
+ * - ResourceNotFound goes to the control thread (efo_check.c), which tells
+ *   a deleted consumer from a deleted shard; the reader waits for its
+ *   verdict.
+ * - A watchdog renews a subscription that delivers no event (not even an
+ *   empty one) for efo.watchdog.ms while the shard has buffer room.
+ * - A full buffer pauses the transfer, so HTTP/2 flow control (TCP for
+ *   HTTP/1.1) holds the server back: no more than one network read is
+ *   ever queued past the limits.
+ * - An event without a continuation ends the shard (AWS sends the
+ *   children with it).  Once ListShards shows the shard closed and its
+ *   subscription delivers an empty event, the rest is read by a polling
+ *   reader owned by this one: kinesis-local never ends such a
+ *   subscription, and GetRecords reports the end on every server.
+ * - After a resubscription, records at or below the last one queued are
+ *   dropped, so a server whose continuation lags cannot cause duplicates.
+ *
+ * A reader is freed only by kn_efo_reader_stop(), which cancels its call
+ * and timers: no callback of a stopped reader ever runs. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "aws/eventstream.h"
+#include "consumer/efo.h"
+#include "consumer/records_filter.h"
+#include "core/error.h"
+#include "kinesis/batch.h"
+#include "kinesis/client_int.h"
+#include "kinesis/decode_records.h"
+#include "kinesis/encode.h"
+#include "kinesis/subscribe_event.h"
+#include "util/backoff.h"
+#include "util/clock.h"
+#include "util/rand.h"
+#include "util/str.h"
+
+#define KN_EFO_SUBSCRIBE_GAP_US 1000000 /* one call per second and shard */
+/* ResourceInUse answers retried every 1-2 s before backing off. */
+#define KN_EFO_IN_USE_FAST 10
+/* After ResourceNotFound, subscribe again by this time even if the control
+ * thread has not answered (it may be busy registering). */
+#define KN_EFO_CHECK_WAIT_MS 60000
+
+typedef enum efo_state {
+  EFO_WAITING,     /* the timer starts the next subscription */
+  EFO_ROOM,        /* waiting for buffer room before subscribing */
+  EFO_SUBSCRIBING, /* request sent, nothing received yet */
+  EFO_STREAMING,   /* events arriving */
+  EFO_CHECKING,    /* ResourceNotFound: the control thread looks into it */
+  EFO_POLLING,     /* a closed shard being finished by GetRecords */
+  EFO_ENDED        /* end of shard reported, or stopped by an error */
+} efo_state_t;
+
+static const char *state_name(efo_state_t s) {
+  static const char *names[] = {"waiting",   "room",    "subscribing",
+                                "streaming", "checking", "polling", "ended"};
+  return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+typedef struct kn_efo_reader {
+  kn_consumer_t *kc;
+  kn_cshard_t *cs;
+  kn_pos_t start;            /* where the first subscription starts */
+  kn_pos_t skip;             /* drop records at or below this position */
+  int has_skip;
+  char cont[KN_SEQ_MAX];     /* last ContinuationSequenceNumber, or "" */
+  char last_seq[KN_SEQ_MAX]; /* last Kinesis record queued, or "" */
+  kn_call_t *call;           /* the subscription in flight */
+  kn_evs_decoder_t *dec;     /* its event stream */
+  kn_error_t *stream_err;    /* why it is being ended, from inside it */
+  int end_seen;              /* the shard ended in it */
+  int to_polling;            /* finish by polling once it is gone */
+  int draining;              /* over for us: the rest is read and dropped
+                                while the server ends it */
+  int paused;                /* its transfer is paused for room */
+  int idle;                  /* the last event was empty */
+  int in_use_streak;         /* ResourceInUse answers in a row */
+  uint64_t idle_list;        /* efo->lists_started when it became idle */
+  kn_timer_t *timer;
+  kn_timer_t *watchdog;
+  kn_backoff_t backoff;
+  int64_t last_subscribe_us;
+  int64_t last_event_us;
+  struct kn_reader *poller;  /* finishing a closed shard, or NULL */
+
+  /* [mu] for the statistics */
+  efo_state_t state;
+  uint64_t subscriptions, events, watchdog_renewals, in_use, errors;
+  int64_t last_event_ms;     /* monotonic; 0: none yet */
+  int64_t behind;            /* MillisBehindLatest of the last event */
+} kn_efo_reader_t;
+
+static void subscribe(kn_efo_reader_t *r);
+
+static void set_state(kn_efo_reader_t *r, efo_state_t s) {
+  pthread_mutex_lock(&r->kc->mu);
+  r->state = s;
+  pthread_mutex_unlock(&r->kc->mu);
+}
+
+static void count(kn_efo_reader_t *r, uint64_t *counter) {
+  pthread_mutex_lock(&r->kc->mu);
+  (*counter)++;
+  pthread_mutex_unlock(&r->kc->mu);
+}
+
+static void fatal(kn_efo_reader_t *r, kn_error_t *err) {
+  kn_control_post(r->kc, KN_CTL_FATAL, r->cs, err, NULL);
+  set_state(r, EFO_ENDED);
+}
+
+static void schedule(kn_efo_reader_t *r, int64_t delay_ms) {
+  set_state(r, EFO_WAITING);
+  kn_timer_start(r->timer, delay_ms > 0 ? delay_ms : 0);
+}
+
+static void timer_fired(void *arg) { subscribe(arg); }
+
+/* The shard may take more records (mu held). */
+static int has_room_locked(const kn_consumer_t *kc, const kn_cshard_t *cs) {
+  return cs->buffered_records < kc->cfg.max_records &&
+         cs->buffered_bytes < kc->cfg.max_bytes &&
+         kc->total_bytes < kc->cfg.max_total_bytes;
+}
+
+/* kn_reader_wake_locked() wakes us once there is room again (mu held). */
+static void wait_room_locked(kn_efo_reader_t *r) {
+  if (!r->cs->paused) r->kc->n_paused++;
+  r->cs->paused = 1;
+}
+
+/* Drops the subscription in flight, if any. */
+static void drop_call(kn_efo_reader_t *r) {
+  kn_call_cancel(r->call);
+  r->call = NULL;
+  kn_timer_stop(r->watchdog);
+  kn_evs_decoder_destroy(r->dec);
+  r->dec = NULL;
+  kn_error_destroy(r->stream_err);
+  r->stream_err = NULL;
+  r->paused = 0;
+  r->draining = 0;
+}
+
+/* ---- events ---- */
+
+/* One SubscribeToShardEvent: its records are decoded in place in the
+ * frame, which the batch adopts.  Returns 0 to go on, 1 to end the
+ * subscription (end of shard, switch to polling, error). */
+static int on_event(kn_efo_reader_t *r, kn_evs_decoder_t *d,
+                    const kn_evs_msg_t *msg) {
+  kn_consumer_t *kc = r->kc;
+  kn_cshard_t *cs = r->cs;
+  uint8_t *frame = kn_evs_take_frame(d);
+  kn_batch_t *b = frame ? kn_batch_new(kc->stream, cs->id) : NULL;
+  if (!b || kn_batch_adopt(b, frame)) {
+    if (b) kn_batch_destroy(b);
+    free(frame);
+    r->stream_err = kn_error_new(KN_ERR__NOMEM, "out of memory");
+    return 1;
+  }
+  char *payload = (char *)frame + (msg->payload - msg->frame);
+  payload[msg->payload_len] = '\0'; /* over the message CRC, checked */
+  const char *cont = NULL;
+  kn_error_t *err = kn_decode_records(b, payload, msg->payload_len,
+                                      KN_RECORDS_SUBSCRIBE_EVENT, &cont);
+  if (err) {
+    /* Subscribe again from the last good continuation. */
+    kn_batch_destroy(b);
+    r->stream_err = err;
+    return 1;
+  }
+  size_t n = kn_batch_count(b);
+  if (cont) kn_strlcpy(r->cont, cont, sizeof(r->cont));
+  if (n)
+    kn_strlcpy(r->last_seq, kn_record_sequence_number(kn_batch_record(b, n - 1)),
+               sizeof(r->last_seq));
+  int shard_end = b->shard_end;
+  kn_shard_list_t *children = NULL;
+  if (shard_end) {
+    children = b->children;
+    b->children = NULL;
+  }
+  int64_t behind = kn_batch_millis_behind(b);
+  kn_records_filter(kc, cs, b, r->has_skip ? &r->skip : NULL);
+  if (n) r->has_skip = 0; /* only the first records can be at or below it */
+
+  int to_polling = 0;
+  pthread_mutex_lock(&kc->mu);
+  r->events++;
+  r->last_event_ms = kn_mono_ms();
+  r->behind = behind;
+  cs->millis_behind = behind;
+  if (n || shard_end) {
+    r->idle = 0;
+    cs->caught_up = 0;
+  } else if (cs->closed_at_sync) {
+    to_polling = 1;
+    cs->caught_up = 0;
+  } else {
+    /* Caught up only once a listing begun after going idle shows the
+     * shard still open: a closed shard may never say so itself. */
+    if (!r->idle) {
+      r->idle = 1;
+      r->idle_list = kc->efo->lists_started;
+    }
+    int confirmed = kc->efo->lists_done > r->idle_list;
+    cs->caught_up = confirmed && behind <= 0;
+    if (!confirmed) kn_efo_request_listing_locked(kc);
+  }
+  pthread_mutex_unlock(&kc->mu);
+
+  if (kn_batch_count(b) == 0) { /* the end marker travels on its own */
+    kn_batch_destroy(b);
+    b = NULL;
+  }
+  kn_delivery_queue(kc, cs, b, msg->frame_len, shard_end);
+  if (shard_end) {
+    kn_info(&kc->log, "EFO", "shard %s: end of shard (%zu child shards)",
+            cs->id, kn_shard_list_count(children));
+    kn_control_post(kc, KN_CTL_SHARD_ENDED, cs, NULL, children);
+    r->end_seen = 1;
+    r->draining = 1;
+    return 1;
+  }
+  if (to_polling) {
+    r->to_polling = 1;
+    return 1;
+  }
+  return 0;
+}
+
+static int on_message(void *opaque, kn_evs_decoder_t *d,
+                      const kn_evs_msg_t *msg) {
+  kn_efo_reader_t *r = opaque;
+  r->last_event_us = kn_mono_us();
+  kn_sub_kind_t kind;
+  kn_error_t *err = NULL;
+  kn_err_t code = kn_sub_event_classify(msg, 200, &kind, &err);
+  if (code != KN_ERR_NO_ERROR) {
+    /* An exception inside the stream (ResourceInUse, ResourceNotFound,
+     * ...) or a message that is not of this stream. */
+    r->stream_err = err ? err : kn_error_new(code, "SubscribeToShard: %s",
+                                             kn_err2str(code));
+    r->draining = 1;
+    return 1;
+  }
+  if (r->state == EFO_SUBSCRIBING) {
+    kn_backoff_reset(&r->backoff);
+    r->in_use_streak = 0;
+    set_state(r, EFO_STREAMING);
+  }
+  if (kind != KN_SUB_EVENT) { /* initial-response, or unknown: skipped */
+    pthread_mutex_lock(&r->kc->mu);
+    r->last_event_ms = kn_mono_ms();
+    pthread_mutex_unlock(&r->kc->mu);
+    return 0;
+  }
+  return on_event(r, d, msg);
+}
+
+static int on_data(void *opaque, const char *p, size_t n) {
+  kn_efo_reader_t *r = opaque;
+  kn_consumer_t *kc = r->kc;
+  kn_error_t *err = NULL;
+  if (r->draining) return 0;
+  if (kn_evs_feed(r->dec, p, n, &err) != KN_ERR_NO_ERROR) {
+    /* After an exception or the end of the shard the server ends the
+     * stream itself: resetting it instead upsets some servers (later
+     * requests on the connection fail with framing errors).  A stream
+     * that is corrupt, or that we leave for polling, is reset. */
+    if (r->draining) {
+      kn_error_destroy(err);
+      return 0;
+    }
+    if (!r->stream_err && !r->to_polling)
+      r->stream_err = err ? err : kn_error_new(KN_ERR__NOMEM, "out of memory");
+    else
+      kn_error_destroy(err);
+    return -1;
+  }
+  pthread_mutex_lock(&kc->mu);
+  int full = !has_room_locked(kc, r->cs);
+  if (full) wait_room_locked(r);
+  pthread_mutex_unlock(&kc->mu);
+  if (!full) return 0;
+  r->paused = 1;
+  kn_dbg(&kc->log, "EFO", "shard %s: buffer full: subscription paused",
+         r->cs->id);
+  return 1;
+}
+
+/* ---- the end of a subscription ---- */
+
+static void start_polling(kn_efo_reader_t *r) {
+  kn_consumer_t *kc = r->kc;
+  kn_pos_t pos, skip;
+  int has_skip = 0;
+  if (r->last_seq[0]) {
+    kn_pos_set_seq(&pos, KN_ITER_AFTER_SEQUENCE_NUMBER, r->last_seq, 0, 0);
+  } else if (r->cont[0] && r->start.type == KN_ITER_LATEST) {
+    kn_pos_set_seq(&pos, KN_ITER_AFTER_SEQUENCE_NUMBER, r->cont, 0, 0);
+  } else {
+    /* Nothing was received: where the subscriptions started. */
+    pos = r->start;
+    skip = r->skip;
+    has_skip = r->has_skip;
+  }
+  kn_info(&kc->log, "EFO", "shard %s is closed: finishing it with GetRecords "
+          "from %s %s", r->cs->id, kn_iterator_type_name(pos.type), pos.seq);
+  r->poller = kn_poll_reader_spawn(kc, r->cs, &pos, has_skip ? &skip : NULL);
+  if (!r->poller) {
+    fatal(r, kn_error_new(KN_ERR__NOMEM, "out of memory"));
+    return;
+  }
+  set_state(r, EFO_POLLING);
+}
+
+/* The subscription is over (r->call gone); err (taken) is how the
+ * transfer ended, unless the stream said why itself. */
+static void ended(kn_efo_reader_t *r, kn_error_t *err) {
+  kn_consumer_t *kc = r->kc;
+  if (r->stream_err) {
+    kn_error_destroy(err);
+    err = r->stream_err;
+    r->stream_err = NULL;
+  }
+  drop_call(r);
+  if (r->end_seen) {
+    kn_error_destroy(err);
+    set_state(r, EFO_ENDED);
+    return;
+  }
+  if (r->to_polling) {
+    kn_error_destroy(err);
+    start_polling(r);
+    return;
+  }
+  if (!err) {
+    /* Subscriptions last five minutes: renew from the continuation (at
+     * once, unless it ended without a word). */
+    kn_dbg(&kc->log, "EFO", "shard %s: subscription ended: renewing after %s",
+           r->cs->id, r->cont[0] ? r->cont : "its start");
+    if (r->state == EFO_SUBSCRIBING)
+      schedule(r, kn_backoff_next(&r->backoff));
+    else
+      subscribe(r);
+    return;
+  }
+  kn_err_t code = kn_error_code(err);
+  if (code == KN_ERR_RESOURCE_IN_USE) {
+    /* The previous holder lets go within seconds (a lost connection, or a
+     * shard handed over): try at the allowed pace for a while, so a new
+     * owner starts soon, then back off (two readers of one shard). */
+    count(r, &r->in_use);
+    kn_info(&kc->log, "EFO", "shard %s: %s: retrying", r->cs->id,
+            kn_error_string(err));
+    kn_error_destroy(err);
+    schedule(r, r->in_use_streak++ < KN_EFO_IN_USE_FAST
+                    ? 1000 + (int64_t)kn_rand_below(1000)
+                    : kn_backoff_next(&r->backoff));
+  } else if (code == KN_ERR_RESOURCE_NOT_FOUND) {
+    kn_info(&kc->log, "EFO", "shard %s: %s: checking why", r->cs->id,
+            kn_error_string(err));
+    schedule(r, KN_EFO_CHECK_WAIT_MS);
+    set_state(r, EFO_CHECKING);
+    kn_control_post(kc, KN_CTL_EFO_CHECK, r->cs, err, NULL);
+  } else if (kn_error_is_retriable(err) || code == KN_ERR__FAIL ||
+             code == KN_ERR__CORRUPT || code == KN_ERR__BAD_MSG) {
+    count(r, &r->errors);
+    if (!kn_error_is_throttling(err))
+      kn_warn(&kc->log, "EFO", "shard %s: SubscribeToShard: %s", r->cs->id,
+              kn_error_string(err));
+    kn_error_destroy(err);
+    schedule(r, kn_backoff_next(&r->backoff));
+  } else {
+    fatal(r, kn_error_prefix(err, "shard %s: SubscribeToShard", r->cs->id));
+  }
+}
+
+static void on_done(void *opaque, kn_call_result_t *res) {
+  kn_efo_reader_t *r = opaque;
+  r->call = NULL;
+  kn_error_t *err = res->err;
+  res->err = NULL;
+  ended(r, err);
+}
+
+static void watchdog_fired(void *arg) {
+  kn_efo_reader_t *r = arg;
+  if (!r->call) return;
+  int64_t limit = r->kc->efo->watchdog_ms;
+  int64_t quiet = (kn_mono_us() - r->last_event_us) / 1000;
+  if (r->paused || quiet < limit) { /* a paused stream is quiet on purpose */
+    kn_timer_start(r->watchdog, r->paused ? limit : limit - quiet);
+    return;
+  }
+  if (r->draining) { /* the server did not end it: we do */
+    kn_call_cancel(r->call);
+    r->call = NULL;
+    ended(r, NULL);
+    return;
+  }
+  kn_warn(&r->kc->log, "EFO", "shard %s: no event for %lld ms: renewing the "
+          "subscription", r->cs->id, (long long)quiet);
+  count(r, &r->watchdog_renewals);
+  drop_call(r);
+  schedule(r, kn_backoff_next(&r->backoff));
+}
+
+/* ---- subscribing ---- */
+
+static void subscribe(kn_efo_reader_t *r) {
+  kn_consumer_t *kc = r->kc;
+  if (r->call || r->poller || r->state == EFO_ENDED) return;
+  int64_t now = kn_mono_us();
+  if (r->last_subscribe_us &&
+      now - r->last_subscribe_us < KN_EFO_SUBSCRIBE_GAP_US) {
+    schedule(r, (r->last_subscribe_us + KN_EFO_SUBSCRIBE_GAP_US - now + 999) /
+                    1000);
+    return;
+  }
+  pthread_mutex_lock(&kc->mu);
+  int room = has_room_locked(kc, r->cs);
+  if (!room) {
+    wait_room_locked(r);
+    r->state = EFO_ROOM;
+  }
+  char *arn = room ? kn_strdup0(kc->efo->consumer_arn) : NULL;
+  pthread_mutex_unlock(&kc->mu);
+  if (!room) return; /* kn_efo_reader_wake_locked() resumes us */
+  if (!arn) { /* not registered (the consumer closed during registration) */
+    schedule(r, 1000);
+    return;
+  }
+
+  kn_pos_t pos = r->start;
+  if (r->cont[0])
+    kn_pos_set_seq(&pos, KN_ITER_AFTER_SEQUENCE_NUMBER, r->cont, 0, 0);
+  if (r->last_seq[0] &&
+      kn_pos_set_seq(&r->skip, KN_ITER_AT_SEQUENCE_NUMBER, r->last_seq,
+                     INT64_MAX, 1) == 0)
+    r->has_skip = 1;
+  kn_buf_t body = KN_BUF_INIT;
+  kn_error_t *err = NULL;
+  int rc = kn_enc_subscribe_to_shard(&body, arn, r->cs->id, pos.type, pos.seq,
+                                     pos.timestamp_ms);
+  free(arn);
+  r->dec = rc == 0 ? kn_evs_decoder_new(0, on_message, r) : NULL;
+  if (r->dec)
+    r->call = kn_svc_stream(kc->svc, "SubscribeToShard", &body, on_data,
+                            on_done, r, &err);
+  kn_buf_free(&body);
+  if (!r->call) {
+    kn_warn(&kc->log, "EFO", "shard %s: SubscribeToShard: %s", r->cs->id,
+            err ? kn_error_string(err) : "out of memory");
+    kn_error_destroy(err);
+    kn_evs_decoder_destroy(r->dec);
+    r->dec = NULL;
+    schedule(r, kn_backoff_next(&r->backoff));
+    return;
+  }
+  kn_dbg(&kc->log, "EFO", "shard %s: SubscribeToShard %s %s", r->cs->id,
+         kn_iterator_type_name(pos.type), pos.seq);
+  r->end_seen = r->to_polling = r->draining = 0;
+  r->last_subscribe_us = r->last_event_us = now;
+  pthread_mutex_lock(&kc->mu);
+  r->state = EFO_SUBSCRIBING;
+  r->subscriptions++;
+  pthread_mutex_unlock(&kc->mu);
+  kn_timer_start(r->watchdog, kc->efo->watchdog_ms);
+}
+
+/* ---- life cycle ---- */
+
+static void begin(void *arg) {
+  kn_efo_reader_t *r = arg;
+  r->timer = kn_timer_new(r->kc->loop, timer_fired, r);
+  r->watchdog = kn_timer_new(r->kc->loop, watchdog_fired, r);
+  if (!r->timer || !r->watchdog) {
+    fatal(r, kn_error_new(KN_ERR__NOMEM, "out of memory"));
+    return;
+  }
+  subscribe(r);
+}
+
+/* Over HTTP/1.1 every subscription holds a connection for minutes, and
+ * calls beyond http.max.connections wait for one (mu held). */
+static void check_connections_locked(kn_consumer_t *kc) {
+  const kn_aws_settings_t *st = &kc->client->settings;
+  kn_efo_t *efo = kc->efo;
+  int cleartext = st->kinesis_endpoint &&
+                  strncasecmp(st->kinesis_endpoint, "http:", 5) == 0;
+  int http11 = st->http.version == KN_HTTP_1_1 ||
+               (cleartext && st->http.version != KN_HTTP_2_PRIOR);
+  if (!http11 || efo->warned_connections ||
+      efo->readers + 2 <= (size_t)st->http.max_connections)
+    return;
+  efo->warned_connections = 1;
+  kn_warn(&kc->log, "EFO", "%zu subscriptions over HTTP/1.1 take a connection "
+          "each: raise http.max.connections (%ld) above the shards read, or "
+          "use HTTP/2 (https)", efo->readers, st->http.max_connections);
+}
+
+int kn_efo_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
+  kn_efo_reader_t *r = calloc(1, sizeof(*r));
+  if (!r) return -1;
+  r->kc = kc;
+  r->cs = cs;
+  r->start = cs->start;
+  if (cs->start.type == KN_ITER_AT_SEQUENCE_NUMBER && cs->start.has_subseq) {
+    r->skip = cs->start;
+    r->has_skip = 1;
+  }
+  kn_backoff_init(&r->backoff, 1000, 10000);
+  r->state = EFO_WAITING;
+  r->behind = -1;
+  pthread_mutex_lock(&kc->mu);
+  kc->efo->readers++;
+  check_connections_locked(kc);
+  cs->efo_reader = r;
+  cs->state = KN_CS_READING;
+  cs->caught_up = 0;
+  cs->paused = 0;
+  pthread_mutex_unlock(&kc->mu);
+  if (kn_loop_post(kc->loop, begin, r)) {
+    pthread_mutex_lock(&kc->mu);
+    kc->efo->readers--;
+    cs->efo_reader = NULL;
+    pthread_mutex_unlock(&kc->mu);
+    free(r);
+    return -1;
+  }
+  return 0;
+}
+
+static void teardown(void *arg) {
+  kn_efo_reader_t *r = arg;
+  drop_call(r);
+  kn_timer_free(r->timer);
+  kn_timer_free(r->watchdog);
+  kn_poll_reader_free(r->poller, 1);
+  free(r);
+}
+
+void kn_efo_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
+  pthread_mutex_lock(&kc->mu);
+  kn_efo_reader_t *r = cs->efo_reader;
+  cs->efo_reader = NULL; /* nothing is posted for r after this */
+  if (r && cs->paused) {
+    kc->n_paused--;
+    cs->paused = 0;
+  }
+  if (r) kc->efo->readers--;
+  pthread_mutex_unlock(&kc->mu);
+  if (!r) return;
+  /* Posted work runs in order: a wake-up posted earlier runs first, and
+   * kn_loop_call returns once the reader is gone. */
+  if (kn_loop_call(kc->loop, teardown, r)) {
+    /* The loop has stopped and freed the transfers and timers. */
+    kn_evs_decoder_destroy(r->dec);
+    kn_error_destroy(r->stream_err);
+    kn_poll_reader_free(r->poller, 0);
+    free(r);
+  }
+}
+
+static void wake(void *arg) {
+  kn_efo_reader_t *r = arg;
+  if (r->poller) {
+    kn_poll_reader_wake(r->poller);
+    return;
+  }
+  if (r->paused && r->call) {
+    r->paused = 0;
+    r->last_event_us = kn_mono_us(); /* the watchdog counts from here */
+    kn_call_resume(r->call);
+    return;
+  }
+  r->paused = 0;
+  if (r->state == EFO_ROOM) subscribe(r);
+}
+
+void kn_efo_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
+  if (cs->efo_reader) kn_loop_post(kc->loop, wake, cs->efo_reader);
+}
+
+static void retry(void *arg) {
+  kn_efo_reader_t *r = arg;
+  if (r->call || r->poller || r->state == EFO_ENDED) return;
+  if (r->state == EFO_ROOM) return; /* the wake-up subscribes */
+  schedule(r, kn_backoff_next(&r->backoff));
+}
+
+void kn_efo_reader_retry_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
+  if (cs->efo_reader) kn_loop_post(kc->loop, retry, cs->efo_reader);
+}
+
+int kn_efo_stats_json(kn_buf_t *b, const kn_cshard_t *cs) {
+  const kn_efo_reader_t *r = cs->efo_reader;
+  if (!r) return 0;
+  long long age = r->last_event_ms ? (long long)(kn_mono_ms() - r->last_event_ms)
+                                   : -1;
+  return kn_buf_printf(
+      b, ",\"efo\":{\"state\":\"%s\",\"subscriptions\":%llu,"
+         "\"resubscribes\":%llu,\"events\":%llu,\"last_event_age_ms\":%lld,"
+         "\"millis_behind_latest\":%lld,\"watchdog_renewals\":%llu,"
+         "\"in_use\":%llu,\"errors\":%llu}",
+      state_name(r->state), (unsigned long long)r->subscriptions,
+      (unsigned long long)(r->subscriptions ? r->subscriptions - 1 : 0),
+      (unsigned long long)r->events, age, (long long)r->behind,
+      (unsigned long long)r->watchdog_renewals,
+      (unsigned long long)r->in_use, (unsigned long long)r->errors);
+}
