@@ -87,6 +87,7 @@ typedef struct kn_efo_reader {
   int paused;                /* its transfer is paused for room */
   int idle;                  /* the last event was empty */
   int in_use_streak;         /* ResourceInUse answers in a row */
+  int expired;               /* lease mode: the shard's time ran out */
   uint64_t idle_list;        /* efo->lists_started when it became idle */
   kn_timer_t *timer;
   kn_timer_t *watchdog;
@@ -119,6 +120,21 @@ static void count(kn_efo_reader_t *r, uint64_t *counter) {
 static void fatal(kn_efo_reader_t *r, kn_error_t *err) {
   kn_control_post(r->kc, KN_CTL_FATAL, r->cs, err, NULL);
   set_state(r, EFO_ENDED);
+}
+
+/* Lease mode: the shard's lease was not renewed within the grace period
+ * (kn_cshard_t.lease_until_ms).  Nothing more is subscribed or queued; the
+ * control thread is told once and gives the shard up. */
+static int lease_expired(kn_efo_reader_t *r) {
+  if (r->expired) return 1;
+  pthread_mutex_lock(&r->kc->mu);
+  r->expired = kn_coord_expired_locked(r->kc, r->cs, kn_mono_ms());
+  pthread_mutex_unlock(&r->kc->mu);
+  if (!r->expired) return 0;
+  kn_warn(&r->kc->log, "EFO", "shard %s: lease not renewed within %lld ms: "
+          "stopped reading it", r->cs->id, (long long)r->kc->lease.grace_ms);
+  kn_control_post(r->kc, KN_CTL_LEASE_EXPIRED, r->cs, NULL, NULL);
+  return 1;
 }
 
 static void schedule(kn_efo_reader_t *r, int64_t delay_ms) {
@@ -180,6 +196,13 @@ static int on_event(kn_efo_reader_t *r, kn_evs_decoder_t *d,
     /* Subscribe again from the last good continuation. */
     kn_batch_destroy(b);
     r->stream_err = err;
+    return 1;
+  }
+  if (lease_expired(r)) {
+    /* The rest of the stream is dropped until the server ends it, or the
+     * reader is stopped. */
+    kn_batch_destroy(b);
+    r->draining = 1;
     return 1;
   }
   size_t n = kn_batch_count(b);
@@ -338,7 +361,7 @@ static void ended(kn_efo_reader_t *r, kn_error_t *err) {
     r->stream_err = NULL;
   }
   drop_call(r);
-  if (r->end_seen) {
+  if (r->end_seen || r->expired) {
     kn_error_destroy(err);
     set_state(r, EFO_ENDED);
     return;
@@ -425,6 +448,10 @@ static void watchdog_fired(void *arg) {
 static void subscribe(kn_efo_reader_t *r) {
   kn_consumer_t *kc = r->kc;
   if (r->call || r->poller || r->state == EFO_ENDED) return;
+  if (lease_expired(r)) {
+    set_state(r, EFO_ENDED);
+    return;
+  }
   int64_t now = kn_mono_us();
   if (r->last_subscribe_us &&
       now - r->last_subscribe_us < KN_EFO_SUBSCRIBE_GAP_US) {
