@@ -199,10 +199,10 @@ static int on_event(kn_efo_reader_t *r, kn_evs_decoder_t *d,
     return 1;
   }
   if (lease_expired(r)) {
-    /* The rest of the stream is dropped until the server ends it, or the
-     * reader is stopped. */
+    /* The subscription is reset rather than drained: the next owner of the
+     * shard cannot subscribe (ResourceInUse) while it lasts, and this
+     * worker's control thread may be stuck with the store for a while. */
     kn_batch_destroy(b);
-    r->draining = 1;
     return 1;
   }
   size_t n = kn_batch_count(b);
