@@ -21,4 +21,20 @@ size_t kn_base64_encode(char *dst, const void *src, size_t n);
  * valid base64. */
 long kn_base64_decode(void *dst, const char *src, size_t n);
 
+/* kn_base64_decode uses the fastest implementation the CPU supports,
+ * chosen at the first call; all give the same results.  The others are
+ * reachable for tests and benchmarks. */
+typedef enum kn_base64_impl {
+  KN_BASE64_SCALAR,
+  KN_BASE64_SSSE3, /* x86 */
+  KN_BASE64_AVX2   /* x86 */
+} kn_base64_impl_t;
+
+kn_base64_impl_t kn_base64_impl(void);
+int kn_base64_impl_supported(kn_base64_impl_t impl);
+const char *kn_base64_impl_name(kn_base64_impl_t impl);
+/* As kn_base64_decode, with impl, which must be supported. */
+long kn_base64_decode_with(kn_base64_impl_t impl, void *dst, const char *src,
+                           size_t n);
+
 #endif
