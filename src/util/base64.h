@@ -14,11 +14,13 @@ static inline size_t kn_base64_decoded_max(size_t n) { return n / 4 * 3 + 3; }
  * returns that length. */
 size_t kn_base64_encode(char *dst, const void *src, size_t n);
 
-/* Decodes n characters.  dst may equal src (in-place decoding), otherwise
- * they must not overlap; dst needs kn_base64_decoded_max(n) bytes.
- * Strict: the length must be a multiple of 4, padding only at the end, no
- * white space.  Returns the decoded length, or -1 if the input is not
- * valid base64. */
+/* Decodes n characters.  dst may equal src or start before it (in-place
+ * decoding: the output never overtakes the input), otherwise they must
+ * not overlap; dst needs kn_base64_decoded_max(n) bytes, and its bytes
+ * past the decoded length may be overwritten too.  Strict: the length must
+ * be a multiple of 4, padding only at the end, no white space.  Returns
+ * the decoded length, or -1 if the input is not valid base64 (dst then
+ * holds anything). */
 long kn_base64_decode(void *dst, const char *src, size_t n);
 
 /* kn_base64_decode uses the fastest implementation the CPU supports,
