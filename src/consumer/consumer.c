@@ -287,9 +287,7 @@ static void mark_dirty_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
 
 static void wake_paused_locked(kn_consumer_t *kc, kn_cshard_t *popped) {
   kn_reader_wake_locked(kc, popped);
-  if (kc->n_paused > 0 && kc->total_bytes <= kc->cfg.max_total_bytes / 2)
-    for (size_t i = 0; i < kc->n_shards && kc->n_paused > 0; i++)
-      kn_reader_wake_locked(kc, kc->shards[i]);
+  kn_readers_wake_locked(kc);
 }
 
 static void deadline_after(struct timespec *ts, int timeout_ms) {

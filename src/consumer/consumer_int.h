@@ -248,5 +248,11 @@ int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs);
 void kn_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs);
 /* The application made room in cs's buffer: wake its reader.  mu held. */
 void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs);
+/* Room came back in the total budget (a poll, a purge, a response smaller
+ * than reserved): wake the paused readers that may go on.  mu held; any
+ * thread.  Every decrease of a shard's buffer or of the total must be
+ * followed by one of the two wake calls, or a paused reader may wait for
+ * ever. */
+void kn_readers_wake_locked(kn_consumer_t *kc);
 
 #endif

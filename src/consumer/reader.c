@@ -156,6 +156,9 @@ static void release_reserve(kn_reader_t *r) {
   if (!r->reserved) return;
   pthread_mutex_lock(&r->kc->mu);
   r->kc->total_bytes -= r->reserved;
+  /* Room in the total budget came back: a shard paused for it must hear
+   * of it now, as no later poll may come to tell it. */
+  kn_readers_wake_locked(r->kc);
   pthread_mutex_unlock(&r->kc->mu);
   r->reserved = 0;
 }
@@ -423,4 +426,10 @@ void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
   cs->paused = 0;
   kc->n_paused--;
   kn_loop_post(kc->loop, reader_wake, cs->reader);
+}
+
+void kn_readers_wake_locked(kn_consumer_t *kc) {
+  if (kc->n_paused > 0 && kc->total_bytes <= kc->cfg.max_total_bytes / 2)
+    for (size_t i = 0; i < kc->n_shards && kc->n_paused > 0; i++)
+      kn_reader_wake_locked(kc, kc->shards[i]);
 }
