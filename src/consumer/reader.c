@@ -51,6 +51,9 @@ typedef struct kn_reader {
 
 static void reader_next(kn_reader_t *r);
 
+/* Limit of GetRecords while the shard's record size is unknown. */
+#define KN_PROBE_RECORDS 16
+
 static void reader_log_err(kn_reader_t *r, const char *what,
                            const kn_error_t *err) {
   kn_warn(&r->kc->log, "READER", "shard %s: %s: %s", r->cs->id, what,
@@ -145,6 +148,9 @@ static int records_limit(kn_reader_t *r, size_t *reserve) {
   if (total_room < byte_room) byte_room = total_room;
   double per = r->avg_rec_bytes > 64 ? r->avg_rec_bytes : 64;
   double lim = (double)byte_room / per;
+  /* Until a response tells the size of this shard's records, a few: a
+   * full Limit of unknown records could overrun the budget many times. */
+  if (r->avg_rec_bytes <= 0 && lim > KN_PROBE_RECORDS) lim = KN_PROBE_RECORDS;
   if (lim > (double)rec_room) lim = (double)rec_room;
   if (lim > kc->cfg.poll_max_records) lim = kc->cfg.poll_max_records;
   if (lim < 1) return 0;
