@@ -193,6 +193,22 @@ long kn_base64_decode_with(kn_base64_impl_t impl, void *dst, const char *src,
   return rest < 0 ? -1 : (long)(done / 4 * 3) + rest;
 }
 
+size_t kn_base64_decode_prefix(char *s, size_t avail) {
+#ifdef KN_B64_HAVE_X86
+  /* The kernels never read past avail and, in place, never write past
+   * what they read; a block holding the string's closing quote (or an
+   * escape, or padding) is not alphabet, so it stops them. */
+  switch (kn_base64_impl()) {
+    case KN_BASE64_AVX2: return kn_b64_dec_avx2((unsigned char *)s, s, avail);
+    case KN_BASE64_SSSE3: return kn_b64_dec_ssse3((unsigned char *)s, s, avail);
+    default: break;
+  }
+#endif
+  (void)s;
+  (void)avail;
+  return 0;
+}
+
 long kn_base64_decode(void *dst, const char *src, size_t n) {
   return kn_base64_decode_with(kn_base64_impl(), dst, src, n);
 }

@@ -23,6 +23,16 @@ size_t kn_base64_encode(char *dst, const void *src, size_t n);
  * holds anything). */
 long kn_base64_decode(void *dst, const char *src, size_t n);
 
+/* In-place decoding of the start of a string whose end is not known yet
+ * (base64 inside JSON, found by the same pass): decodes, at s, the longest
+ * run of whole blocks of alphabet characters at the start of s[0..avail),
+ * with the vector decoder, and returns how many characters it took (a
+ * multiple of 4, possibly 0; always 0 without a vector decoder).  Nothing
+ * is judged: the caller decodes the rest of the string with
+ * kn_base64_decode into s + ret / 4 * 3, which is then valid exactly when
+ * the whole string was. */
+size_t kn_base64_decode_prefix(char *s, size_t avail);
+
 /* kn_base64_decode uses the fastest implementation the CPU supports,
  * chosen at the first call; all give the same results.  The others are
  * reachable for tests and benchmarks. */
