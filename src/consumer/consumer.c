@@ -285,11 +285,6 @@ static void mark_dirty_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
   cs->in_dirty = 1;
 }
 
-static void wake_paused_locked(kn_consumer_t *kc, kn_cshard_t *popped) {
-  kn_reader_wake_locked(kc, popped);
-  kn_readers_wake_locked(kc);
-}
-
 static void deadline_after(struct timespec *ts, int timeout_ms) {
   clock_gettime(CLOCK_REALTIME, ts);
   ts->tv_sec += timeout_ms / 1000;
@@ -343,7 +338,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
       cs->records_delivered += b->n;
       cs->bytes_delivered += b->bytes;
       mark_dirty_locked(kc, cs);
-      wake_paused_locked(kc, cs);
+      kn_readers_wake_locked(kc);
       pthread_mutex_unlock(&kc->mu);
       return b;
     }

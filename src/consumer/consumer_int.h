@@ -151,6 +151,7 @@ struct kn_consumer_s {
   size_t q_len;
   size_t total_bytes;         /* buffered + reserved in flight */
   int n_paused;               /* shards whose reader waits for room */
+  size_t wake_next;           /* where the next wake-up round starts */
   kn_cshard_t **dirty;        /* shards delivered since the last poll */
   size_t n_dirty, cap_dirty;
   kn_ctl_msg_t *ctl_head, *ctl_tail;

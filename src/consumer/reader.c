@@ -146,14 +146,29 @@ static int records_limit(kn_reader_t *r, size_t *reserve) {
                           ? kc->cfg.max_total_bytes - kc->total_bytes
                           : 0;
   if (total_room < byte_room) byte_room = total_room;
+  /* Not for a sliver of room: every call is signed, sent and parsed, so
+   * small responses cost more per byte.  Waiting is safe: a paused reader
+   * is woken once half its buffer and half the total are free, which is
+   * at least this much. */
+  size_t min_fetch = (kc->cfg.max_bytes < kc->cfg.max_total_bytes
+                          ? kc->cfg.max_bytes
+                          : kc->cfg.max_total_bytes) / 4;
   double per = r->avg_rec_bytes > 64 ? r->avg_rec_bytes : 64;
-  double lim = (double)byte_room / per;
+  double lim = byte_room >= min_fetch ? (double)byte_room / per : 0;
   /* Until a response tells the size of this shard's records, a few: a
    * full Limit of unknown records could overrun the budget many times. */
   if (r->avg_rec_bytes <= 0 && lim > KN_PROBE_RECORDS) lim = KN_PROBE_RECORDS;
   if (lim > (double)rec_room) lim = (double)rec_room;
   if (lim > kc->cfg.poll_max_records) lim = kc->cfg.poll_max_records;
-  if (lim < 1) return 0;
+  if (lim < 1) {
+    /* Records larger than the room: one at a time, once the shard's
+     * buffer is empty and half the total free, or the shard would never
+     * move (the budget is then exceeded by one record). */
+    if (rec_room == 0 || cs->buffered_records ||
+        kc->total_bytes > kc->cfg.max_total_bytes / 2)
+      return 0;
+    lim = 1;
+  }
   *reserve = (size_t)(lim * per);
   return (int)lim;
 }
@@ -435,7 +450,21 @@ void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
 }
 
 void kn_readers_wake_locked(kn_consumer_t *kc) {
-  if (kc->n_paused > 0 && kc->total_bytes <= kc->cfg.max_total_bytes / 2)
-    for (size_t i = 0; i < kc->n_shards && kc->n_paused > 0; i++)
-      kn_reader_wake_locked(kc, kc->shards[i]);
+  if (kc->n_paused == 0 || kc->total_bytes > kc->cfg.max_total_bytes / 2 ||
+      kc->n_shards == 0)
+    return;
+  /* The first reader woken takes room first: start after the one that
+   * was first last time, so that no shard waits behind the others for
+   * ever. */
+  size_t n = kc->n_shards, start = kc->wake_next % n;
+  int first = 1;
+  for (size_t k = 0; k < n && kc->n_paused > 0; k++) {
+    kn_cshard_t *cs = kc->shards[(start + k) % n];
+    int was_paused = cs->paused;
+    kn_reader_wake_locked(kc, cs);
+    if (first && was_paused && !cs->paused) {
+      kc->wake_next = (start + k + 1) % n;
+      first = 0;
+    }
+  }
 }
