@@ -292,11 +292,6 @@ static void mark_dirty_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
   cs->in_dirty = 1;
 }
 
-static void wake_paused_locked(kn_consumer_t *kc, kn_cshard_t *popped) {
-  kn_reader_wake_locked(kc, popped);
-  kn_reader_wake_all_locked(kc);
-}
-
 static void deadline_after(struct timespec *ts, int timeout_ms) {
   clock_gettime(CLOCK_REALTIME, ts);
   ts->tv_sec += timeout_ms / 1000;
@@ -327,7 +322,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
        * is left to the next owner. */
       kn_batch_destroy(e->batch);
       free(e);
-      kn_reader_wake_all_locked(kc);
+      kn_readers_wake_locked(kc);
       continue;
     }
     if (e) {
@@ -358,7 +353,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
       cs->records_delivered += b->n;
       cs->bytes_delivered += b->bytes;
       mark_dirty_locked(kc, cs);
-      wake_paused_locked(kc, cs);
+      kn_readers_wake_locked(kc);
       pthread_mutex_unlock(&kc->mu);
       return b;
     }

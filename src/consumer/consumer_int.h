@@ -172,6 +172,7 @@ struct kn_consumer_s {
   size_t q_len;
   size_t total_bytes;         /* buffered + reserved in flight */
   int n_paused;               /* shards whose reader waits for room */
+  size_t wake_next;           /* where the next wake-up round starts */
   kn_cshard_t **dirty;        /* shards delivered since the last poll */
   size_t n_dirty, cap_dirty;
   kn_ctl_msg_t *ctl_head, *ctl_tail;
@@ -284,9 +285,11 @@ int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs);
 void kn_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs);
 /* The application made room in cs's buffer: wake its reader.  mu held. */
 void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs);
-/* Memory was freed (a batch polled or purged, a reservation released):
- * wake the paused readers if the total budget is at most half used.  mu
- * held. */
-void kn_reader_wake_all_locked(kn_consumer_t *kc);
+/* Room came back in the total budget (a poll, a purge, a response smaller
+ * than reserved): wake the paused readers that may go on.  mu held; any
+ * thread.  Every decrease of a shard's buffer or of the total must be
+ * followed by one of the two wake calls, or a paused reader may wait for
+ * ever. */
+void kn_readers_wake_locked(kn_consumer_t *kc);
 
 #endif

@@ -61,7 +61,7 @@ void kn_delivery_purge(kn_consumer_t *kc, kn_cshard_t *cs) {
     kn_batch_destroy(e->batch);
     free(e);
   }
-  kn_reader_wake_all_locked(kc);
+  kn_readers_wake_locked(kc);
 }
 
 int kn_delivery_caught_up(kn_consumer_t *kc) {

@@ -56,6 +56,9 @@ typedef struct kn_reader {
 static void reader_next(kn_reader_t *r);
 static int reader_expired(kn_reader_t *r);
 
+/* Limit of GetRecords while the shard's record size is unknown. */
+#define KN_PROBE_RECORDS 16
+
 static void reader_log_err(kn_reader_t *r, const char *what,
                            const kn_error_t *err) {
   kn_warn(&r->kc->log, "READER", "shard %s: %s: %s", r->cs->id, what,
@@ -148,11 +151,29 @@ static int records_limit(kn_reader_t *r, size_t *reserve) {
                           ? kc->cfg.max_total_bytes - kc->total_bytes
                           : 0;
   if (total_room < byte_room) byte_room = total_room;
+  /* Not for a sliver of room: every call is signed, sent and parsed, so
+   * small responses cost more per byte.  Waiting is safe: a paused reader
+   * is woken once half its buffer and half the total are free, which is
+   * at least this much. */
+  size_t min_fetch = (kc->cfg.max_bytes < kc->cfg.max_total_bytes
+                          ? kc->cfg.max_bytes
+                          : kc->cfg.max_total_bytes) / 4;
   double per = r->avg_rec_bytes > 64 ? r->avg_rec_bytes : 64;
-  double lim = (double)byte_room / per;
+  double lim = byte_room >= min_fetch ? (double)byte_room / per : 0;
+  /* Until a response tells the size of this shard's records, a few: a
+   * full Limit of unknown records could overrun the budget many times. */
+  if (r->avg_rec_bytes <= 0 && lim > KN_PROBE_RECORDS) lim = KN_PROBE_RECORDS;
   if (lim > (double)rec_room) lim = (double)rec_room;
   if (lim > kc->cfg.poll_max_records) lim = kc->cfg.poll_max_records;
-  if (lim < 1) return 0;
+  if (lim < 1) {
+    /* Records larger than the room: one at a time, once the shard's
+     * buffer is empty and half the total free, or the shard would never
+     * move (the budget is then exceeded by one record). */
+    if (rec_room == 0 || cs->buffered_records ||
+        kc->total_bytes > kc->cfg.max_total_bytes / 2)
+      return 0;
+    lim = 1;
+  }
   *reserve = (size_t)(lim * per);
   return (int)lim;
 }
@@ -161,9 +182,9 @@ static void release_reserve(kn_reader_t *r) {
   if (!r->reserved) return;
   pthread_mutex_lock(&r->kc->mu);
   r->kc->total_bytes -= r->reserved;
-  /* Readers may have paused for want of the room this call had reserved;
-   * when nothing is queued no poll would ever wake them. */
-  kn_reader_wake_all_locked(r->kc);
+  /* Room in the total budget came back: a shard paused for it must hear
+   * of it now, as no later poll may come to tell it. */
+  kn_readers_wake_locked(r->kc);
   pthread_mutex_unlock(&r->kc->mu);
   r->reserved = 0;
 }
@@ -452,12 +473,6 @@ static void reader_wake(void *arg) {
   reader_next(r);
 }
 
-void kn_reader_wake_all_locked(kn_consumer_t *kc) {
-  if (kc->n_paused > 0 && kc->total_bytes <= kc->cfg.max_total_bytes / 2)
-    for (size_t i = 0; i < kc->n_shards && kc->n_paused > 0; i++)
-      kn_reader_wake_locked(kc, kc->shards[i]);
-}
-
 void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
   if (!cs->paused || (!cs->reader && !cs->efo_reader)) return;
   /* Resume once half the room is free, not at the first byte, so a full
@@ -493,4 +508,24 @@ void kn_poll_reader_free(kn_reader_t *r, int on_loop) {
   }
   free(r->iterator);
   free(r);
+}
+
+void kn_readers_wake_locked(kn_consumer_t *kc) {
+  if (kc->n_paused == 0 || kc->total_bytes > kc->cfg.max_total_bytes / 2 ||
+      kc->n_shards == 0)
+    return;
+  /* The first reader woken takes room first: start after the one that
+   * was first last time, so that no shard waits behind the others for
+   * ever. */
+  size_t n = kc->n_shards, start = kc->wake_next % n;
+  int first = 1;
+  for (size_t k = 0; k < n && kc->n_paused > 0; k++) {
+    kn_cshard_t *cs = kc->shards[(start + k) % n];
+    int was_paused = cs->paused;
+    kn_reader_wake_locked(kc, cs);
+    if (first && was_paused && !cs->paused) {
+      kc->wake_next = (start + k + 1) % n;
+      first = 0;
+    }
+  }
 }

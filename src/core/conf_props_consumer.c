@@ -31,13 +31,16 @@ const kn_prop_t kn_props_consumer[] = {
      "ones."},
     {"buffer.max.records", "consumer", KN_PROP_INT, "20000", 1, 10000000, NULL,
      "Records buffered per shard before its retrieval pauses."},
-    {"buffer.max.bytes", "consumer", KN_PROP_INT, "8388608", 1024,
+    {"buffer.max.bytes", "consumer", KN_PROP_INT, "2097152", 1024,
      1LL << 40, NULL,
-     "Payload bytes buffered per shard before its retrieval pauses."},
-    {"buffer.max.total.bytes", "consumer", KN_PROP_INT, "16777216", 65536,
+     "Bytes (of GetRecords responses) buffered per shard before its "
+     "retrieval pauses; also the largest response asked for. A shard "
+     "cannot be read faster than 2 MB/s, so more rarely helps."},
+    {"buffer.max.total.bytes", "consumer", KN_PROP_INT, "8388608", 65536,
      1LL << 42, NULL,
      "Bytes buffered and in flight for all shards together; bounds memory "
-     "whatever the number of shards."},
+     "whatever the number of shards (a batch the application holds comes "
+     "on top)."},
     {"poll.max.records", "consumer", KN_PROP_INT, "10000", 1, 10000, NULL,
      "Largest Limit of one GetRecords call (it is lowered to fit the "
      "buffers)."},

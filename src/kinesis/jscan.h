@@ -22,6 +22,10 @@
 
 #include "kn/error.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 /* Deepest nesting of arrays and objects accepted (deeper input is
  * rejected rather than risking the stack). */
 #define KN_JS_MAX_DEPTH 64
@@ -68,32 +72,71 @@ int kn_js_utf8_ok(const unsigned char *s, size_t n, int no_ctl);
 int kn_js_unescape(kn_jscan_t *js, char *b, char *r, char **s, size_t *n,
                    int text);
 
-/* The string at the cursor (a '"'): *s and *n get its content with
- * escapes resolved in place (lone surrogates become U+FFFD).  text: check
- * that it is UTF-8 without raw control characters; without it only the
- * syntax is checked, and the end is found with memchr, which is faster for
- * long strings such as base64 record data. */
-static inline int kn_js_str(kn_jscan_t *js, char **s, size_t *n, int text) {
-  char *b = js->p + 1;
-  if (text) {
-    /* Short plain ASCII strings (names, keys, numbers) in one pass. */
-    const unsigned char *q = (const unsigned char *)b;
-    while (!kn_js_stop_tab[*q]) q++;
-    if (*q == '"') {
-      *s = b;
-      *n = (size_t)((const char *)q - b);
-      js->p = (char *)q + 1;
-      return 0;
-    }
-  }
+/* The rest of a string whose content starts at b, the cursor being at
+ * its opening quote: *s and *n get the content from b on, escapes
+ * resolved in place (lone surrogates become U+FFFD), and the cursor moves
+ * past the closing quote.  Syntax only: the end is found with memchr,
+ * which is fast for long strings such as base64 record data. */
+static inline int kn_js_str_rest(kn_jscan_t *js, char *b, char **s,
+                                 size_t *n) {
   char *q = memchr(b, '"', (size_t)(js->end - b));
   if (!q) KN_JS_FAIL(js, "unterminated string");
   char *bs = memchr(b, '\\', (size_t)(q - b));
-  if (bs) return kn_js_unescape(js, b, bs, s, n, text);
+  if (bs) return kn_js_unescape(js, b, bs, s, n, 0);
   *s = b;
   *n = (size_t)(q - b);
   js->p = q + 1;
-  if (text && !kn_js_utf8_ok((const unsigned char *)b, *n, 1))
+  return 0;
+}
+
+/* Where the plain start of a string at b ends: the first quote,
+ * backslash, control or non-ASCII byte (the terminator stops it). */
+static inline const unsigned char *kn_js_plain_end(const kn_jscan_t *js,
+                                                   const char *b) {
+  const unsigned char *q = (const unsigned char *)b;
+#ifdef __SSE2__
+  /* Sixteen bytes at a time while they lie inside the body: sequence
+   * numbers, keys and member names are mostly longer than a few bytes. */
+  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                space = _mm_set1_epi8(0x20);
+  while (js->end - (const char *)q >= 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+    /* Signed compare: bytes >= 0x80 are negative, below 0x20 too. */
+    __m128i stop = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+        _mm_cmplt_epi8(v, space));
+    unsigned m = (unsigned)_mm_movemask_epi8(stop);
+    if (m) return q + __builtin_ctz(m);
+    q += 16;
+  }
+#endif
+  while (!kn_js_stop_tab[*q]) q++;
+  return q;
+}
+
+/* The string at the cursor (a '"'): *s and *n get its content with
+ * escapes resolved in place (lone surrogates become U+FFFD).  text: check
+ * that it is UTF-8 without raw control characters; without it only the
+ * syntax is checked (kn_js_str_rest). */
+static inline int kn_js_str(kn_jscan_t *js, char **s, size_t *n, int text) {
+  char *b = js->p + 1;
+  if (!text) return kn_js_str_rest(js, b, s, n);
+  /* Plain ASCII strings (names, keys, numbers) in one pass. */
+  const unsigned char *q = kn_js_plain_end(js, b);
+  if (*q == '"') {
+    *s = b;
+    *n = (size_t)((const char *)q - b);
+    js->p = (char *)q + 1;
+    return 0;
+  }
+  char *e = memchr(b, '"', (size_t)(js->end - b));
+  if (!e) KN_JS_FAIL(js, "unterminated string");
+  char *bs = memchr(b, '\\', (size_t)(e - b));
+  if (bs) return kn_js_unescape(js, b, bs, s, n, text);
+  *s = b;
+  *n = (size_t)(e - b);
+  js->p = e + 1;
+  if (!kn_js_utf8_ok((const unsigned char *)b, *n, 1))
     return kn_js_fail(js, b, "invalid UTF-8 or control character in string");
   return 0;
 }

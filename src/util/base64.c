@@ -1,4 +1,5 @@
 #include "util/base64.h"
+#include "util/base64_simd.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -66,7 +67,10 @@ size_t kn_base64_encode(char *dst, const void *src, size_t n) {
   return (size_t)(o - dst);
 }
 
-long kn_base64_decode(void *dst, const char *src, size_t n) {
+/* The scalar decoder: the reference the vector kernels must match, and
+ * the finisher of what they leave (the last quad, short inputs, a block
+ * with an invalid character). */
+static long decode_scalar(void *dst, const char *src, size_t n) {
   ensure_tables();
   if (n % 4) return -1;
   if (n == 0) return 0;
@@ -123,4 +127,88 @@ long kn_base64_decode(void *dst, const char *src, size_t n) {
     o += 3;
   }
   return (long)(o - (unsigned char *)dst);
+}
+
+/* ---- Implementations ---- */
+
+static int cpu_has(kn_base64_impl_t impl) {
+  switch (impl) {
+    case KN_BASE64_SCALAR: return 1;
+#ifdef KN_B64_HAVE_X86
+    case KN_BASE64_SSSE3:
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("ssse3");
+    case KN_BASE64_AVX2:
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx2");
+#endif
+    default: return 0;
+  }
+}
+
+int kn_base64_impl_supported(kn_base64_impl_t impl) { return cpu_has(impl); }
+
+const char *kn_base64_impl_name(kn_base64_impl_t impl) {
+  switch (impl) {
+    case KN_BASE64_SCALAR: return "scalar";
+    case KN_BASE64_SSSE3: return "ssse3";
+    case KN_BASE64_AVX2: return "avx2";
+    default: return "?";
+  }
+}
+
+/* -1: not chosen yet.  Every thread would choose the same, so a race only
+ * repeats the choice. */
+static int best_impl = -1;
+
+kn_base64_impl_t kn_base64_impl(void) {
+  int b = __atomic_load_n(&best_impl, __ATOMIC_RELAXED);
+  if (b < 0) {
+    b = cpu_has(KN_BASE64_AVX2)    ? KN_BASE64_AVX2
+        : cpu_has(KN_BASE64_SSSE3) ? KN_BASE64_SSSE3
+                                   : KN_BASE64_SCALAR;
+    __atomic_store_n(&best_impl, b, __ATOMIC_RELAXED);
+  }
+  return (kn_base64_impl_t)b;
+}
+
+long kn_base64_decode_with(kn_base64_impl_t impl, void *dst, const char *src,
+                           size_t n) {
+  if (n % 4) return -1;
+  size_t done = 0;
+#ifdef KN_B64_HAVE_X86
+  if (impl == KN_BASE64_AVX2)
+    done = kn_b64_dec_avx2(dst, src, n);
+  else if (impl == KN_BASE64_SSSE3)
+    done = kn_b64_dec_ssse3(dst, src, n);
+#else
+  (void)impl;
+#endif
+  if (done == 0) return decode_scalar(dst, src, n);
+  /* The kernel stopped at its last whole block, or at one holding a
+   * character outside the alphabet: the scalar decoder goes on from there
+   * (in place too: the output is still behind the input). */
+  long rest = decode_scalar((unsigned char *)dst + done / 4 * 3, src + done,
+                            n - done);
+  return rest < 0 ? -1 : (long)(done / 4 * 3) + rest;
+}
+
+size_t kn_base64_decode_prefix(char *s, size_t avail) {
+#ifdef KN_B64_HAVE_X86
+  /* The kernels never read past avail and, in place, never write past
+   * what they read; a block holding the string's closing quote (or an
+   * escape, or padding) is not alphabet, so it stops them. */
+  switch (kn_base64_impl()) {
+    case KN_BASE64_AVX2: return kn_b64_dec_avx2((unsigned char *)s, s, avail);
+    case KN_BASE64_SSSE3: return kn_b64_dec_ssse3((unsigned char *)s, s, avail);
+    default: break;
+  }
+#endif
+  (void)s;
+  (void)avail;
+  return 0;
+}
+
+long kn_base64_decode(void *dst, const char *src, size_t n) {
+  return kn_base64_decode_with(kn_base64_impl(), dst, src, n);
 }

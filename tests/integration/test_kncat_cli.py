@@ -391,6 +391,24 @@ class E2E:
         self.assertEqual([len(self.payload(r)) for r in recs], [6, mib - 3, 6])
         self.assertEqual(self.payload(recs[1]), exact)
 
+    def test_small_buffers(self):
+        # Budgets smaller than a record, and a few records per shard: every
+        # record still comes, each shard in order.
+        s = self.create(3)
+        inp = b"".join(b"%d-" % i + (b"r" * (i % 7) * 700) + b"\n"
+                       for i in range(240))
+        self.kncat("produce", s, input=inp)
+        recs = self.consume_json(s, "-X", "buffer.max.bytes=1024",
+                                 "-X", "buffer.max.total.bytes=65536",
+                                 "-X", "buffer.max.records=5")
+        self.assertEqual(sorted(self.payload(r) for r in recs),
+                         sorted(inp.split(b"\n")[:-1]))
+        last = {}
+        for r in recs:
+            seq = int(r["seq"])
+            self.assertLess(last.get(r["shard"], -1), seq)
+            last[r["shard"]] = seq
+
     def test_empty_input(self):
         s = self.create(1)
         for inp in (b"", ):

@@ -602,6 +602,64 @@ static void test_many_records(void) {
   free(body);
 }
 
+/* Long Data strings, whose bulk the vector decoder takes before the end
+ * of the string is known: escapes, defects and truncation anywhere in
+ * them are handled as in short strings. */
+static void test_long_data(void) {
+  unsigned char raw[1000];
+  for (size_t i = 0; i < sizeof(raw); i++) raw[i] = (unsigned char)(i * 131 + 7);
+  char b64[1400];
+  size_t n = kn_base64_encode(b64, raw, sizeof(raw));
+  b64[n] = '\0';
+  char *text = malloc(8 * n + 256), *data = malloc(8 * n + 1);
+  for (int variant = 0; variant < 4; variant++) {
+    /* 0 plain, 1 every '/' as "\/", 2 one 'A'..'Z' letter in every 97 as
+     * \u00XX, 3 with white space before the closing quote (invalid). */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (variant == 1 && b64[i] == '/') {
+        data[k++] = '\\';
+        data[k++] = '/';
+      } else if (variant == 2 && i % 97 == 5 && b64[i] >= 'A' && b64[i] <= 'Z') {
+        k += (size_t)sprintf(data + k, "\\u%04x", b64[i]);
+      } else {
+        data[k++] = b64[i];
+      }
+    }
+    if (variant == 3) data[k++] = ' ';
+    data[k] = '\0';
+    snprintf(text, 8 * n + 256,
+             "{\"Records\":[{\"Data\":\"%s\",\"PartitionKey\":\"k\",\"SequenceNumber\":\""
+             SEQ1 "\"}],\"NextShardIterator\":\"it\"}", data);
+    kn_batch_t *b;
+    kn_error_t *e = decode(text, &b);
+    if (variant == 3) {
+      KT_CHECK(e && strstr(kn_error_string(e), "base64"));
+    } else {
+      KT_CHECK_MSG(e == NULL, "variant %d: %s", variant, e ? kn_error_string(e) : "");
+      KT_CHECK(kn_batch_count(b) == 1 && data_is(kn_batch_record(b, 0), raw, sizeof(raw)));
+    }
+    kn_error_destroy(e);
+    kn_batch_destroy(b);
+  }
+  /* A stray byte, padding or the end of the body at any position (the
+   * content starts at byte 21). */
+  for (size_t p = 0; p < n; p += 13) {
+    static const char bad[] = {'=', '*', '\x01', '\xc3', '\n'};
+    for (size_t v = 0; v < sizeof(bad); v++) {
+      snprintf(text, 8 * n + 256,
+               "{\"Records\":[{\"Data\":\"%s\",\"PartitionKey\":\"k\","
+               "\"SequenceNumber\":\"" SEQ1 "\"}]}", b64);
+      text[21 + p] = bad[v];
+      KT_CHECK_MSG(rejected(text), "byte %d at %zu", bad[v], p);
+    }
+    text[21 + p] = '\0'; /* the body ends inside the string */
+    KT_CHECK_MSG(rejected(text), "end at %zu", p);
+  }
+  free(text);
+  free(data);
+}
+
 int main(void) {
   KT_RUN(test_kinesalite);
   KT_RUN(test_binary_and_escaped_key);
@@ -615,5 +673,6 @@ int main(void) {
   KT_RUN(test_depth);
   KT_RUN(test_prefixes_and_mutations);
   KT_RUN(test_many_records);
+  KT_RUN(test_long_data);
   return KT_DONE();
 }

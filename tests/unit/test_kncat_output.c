@@ -95,8 +95,8 @@ static void test_escape_random(void) {
   static const uint8_t palette[] = {'a', 'Z', ' ', '~', 0x7f, '"', '\\', '\n',
                                     0, 0x1f, 0x80, 0xBF, 0xC2, 0xDF, 0xE0,
                                     0xED, 0xA0, 0xF0, 0xF4, 0x90, 0x8F, 0xF5};
-  uint8_t in[64];
-  char out[64 * 6 + 1], ref[64 * 6 + 1];
+  uint8_t in[160];
+  char out[160 * 6 + 1], ref[160 * 6 + 1];
   for (int iter = 0; iter < 200000; iter++) {
     size_t n = next() % sizeof(in);
     int mostly_ascii = iter & 1;
@@ -123,11 +123,12 @@ static void test_escape_random(void) {
       }
     }
   }
-  /* Every byte value after a run of ASCII: the SWAR test must flag it. */
+  /* Every byte value after a run of ASCII: the vector and SWAR tests
+   * must flag it wherever it is in their blocks. */
   for (int c = 0; c < 256; c++) {
-    uint8_t s[17];
+    uint8_t s[71];
     memset(s, 'x', sizeof(s));
-    for (int at = 0; at < 17; at++) {
+    for (int at = 0; at < (int)sizeof(s); at++) {
       memset(s, 'x', sizeof(s));
       s[at] = (uint8_t)c;
       int valid = ref_utf8_valid(s, sizeof(s));

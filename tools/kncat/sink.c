@@ -30,6 +30,19 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* Asks the caches for a record's bytes ahead of their turn: a batch is
+ * decoded on the library's thread, often long enough before it is written
+ * here that its records had to be fetched from memory one miss at a time
+ * (about a third of consume -J's time went to waiting for them). */
+static inline void prefetch_record(const kn_record_t *r) {
+  size_t len;
+  const char *d = kn_record_data(r, &len);
+  if (len > 4096) len = 4096;
+  for (size_t off = 0; off < len; off += 64) __builtin_prefetch(d + off);
+  __builtin_prefetch(kn_record_sequence_number(r));
+  __builtin_prefetch(kn_record_partition_key(r));
+}
+
 /* Writes up to *left records of the batch (all when count is off);
  * returns how many. */
 static size_t write_batch(kc_sink_t *s, kc_out_t *out, const kn_batch_t *b,
@@ -41,8 +54,10 @@ static size_t write_batch(kc_sink_t *s, kc_out_t *out, const kn_batch_t *b,
     char prefix[1024];
     size_t plen = kc_json_prefix(prefix, sizeof(prefix), kn_batch_stream(b),
                                  kn_batch_shard_id(b));
+    if (n) prefetch_record(kn_batch_record(b, 0));
     for (size_t i = 0; i < n; i++) {
       const kn_record_t *r = kn_batch_record(b, i);
+      if (i + 1 < n) prefetch_record(kn_batch_record(b, i + 1));
       kc_json_rec_t jr;
       jr.seq = kn_record_sequence_number(r);
       jr.subseq = kn_record_subsequence_number(r);

@@ -1,0 +1,105 @@
+/* Base64 decoding with SSSE3 and AVX2 (see base64_simd.h).
+ *
+ * The method is the one W. Muła and D. Lemire describe ("Faster Base64
+ * Encoding and Decoding Using AVX2 Instructions", 2018): classify every
+ * character by its two nibbles with two table shuffles, whose AND is
+ * non-zero exactly for characters outside the alphabet; turn characters
+ * into 6-bit values by adding an offset chosen by the high nibble; pack
+ * four 6-bit values into three bytes with two multiply-adds and a
+ * shuffle.  The functions are compiled for their instruction set only
+ * (target attributes), so the rest of the library needs no special flags,
+ * and are called only after the CPU was seen to support it. */
+#include "util/base64_simd.h"
+
+#ifdef KN_B64_HAVE_X86
+
+#include <immintrin.h>
+
+/* Classes of the high nibble, as bits; lo_flags below says which low
+ * nibbles are invalid within each class:
+ *   0x01  0x0_, 0x1_, 0x8_ .. 0xF_   every byte invalid
+ *   0x02  0x2_                       only '+' (0x2B) and '/' (0x2F) valid
+ *   0x04  0x3_                       digits 0x30 .. 0x39 valid
+ *   0x08  0x4_, 0x6_                 0x40 and 0x60 invalid
+ *   0x10  0x5_, 0x7_                 0x5B .. 0x5F, 0x7B .. 0x7F invalid */
+#define HI_FLAGS                                                           \
+  0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x08, 0x10, 0x01, 0x01, 0x01, 0x01, \
+      0x01, 0x01, 0x01, 0x01
+#define LO_FLAGS                                                           \
+  0x0B, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x07, 0x15, \
+      0x17, 0x17, 0x17, 0x15
+/* What to add to a character to get its value, indexed by its high
+ * nibble, except that '/' (which shares 0x2_ with '+') uses index 1. */
+#define ROLL                                                              \
+  0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0
+/* After the multiply-adds each 32-bit lane holds 24 bits, little-endian:
+ * take its three bytes high first. */
+#define PACK 2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1
+
+__attribute__((target("ssse3"))) size_t kn_b64_dec_ssse3(unsigned char *dst,
+                                                         const char *src,
+                                                         size_t n) {
+  const __m128i hi_lut = _mm_setr_epi8(HI_FLAGS);
+  const __m128i lo_lut = _mm_setr_epi8(LO_FLAGS);
+  const __m128i roll_lut = _mm_setr_epi8(ROLL);
+  const __m128i pack = _mm_setr_epi8(PACK);
+  const __m128i nib = _mm_set1_epi8(0x0f), slash = _mm_set1_epi8('/');
+  const __m128i zero = _mm_setzero_si128();
+  size_t i = 0;
+  unsigned char *o = dst;
+  /* 16 characters in, 16 bytes stored (12 meant): the store stays within
+   * n / 4 * 3 while i + 24 <= n, and the last quad is never read.  In
+   * place, the store ends before the next block's characters. */
+  for (; i + 24 <= n; i += 16, o += 12) {
+    __m128i in = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
+    __m128i hi = _mm_and_si128(_mm_srli_epi32(in, 4), nib);
+    __m128i lo = _mm_and_si128(in, nib);
+    __m128i bad = _mm_and_si128(_mm_shuffle_epi8(lo_lut, lo),
+                                _mm_shuffle_epi8(hi_lut, hi));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(bad, zero)) != 0xFFFF) break;
+    __m128i roll =
+        _mm_shuffle_epi8(roll_lut, _mm_add_epi8(_mm_cmpeq_epi8(in, slash), hi));
+    __m128i v = _mm_add_epi8(in, roll);
+    /* Pairs of 6-bit values into 12 bits, pairs of those into 24. */
+    v = _mm_maddubs_epi16(v, _mm_set1_epi32(0x01400140));
+    v = _mm_madd_epi16(v, _mm_set1_epi32(0x00011000));
+    v = _mm_shuffle_epi8(v, pack);
+    _mm_storeu_si128((__m128i *)(void *)o, v);
+  }
+  return i;
+}
+
+__attribute__((target("avx2"))) size_t kn_b64_dec_avx2(unsigned char *dst,
+                                                       const char *src,
+                                                       size_t n) {
+  const __m256i hi_lut = _mm256_setr_epi8(HI_FLAGS, HI_FLAGS);
+  const __m256i lo_lut = _mm256_setr_epi8(LO_FLAGS, LO_FLAGS);
+  const __m256i roll_lut = _mm256_setr_epi8(ROLL, ROLL);
+  const __m256i pack = _mm256_setr_epi8(PACK, PACK);
+  /* The two lanes' 12 bytes side by side. */
+  const __m256i join = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
+  const __m256i nib = _mm256_set1_epi8(0x0f), slash = _mm256_set1_epi8('/');
+  size_t i = 0;
+  unsigned char *o = dst;
+  /* 32 characters in, 32 bytes stored (24 meant): within n / 4 * 3 while
+   * i + 44 <= n; the rest goes to the scalar decoder. */
+  for (; i + 44 <= n; i += 32, o += 24) {
+    __m256i in = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi32(in, 4), nib);
+    __m256i lo = _mm256_and_si256(in, nib);
+    if (!_mm256_testz_si256(_mm256_shuffle_epi8(lo_lut, lo),
+                            _mm256_shuffle_epi8(hi_lut, hi)))
+      break;
+    __m256i roll = _mm256_shuffle_epi8(
+        roll_lut, _mm256_add_epi8(_mm256_cmpeq_epi8(in, slash), hi));
+    __m256i v = _mm256_add_epi8(in, roll);
+    v = _mm256_maddubs_epi16(v, _mm256_set1_epi32(0x01400140));
+    v = _mm256_madd_epi16(v, _mm256_set1_epi32(0x00011000));
+    v = _mm256_shuffle_epi8(v, pack);
+    v = _mm256_permutevar8x32_epi32(v, join);
+    _mm256_storeu_si256((__m256i *)(void *)o, v);
+  }
+  return i;
+}
+
+#endif
