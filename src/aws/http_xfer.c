@@ -147,9 +147,13 @@ static long http_version_opt(kn_http_version_t v, int tls) {
   }
 }
 
-#define SETOPT(opt, val)                                          \
-  do {                                                            \
-    if (curl_easy_setopt(h, opt, val) != CURLE_OK) goto bad_opt;  \
+#define SETOPT(opt, val)                          \
+  do {                                            \
+    bad_rc = curl_easy_setopt(h, opt, val);       \
+    if (bad_rc != CURLE_OK) {                     \
+      bad_name = #opt;                            \
+      goto bad_opt;                               \
+    }                                             \
   } while (0)
 
 kn_error_t *kn_xfer_setup(struct kn_http_xfer *x, const kn_http_opts_t *opts,
@@ -157,6 +161,8 @@ kn_error_t *kn_xfer_setup(struct kn_http_xfer *x, const kn_http_opts_t *opts,
   CURL *h = x->easy;
   const char *body = NULL;
   size_t body_len = 0;
+  const char *bad_name = "";
+  CURLcode bad_rc = CURLE_OK;
 
   x->opts = opts;
   if (req->body_take) {
@@ -211,8 +217,10 @@ kn_error_t *kn_xfer_setup(struct kn_http_xfer *x, const kn_http_opts_t *opts,
   SETOPT(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
   /* Four times curl's default: a large response (GetRecords answers take
    * megabytes) then costs a quarter of the recv(2) calls, polls and write
-   * callbacks.  The buffer lives only while the transfer runs. */
-  SETOPT(CURLOPT_BUFFERSIZE, KN_RECV_BUFFER);
+   * callbacks.  curl 7.88 refuses the option on a handle that already has
+   * its buffer (a reused handle), which keeps the size first set: not an
+   * error. */
+  (void)curl_easy_setopt(h, CURLOPT_BUFFERSIZE, KN_RECV_BUFFER);
   SETOPT(CURLOPT_HTTP_VERSION, http_version_opt(opts->version, tls));
   if (in_loop && opts->version != KN_HTTP_1_1)
     SETOPT(CURLOPT_PIPEWAIT, 1L); /* wait to multiplex, not a new connection */
@@ -240,8 +248,8 @@ kn_error_t *kn_xfer_setup(struct kn_http_xfer *x, const kn_http_opts_t *opts,
   return NULL;
 
 bad_opt:
-  return kn_error_new(KN_ERR__FAIL, "libcurl rejected an option (%s)",
-                      x->errbuf[0] ? x->errbuf : "unsupported");
+  return kn_error_new(KN_ERR__FAIL, "libcurl rejected %s: %s", bad_name,
+                      x->errbuf[0] ? x->errbuf : curl_easy_strerror(bad_rc));
 }
 
 /* The URL without its query string, which may carry a presigned
