@@ -40,7 +40,9 @@ static inline void ensure_tables(void) {
   if (!__atomic_load_n(&tables_ready, __ATOMIC_ACQUIRE)) build_tables();
 }
 
-size_t kn_base64_encode(char *dst, const void *src, size_t n) {
+/* The scalar encoder: the reference, and the finisher of what the vector
+ * kernels leave (the last bytes, padding). */
+static size_t encode_scalar(char *dst, const void *src, size_t n) {
   ensure_tables();
   const unsigned char *s = src;
   char *o = dst;
@@ -207,6 +209,26 @@ size_t kn_base64_decode_prefix(char *s, size_t avail) {
   (void)s;
   (void)avail;
   return 0;
+}
+
+size_t kn_base64_encode_with(kn_base64_impl_t impl, char *dst, const void *src,
+                             size_t n) {
+  size_t done = 0;
+#ifdef KN_B64_HAVE_X86
+  if (impl == KN_BASE64_AVX2)
+    done = kn_b64_enc_avx2(dst, src, n);
+  else if (impl == KN_BASE64_SSSE3)
+    done = kn_b64_enc_ssse3(dst, src, n);
+#else
+  (void)impl;
+#endif
+  return done / 3 * 4 +
+         encode_scalar(dst + done / 3 * 4, (const unsigned char *)src + done,
+                       n - done);
+}
+
+size_t kn_base64_encode(char *dst, const void *src, size_t n) {
+  return kn_base64_encode_with(kn_base64_impl(), dst, src, n);
 }
 
 long kn_base64_decode(void *dst, const char *src, size_t n) {

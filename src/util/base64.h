@@ -33,9 +33,9 @@ long kn_base64_decode(void *dst, const char *src, size_t n);
  * the whole string was. */
 size_t kn_base64_decode_prefix(char *s, size_t avail);
 
-/* kn_base64_decode uses the fastest implementation the CPU supports,
- * chosen at the first call; all give the same results.  The others are
- * reachable for tests and benchmarks. */
+/* kn_base64_encode and kn_base64_decode use the fastest implementation
+ * the CPU supports, chosen at the first call; all give the same results.
+ * The others are reachable for tests and benchmarks. */
 typedef enum kn_base64_impl {
   KN_BASE64_SCALAR,
   KN_BASE64_SSSE3, /* x86 */
@@ -48,5 +48,8 @@ const char *kn_base64_impl_name(kn_base64_impl_t impl);
 /* As kn_base64_decode, with impl, which must be supported. */
 long kn_base64_decode_with(kn_base64_impl_t impl, void *dst, const char *src,
                            size_t n);
+/* As kn_base64_encode, with impl, which must be supported. */
+size_t kn_base64_encode_with(kn_base64_impl_t impl, char *dst, const void *src,
+                             size_t n);
 
 #endif

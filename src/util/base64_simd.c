@@ -102,4 +102,85 @@ __attribute__((target("avx2"))) size_t kn_b64_dec_avx2(unsigned char *dst,
   return i;
 }
 
+
+/* ---- Encoding ----
+ *
+ * The method of the same paper: spread each group of three bytes over a
+ * 32-bit lane (a shuffle), cut the lane into four 6-bit values with a
+ * multiply-high and a multiply-low on 16-bit halves, then turn each value
+ * into its character by adding an offset found with one table shuffle:
+ * values 0..25 add 'A', 26..51 add 'a' - 26, 52..61 add '0' - 52, 62 and
+ * 63 add what makes '+' and '/'. */
+
+/* The three bytes b0 b1 b2 of each group, as 16-bit words b1:b0 and
+ * b2:b1 (little-endian: b0 b1 ... reads b1 high). */
+#define SPREAD 1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10
+/* Offset by class: index 0 for 26..51, 1..10 for 52..61, 11 for 62, 12
+ * for 63, 13 for 0..25. */
+#define OFFSETS                                                        \
+  'a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, \
+      '0' - 52, '0' - 52, '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0
+
+__attribute__((target("ssse3"))) static inline __m128i enc_ssse3_block(
+    __m128i in) {
+  const __m128i spread = _mm_setr_epi8(SPREAD);
+  const __m128i offsets = _mm_setr_epi8(OFFSETS);
+  in = _mm_shuffle_epi8(in, spread);
+  /* Lane bytes now b1 b0 b2 b1: values a (b0 >> 2) and c ((b1 & 15) << 2 |
+   * b2 >> 6) come from the multiply-high, b and d from the multiply-low. */
+  __m128i ac = _mm_mulhi_epu16(_mm_and_si128(in, _mm_set1_epi32(0x0fc0fc00)),
+                               _mm_set1_epi32(0x04000040));
+  __m128i bd = _mm_mullo_epi16(_mm_and_si128(in, _mm_set1_epi32(0x003f03f0)),
+                               _mm_set1_epi32(0x01000010));
+  __m128i v = _mm_or_si128(ac, bd);
+  __m128i cls = _mm_subs_epu8(v, _mm_set1_epi8(51));
+  __m128i low = _mm_cmpgt_epi8(_mm_set1_epi8(26), v);
+  cls = _mm_or_si128(cls, _mm_and_si128(low, _mm_set1_epi8(13)));
+  return _mm_add_epi8(v, _mm_shuffle_epi8(offsets, cls));
+}
+
+__attribute__((target("ssse3"))) size_t kn_b64_enc_ssse3(
+    char *dst, const unsigned char *src, size_t n) {
+  size_t i = 0;
+  char *o = dst;
+  /* 16 bytes loaded, 12 used. */
+  for (; i + 16 <= n; i += 12, o += 16) {
+    __m128i in = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
+    _mm_storeu_si128((__m128i *)(void *)o, enc_ssse3_block(in));
+  }
+  return i;
+}
+
+__attribute__((target("avx2"))) size_t kn_b64_enc_avx2(
+    char *dst, const unsigned char *src, size_t n) {
+  const __m256i spread = _mm256_setr_epi8(SPREAD, SPREAD);
+  const __m256i offsets = _mm256_setr_epi8(OFFSETS, OFFSETS);
+  size_t i = 0;
+  char *o = dst;
+  /* Each 128-bit lane gets 12 bytes at its start: two 16-byte loads, 12
+   * bytes apart, so 28 bytes are read for 24 used. */
+  for (; i + 28 <= n; i += 24, o += 32) {
+    __m128i lo = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
+    __m128i hi =
+        _mm_loadu_si128((const __m128i *)(const void *)(src + i + 12));
+    __m256i in = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    in = _mm256_shuffle_epi8(in, spread);
+    __m256i ac = _mm256_mulhi_epu16(
+        _mm256_and_si256(in, _mm256_set1_epi32(0x0fc0fc00)),
+        _mm256_set1_epi32(0x04000040));
+    __m256i bd = _mm256_mullo_epi16(
+        _mm256_and_si256(in, _mm256_set1_epi32(0x003f03f0)),
+        _mm256_set1_epi32(0x01000010));
+    __m256i v = _mm256_or_si256(ac, bd);
+    __m256i cls = _mm256_subs_epu8(v, _mm256_set1_epi8(51));
+    __m256i low = _mm256_cmpgt_epi8(_mm256_set1_epi8(26), v);
+    cls = _mm256_or_si256(cls, _mm256_and_si256(low, _mm256_set1_epi8(13)));
+    v = _mm256_add_epi8(v, _mm256_shuffle_epi8(offsets, cls));
+    _mm256_storeu_si256((__m256i *)(void *)o, v);
+  }
+  /* A last block of 12 to 27 bytes: the 128-bit kernel. */
+  i += kn_b64_enc_ssse3(o, src + i, n - i);
+  return i;
+}
+
 #endif

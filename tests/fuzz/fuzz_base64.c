@@ -1,4 +1,7 @@
-/* Fuzzes the base64 decoders: every implementation the CPU supports must
+/* Fuzzes the base64 encoders and decoders.  Encoding: every
+ * implementation the CPU supports must give what the scalar encoder gives
+ * for the input bytes (into a buffer of exactly the encoded length), and
+ * the scalar decoder must give the bytes back.  Decoding: every implementation the CPU supports must
  * give what the scalar decoder gives, in place and into a buffer of
  * exactly kn_base64_decoded_max(n) bytes, and so must the bulk decoded
  * by kn_base64_decode_prefix followed by the rest.  The first input byte picks how
@@ -32,8 +35,32 @@ static long run(kn_base64_impl_t impl, const char *src, size_t n,
   return r;
 }
 
+static const kn_base64_impl_t impls[] = {KN_BASE64_SCALAR, KN_BASE64_SSSE3,
+                                         KN_BASE64_AVX2};
+#define N_IMPLS (sizeof(impls) / sizeof(impls[0]))
+
+static void check_encoders(const uint8_t *data, size_t n) {
+  size_t elen = kn_base64_encoded_len(n);
+  char *want = malloc(elen ? elen : 1), *got = malloc(elen ? elen : 1);
+  unsigned char *back = malloc(kn_base64_decoded_max(elen));
+  if (!want || !got || !back) abort();
+  if (kn_base64_encode_with(KN_BASE64_SCALAR, want, data, n) != elen) abort();
+  for (size_t k = 1; k < N_IMPLS; k++) {
+    if (!kn_base64_impl_supported(impls[k])) continue;
+    if (kn_base64_encode_with(impls[k], got, data, n) != elen ||
+        memcmp(got, want, elen) != 0)
+      abort();
+  }
+  long r = kn_base64_decode_with(KN_BASE64_SCALAR, back, want, elen);
+  if (r != (long)n || (n && memcmp(back, data, n) != 0)) abort();
+  free(want);
+  free(got);
+  free(back);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
+  check_encoders(data + 1, size - 1);
   size_t n = size - 1;
   char *src = malloc(n ? n : 1);
   if (!src) abort();
@@ -51,9 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned char *want = malloc(cap), *got = malloc(cap);
   if (!want || !got) abort();
   long w = run(KN_BASE64_SCALAR, src, n, want, 0);
-  static const kn_base64_impl_t impls[] = {KN_BASE64_SCALAR, KN_BASE64_SSSE3,
-                                           KN_BASE64_AVX2};
-  for (size_t k = 0; k < sizeof(impls) / sizeof(impls[0]); k++) {
+  for (size_t k = 0; k < N_IMPLS; k++) {
     if (!kn_base64_impl_supported(impls[k])) continue;
     for (int in_place = 0; in_place < 2; in_place++) {
       long g = run(impls[k], src, n, got, in_place);
