@@ -175,6 +175,26 @@ static int parse_children(kn_jscan_t *js, kn_batch_t *b) {
 
 /* ---- The response ---- */
 
+/* MillisBehindLatest: a whole, non-negative number of milliseconds, in
+ * any JSON form (1.5e3 is 1500).  A fraction or a negative value is not
+ * something the service sends; -1 would also read as "unknown". */
+static int parse_millis(kn_jscan_t *js, int64_t *out) {
+  const char *at = js->p;
+  kn_jsnum_t n;
+  if (!(*js->p == '-' || kn_js_digit(*js->p)))
+    KN_JS_FAIL(js, "MillisBehindLatest is not a number");
+  if (kn_js_num(js, &n)) return -1;
+  uint64_t m = n.mant;
+  for (long e = n.exp; e < 0 && m; e++, m /= 10)
+    if (m % 10)
+      return kn_js_fail(js, at, "MillisBehindLatest is not a whole number");
+  if (n.neg && n.mant)
+    return kn_js_fail(js, at, "MillisBehindLatest is negative");
+  if (kn_js_num_to_i64(&n, 0, out))
+    return kn_js_fail(js, at, "MillisBehindLatest out of range");
+  return 0;
+}
+
 static int parse_top(kn_jscan_t *js, kn_batch_t *b, const char **cont) {
   int first = 1, rc, isnull;
   char *k, *s;
@@ -202,7 +222,7 @@ static int parse_top(kn_jscan_t *js, kn_batch_t *b, const char **cont) {
         return kn_js_fail(js, at, "ContinuationSequenceNumber is not a number");
       *cont = s;
     } else if (KN_JS_KEY_IS(k, kn, "MillisBehindLatest")) {
-      if (kn_js_i64(js, 0, &b->millis_behind)) return -1;
+      if (parse_millis(js, &b->millis_behind)) return -1;
     } else if (KN_JS_KEY_IS(k, kn, "ChildShards")) {
       if (parse_children(js, b)) return -1;
     } else if (kn_js_skip(js)) {

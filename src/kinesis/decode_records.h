@@ -5,7 +5,8 @@
  *
  * Strict JSON (RFC 8259) in any member order with any white space; unknown
  * members are skipped whatever their value; explicit nulls count as absent;
- * numbers in any JSON form.  Malformed input gives KN_ERR__BAD_MSG and is
+ * numbers in any JSON form (MillisBehindLatest must be a whole number, not
+ * negative).  Malformed input gives KN_ERR__BAD_MSG and is
  * never read out of bounds.  Pure: no I/O. */
 #ifndef KN_KINESIS_DECODE_RECORDS_H
 #define KN_KINESIS_DECODE_RECORDS_H

@@ -1,12 +1,16 @@
-/* libFuzzer target: the event stream decoder and SubscribeToShard message
- * parsing.  The first byte picks what the rest is:
+/* libFuzzer target: the event stream decoder and SubscribeToShard messages
+ * read as the fan-out reader reads them (kn_sub_event_classify, then
+ * kn_decode_records for an event).  The first byte picks what the rest
+ * is:
  *   mode 0: a raw byte stream, decoded whole and in pieces (sizes from the
  *           second byte); both must agree, and every message must encode
  *           back to its exact frame;
  *   mode 1: a headers block (u16 length first) and a payload, framed here
  *           with valid CRCs so that header parsing is reached;
  *   mode 2: a SubscribeToShardEvent JSON payload, framed with the usual
- *           headers, so that the event scanner is reached.
+ *           headers, so that the records decoder is reached.  Events are
+ *           decoded from a copy of the payload and, when the frame is
+ *           taken, in place in it as the reader does; both must agree.
  * A disagreement traps; memory errors are the sanitizers' to find. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +19,10 @@
 
 #include "aws/eventstream.h"
 #include "core/error.h"
+#include "kinesis/batch.h"
+#include "kinesis/decode_records.h"
+#include "kinesis/seqnum.h"
+#include "kinesis/shard.h"
 #include "kinesis/subscribe_event.h"
 #include "util/buf.h"
 
@@ -27,6 +35,83 @@ typedef struct run {
   size_t frames;
   size_t take_every;
 } run_t;
+
+/* What decoding an event gave, to compare two decodings. */
+typedef struct event {
+  int done;
+  kn_err_t err;
+  size_t records, bytes, children;
+  int shard_end;
+  int64_t millis;
+  uint32_t cont_digest; /* CRC of the continuation, 0 without one */
+} event_t;
+
+/* Decodes an event payload body[0..len) (body[len] is '\0') into a batch
+ * that adopts block, and checks what the batch holds: every pointer
+ * inside the body, valid sequence numbers, the counts adding up, shard
+ * end exactly when there is no continuation. */
+static void check_event_in(void *block, char *body, size_t len, event_t *out) {
+  kn_batch_t *b = kn_batch_new("s", "shardId-000000000000");
+  if (!b || kn_batch_adopt(b, block)) {
+    free(block);
+    kn_batch_destroy(b);
+    return;
+  }
+  const char *cont = "unset";
+  kn_error_t *e = kn_decode_records(b, body, len, KN_RECORDS_SUBSCRIBE_EVENT,
+                                    &cont);
+  const char *lo = body, *hi = body + len;
+  out->done = 1;
+  if (e) {
+    out->err = kn_error_code(e);
+    if (out->err != KN_ERR__BAD_MSG && out->err != KN_ERR__NOMEM)
+      __builtin_trap();
+    if (!kn_error_string(e) || cont != NULL) __builtin_trap();
+    kn_error_destroy(e);
+    kn_batch_destroy(b);
+    return;
+  }
+  if (cont) {
+    size_t n = strlen(cont);
+    if (cont < lo || cont + n > hi || !kn_seqnum_valid(cont, n))
+      __builtin_trap();
+    out->cont_digest = (uint32_t)crc32(crc32(0, NULL, 0),
+                                       (const Bytef *)cont, (uInt)n) | 1;
+  }
+  if (kn_batch_shard_end(b) != (cont == NULL)) __builtin_trap();
+  if (kn_batch_millis_behind(b) < -1) __builtin_trap();
+  size_t bytes = 0;
+  for (size_t i = 0; i < kn_batch_count(b); i++) {
+    const kn_record_t *rec = kn_batch_record(b, i);
+    size_t dlen;
+    const char *data = kn_record_data(rec, &dlen);
+    const char *pk = kn_record_partition_key(rec);
+    const char *seq = kn_record_sequence_number(rec);
+    if (!data || data < lo || dlen > (size_t)(hi - data)) __builtin_trap();
+    if (!pk || pk < lo || pk + strlen(pk) > hi) __builtin_trap();
+    if (!seq || seq < lo || seq + strlen(seq) > hi ||
+        !kn_seqnum_valid(seq, strlen(seq)))
+      __builtin_trap();
+    bytes += dlen;
+  }
+  if (bytes != b->bytes) __builtin_trap();
+  const kn_shard_list_t *cl = kn_batch_child_shards(b);
+  if (cl && kn_shard_list_count(cl) == 0) __builtin_trap();
+  for (size_t i = 0; cl && i < kn_shard_list_count(cl); i++) {
+    const char *id = kn_shard_id(kn_shard_list_get(cl, i));
+    if (!id || !*id) __builtin_trap();
+  }
+  out->records = kn_batch_count(b);
+  out->bytes = bytes;
+  out->children = cl ? kn_shard_list_count(cl) : 0;
+  out->shard_end = kn_batch_shard_end(b);
+  out->millis = kn_batch_millis_behind(b);
+  kn_batch_destroy(b);
+}
+
+static void check_event(char *body, size_t len, event_t *out) {
+  check_event_in(body, body, len, out);
+}
 
 static int on_msg(void *opaque, kn_evs_decoder_t *d, const kn_evs_msg_t *m) {
   run_t *r = opaque;
@@ -46,26 +131,45 @@ static int on_msg(void *opaque, kn_evs_decoder_t *d, const kn_evs_msg_t *m) {
         (m->headers[i].val && m->headers[i].val_len > 65535))
       __builtin_trap();
 
-  kn_sub_event_t ev;
+  kn_sub_kind_t kind = 0;
   kn_error_t *e = NULL;
-  kn_err_t err = kn_sub_event_parse(m, 200, &ev, &e);
+  kn_err_t err = kn_sub_event_classify(m, 200, &kind, &e);
   if ((err != KN_ERR_NO_ERROR) != (e != NULL)) __builtin_trap();
   if (e && !kn_error_string(e)) __builtin_trap();
   kn_error_destroy(e);
-  if (!err && ev.kind == KN_SUB_EVENT) {
-    const char *lo = (const char *)m->payload, *hi = lo + m->payload_len;
-    if (ev.records && (ev.records < lo || ev.records + ev.records_len > hi ||
-                       ev.records[0] != '[' ||
-                       ev.records[ev.records_len - 1] != ']'))
-      __builtin_trap();
-    if (ev.cont_seq && (ev.cont_seq < lo || ev.cont_seq + ev.cont_seq_len > hi))
-      __builtin_trap();
+  int is_event = !err && kind == KN_SUB_EVENT;
+  event_t copied = {0}, in_place = {0};
+  if (is_event) {
+    /* A writable, terminated copy of the payload, kept by the batch. */
+    kn_buf_t copy = KN_BUF_INIT;
+    if (kn_buf_reserve(&copy, m->payload_len) == 0 &&
+        kn_buf_append(&copy, m->payload, m->payload_len) == 0) {
+      size_t len;
+      char *body = kn_buf_steal(&copy, &len);
+      check_event(body, len, &copied);
+    }
+    kn_buf_free(&copy);
   }
 
-  if (r->take_every && r->frames % r->take_every == 0) {
+  if (r->take_every && (r->frames - 1) % r->take_every == 0) {
     uint8_t *f = kn_evs_take_frame(d);
     if (f && memcmp(f, m->frame, m->frame_len) != 0) __builtin_trap();
-    free(f);
+    if (f && is_event) {
+      /* The payload is terminated over the message CRC, already checked. */
+      char *body = (char *)f + (m->payload - m->frame);
+      body[m->payload_len] = '\0';
+      check_event_in(f, body, m->payload_len, &in_place);
+      if (copied.done && in_place.done &&
+          (copied.err != in_place.err || copied.records != in_place.records ||
+           copied.bytes != in_place.bytes ||
+           copied.shard_end != in_place.shard_end ||
+           copied.millis != in_place.millis ||
+           copied.children != in_place.children ||
+           copied.cont_digest != in_place.cont_digest))
+        __builtin_trap();
+    } else {
+      free(f);
+    }
   }
   return 0;
 }

@@ -278,8 +278,8 @@ static int64_t ts(const char *num, int *ok) {
   char body[256];
   snprintf(body, sizeof body,
            "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\","
-           "\"ApproximateArrivalTimestamp\":%s}],\"MillisBehindLatest\":%s}",
-           num, num);
+           "\"ApproximateArrivalTimestamp\":%s}],\"MillisBehindLatest\":0}",
+           num);
   kn_batch_t *b;
   kn_error_t *e = decode(body, &b);
   int64_t v = INT64_MIN;
@@ -333,6 +333,57 @@ static void test_numbers(void) {
     ts(bad[i], &ok);
     KT_CHECK_MSG(!ok, "%s accepted", bad[i]);
   }
+}
+
+/* MillisBehindLatest of either kind of response: -2 when rejected. */
+static int64_t millis(const char *num, kn_records_kind_t kind) {
+  char body[256];
+  snprintf(body, sizeof body, "{\"Records\":[],\"MillisBehindLatest\":%s}", num);
+  kn_batch_t *b;
+  kn_error_t *e = decode_kind(body, strlen(body), kind, NULL, &b);
+  int64_t v = e ? -2 : kn_batch_millis_behind(b);
+  if (e) KT_CHECK_MSG(kn_error_code(e) == KN_ERR__BAD_MSG && strstr(kn_error_string(e), "byte 35 "),
+                      "%s: %s", num, kn_error_string(e));
+  kn_error_destroy(e);
+  kn_batch_destroy(b);
+  return v;
+}
+
+/* A whole number of milliseconds, not negative, in any JSON form. */
+static void test_millis_behind(void) {
+  static const struct {
+    const char *num;
+    int64_t ms;
+  } cases[] = {
+      {"0", 0},
+      {"-0", 0},
+      {"0.0", 0},
+      {"1234", 1234},
+      {"1.5e3", 1500},
+      {"1500.000", 1500},
+      {"15000e-1", 1500},
+      {"86400000", 86400000},
+      {"9223372036854775807", INT64_MAX},
+      {"-1", -2},
+      {"-5e2", -2},
+      {"1.5", -2},
+      {"0.001", -2},
+      {"15001e-1", -2},
+      {"1e-400", -2},
+      {"9223372036854775808", -2},
+      {"99999999999999999999", -2},
+      {"1e400", -2},
+      {"\"1\"", -2},
+      {"true", -2},
+      {"[1]", -2},
+  };
+  for (int kind = KN_RECORDS_GET_RECORDS; kind <= KN_RECORDS_SUBSCRIBE_EVENT; kind++)
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+      int64_t v = millis(cases[i].num, (kn_records_kind_t)kind);
+      KT_CHECK_MSG(v == cases[i].ms, "%s -> %lld", cases[i].num, (long long)v);
+    }
+  /* null or absent: unknown. */
+  KT_CHECK_INT(millis("null", KN_RECORDS_SUBSCRIBE_EVENT), -1);
 }
 
 static void test_subscribe_event(void) {
@@ -668,6 +719,7 @@ int main(void) {
   KT_RUN(test_liberties);
   KT_RUN(test_string_escapes);
   KT_RUN(test_numbers);
+  KT_RUN(test_millis_behind);
   KT_RUN(test_subscribe_event);
   KT_RUN(test_malformed);
   KT_RUN(test_depth);

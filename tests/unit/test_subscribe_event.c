@@ -1,15 +1,23 @@
-/* SubscribeToShard stream messages: streams captured from kinesis-local
- * (tests/unit/data/capture_subscribe.js) and frames built here for what
- * AWS sends and kinesis-local does not. */
+/* SubscribeToShard stream messages, read as the fan-out reader reads
+ * them: kn_sub_event_classify() for every message, then the records
+ * decoder for the payload of a SubscribeToShardEvent.  Streams captured
+ * from kinesis-local (tests/unit/data/capture_subscribe.js) and frames
+ * built here for what AWS sends and kinesis-local does not. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aws/eventstream.h"
 #include "core/error.h"
+#include "kinesis/decode_records.h"
+#include "kinesis/shard.h"
 #include "kinesis/subscribe_event.h"
 #include "kt.h"
 #include "util/buf.h"
+
+#define SEQ_A "49680681331541705456685214483196675864240437511550140418"
+#define SEQ_B "49680681331541705456685214483197884790060052140724846594"
+#define SEQ_C "49680681331541705456685214483199093715879666769899552770"
 
 static int read_file(const char *name, kn_buf_t *out) {
   char path[1024];
@@ -23,18 +31,16 @@ static int read_file(const char *name, kn_buf_t *out) {
   return 0;
 }
 
-/* What the parser said about each message, copied out of the callback. */
+/* What classification and decoding said about each message, kept past
+ * the callback. */
 typedef struct result {
-  kn_err_t err;
+  kn_err_t err;   /* of kn_sub_event_classify, else of kn_decode_records */
   kn_sub_kind_t kind;
   char *error;    /* kn_error_string */
   char *type;     /* kn_error_type */
   int retriable;
-  kn_buf_t records, cont, children;
-  size_t n_records, n_children;
-  int64_t millis;
-  int shard_end;
-  int payload_ok; /* ev.payload is the message payload */
+  kn_batch_t *batch;  /* KN_SUB_EVENT: the decoded payload (owns a copy) */
+  const char *cont;   /* ContinuationSequenceNumber, inside the batch */
 } result_t;
 
 typedef struct results {
@@ -42,9 +48,12 @@ typedef struct results {
   int n;
 } results_t;
 
-static void copy_span(kn_buf_t *b, const char *p, size_t n) {
-  if (p) kn_buf_append(b, p, n);
-  else kn_buf_append_str(b, "(null)");
+static void keep_error(result_t *r, kn_error_t *e) {
+  r->error = strdup(kn_error_string(e));
+  r->type = kn_error_type(e) ? strdup(kn_error_type(e)) : NULL;
+  r->retriable = kn_error_is_retriable(e);
+  KT_CHECK(kn_error_code(e) == r->err);
+  kn_error_destroy(e);
 }
 
 static int on_msg(void *opaque, kn_evs_decoder_t *d, const kn_evs_msg_t *m) {
@@ -53,28 +62,30 @@ static int on_msg(void *opaque, kn_evs_decoder_t *d, const kn_evs_msg_t *m) {
   if (rs->n == 16) return 1;
   result_t *r = &rs->r[rs->n++];
   memset(r, 0, sizeof(*r));
-  kn_sub_event_t ev;
   kn_error_t *e = NULL;
-  r->err = kn_sub_event_parse(m, 200, &ev, &e);
+  r->err = kn_sub_event_classify(m, 200, &r->kind, &e);
   KT_CHECK((r->err != KN_ERR_NO_ERROR) == (e != NULL));
   if (e) {
-    r->error = strdup(kn_error_string(e));
-    r->type = kn_error_type(e) ? strdup(kn_error_type(e)) : NULL;
-    r->retriable = kn_error_is_retriable(e);
-    KT_CHECK(kn_error_code(e) == r->err);
-    kn_error_destroy(e);
+    keep_error(r, e);
     return 0;
   }
-  r->kind = ev.kind;
-  r->payload_ok = ev.payload == (const char *)m->payload &&
-                  ev.payload_len == m->payload_len;
-  copy_span(&r->records, ev.records, ev.records_len);
-  copy_span(&r->cont, ev.cont_seq, ev.cont_seq_len);
-  copy_span(&r->children, ev.child_shards, ev.child_shards_len);
-  r->n_records = ev.n_records;
-  r->n_children = ev.n_child_shards;
-  r->millis = ev.millis_behind;
-  r->shard_end = ev.shard_end;
+  if (r->kind != KN_SUB_EVENT) return 0;
+  /* The decoder rewrites the payload in place and the records point into
+   * it: a writable, terminated copy that the batch keeps. */
+  kn_buf_t copy = KN_BUF_INIT;
+  KT_CHECK(kn_buf_reserve(&copy, m->payload_len) == 0 &&
+           kn_buf_append(&copy, m->payload, m->payload_len) == 0);
+  size_t len;
+  char *body = kn_buf_steal(&copy, &len);
+  r->batch = kn_batch_new("s", "shardId-000000000000");
+  KT_CHECK(r->batch && kn_batch_adopt(r->batch, body) == 0);
+  r->cont = "unset";
+  e = kn_decode_records(r->batch, body, len, KN_RECORDS_SUBSCRIBE_EVENT,
+                        &r->cont);
+  if (e) {
+    r->err = kn_error_code(e);
+    keep_error(r, e);
+  }
   return 0;
 }
 
@@ -82,9 +93,7 @@ static void results_free(results_t *rs) {
   for (int i = 0; i < rs->n; i++) {
     free(rs->r[i].error);
     free(rs->r[i].type);
-    kn_buf_free(&rs->r[i].records);
-    kn_buf_free(&rs->r[i].cont);
-    kn_buf_free(&rs->r[i].children);
+    kn_batch_destroy(rs->r[i].batch);
   }
   rs->n = 0;
 }
@@ -101,6 +110,12 @@ static void decode(const void *p, size_t n, size_t step, results_t *rs) {
   kn_evs_decoder_destroy(d);
 }
 
+static int data_is(const kn_record_t *rec, const void *want, size_t n) {
+  size_t len;
+  const void *d = kn_record_data(rec, &len);
+  return len == n && (n == 0 || memcmp(d, want, n) == 0);
+}
+
 static void test_kinesis_local_events(void) {
   kn_buf_t b = KN_BUF_INIT;
   KT_CHECK(read_file("subscribe_events.bin", &b) == 0);
@@ -111,22 +126,32 @@ static void test_kinesis_local_events(void) {
     result_t *r = &rs.r[0];
     KT_CHECK_INT(r->err, KN_ERR_NO_ERROR);
     KT_CHECK_INT(r->kind, KN_SUB_EVENT);
-    KT_CHECK(r->payload_ok);
-    KT_CHECK_INT(r->n_records, 3);
-    KT_CHECK(r->records.p[0] == '[' && r->records.p[r->records.len - 1] == ']');
-    KT_CHECK(strstr(r->records.p, "\"Data\":\"aGVsbG8=\"") != NULL);
-    KT_CHECK(strstr(r->records.p, "ContinuationSequenceNumber") == NULL);
-    KT_CHECK_STR(r->cont.p,
-                 "49680681331541705456685214483199093715879666769899552770");
-    KT_CHECK_INT(r->millis, 0);
-    KT_CHECK_STR(r->children.p, "(null)"); /* "ChildShards":null */
-    KT_CHECK_INT(r->shard_end, 0);
+    kn_batch_t *bt = r->batch;
+    KT_CHECK_INT(kn_batch_count(bt), 3);
+    const kn_record_t *rec = kn_batch_record(bt, 0);
+    KT_CHECK(data_is(rec, "hello", 5));
+    KT_CHECK_STR(kn_record_partition_key(rec), "pk0");
+    KT_CHECK_STR(kn_record_sequence_number(rec), SEQ_A);
+    KT_CHECK_INT(kn_record_arrival_ms(rec), 1795971442402);
+    rec = kn_batch_record(bt, 1);
+    KT_CHECK(data_is(rec, "\x00\x01\x02\xfe\xff", 5));
+    KT_CHECK_STR(kn_record_partition_key(rec), "pk1");
+    KT_CHECK_STR(kn_record_sequence_number(rec), SEQ_B);
+    rec = kn_batch_record(bt, 2);
+    KT_CHECK(data_is(rec, "{\"k\":\"v\"}", 9));
+    KT_CHECK_STR(kn_record_partition_key(rec), "pk2");
+    KT_CHECK_STR(kn_record_sequence_number(rec), SEQ_C);
+    KT_CHECK_INT(kn_record_arrival_ms(rec), 1795971442464);
+    KT_CHECK_STR(r->cont, SEQ_C);
+    KT_CHECK_INT(kn_batch_millis_behind(bt), 0);
+    KT_CHECK(kn_batch_child_shards(bt) == NULL); /* "ChildShards":null */
+    KT_CHECK_INT(kn_batch_shard_end(bt), 0);
     r = &rs.r[1];
+    KT_CHECK_INT(r->err, KN_ERR_NO_ERROR);
     KT_CHECK_INT(r->kind, KN_SUB_EVENT);
-    KT_CHECK_INT(r->n_records, 0);
-    KT_CHECK_STR(r->records.p, "[]");
-    KT_CHECK_STR(r->cont.p,
-                 "49680681331541705456685214483199093715879666769899552770");
+    KT_CHECK_INT(kn_batch_count(r->batch), 0);
+    KT_CHECK_STR(r->cont, SEQ_C);
+    KT_CHECK_INT(kn_batch_shard_end(r->batch), 0);
     results_free(&rs);
   }
   kn_buf_free(&b);
@@ -312,6 +337,17 @@ static result_t *event(results_t *rs, const char *payload) {
   return one(rs, "event", ":event-type", "SubscribeToShardEvent", payload);
 }
 
+static void check_child(const kn_shard_t *c, const char *id, const char *parent,
+                        const char *hk_start, const char *hk_end) {
+  KT_CHECK(c != NULL);
+  if (!c) return;
+  KT_CHECK_STR(kn_shard_id(c), id);
+  KT_CHECK_STR(kn_shard_parent_id(c), parent);
+  KT_CHECK(kn_shard_adjacent_parent_id(c) == NULL);
+  KT_CHECK_STR(kn_shard_hash_key_start(c), hk_start);
+  KT_CHECK_STR(kn_shard_hash_key_end(c), hk_end);
+}
+
 /* What AWS sends at the end of a shard, and other shapes of the JSON. */
 static void test_event_fields(void) {
   results_t rs = {.n = 0};
@@ -328,42 +364,69 @@ static void test_event_fields(void) {
            children);
   result_t *r = event(&rs, payload);
   KT_CHECK_INT(r->err, KN_ERR_NO_ERROR);
-  KT_CHECK_INT(r->shard_end, 1);
-  KT_CHECK_STR(r->cont.p, "(null)");
-  KT_CHECK_INT(r->millis, 1234);
-  KT_CHECK_INT(r->n_children, 2);
-  KT_CHECK_STR(r->children.p, children);
-  KT_CHECK_STR(r->records.p, "[ ]");
+  KT_CHECK_INT(kn_batch_shard_end(r->batch), 1);
+  KT_CHECK(r->cont == NULL);
+  KT_CHECK_INT(kn_batch_millis_behind(r->batch), 1234);
+  KT_CHECK_INT(kn_batch_count(r->batch), 0);
+  const kn_shard_list_t *cl = kn_batch_child_shards(r->batch);
+  KT_CHECK(cl && kn_shard_list_count(cl) == 2);
+  if (cl && kn_shard_list_count(cl) == 2) {
+    check_child(kn_shard_list_get(cl, 0), "shardId-000000000001",
+                "shardId-000000000000", "0", "1");
+    check_child(kn_shard_list_get(cl, 1), "shardId-000000000002",
+                "shardId-000000000000", "2", "3");
+  }
 
-  /* Unknown members are skipped, whatever they hold; order is free. */
+  /* Unknown members are skipped, whatever they hold, in the event and in
+   * its records; order is free. */
   r = event(&rs, "{\"Future\":{\"a\":[1,2.5e-3,true,false,null,\"\\u00e9\"]},"
                  "\"MillisBehindLatest\":0,\"Records\":[{\"Data\":\"AA==\","
-                 "\"Nested\":{\"x\":[[]]}}],\"ContinuationSequenceNumber\":"
-                 "\"1\"}");
+                 "\"Nested\":{\"x\":[[]]},\"SequenceNumber\":\"3\","
+                 "\"PartitionKey\":\"k\\u00e9\"}],"
+                 "\"ContinuationSequenceNumber\":\"1\"}");
   KT_CHECK_INT(r->err, KN_ERR_NO_ERROR);
-  KT_CHECK_INT(r->n_records, 1);
-  KT_CHECK_STR(r->cont.p, "1");
-  KT_CHECK_INT(r->shard_end, 0);
-  KT_CHECK_INT(r->millis, 0);
+  KT_CHECK_INT(kn_batch_count(r->batch), 1);
+  if (kn_batch_count(r->batch) == 1) {
+    const kn_record_t *rec = kn_batch_record(r->batch, 0);
+    KT_CHECK(data_is(rec, "\0", 1));
+    KT_CHECK_STR(kn_record_sequence_number(rec), "3");
+    KT_CHECK_STR(kn_record_partition_key(rec), "k\xc3\xa9");
+  }
+  KT_CHECK_STR(r->cont, "1");
+  KT_CHECK_INT(kn_batch_shard_end(r->batch), 0);
+  KT_CHECK_INT(kn_batch_millis_behind(r->batch), 0);
 
   /* Absent members: no records, no millis; and an empty object. */
   r = event(&rs, "{\"ContinuationSequenceNumber\":\"5\"}");
   KT_CHECK_INT(r->err, KN_ERR_NO_ERROR);
-  KT_CHECK_STR(r->records.p, "(null)");
-  KT_CHECK_INT(r->millis, -1);
+  KT_CHECK_INT(kn_batch_count(r->batch), 0);
+  KT_CHECK_INT(kn_batch_millis_behind(r->batch), -1);
+  KT_CHECK_STR(r->cont, "5");
   r = event(&rs, "{}");
   KT_CHECK_INT(r->err, KN_ERR_NO_ERROR);
-  KT_CHECK_INT(r->shard_end, 1);
+  KT_CHECK(r->cont == NULL);
+  KT_CHECK_INT(kn_batch_shard_end(r->batch), 1);
+  KT_CHECK(kn_batch_child_shards(r->batch) == NULL);
   r = event(&rs, "{\"MillisBehindLatest\":null,\"Records\":null,"
-                 "\"ContinuationSequenceNumber\":\"7\"}");
+                 "\"ChildShards\":null,\"ContinuationSequenceNumber\":\"7\"}");
   KT_CHECK_INT(r->err, KN_ERR_NO_ERROR);
-  KT_CHECK_INT(r->millis, -1);
-  KT_CHECK_STR(r->records.p, "(null)");
+  KT_CHECK_INT(kn_batch_millis_behind(r->batch), -1);
+  KT_CHECK_INT(kn_batch_count(r->batch), 0);
+  KT_CHECK(kn_batch_child_shards(r->batch) == NULL);
+  KT_CHECK_STR(r->cont, "7");
+  KT_CHECK_INT(kn_batch_shard_end(r->batch), 0);
+
+  /* Escapes in the continuation are resolved: it is still all digits. */
+  r = event(&rs, "{\"ContinuationSequenceNumber\":\"1\\u0032\"}");
+  KT_CHECK_INT(r->err, KN_ERR_NO_ERROR);
+  KT_CHECK_STR(r->cont, "12");
 
   /* Malformed payloads. */
   static const char *bad[] = {
       "",
+      " ",
       "[]",
+      "null",
       "{",
       "{\"Records\":[}",
       "{\"Records\":{}}",
@@ -371,26 +434,37 @@ static void test_event_fields(void) {
       "{\"Records\":[] \"MillisBehindLatest\":1}",
       "{\"Records\":[]} x",
       "{\"Records\":[]}{}",
+      "{\"Records\":[1]}",
+      "{\"Records\":[{}]}",
+      "{\"Records\":[{\"Data\":\"AA==\",\"PartitionKey\":\"k\"}]}",
+      "{\"Records\":[{\"Data\":\"AA==\",\"PartitionKey\":\"k\","
+      "\"SequenceNumber\":\"x\"}]}",
+      "{\"Records\":[{\"Data\":\"A\",\"PartitionKey\":\"k\","
+      "\"SequenceNumber\":\"1\"}]}",
       "{\"ContinuationSequenceNumber\":12}",
       "{\"ContinuationSequenceNumber\":\"\"}",
       "{\"ContinuationSequenceNumber\":\"12a\"}",
-      "{\"ContinuationSequenceNumber\":\"1\\u0032\"}",
+      "{\"ContinuationSequenceNumber\":\"-12\"}",
+      "{\"ContinuationSequenceNumber\":\" 12\"}",
       "{\"MillisBehindLatest\":-1}",
       "{\"MillisBehindLatest\":1.5}",
       "{\"MillisBehindLatest\":\"1\"}",
       "{\"MillisBehindLatest\":99999999999999999999}",
       "{\"ChildShards\":{}}",
-      "{\"Records\":[\"unterminated]}",
-      "{\"Records\":[\"bad \\x escape\"]}",
-      "{\"Records\":[\"ctl \x01\"]}",
-      "{\"Records\":[01]}",
-      "{\"Records\":[tru]}",
+      "{\"ChildShards\":[{\"ShardId\":\"c\"}]}",
+      "{\"Future\":[\"unterminated]}",
+      "{\"Future\":[\"bad \\x escape\"]}",
+      "{\"Future\":[\"ctl \x01\"]}",
+      "{\"Future\":[01]}",
+      "{\"Future\":[tru]}",
       "{Records:[]}",
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     r = event(&rs, bad[i]);
     KT_CHECK_MSG(r->err == KN_ERR__BAD_MSG, "payload %s gave %d", bad[i],
                  (int)r->err);
+    KT_CHECK_MSG(r->error && strstr(r->error, "SubscribeToShardEvent"),
+                 "payload %s: %s", bad[i], r->error ? r->error : "(null)");
   }
   results_free(&rs);
 }
