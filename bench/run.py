@@ -24,6 +24,10 @@ BENCHES = [
     ("produce", [sys.executable, "bench/bench_produce.py", "--build", "{build}"],
      ["--mb", "4", "--rounds", "1"]),
     ("agg", ["{build}/bench/bench_agg"], ["-t", "0.2", "-r", "1"]),
+    ("failover", [sys.executable, "bench/bench_failover.py", "--build", "{build}"],
+     ["--runs", "1", "--mb", "8", "--rounds", "1"]),
+    ("efo", [sys.executable, "bench/bench_efo.py", "--build", "{build}"],
+     ["--records", "1000", "--rounds", "1", "--latency", "30"]),
 ]
 
 
