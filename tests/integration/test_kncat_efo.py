@@ -158,7 +158,17 @@ class Cases:
             for w in (workers[0], workers[2]):
                 w.p.send_signal(signal.SIGTERM)
                 assert w.finish() == 0, "\n".join(w.err[-30:])
-            check_complete([r["data"] for w in workers for r in w.records()], s.sent)
+            try:
+                check_complete([r["data"] for w in workers for r in w.records()], s.sent)
+            except AssertionError as e:
+                got = {}
+                for i, w in enumerate(workers):
+                    for r in w.records():
+                        got.setdefault(r["shard"], set()).add(i)
+                raise AssertionError("%s\nshards read by workers: %s\nleases:\n%s\n%s" % (
+                    e, got, kncat(url, "leases", "g", "--leases", store, tls=True).stdout,
+                    "\n".join("w%d:\n  %s" % (i, "\n  ".join(w.err[-25:]))
+                              for i, w in enumerate(workers))))
             for w in workers:
                 check_key_order(w.records())
         finally:
