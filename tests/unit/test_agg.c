@@ -1068,6 +1068,69 @@ static void test_aggregator(void) {
   kn_aggregator_destroy(a);
 }
 
+/* The size the aggregator tracks as records are added is what protobuf-c
+ * packs, plus the magic and the MD5: random shapes, with keys, indices and
+ * payloads long enough for varints of one to three bytes. */
+static void test_tracked_size(void) {
+  static uint8_t payload[40000];
+  for (size_t i = 0; i < sizeof(payload); i++) payload[i] = (uint8_t)rnd();
+  size_t checked = 0;
+  for (int iter = 0; iter < 400; iter++) {
+    size_t max_bytes = 64 + rnd() % (KN_AGG_RECORD_LIMIT - 64);
+    size_t max_count = rnd() % 4 ? 0 : 1 + rnd() % 300;
+    size_t key_space = 1 + rnd() % (rnd() % 2 ? 8 : 400);
+    size_t max_data = rnd() % 3 == 0 ? sizeof(payload) : 1 + rnd() % 300;
+    int ehk_chance = (int)(rnd() % 101);
+    size_t max_key = 1 + rnd() % (rnd() % 4 ? 16 : 300);
+    kn_aggregator_t *a = kn_aggregator_new(max_bytes, max_count);
+    KT_CHECK(a != NULL);
+    if (!a) continue;
+    size_t n = 1 + rnd() % 600;
+    for (size_t i = 0; i <= n; i++) {
+      kn_err_t err = KN_ERR__QUEUE_FULL;
+      if (i < n) {
+        char pk[320], ehk[KN_U128_DEC_BUFSZ];
+        size_t k = rnd() % key_space, klen = 1 + (k * 7919) % max_key;
+        int m = snprintf(pk, sizeof(pk), "%zu-", k);
+        for (size_t j = (size_t)m; j < klen && j < sizeof(pk) - 1; j++)
+          pk[j] = (char)('a' + (k + j) % 26);
+        if ((size_t)m > klen) klen = (size_t)m;
+        pk[klen] = '\0';
+        int with_ehk = (int)(rnd() % 100) < ehk_chance;
+        if (with_ehk) kn_u128_format(kn_u128_make(rnd() % 4, rnd() % 8), ehk);
+        size_t dlen = rnd() % (max_data + 1);
+        err = kn_aggregator_add(a, pk, klen, with_ehk ? ehk : NULL,
+                                with_ehk ? strlen(ehk) : 0,
+                                payload + rnd() % (sizeof(payload) - dlen + 1),
+                                dlen);
+        if (err == KN_ERR_NO_ERROR) continue;
+      }
+      KT_CHECK_INT(err, KN_ERR__QUEUE_FULL);
+      size_t count = kn_aggregator_count(a), size = kn_aggregator_size(a);
+      if (!count) break;
+      kn_agg_out_t out;
+      KT_CHECK_INT(kn_aggregator_flush(a, &out), KN_ERR_NO_ERROR);
+      if (out.aggregated) {
+        KT_CHECK_INT(out.len, size);
+        KnKpl__AggregatedRecord *ar = kn_kpl__aggregated_record__unpack(
+            NULL, out.len - KN_AGG_OVERHEAD, (const uint8_t *)out.data + 4);
+        KT_CHECK(ar != NULL);
+        if (ar) {
+          KT_CHECK_INT(kn_kpl__aggregated_record__get_packed_size(ar) +
+                           KN_AGG_OVERHEAD,
+                       size);
+          KT_CHECK_INT(ar->n_records, count);
+          kn_kpl__aggregated_record__free_unpacked(ar, NULL);
+          checked++;
+        }
+      }
+      if (i < n) i--; /* add it again, to the empty aggregator */
+    }
+    kn_aggregator_destroy(a);
+  }
+  KT_CHECK(checked > 400);
+}
+
 int main(void) {
   KT_RUN(test_spec_decode);
   KT_RUN(test_spec_encode);
@@ -1081,5 +1144,6 @@ int main(void) {
   KT_RUN(test_filter_checkpoint);
   KT_RUN(test_filter_range);
   KT_RUN(test_aggregator);
+  KT_RUN(test_tracked_size);
   return KT_DONE();
 }
