@@ -46,9 +46,11 @@ static void arena_init(struct arena *a, size_t input_len) {
   a->head = NULL;
   a->nomem = 0;
   /* Payloads and keys are copied once (at most the input's size); the
-   * messages, the pointer arrays and the NUL terminators take some more,
-   * which for all but tiny records is well under the input's size again. */
-  size_t cap = input_len < SIZE_MAX / 4 ? input_len * 2 + 1024 : SIZE_MAX / 2;
+   * messages, the pointer arrays and the NUL terminators take some more:
+   * about a tenth more for 1 KB records.  Small records need further
+   * chunks. */
+  size_t cap = input_len < SIZE_MAX / 4 ? input_len + input_len / 4 + 1024
+                                        : SIZE_MAX / 2;
   a->first_cap = cap;
 }
 
