@@ -89,7 +89,8 @@ kn_aggregator_t *kn_aggregator_new(size_t max_bytes, size_t max_count);
 void kn_aggregator_destroy(kn_aggregator_t *a);
 
 /* Appends a user record; pkey (pkey_len bytes, not empty), ehk (decimal,
- * or NULL) and data are copied.  Returns KN_ERR__QUEUE_FULL, changing
+ * or NULL) and data are copied.  The key tables hold strings: a partition
+ * key holding a NUL byte goes into the aggregate cut short there.  Returns KN_ERR__QUEUE_FULL, changing
  * nothing, when the record would take the aggregate past a cap: flush, then
  * add it again.  An empty aggregator takes any record that Kinesis itself
  * would take, even one over max_bytes (it is then sent alone, plain).

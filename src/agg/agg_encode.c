@@ -209,8 +209,13 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
     return KN_ERR__INVALID_ARG;
   if (a->count >= a->max_count) return KN_ERR__QUEUE_FULL;
 
-  uint32_t pk_hash = key_hash(pkey, pkey_len), ehk_hash = 0;
-  long pk_idx = keyset_find(&a->pks, pkey, pkey_len, pk_hash), ehk_idx = -1;
+  /* The tables hold strings, which protobuf-c packs up to their first NUL
+   * byte: a key holding one is cut short there, in the table as on the
+   * wire (the aggregate's hash key is still the whole key's). */
+  const char *nul = memchr(pkey, '\0', pkey_len);
+  size_t key_len = nul ? (size_t)(nul - pkey) : pkey_len;
+  uint32_t pk_hash = key_hash(pkey, key_len), ehk_hash = 0;
+  long pk_idx = keyset_find(&a->pks, pkey, key_len, pk_hash), ehk_idx = -1;
   int pk_new = pk_idx < 0, ehk_new = 0;
   if (pk_new) pk_idx = (long)a->pks.n;
   if (ehk) {
@@ -226,18 +231,18 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
   if (ehk) body += 1 + varint_size((uint64_t)ehk_idx);
   size_t rec_wire = len_field_size(body);
   size_t grow = rec_wire;
-  if (pk_new) grow += len_field_size(pkey_len);
+  if (pk_new) grow += len_field_size(key_len);
   if (ehk_new) grow += len_field_size(ehk_len);
   if (a->count && kn_aggregator_size(a) + grow > a->max_bytes)
     return KN_ERR__QUEUE_FULL;
 
   /* Every allocation first, so that a failure changes nothing. */
-  if ((pk_new && keyset_reserve(&a->pks, pkey_len)) ||
+  if ((pk_new && keyset_reserve(&a->pks, key_len)) ||
       (ehk_new && keyset_reserve(&a->ehks, ehk_len)) ||
       kn_buf_reserve(&a->data, data_len + 1) || recs_reserve(a))
     return KN_ERR__NOMEM;
 
-  if (pk_new) keyset_insert(&a->pks, pkey, pkey_len, pk_hash);
+  if (pk_new) keyset_insert(&a->pks, pkey, key_len, pk_hash);
   if (ehk_new) keyset_insert(&a->ehks, ehk, ehk_len, ehk_hash);
   struct urec *r = &a->recs[a->count];
   kn_kpl__record__init(&r->pb);

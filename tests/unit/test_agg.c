@@ -1070,7 +1070,8 @@ static void test_aggregator(void) {
 
 /* The size the aggregator tracks as records are added is what protobuf-c
  * packs, plus the magic and the MD5: random shapes, with keys, indices and
- * payloads long enough for varints of one to three bytes. */
+ * payloads long enough for varints of one to three bytes, and keys holding
+ * a NUL byte. */
 static void test_tracked_size(void) {
   static uint8_t payload[40000];
   for (size_t i = 0; i < sizeof(payload); i++) payload[i] = (uint8_t)rnd();
@@ -1096,6 +1097,7 @@ static void test_tracked_size(void) {
           pk[j] = (char)('a' + (k + j) % 26);
         if ((size_t)m > klen) klen = (size_t)m;
         pk[klen] = '\0';
+        if (rnd() % 16 == 0) pk[rnd() % klen] = '\0'; /* cut short */
         int with_ehk = (int)(rnd() % 100) < ehk_chance;
         if (with_ehk) kn_u128_format(kn_u128_make(rnd() % 4, rnd() % 8), ehk);
         size_t dlen = rnd() % (max_data + 1);
