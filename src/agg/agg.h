@@ -3,9 +3,8 @@
  *   F3 89 9A C2 | AggregatedRecord (protobuf, kpl_messages.proto) | MD5
  *
  * The MD5 covers the protobuf bytes only.  Both directions are pure: bytes
- * in, bytes out, no I/O.  The protobuf is read and written by hand for this
- * one schema (zero copy, no allocation per message); protobuf-c is the
- * cross-check in the tests. */
+ * in, bytes out, no I/O.  The protobuf is read and written by protobuf-c,
+ * with the code protoc-c generates from kpl_messages.proto at build time. */
 #ifndef KN_AGG_AGG_H
 #define KN_AGG_AGG_H
 
@@ -53,10 +52,11 @@ typedef struct kn_agg_result {
 
 /* Expands one Kinesis record's data into its user records, appended to b.
  *
- * data must be owned by b (kn_batch_alloc() or kn_batch_adopt()) or outlive
- * it: the user records' payloads point into it, no copy.  seq is stored
- * as-is in every user record, so it too must be owned by b or outlive it.
- * The key tables are copied into b once per aggregate.  filter may be NULL.
+ * data is only read during the call: the unpacked message (payloads and
+ * key tables, one copy of each) lives in one block that b adopts when it
+ * keeps a user record, and that is freed otherwise.  seq is stored as-is in
+ * every user record, so it must be owned by b or outlive it.  filter may
+ * be NULL.
  *
  * Returns KN_ERR_NO_ERROR and fills res (res->aggregated == 0 when data
  * does not start with the magic number: the caller delivers it as a plain
@@ -89,7 +89,8 @@ kn_aggregator_t *kn_aggregator_new(size_t max_bytes, size_t max_count);
 void kn_aggregator_destroy(kn_aggregator_t *a);
 
 /* Appends a user record; pkey (pkey_len bytes, not empty), ehk (decimal,
- * or NULL) and data are copied.  Returns KN_ERR__QUEUE_FULL, changing
+ * or NULL) and data are copied.  The key tables hold strings: a partition
+ * key holding a NUL byte goes into the aggregate cut short there.  Returns KN_ERR__QUEUE_FULL, changing
  * nothing, when the record would take the aggregate past a cap: flush, then
  * add it again.  An empty aggregator takes any record that Kinesis itself
  * would take, even one over max_bytes (it is then sent alone, plain).

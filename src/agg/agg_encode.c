@@ -1,62 +1,69 @@
 /* Aggregation: user records in, KPL aggregated records out.
  *
- * Every part of the protobuf is kept already encoded: the partition key
- * table (field 1), the explicit hash key table (field 2) and the records
- * (field 3), so the size of the aggregate is a sum of buffer lengths, exact
- * at every step.  The records buffer starts with a gap that the flush fills
- * with the magic number and the two tables, so the aggregate is emitted in
- * place: the payloads are copied once (when added) and read once more by
- * the MD5.  Keys are deduplicated through a small hash index over the
- * encoded tables. */
+ * The aggregator keeps the user records' payloads and the two key tables
+ * in its own buffers, and the size the aggregate will take, exact at every
+ * step: each add counts the bytes its fields take on the wire.  The flush
+ * builds an AggregatedRecord (the code protoc-c generates from
+ * kpl_messages.proto) whose fields point into those buffers, and protobuf-c
+ * packs it straight into the output, after the magic number; the MD5 goes
+ * after it.  Keys are deduplicated through a small hash index. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "agg/agg.h"
-#include "agg/pbwire.h"
+#include "agg/kpl_messages.pb-c.h"
 #include "util/buf.h"
 #include "util/crypto.h"
 
-/* Field tags with wire type 2 (length-delimited). */
-#define TAG_PKEY 0x0a
-#define TAG_EHK 0x12
-#define TAG_RECORD 0x1a
-/* Inside Record. */
-#define TAG_PK_INDEX 0x08
-#define TAG_EHK_INDEX 0x10
-#define TAG_DATA 0x1a
-
 #define MIN_MAX_BYTES 64
-#define MIN_GAP 512
+
+/* Bytes a varint of v takes on the wire. */
+static size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) n++;
+  return n;
+}
+
+/* Bytes a length-delimited field of n bytes takes, its tag included (all
+ * the schema's field numbers are below 16: one-byte tags). */
+static size_t len_field_size(size_t n) { return 1 + varint_size(n) + n; }
 
 struct kent {
-  size_t off; /* of the key's bytes in wire */
+  size_t off; /* of the key's bytes (NUL-terminated) in chars */
   size_t len;
   uint32_t hash;
 };
 
-/* One key table: its wire form and an open-addressing index over it. */
+/* One key table: the keys, NUL-terminated one after the other, and an
+ * open-addressing index over them. */
 struct keyset {
-  kn_buf_t wire;
+  kn_buf_t chars;
   struct kent *ents;
+  char **ptrs; /* filled at flush: the table protobuf-c packs */
   size_t n, cap;
   uint32_t *slots; /* entry index + 1; 0 is empty */
   size_t nslots;   /* a power of two, at least twice n */
-  uint8_t tag;
+  size_t wire;     /* bytes the table takes on the wire */
+};
+
+/* One user record: its fields as protobuf-c packs them, and where its
+ * payload is in the aggregator's data buffer. */
+struct urec {
+  KnKpl__Record pb; /* data.data is set at flush */
+  size_t data_off;
 };
 
 struct kn_aggregator {
   size_t max_bytes, max_count;
   struct keyset pks, ehks;
-  /* The gap, then the encoded Record fields from rec_start on.  Not text:
-   * kn_buf's terminator is not kept. */
-  kn_buf_t recs;
-  size_t rec_start;
-  size_t count;
-  size_t first_data_off;    /* the first record's data, from rec_start */
-  size_t first_data_len;
+  kn_buf_t data; /* the payloads, one after the other */
+  struct urec *recs;
+  KnKpl__Record **rec_ptrs;
+  size_t count, cap;
+  size_t recs_wire; /* bytes the records take on the wire */
+  kn_u128_t first_hk; /* the first record's hash key */
   int first_has_ehk;
-  kn_u128_t first_hk;       /* the first record's hash key */
-  kn_buf_t pkey_out;        /* the partition key of a lone record */
+  kn_buf_t out; /* magic, protobuf, MD5 */
   char ehk_out[KN_U128_DEC_BUFSZ];
 };
 
@@ -65,22 +72,6 @@ static uint32_t key_hash(const void *p, size_t len) {
   uint32_t h = 2166136261u; /* FNV-1a */
   for (size_t i = 0; i < len; i++) h = (h ^ s[i]) * 16777619u;
   return h;
-}
-
-/* Makes room for `more` record bytes, and for the magic and tables of
- * `head` bytes in the gap before the records (moving them when the gap is
- * too small, leaving twice what is needed).  Returns 0 or -1. */
-static int recs_reserve(kn_aggregator_t *a, size_t head, size_t more) {
-  size_t gap = a->rec_start;
-  if (head > gap) gap = head * 2 > MIN_GAP ? head * 2 : MIN_GAP;
-  if (kn_buf_reserve(&a->recs, (gap - a->rec_start) + more)) return -1;
-  if (gap != a->rec_start) {
-    memmove(a->recs.p + gap, a->recs.p + a->rec_start,
-            a->recs.len - a->rec_start);
-    a->recs.len += gap - a->rec_start;
-    a->rec_start = gap;
-  }
-  return 0;
 }
 
 /* Index of the key, or -1 when absent. */
@@ -93,7 +84,7 @@ static long keyset_find(const struct keyset *ks, const void *key, size_t len,
     if (!s) return -1;
     const struct kent *e = &ks->ents[s - 1];
     if (e->hash == hash && e->len == len &&
-        memcmp(ks->wire.p + e->off, key, len) == 0)
+        memcmp(ks->chars.p + e->off, key, len) == 0)
       return (long)(s - 1);
   }
 }
@@ -108,12 +99,15 @@ static void keyset_slot(struct keyset *ks, size_t idx) {
 /* Makes room for one more key of len bytes, so that keyset_insert cannot
  * fail.  Returns 0 or -1 (out of memory, nothing lost). */
 static int keyset_reserve(struct keyset *ks, size_t len) {
-  if (kn_buf_reserve(&ks->wire, kn_pb_len_field_size(len))) return -1;
+  if (kn_buf_reserve(&ks->chars, len + 1)) return -1;
   if (ks->n == ks->cap) {
     size_t cap = ks->cap ? ks->cap * 2 : 16;
     struct kent *e = realloc(ks->ents, cap * sizeof(*e));
     if (!e) return -1;
     ks->ents = e;
+    char **p = realloc(ks->ptrs, cap * sizeof(*p));
+    if (!p) return -1;
+    ks->ptrs = p;
     ks->cap = cap;
   }
   if ((ks->n + 1) * 2 > ks->nslots) {
@@ -130,28 +124,33 @@ static int keyset_reserve(struct keyset *ks, size_t len) {
 
 static void keyset_insert(struct keyset *ks, const void *key, size_t len,
                           uint32_t hash) {
-  uint8_t *w = (uint8_t *)ks->wire.p + ks->wire.len;
-  *w++ = ks->tag;
-  w = kn_pb_write_varint(w, len);
   struct kent *e = &ks->ents[ks->n];
-  e->off = (size_t)((char *)w - ks->wire.p);
+  e->off = ks->chars.len;
   e->len = len;
   e->hash = hash;
-  if (len) memcpy(w, key, len);
-  ks->wire.len = e->off + len;
-  ks->wire.p[ks->wire.len] = '\0';
+  if (len) memcpy(ks->chars.p + e->off, key, len);
+  ks->chars.p[e->off + len] = '\0';
+  ks->chars.len = e->off + len + 1;
+  ks->wire += len_field_size(len);
   keyset_slot(ks, ks->n++);
 }
 
+/* Points ptrs at the keys, for protobuf-c. */
+static void keyset_fix(struct keyset *ks) {
+  for (size_t i = 0; i < ks->n; i++) ks->ptrs[i] = ks->chars.p + ks->ents[i].off;
+}
+
 static void keyset_clear(struct keyset *ks) {
-  kn_buf_reset(&ks->wire);
+  ks->chars.len = 0; /* the bytes stay, for a lone record's flush */
   if (ks->n) memset(ks->slots, 0, ks->nslots * sizeof(*ks->slots));
   ks->n = 0;
+  ks->wire = 0;
 }
 
 static void keyset_free(struct keyset *ks) {
-  kn_buf_free(&ks->wire);
+  kn_buf_free(&ks->chars);
   free(ks->ents);
+  free(ks->ptrs);
   free(ks->slots);
 }
 
@@ -165,8 +164,6 @@ kn_aggregator_t *kn_aggregator_new(size_t max_bytes, size_t max_count) {
   if (!a) return NULL;
   a->max_bytes = max_bytes;
   a->max_count = max_count ? max_count : SIZE_MAX;
-  a->pks.tag = TAG_PKEY;
-  a->ehks.tag = TAG_EHK;
   return a;
 }
 
@@ -174,8 +171,10 @@ void kn_aggregator_destroy(kn_aggregator_t *a) {
   if (!a) return;
   keyset_free(&a->pks);
   keyset_free(&a->ehks);
-  kn_buf_free(&a->recs);
-  kn_buf_free(&a->pkey_out);
+  kn_buf_free(&a->data);
+  free(a->recs);
+  free(a->rec_ptrs);
+  kn_buf_free(&a->out);
   free(a);
 }
 
@@ -183,8 +182,21 @@ size_t kn_aggregator_count(const kn_aggregator_t *a) { return a->count; }
 
 size_t kn_aggregator_size(const kn_aggregator_t *a) {
   if (!a->count) return 0;
-  return KN_AGG_OVERHEAD + a->pks.wire.len + a->ehks.wire.len +
-         (a->recs.len - a->rec_start);
+  return KN_AGG_OVERHEAD + a->pks.wire + a->ehks.wire + a->recs_wire;
+}
+
+/* Makes room for one more record.  Returns 0 or -1. */
+static int recs_reserve(kn_aggregator_t *a) {
+  if (a->count < a->cap) return 0;
+  size_t cap = a->cap ? a->cap * 2 : 64;
+  struct urec *r = realloc(a->recs, cap * sizeof(*r));
+  if (!r) return -1;
+  a->recs = r;
+  KnKpl__Record **p = realloc(a->rec_ptrs, cap * sizeof(*p));
+  if (!p) return -1;
+  a->rec_ptrs = p;
+  a->cap = cap;
+  return 0;
 }
 
 kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
@@ -197,8 +209,13 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
     return KN_ERR__INVALID_ARG;
   if (a->count >= a->max_count) return KN_ERR__QUEUE_FULL;
 
-  uint32_t pk_hash = key_hash(pkey, pkey_len), ehk_hash = 0;
-  long pk_idx = keyset_find(&a->pks, pkey, pkey_len, pk_hash), ehk_idx = -1;
+  /* The tables hold strings, which protobuf-c packs up to their first NUL
+   * byte: a key holding one is cut short there, in the table as on the
+   * wire (the aggregate's hash key is still the whole key's). */
+  const char *nul = memchr(pkey, '\0', pkey_len);
+  size_t key_len = nul ? (size_t)(nul - pkey) : pkey_len;
+  uint32_t pk_hash = key_hash(pkey, key_len), ehk_hash = 0;
+  long pk_idx = keyset_find(&a->pks, pkey, key_len, pk_hash), ehk_idx = -1;
   int pk_new = pk_idx < 0, ehk_new = 0;
   if (pk_new) pk_idx = (long)a->pks.n;
   if (ehk) {
@@ -208,49 +225,41 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
     if (ehk_new) ehk_idx = (long)a->ehks.n;
   }
 
-  size_t body = 1 + kn_pb_varint_len((uint64_t)pk_idx) +
-                kn_pb_len_field_size(data_len);
-  if (ehk) body += 1 + kn_pb_varint_len((uint64_t)ehk_idx);
-  size_t grow = kn_pb_len_field_size(body);
-  if (pk_new) grow += kn_pb_len_field_size(pkey_len);
-  if (ehk_new) grow += kn_pb_len_field_size(ehk_len);
+  /* Record { partition_key_index = 1; explicit_hash_key_index = 2;
+   * data = 3; }, each with a one-byte tag. */
+  size_t body = 1 + varint_size((uint64_t)pk_idx) + len_field_size(data_len);
+  if (ehk) body += 1 + varint_size((uint64_t)ehk_idx);
+  size_t rec_wire = len_field_size(body);
+  size_t grow = rec_wire;
+  if (pk_new) grow += len_field_size(key_len);
+  if (ehk_new) grow += len_field_size(ehk_len);
   if (a->count && kn_aggregator_size(a) + grow > a->max_bytes)
     return KN_ERR__QUEUE_FULL;
 
   /* Every allocation first, so that a failure changes nothing. */
-  size_t head = KN_AGG_MAGIC_LEN + a->pks.wire.len + a->ehks.wire.len +
-                (pk_new ? kn_pb_len_field_size(pkey_len) : 0) +
-                (ehk_new ? kn_pb_len_field_size(ehk_len) : 0);
-  if ((pk_new && keyset_reserve(&a->pks, pkey_len)) ||
+  if ((pk_new && keyset_reserve(&a->pks, key_len)) ||
       (ehk_new && keyset_reserve(&a->ehks, ehk_len)) ||
-      recs_reserve(a, head, kn_pb_len_field_size(body) + KN_AGG_MD5_LEN))
+      kn_buf_reserve(&a->data, data_len + 1) || recs_reserve(a))
     return KN_ERR__NOMEM;
 
-  if (pk_new) keyset_insert(&a->pks, pkey, pkey_len, pk_hash);
+  if (pk_new) keyset_insert(&a->pks, pkey, key_len, pk_hash);
   if (ehk_new) keyset_insert(&a->ehks, ehk, ehk_len, ehk_hash);
-  uint8_t *w = (uint8_t *)a->recs.p + a->recs.len;
-  *w++ = TAG_RECORD;
-  w = kn_pb_write_varint(w, body);
-  *w++ = TAG_PK_INDEX;
-  w = kn_pb_write_varint(w, (uint64_t)pk_idx);
+  struct urec *r = &a->recs[a->count];
+  kn_kpl__record__init(&r->pb);
+  r->pb.partition_key_index = (uint64_t)pk_idx;
   if (ehk) {
-    *w++ = TAG_EHK_INDEX;
-    w = kn_pb_write_varint(w, (uint64_t)ehk_idx);
+    r->pb.has_explicit_hash_key_index = 1;
+    r->pb.explicit_hash_key_index = (uint64_t)ehk_idx;
   }
-  *w++ = TAG_DATA;
-  w = kn_pb_write_varint(w, data_len);
+  r->pb.data.len = data_len;
+  r->data_off = a->data.len;
+  if (data_len) memcpy(a->data.p + a->data.len, data, data_len);
+  a->data.len += data_len;
   if (!a->count) {
-    a->first_data_off = (size_t)((char *)w - a->recs.p) - a->rec_start;
-    a->first_data_len = data_len;
     a->first_has_ehk = ehk != NULL;
-    if (ehk)
-      a->first_hk = hk;
-    else
-      a->first_hk = kn_hashkey_of(pkey, pkey_len);
+    a->first_hk = ehk ? hk : kn_hashkey_of(pkey, pkey_len);
   }
-  if (data_len) memcpy(w, data, data_len);
-  w += data_len;
-  a->recs.len = (size_t)((char *)w - a->recs.p);
+  a->recs_wire += rec_wire;
   a->count++;
   return KN_ERR_NO_ERROR;
 }
@@ -258,24 +267,20 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
 static void clear(kn_aggregator_t *a) {
   keyset_clear(&a->pks);
   keyset_clear(&a->ehks);
-  a->recs.len = a->rec_start; /* the bytes stay, for the last flush */
+  a->data.len = 0; /* the bytes stay, for a lone record's flush */
   a->count = 0;
+  a->recs_wire = 0;
 }
 
 kn_err_t kn_aggregator_flush(kn_aggregator_t *a, kn_agg_out_t *out) {
   if (!a->count) return KN_ERR__STATE;
   if (a->count == 1) {
-    /* Sent as itself: its bytes stay where they are in recs; its key is
-     * copied out to get a terminated string. */
-    const struct kent *pk = &a->pks.ents[0];
-    kn_buf_reset(&a->pkey_out);
-    if (kn_buf_append(&a->pkey_out, a->pks.wire.p + pk->off, pk->len))
-      return KN_ERR__NOMEM;
+    /* Sent as itself: its payload and key stay where they are. */
     memset(out, 0, sizeof(*out));
     out->n_records = 1;
-    out->data = a->recs.p + a->rec_start + a->first_data_off;
-    out->len = a->first_data_len;
-    out->pkey = a->pkey_out.p;
+    out->data = a->data.p; /* add reserved it */
+    out->len = a->recs[0].pb.data.len;
+    out->pkey = a->pks.chars.p + a->pks.ents[0].off;
     if (a->first_has_ehk) {
       kn_u128_format(a->first_hk, a->ehk_out);
       out->ehk = a->ehk_out;
@@ -284,24 +289,37 @@ kn_err_t kn_aggregator_flush(kn_aggregator_t *a, kn_agg_out_t *out) {
     return KN_ERR_NO_ERROR;
   }
 
-  /* The magic and the tables go in the gap, right before the records (add
-   * made the room, and the room for the MD5 after them). */
-  size_t tables = a->pks.wire.len + a->ehks.wire.len;
-  size_t pb_len = tables + (a->recs.len - a->rec_start);
-  char *start = a->recs.p + a->rec_start - tables - KN_AGG_MAGIC_LEN;
-  char *w = start;
+  size_t total = kn_aggregator_size(a);
+  kn_buf_reset(&a->out);
+  if (kn_buf_reserve(&a->out, total)) return KN_ERR__NOMEM;
+
+  /* The message points into the aggregator's buffers, which stay put
+   * until the next add. */
+  keyset_fix(&a->pks);
+  keyset_fix(&a->ehks);
+  for (size_t i = 0; i < a->count; i++) {
+    struct urec *r = &a->recs[i];
+    r->pb.data.data = (uint8_t *)a->data.p + r->data_off;
+    a->rec_ptrs[i] = &r->pb;
+  }
+  KnKpl__AggregatedRecord m = KN_KPL__AGGREGATED_RECORD__INIT;
+  m.n_partition_key_table = a->pks.n;
+  m.partition_key_table = a->pks.ptrs;
+  m.n_explicit_hash_key_table = a->ehks.n;
+  m.explicit_hash_key_table = a->ehks.ptrs;
+  m.n_records = a->count;
+  m.records = a->rec_ptrs;
+
+  uint8_t *w = (uint8_t *)a->out.p;
   memcpy(w, KN_AGG_MAGIC, KN_AGG_MAGIC_LEN);
-  w += KN_AGG_MAGIC_LEN;
-  memcpy(w, a->pks.wire.p, a->pks.wire.len);
-  w += a->pks.wire.len;
-  if (a->ehks.wire.len) memcpy(w, a->ehks.wire.p, a->ehks.wire.len);
-  kn_md5(start + KN_AGG_MAGIC_LEN, pb_len,
-         (uint8_t *)start + KN_AGG_MAGIC_LEN + pb_len);
+  size_t pb_len = kn_kpl__aggregated_record__pack(&m, w + KN_AGG_MAGIC_LEN);
+  kn_md5(w + KN_AGG_MAGIC_LEN, pb_len, w + KN_AGG_MAGIC_LEN + pb_len);
+  a->out.len = pb_len + KN_AGG_OVERHEAD;
 
   memset(out, 0, sizeof(*out));
   out->n_records = a->count;
-  out->data = start;
-  out->len = pb_len + KN_AGG_OVERHEAD;
+  out->data = a->out.p;
+  out->len = a->out.len;
   out->pkey = "a";
   kn_u128_format(a->first_hk, a->ehk_out);
   out->ehk = a->ehk_out;
