@@ -49,6 +49,7 @@ kn_producer_t *kn_producer_new(const kn_conf_t *conf, char *errstr,
   }
   pthread_mutex_init(&kp->mu, NULL);
   pthread_cond_init(&kp->dr_cv, NULL);
+  kp->next_look_us = INT64_MAX;
   kp->conf = conf ? kn_conf_dup(conf) : kn_conf_new();
   if (!kp->conf) {
     snprintf(errstr, errstr_size, "out of memory");
@@ -117,11 +118,15 @@ kn_err_t kn_producer_send(kn_producer_t *kp, const char *partition_key,
     rc = KN_ERR__QUEUE_FULL;
   } else {
     kn_msg_list_push(&kp->inbound, m);
+    kp->inbound_bytes += size;
     kp->outq_records++;
     kp->outq_bytes += size;
     kp->counters[KN_PC_SENT]++;
     /* One wake-up of the I/O thread takes everything queued meanwhile. */
-    if (!kp->drain_posted && kn_loop_post(kp->loop, kn_sender_drain, kp) == 0)
+    int due = kp->inbound_bytes >= kp->core_cfg.batch_max_bytes / 4 ||
+              m->enq_us + kp->core_cfg.linger_us < kp->next_look_us;
+    if (due && !kp->drain_posted &&
+        kn_loop_post(kp->loop, kn_sender_drain, kp) == 0)
       kp->drain_posted = 1;
   }
   pthread_mutex_unlock(&kp->mu);

@@ -42,7 +42,15 @@ struct kn_producer_s {
   pthread_cond_t dr_cv;       /* reports arrived */
   /* [mu] */
   kn_msg_list_t inbound;
+  size_t inbound_bytes;
   int drain_posted;
+  /* When the I/O thread takes the inbound queue by itself: its timer's
+   * deadline (linger, back-off), INT64_MIN while every call slot is busy
+   * (an answer takes it), INT64_MAX when nothing is due.  A send wakes the
+   * I/O thread only when its record could not wait that long, or when the
+   * queue holds enough for a call: one wake-up per record would cost more
+   * than the record. */
+  int64_t next_look_us;
   kn_msg_list_t reports;
   size_t outq_records, outq_bytes; /* sent, report not yet served */
   int flushing;

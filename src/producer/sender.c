@@ -110,8 +110,10 @@ static void start_call(kn_producer_t *kp, kn_pbatch_t *b) {
   }
 }
 
+static int take_inbound(kn_producer_t *kp);
+
 static void kick(kn_producer_t *kp) {
-  if (!kp->core) return;
+  if (!take_inbound(kp)) return;
   int64_t now = kn_mono_us();
   pthread_mutex_lock(&kp->mu);
   int flush = kp->flushing > 0 || kp->closing;
@@ -136,6 +138,7 @@ static void kick(kn_producer_t *kp) {
   kn_pcore_stats_t st;
   kn_pcore_stats(kp->core, &st);
   pthread_mutex_lock(&kp->mu);
+  kp->next_look_us = kp->n_calls >= kp->cfg.max_in_flight ? INT64_MIN : next;
   kp->counters[KN_PC_IN_FLIGHT] = st.inflight;
   kp->counters[KN_PC_RETRIES] = st.retries;
   pthread_mutex_unlock(&kp->mu);
@@ -154,11 +157,16 @@ static void on_timer(void *arg) { kick(arg); }
 
 void kn_sender_kick(void *arg) { kick(arg); }
 
-void kn_sender_drain(void *arg) {
-  kn_producer_t *kp = arg;
+void kn_sender_drain(void *arg) { kick(arg); }
+
+/* Moves the inbound queue into the core (or fails its records at once when
+ * the stream cannot be listed).  Returns 0 when the producer is stopped:
+ * nothing more to do. */
+static int take_inbound(kn_producer_t *kp) {
   pthread_mutex_lock(&kp->mu);
   kn_msg_list_t in = kp->inbound;
   memset(&kp->inbound, 0, sizeof(kp->inbound));
+  kp->inbound_bytes = 0;
   kp->drain_posted = 0;
   const kn_error_t *map_err = kp->map_loaded ? NULL : kp->map_err;
   kn_error_t *fatal = map_err && fails_everything(map_err) ? kn_error_copy(map_err)
@@ -169,17 +177,17 @@ void kn_sender_drain(void *arg) {
       m->err = kn_error_new(KN_ERR__DESTROY, "the producer was destroyed");
     kn_producer_deliver(kp, &in);
     kn_error_destroy(fatal);
-    return;
+    return 0;
   }
   if (fatal) {
     /* The stream cannot be listed (gone, access denied): fail at once. */
     for (kn_msg_t *m = in.head; m; m = m->next) m->err = kn_error_copy(fatal);
     kn_error_destroy(fatal);
     kn_producer_deliver(kp, &in);
-    return;
+    return 1;
   }
   for (kn_msg_t *m; (m = kn_msg_list_pop(&in));) kn_pcore_add(kp->core, m);
-  kick(kp);
+  return 1;
 }
 
 /* ---- the shard map ---- */
