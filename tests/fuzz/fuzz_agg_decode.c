@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(!e || (kn_error_code(e) == err && kn_error_string(e)[0]));
   } else {
     CHECK(e == NULL);
-    CHECK(res.aggregated == kn_agg_has_magic(in, len));
+    CHECK(res.aggregated == kn_agg_has_magic(orig, len));
     CHECK(res.n_added == b->n);
     if (res.out_of_range) CHECK(b->n == 0 && f.check_range);
     else CHECK(res.n_added + res.n_below_floor == res.n_user);
