@@ -52,11 +52,18 @@ typedef struct kn_agg_result {
 
 /* Expands one Kinesis record's data into its user records, appended to b.
  *
- * data is only read during the call: the unpacked message (payloads and
- * key tables, one copy of each) lives in one block that b adopts when it
- * keeps a user record, and that is freed otherwise.  seq is stored as-is in
- * every user record, so it must be owned by b or outlive it.  filter may
- * be NULL.
+ * data is overwritten: once the MD5 is checked, the message unpacked and
+ * every check passed, the aggregate's bytes are no longer needed, and the
+ * payloads of the user records appended, then every partition and explicit
+ * hash key with its NUL, are copied over them sequentially from data's
+ * start (they always fit: they were inside the protobuf).  The appended
+ * records' data, pkey and ehk point into data, which must therefore be
+ * owned by b or outlive it; nothing else is kept (the unpacked message is
+ * freed before returning).  When the call returns an error, when data has
+ * no magic number, or when no user record is appended (out of range, all
+ * below the floor), data is left unchanged.  seq is stored as-is in every
+ * user record, so it must be owned by b or outlive it.  filter may be
+ * NULL.
  *
  * Returns KN_ERR_NO_ERROR and fills res (res->aggregated == 0 when data
  * does not start with the magic number: the caller delivers it as a plain
@@ -72,7 +79,7 @@ typedef struct kn_agg_result {
  * aggregate), aggregated = 1, pkey and ehk from the tables (a key holding
  * a NUL byte reads as cut short there) and arrival_ms; b->bytes grows by
  * the payloads added. */
-kn_err_t kn_agg_expand(kn_batch_t *b, const void *data, size_t len,
+kn_err_t kn_agg_expand(kn_batch_t *b, void *data, size_t len,
                        const char *seq, int64_t arrival_ms,
                        const kn_agg_filter_t *filter, kn_agg_result_t *res,
                        kn_error_t **errp);

@@ -4,9 +4,11 @@
  * The protobuf is unpacked by protobuf-c (the code protoc-c generates from
  * kpl_messages.proto) with an allocator that carves everything the message
  * needs out of one block, sized from the input: one allocation per
- * aggregate instead of one per field.  When user records are kept, the
- * batch adopts the block and their payloads and keys point into it; on any
- * error, or when nothing is kept, the block is freed. */
+ * aggregate instead of one per field.  Once every check has passed, the
+ * payloads and keys are copied back over the aggregate's own bytes, which
+ * are no longer needed, and the user records point there; the block is
+ * freed before returning, so the next call gets the same heap memory back
+ * instead of new pages. */
 #include <stdalign.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,8 +27,7 @@ int kn_agg_has_magic(const void *data, size_t len) {
 
 /* ---- The arena ------------------------------------------------------------ */
 
-/* A chunk of the arena: this header, then the bytes handed out.  Every
- * chunk is one malloc'ed block, so the batch can adopt it as it is. */
+/* A chunk of the arena: this header, then the bytes handed out. */
 struct chunk {
   struct chunk *next;
   size_t used, cap;
@@ -95,17 +96,6 @@ static void arena_free(struct arena *a) {
   }
 }
 
-/* Hands every chunk to b.  Returns 0, or -1 on out-of-memory, when the
- * chunks not yet handed over stay in the arena. */
-static int arena_give(struct arena *a, kn_batch_t *b) {
-  while (a->head) {
-    struct chunk *next = a->head->next;
-    if (kn_batch_adopt(b, a->head)) return -1;
-    a->head = next;
-  }
-  return 0;
-}
-
 /* ---- Errors --------------------------------------------------------------- */
 
 static kn_err_t corrupt(kn_error_t **errp, const char *fmt, ...)
@@ -171,7 +161,7 @@ static int key_verdict(const char *key, int is_ehk, const kn_agg_filter_t *f,
 
 /* ---- The entry point ------------------------------------------------------ */
 
-kn_err_t kn_agg_expand(kn_batch_t *b, const void *data, size_t len,
+kn_err_t kn_agg_expand(kn_batch_t *b, void *data, size_t len,
                        const char *seq, int64_t arrival_ms,
                        const kn_agg_filter_t *filter, kn_agg_result_t *res,
                        kn_error_t **errp) {
@@ -288,14 +278,38 @@ kn_err_t kn_agg_expand(kn_batch_t *b, const void *data, size_t len,
                 : (size_t)filter->subseq_floor + 1;
     res->n_below_floor = first;
   }
-  if (first == m->n_records) goto out; /* nothing kept: the block goes */
+  if (first == m->n_records) goto out; /* nothing kept, data untouched */
 
-  /* The batch owns the block before any record points into it. */
-  if (arena_give(&ar, b)) {
+  /* Where everything goes in data: the kept payloads from the start, then
+   * every key of both tables with its NUL.  Each of them took at least two
+   * bytes more than that (tag and length) inside the protobuf, so it all
+   * fits in the pb_len bytes before the MD5. */
+  size_t npk = m->n_partition_key_table, nehk = m->n_explicit_hash_key_table;
+  char **keys = arena_alloc(&ar, (npk + nehk + 1) * sizeof(*keys));
+  if (!keys) {
     memset(res, 0, sizeof(*res));
     err = nomem(errp);
     goto out;
   }
+  char *dst = data;
+  size_t off = 0;
+  for (size_t i = first; i < m->n_records; i++) off += m->records[i]->data.len;
+  for (size_t k = 0; k < npk + nehk; k++) {
+    const char *key = k < npk ? m->partition_key_table[k]
+                              : m->explicit_hash_key_table[k - npk];
+    keys[k] = dst + off;
+    off += strlen(key) + 1;
+  }
+
+  if (off > len) { /* cannot happen (see above); never write past data */
+    memset(res, 0, sizeof(*res));
+    err = corrupt(errp, "user records larger than the message");
+    goto out;
+  }
+
+  /* The records first, pointing where their bytes will be: running out of
+   * memory here leaves data as it was. */
+  off = 0;
   for (size_t i = first; i < m->n_records; i++) {
     const KnKpl__Record *r = m->records[i];
     kn_record_t *rec = kn_batch_push(b);
@@ -306,22 +320,37 @@ kn_err_t kn_agg_expand(kn_batch_t *b, const void *data, size_t len,
       err = nomem(errp);
       goto out;
     }
-    /* protobuf-c leaves an empty payload without a pointer. */
-    rec->data = r->data.len ? (const char *)r->data.data : "";
+    rec->data = dst + off;
     rec->len = r->data.len;
-    rec->pkey = m->partition_key_table[r->partition_key_index];
+    rec->pkey = keys[r->partition_key_index];
     rec->ehk = r->has_explicit_hash_key_index
-                   ? m->explicit_hash_key_table[r->explicit_hash_key_index]
+                   ? keys[npk + r->explicit_hash_key_index]
                    : NULL;
     rec->seq = seq;
     rec->subseq = i;
     rec->arrival_ms = arrival_ms;
     rec->aggregated = 1;
     b->bytes += r->data.len;
+    off += r->data.len;
     res->n_added++;
   }
 
+  /* Nothing can fail from here: the copies come from the arena, never from
+   * data, so they cannot overlap what they overwrite. */
+  off = 0;
+  for (size_t i = first; i < m->n_records; i++) {
+    const KnKpl__Record *r = m->records[i];
+    /* protobuf-c leaves an empty payload without a pointer. */
+    if (r->data.len) memcpy(dst + off, r->data.data, r->data.len);
+    off += r->data.len;
+  }
+  for (size_t k = 0; k < npk + nehk; k++) {
+    const char *key = k < npk ? m->partition_key_table[k]
+                              : m->explicit_hash_key_table[k - npk];
+    memcpy(keys[k], key, strlen(key) + 1);
+  }
+
 out:
-  arena_free(&ar); /* what the batch did not take */
+  arena_free(&ar);
   return err;
 }

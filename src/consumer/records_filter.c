@@ -1,5 +1,6 @@
 #include "consumer/records_filter.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,9 +53,12 @@ static void deaggregate(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
     kn_agg_result_t res;
     kn_error_t *err = NULL;
     size_t before = b->n;
-    kn_err_t code =
-        kn_agg_expand(b, r.data, r.len, r.seq, r.arrival_ms, &filter, &res,
-                      &err);
+    /* r.data points into the GetRecords body, decoded in place and owned
+     * by b (kn_batch_adopt): writable, and no longer needed once expanded.
+     * On error kn_agg_expand leaves it untouched, so it can still be
+     * delivered as a plain record. */
+    kn_err_t code = kn_agg_expand(b, (void *)(uintptr_t)r.data, r.len, r.seq,
+                                  r.arrival_ms, &filter, &res, &err);
     if (code == KN_ERR_NO_ERROR && res.aggregated) {
       spans[i].from = before;
       spans[i].n = b->n - before;

@@ -78,15 +78,35 @@ static uint8_t *wrap(kn_batch_t *b, const void *pb, size_t n, size_t *len) {
   return d;
 }
 
+/* Expands a copy of data, in a block of its own that b owns, as the
+ * consumer does with the GetRecords body: kn_agg_expand writes over what
+ * it expands, and the tests expand the same bytes more than once.  Checks
+ * that the copy is left as it was unless user records were added, and
+ * that every payload and key points inside it. */
 static kn_err_t expand(kn_batch_t *b, const void *data, size_t len,
                        const kn_agg_filter_t *f, kn_agg_result_t *res,
                        char *msg, size_t msg_size) {
   kn_error_t *e = NULL;
   const char *seq = kn_batch_strndup(b, "4960000000000000042", 19);
-  kn_err_t err = kn_agg_expand(b, data, len, seq, 1700000000123, f, res, &e);
+  uint8_t *copy = malloc(len ? len : 1);
+  KT_CHECK(copy != NULL && kn_batch_adopt(b, copy) == 0);
+  if (len) memcpy(copy, data, len);
+  size_t n0 = b->n;
+  kn_err_t err = kn_agg_expand(b, copy, len, seq, 1700000000123, f, res, &e);
   if (msg) snprintf(msg, msg_size, "%s", e ? kn_error_string(e) : "");
   if (err) KT_CHECK(e != NULL && kn_error_code(e) == err);
   if (!err) KT_CHECK(e == NULL);
+  if (err || res->n_added == 0)
+    KT_CHECK(len == 0 || memcmp(copy, data, len) == 0);
+  for (size_t i = n0; i < b->n; i++) {
+    const kn_record_t *r = &b->recs[i];
+    KT_CHECK((const uint8_t *)r->data >= copy &&
+             (const uint8_t *)r->data + r->len <= copy + len);
+    KT_CHECK((const uint8_t *)r->pkey >= copy &&
+             (const uint8_t *)r->pkey + strlen(r->pkey) < copy + len);
+    KT_CHECK(!r->ehk || ((const uint8_t *)r->ehk >= copy &&
+                         (const uint8_t *)r->ehk + strlen(r->ehk) < copy + len));
+  }
   kn_error_destroy(e);
   return err;
 }
@@ -1133,6 +1153,96 @@ static void test_tracked_size(void) {
   KT_CHECK(checked > 400);
 }
 
+/* ---- Writing over the input ------------------------------------------------ */
+
+/* kn_agg_expand copies the payloads, then the keys, back over the
+ * aggregate's own bytes, and leaves them alone whenever it fails. */
+static void test_in_place(void) {
+  kn_batch_t *b = kn_batch_new(NULL, NULL);
+  size_t len;
+  const uint8_t *orig = ten(b, &len);
+  uint8_t *d = kn_batch_alloc(b, len);
+  memcpy(d, orig, len);
+  kn_agg_result_t res;
+  KT_CHECK_INT(kn_agg_expand(b, d, len, "1", 0, NULL, &res, NULL), 0);
+  KT_CHECK_INT(res.n_added, 10);
+  /* The payloads one after the other from the start, then the keys. */
+  size_t off = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    const kn_record_t *r = &b->recs[i];
+    char want[24];
+    snprintf(want, sizeof(want), "d%zu", i);
+    KT_CHECK((const uint8_t *)r->data == d + off);
+    KT_CHECK(r->len == strlen(want) && memcmp(r->data, want, r->len) == 0);
+    off += r->len;
+  }
+  for (size_t i = 0; i < b->n; i++) {
+    const kn_record_t *r = &b->recs[i];
+    KT_CHECK((const uint8_t *)r->pkey >= d + off &&
+             (const uint8_t *)r->pkey + strlen(r->pkey) < d + len);
+    KT_CHECK_STR(r->pkey, i % 2 ? "pk2" : "pk1");
+    if (i == 7) {
+      KT_CHECK((const uint8_t *)r->ehk >= d + off &&
+               (const uint8_t *)r->ehk + strlen(r->ehk) < d + len);
+      KT_CHECK_STR(r->ehk, "5");
+    } else {
+      KT_CHECK(r->ehk == NULL);
+    }
+  }
+
+  /* Corrupt only after the unpack (an index outside its table, an explicit
+   * hash key that is not a number under the range check): the batch and
+   * data are as they were. */
+  pb_t m, r;
+  m.n = 0;
+  pb_str(&m, 1, "k0");
+  pb_str(&m, 2, "not a number");
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_str(&r, 3, "payload zero");
+  pb_record(&m, &r);
+  r.n = 0;
+  pb_uint(&r, 1, 0);
+  pb_uint(&r, 2, 0);
+  pb_str(&r, 3, "payload one");
+  pb_record(&m, &r);
+  r.n = 0;
+  pb_uint(&r, 1, 1);
+  pb_str(&r, 3, "bad index");
+  pb_record(&m, &r);
+  size_t n0 = b->n, bytes0 = b->bytes;
+  uint8_t *bad = wrap(b, m.b, m.n, &len);
+  uint8_t *keep = kn_batch_alloc(b, len);
+  memcpy(keep, bad, len);
+  KT_CHECK_INT(kn_agg_expand(b, bad, len, "2", 0, NULL, &res, NULL),
+               KN_ERR__CORRUPT);
+  KT_CHECK(memcmp(bad, keep, len) == 0);
+  KT_CHECK(b->n == n0 && b->bytes == bytes0);
+  KT_CHECK(res.aggregated == 0 && res.n_added == 0);
+
+  /* Without the bad record the indices are fine; the range check then
+   * refuses the explicit hash key. */
+  m.n -= r.n + 2;
+  bad = wrap(b, m.b, m.n, &len);
+  memcpy(keep, bad, len);
+  kn_agg_filter_t f = {.subseq_floor = -1, .check_range = 1};
+  f.range_end = kn_u128_make(UINT64_MAX, UINT64_MAX);
+  KT_CHECK_INT(kn_agg_expand(b, bad, len, "2", 0, &f, &res, NULL),
+               KN_ERR__CORRUPT);
+  KT_CHECK(memcmp(bad, keep, len) == 0);
+  KT_CHECK(b->n == n0 && b->bytes == bytes0);
+  KT_CHECK(res.aggregated == 0 && res.n_added == 0);
+
+  /* Without the range check it expands, over data. */
+  KT_CHECK_INT(kn_agg_expand(b, bad, len, "2", 0, NULL, &res, NULL), 0);
+  KT_CHECK_INT(res.n_added, 2);
+  KT_CHECK(b->n == n0 + 2);
+  KT_CHECK((const uint8_t *)b->recs[n0].data == bad);
+  KT_CHECK(memcmp(bad, "payload zeropayload one", 23) == 0);
+  KT_CHECK_STR(b->recs[n0 + 1].ehk, "not a number");
+  kn_batch_destroy(b);
+}
+
 int main(void) {
   KT_RUN(test_spec_decode);
   KT_RUN(test_spec_encode);
@@ -1147,5 +1257,6 @@ int main(void) {
   KT_RUN(test_filter_range);
   KT_RUN(test_aggregator);
   KT_RUN(test_tracked_size);
+  KT_RUN(test_in_place);
   return KT_DONE();
 }
