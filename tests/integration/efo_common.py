@@ -126,6 +126,8 @@ class Consumer:
             cmd += ["-X", p]
         if tls:
             cmd += ["-X", "ssl.verify=false"]
+        if os.environ.get("KN_TEST_LOG_LEVEL"):  # more detail when hunting a failure
+            cmd += ["-X", "log.level=" + os.environ["KN_TEST_LOG_LEVEL"]]
         cmd += [stream, "-s", self.stats_path] + list(args)
         self.cmd = cmd
         self.name = name

@@ -21,6 +21,7 @@ subscriptions and lets the fault proxy cut them):
 
 Prints "N passed, M failed"; exits 1 if any case failed."""
 
+import json
 import os
 import signal
 import sys
@@ -342,8 +343,15 @@ class Cases:
             prod.start()
             time.sleep(8)
             victim = workers[1]
-            held = [sh for sh in (victim.stats() or {"shards": []})["shards"]
-                    if sh["state"] == "reading"]
+            # A loaded machine may take longer to register, take leases and
+            # subscribe: kill the victim once it reads a shard.
+            deadline = time.time() + 40
+            while True:
+                held = [sh for sh in (victim.stats() or {"shards": []})["shards"]
+                        if sh["state"] == "reading"]
+                if held or time.time() > deadline:
+                    break
+                time.sleep(0.5)
             victim.signal(signal.SIGKILL)
             victim.p.wait()
             time.sleep(10)
@@ -355,10 +363,21 @@ class Cases:
                 if set(s.sent) <= got:
                     break
                 time.sleep(0.5)
+            stats = {w.name: w.stats() for w in live}
             for w in live:
                 assert w.stop() == 0, w.stderr_tail()
             got = [d for w in workers for d in w.data()]
-            check_complete(got, s.sent)
+            try:
+                check_complete(got, s.sent)
+            except AssertionError as e:
+                read_by = {}
+                for w in workers:
+                    for r in w.records():
+                        read_by.setdefault(r.get("shard"), set()).add(w.name)
+                raise AssertionError("%s\nshards read by: %s\nkilled worker held: %s\n"
+                                     "statistics of the live workers before stop: %s\n%s" % (
+                    e, read_by, held, json.dumps(stats)[:6000],
+                    "\n".join("%s:\n%s" % (w.name, w.stderr_tail(40)) for w in workers)))
             for w in workers:
                 check_key_order(w.records())
             assert held, "the killed worker held no shard"
