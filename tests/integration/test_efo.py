@@ -21,6 +21,7 @@ subscriptions and lets the fault proxy cut them):
 
 Prints "N passed, M failed"; exits 1 if any case failed."""
 
+import json
 import os
 import signal
 import sys
@@ -355,10 +356,17 @@ class Cases:
                 if set(s.sent) <= got:
                     break
                 time.sleep(0.5)
+            # Before they stop: what each live worker's readers were doing.
+            states = {w.name: w.shard_efo() for w in live}
             for w in live:
                 assert w.stop() == 0, w.stderr_tail()
             got = [d for w in workers for d in w.data()]
-            check_complete(got, s.sent)
+            try:
+                check_complete(got, s.sent)
+            except AssertionError as e:
+                raise AssertionError("%s\nreaders: %s\n%s" % (
+                    e, json.dumps(states, indent=1),
+                    "\n".join("%s:\n%s" % (w.name, w.stderr_tail(25)) for w in workers)))
             for w in workers:
                 check_key_order(w.records())
             assert held, "the killed worker held no shard"
