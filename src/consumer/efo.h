@@ -38,6 +38,7 @@ typedef struct kn_efo {
   kn_efo_registration_t registration;
   int deregister_on_close;
   int64_t watchdog_ms;
+  int64_t in_use_poll_ms;
   int64_t register_timeout_ms;
 
   /* Control thread only. */

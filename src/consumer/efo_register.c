@@ -81,6 +81,7 @@ int kn_efo_conf(kn_consumer_t *kc, char *errstr, size_t size) {
   efo->registration = r;
   efo->deregister_on_close = kn_conf_bool(c, "efo.deregister.on.close");
   efo->watchdog_ms = kn_conf_int(c, "efo.watchdog.ms");
+  efo->in_use_poll_ms = kn_conf_int(c, "efo.in.use.poll.ms");
   efo->register_timeout_ms = kn_conf_int(c, "efo.register.timeout.ms");
   if (has_name && !(efo->name = strdup(name))) goto oom;
   if (has_arn && !(efo->consumer_arn = strdup(arn))) goto oom;

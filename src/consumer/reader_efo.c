@@ -9,7 +9,10 @@
  *   consumer and shard.
  * - ResourceInUse (the server still holds the previous subscription for a
  *   few seconds after a disconnect, or another reader has the shard):
- *   back off and retry.
+ *   back off and retry.  In lease mode, after efo.in.use.poll.ms of
+ *   nothing else, the shard is read by a polling reader owned by this one:
+ *   kinesis-local can hold the subscription of a client that died for
+ *   minutes, and no other worker may read a shard whose lease we hold.
  * - ResourceNotFound goes to the control thread (efo_check.c), which tells
  *   a deleted consumer from a deleted shard; the reader waits for its
  *   verdict.
@@ -87,6 +90,7 @@ typedef struct kn_efo_reader {
   int paused;                /* its transfer is paused for room */
   int idle;                  /* the last event was empty */
   int in_use_streak;         /* ResourceInUse answers in a row */
+  int64_t in_use_since_us;   /* when the streak began */
   int expired;               /* lease mode: the shard's time ran out */
   uint64_t idle_list;        /* efo->lists_started when it became idle */
   kn_timer_t *timer;
@@ -327,7 +331,8 @@ static int on_data(void *opaque, const char *p, size_t n) {
 
 /* ---- the end of a subscription ---- */
 
-static void start_polling(kn_efo_reader_t *r) {
+/* The rest of the shard is read with GetRecords; why ends "shard %s ...". */
+static void start_polling(kn_efo_reader_t *r, const char *why) {
   kn_consumer_t *kc = r->kc;
   kn_pos_t pos, skip;
   int has_skip = 0;
@@ -341,8 +346,8 @@ static void start_polling(kn_efo_reader_t *r) {
     skip = r->skip;
     has_skip = r->has_skip;
   }
-  kn_info(&kc->log, "EFO", "shard %s is closed: finishing it with GetRecords "
-          "from %s %s", r->cs->id, kn_iterator_type_name(pos.type), pos.seq);
+  kn_info(&kc->log, "EFO", "shard %s %s with GetRecords from %s %s", r->cs->id,
+          why, kn_iterator_type_name(pos.type), pos.seq);
   r->poller = kn_poll_reader_spawn(kc, r->cs, &pos, has_skip ? &skip : NULL);
   if (!r->poller) {
     fatal(r, kn_error_new(KN_ERR__NOMEM, "out of memory"));
@@ -368,7 +373,7 @@ static void ended(kn_efo_reader_t *r, kn_error_t *err) {
   }
   if (r->to_polling) {
     kn_error_destroy(err);
-    start_polling(r);
+    start_polling(r, "is closed: finishing it");
     return;
   }
   if (!err) {
@@ -388,6 +393,18 @@ static void ended(kn_efo_reader_t *r, kn_error_t *err) {
      * shard handed over): try at the allowed pace for a while, so a new
      * owner starts soon, then back off (two readers of one shard). */
     count(r, &r->in_use);
+    int64_t now = kn_mono_us();
+    if (r->in_use_streak == 0) r->in_use_since_us = now;
+    /* With a lease nobody else may read the shard, so a holder that stays
+     * is a dead one; without, it may be another consumer reading. */
+    if (kc->ls && now - r->in_use_since_us >= kc->efo->in_use_poll_ms * 1000) {
+      kn_warn(&kc->log, "EFO", "shard %s: %s for %lld ms: reading it with "
+              "GetRecords instead", r->cs->id, kn_error_string(err),
+              (long long)((now - r->in_use_since_us) / 1000));
+      kn_error_destroy(err);
+      start_polling(r, "read");
+      return;
+    }
     kn_info(&kc->log, "EFO", "shard %s: %s: retrying", r->cs->id,
             kn_error_string(err));
     kn_error_destroy(err);

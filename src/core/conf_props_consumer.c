@@ -78,6 +78,13 @@ const kn_prop_t kn_props_consumer[] = {
      "A subscription that delivers no event for this long (its shard's "
      "buffer not being full) is dropped and renewed from its last "
      "continuation."},
+    {"efo.in.use.poll.ms", "consumer", KN_PROP_INT, "30000", 1000, MS_MAX,
+     NULL,
+     "Lease mode: a shard whose subscriptions meet nothing but "
+     "ResourceInUse for this long (the service holds a subscription that "
+     "nobody reads: kinesis-local keeps the one of a client that died for "
+     "minutes) is read with GetRecords instead while this worker holds its "
+     "lease."},
     {"efo.register.timeout.ms", "consumer", KN_PROP_INT, "120000", 1000,
      MS_MAX, NULL,
      "How long registration may take (until the consumer is ACTIVE) before "

@@ -363,21 +363,17 @@ class Cases:
                 if set(s.sent) <= got:
                     break
                 time.sleep(0.5)
-            stats = {w.name: w.stats() for w in live}
+            # Before they stop: what each live worker's readers were doing.
+            states = {w.name: w.shard_efo() for w in live}
             for w in live:
                 assert w.stop() == 0, w.stderr_tail()
             got = [d for w in workers for d in w.data()]
             try:
                 check_complete(got, s.sent)
             except AssertionError as e:
-                read_by = {}
-                for w in workers:
-                    for r in w.records():
-                        read_by.setdefault(r.get("shard"), set()).add(w.name)
-                raise AssertionError("%s\nshards read by: %s\nkilled worker held: %s\n"
-                                     "statistics of the live workers before stop: %s\n%s" % (
-                    e, read_by, held, json.dumps(stats)[:6000],
-                    "\n".join("%s:\n%s" % (w.name, w.stderr_tail(40)) for w in workers)))
+                raise AssertionError("%s\nreaders: %s\n%s" % (
+                    e, json.dumps(states, indent=1),
+                    "\n".join("%s:\n%s" % (w.name, w.stderr_tail(25)) for w in workers)))
             for w in workers:
                 check_key_order(w.records())
             assert held, "the killed worker held no shard"

@@ -24,6 +24,9 @@ from efo_common import (SRC, Producer, Stream, Suite, check_complete,  # noqa: E
 KNCAT = os.environ.get("KNCAT") or os.path.join(
     os.environ.get("KN_BUILD_DIR", os.path.join(SRC, "build")), "kncat")
 FAST = ["-X", "shard.sync.interval.ms=2000"]
+# KN_GROUP_LOG_LEVEL=7 raises the group workers' log level; on a failure
+# their whole stderr is then kept in the case's temporary folder.
+GROUP_LOG = os.environ.get("KN_GROUP_LOG_LEVEL", "")
 
 
 class Kncat:
@@ -141,6 +144,8 @@ class Cases:
         args = ["group", s.name, "--app", "g", "--leases", store, "--efo", "g", "-J", "-q",
                 "-X", "lease.duration.ms=3000", "-X", "lease.take.interval.ms=500",
                 "-X", "checkpoint.interval.ms=500"] + FAST
+        if GROUP_LOG:
+            args += ["-X", "log.level=" + GROUP_LOG]
         workers = [Kncat(url, *args, "--worker", "w%d" % i, tls=True) for i in range(3)]
         prod = Producer(s, 25, 0.5)
         try:
@@ -161,6 +166,11 @@ class Cases:
             try:
                 check_complete([r["data"] for w in workers for r in w.records()], s.sent)
             except AssertionError as e:
+                if GROUP_LOG:
+                    for i, w in enumerate(workers):
+                        with open(os.path.join(d, "w%d.log" % i), "w") as f:
+                            f.write("\n".join(w.err) + "\n")
+                    e = AssertionError("%s\nworker logs in %s" % (e, d))
                 got = {}
                 for i, w in enumerate(workers):
                     for r in w.records():

@@ -3,8 +3,9 @@
  * end of a shard inside a subscription (no continuation, ChildShards),
  * ResourceInUse and ResourceNotFound as exception messages, a corrupt
  * frame, a subscription that never answers (watchdog), a deleted consumer
- * registered again, a deleted shard, the registration strategies, and a
- * closed shard whose subscription never ends (finished by polling). */
+ * registered again, a deleted shard, the registration strategies, a
+ * closed shard whose subscription never ends (finished by polling), and a
+ * subscription held for ever by nobody (read by polling). */
 #include <pthread.h>
 #include <time.h>
 
@@ -31,7 +32,9 @@ enum {
   SC_CONSUMER_GONE,  /* ResourceNotFound, the consumer was deleted */
   SC_LAZY_REGISTER,  /* nothing registered at start */
   SC_EAGER_DENIED,   /* RegisterStreamConsumer: AccessDenied */
-  SC_CLOSED_IDLE     /* kinesis-local: a closed shard's events stay empty */
+  SC_CLOSED_IDLE,    /* kinesis-local: a closed shard's events stay empty */
+  SC_IN_USE_STUCK    /* kinesis-local: ResourceInUse for ever (its holder
+                        died); GetRecords reads the open shard */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -40,7 +43,7 @@ static int n_subscribe[2];        /* per shard index */
 static int64_t sub_ms[2][16];     /* when each subscription came */
 static char sub_body[2][16][512];
 static int n_list_shards, n_register, n_describe_name, n_describe_arn;
-static int n_iterator;
+static int n_iterator, n_get_records;
 static char iterator_body[512];
 static int consumer_gen;          /* 0: not registered */
 static int creating_left;         /* describes answering CREATING */
@@ -51,7 +54,7 @@ static void reset(int sc) {
   memset(n_subscribe, 0, sizeof n_subscribe);
   memset(sub_body, 0, sizeof sub_body);
   n_list_shards = n_register = n_describe_name = n_describe_arn = 0;
-  n_iterator = 0;
+  n_iterator = n_get_records = 0;
   iterator_body[0] = '\0';
   consumer_gen = sc == SC_LAZY_REGISTER ? 0 : 1;
   creating_left = sc == SC_LAZY_REGISTER ? 1 : 0;
@@ -216,6 +219,9 @@ static int subscription(int shard, int n, const char *body, char *out, size_t si
           event(&b, "1", "1"); /* again and again: dropped as seen */
         }
         break;
+      case SC_IN_USE_STUCK:
+        frame_exception(&b, "ResourceInUseException");
+        break;
       case SC_CLOSED_IDLE:
         if (n == 1) event(&b, "1", "1");
         event(&b, "", "1");
@@ -276,6 +282,12 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
     n_iterator++;
     snprintf(iterator_body, sizeof iterator_body, "%s", req->body);
     *out_len = json_resp(out, size, 200, "{\"ShardIterator\":\"it\"}");
+  } else if (strcmp(action, "GetRecords") == 0 && scenario == SC_IN_USE_STUCK) {
+    *out_len = json_resp(out, size, 200, ++n_get_records == 1
+        ? "{\"Records\":[{\"SequenceNumber\":\"1\",\"Data\":\"aGk=\",\"PartitionKey\":\"k\","
+          "\"ApproximateArrivalTimestamp\":1.5E9}],\"NextShardIterator\":\"it\","
+          "\"MillisBehindLatest\":0}"
+        : "{\"Records\":[],\"NextShardIterator\":\"it\",\"MillisBehindLatest\":0}");
   } else if (strcmp(action, "GetRecords") == 0) {
     *out_len = json_resp(out, size, 200,
                          "{\"Records\":[],\"NextShardIterator\":null,\"MillisBehindLatest\":0,"
@@ -298,8 +310,9 @@ static void on_ended(kn_consumer_t *kc, const char *shard, void *opaque) {
   if (strcmp(shard, "shardId-0") == 0) ended++;
 }
 
-static kn_consumer_t *consumer(const char *registration, const char *extra_name,
-                               const char *extra_value) {
+static kn_consumer_t *consumer2(const char *registration, const char *extra_name,
+                                const char *extra_value, const char *extra2_name,
+                                const char *extra2_value) {
   kt_aws_reset();
   kn_conf_t *conf = kn_conf_new();
   char ep[64], err[256];
@@ -316,7 +329,8 @@ static kn_consumer_t *consumer(const char *registration, const char *extra_name,
                             {"retry.max.attempts", "2"},
                             {"retry.backoff.ms", "10"},
                             {"log.level", "3"},
-                            {extra_name, extra_value}};
+                            {extra_name, extra_value},
+                            {extra2_name, extra2_value}};
   for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
     if (props[i][0] && kn_conf_set(conf, props[i][0], props[i][1], err, sizeof err))
       fprintf(stderr, "%s: %s\n", props[i][0], err);
@@ -326,6 +340,11 @@ static kn_consumer_t *consumer(const char *registration, const char *extra_name,
   if (!kc) fprintf(stderr, "kn_consumer_new: %s\n", err);
   kn_conf_destroy(conf);
   return kc;
+}
+
+static kn_consumer_t *consumer(const char *registration, const char *extra_name,
+                               const char *extra_value) {
+  return consumer2(registration, extra_name, extra_value, NULL, NULL);
 }
 
 /* Polls until n records came (their sequence numbers joined by commas
@@ -549,6 +568,40 @@ static void test_closed_shard_finished_by_polling(void) {
   kn_consumer_destroy(kc);
 }
 
+static void test_in_use_for_ever_read_by_polling(void) {
+  /* Without a lease the holder may be another consumer reading: wait. */
+  reset(SC_IN_USE_STUCK);
+  kn_consumer_t *kc = consumer("lazy", "efo.in.use.poll.ms", "1000");
+  wait_ms(kc, 4000);
+  pthread_mutex_lock(&mu);
+  KT_CHECK(n_subscribe[0] >= 2);
+  KT_CHECK_INT(n_iterator, 0);
+  pthread_mutex_unlock(&mu);
+  kn_consumer_destroy(kc);
+
+  /* With one, nobody else may read the shard: the holder is a dead one. */
+  reset(SC_IN_USE_STUCK);
+  kc = consumer2("lazy", "efo.in.use.poll.ms", "1000", "lease.store",
+                 "memory:in-use");
+  char seqs[64];
+  KT_CHECK_INT(collect(kc, 1, 15000, seqs, sizeof seqs), 1);
+  KT_CHECK_STR(seqs, "1");
+  pthread_mutex_lock(&mu);
+  KT_CHECK(n_subscribe[0] >= 2);     /* tried again before giving up */
+  KT_CHECK_INT(n_iterator, 1);
+  KT_CHECK(strstr(iterator_body, "\"ShardIteratorType\":\"TRIM_HORIZON\"") != NULL);
+  int subscribed = n_subscribe[0];
+  pthread_mutex_unlock(&mu);
+  KT_CHECK(stats_have(kc, "\"state\":\"polling\""));
+  wait_ms(kc, 2500);
+  pthread_mutex_lock(&mu);
+  KT_CHECK_INT(n_subscribe[0], subscribed); /* no more subscriptions */
+  KT_CHECK(n_get_records >= 2);             /* the open shard goes on */
+  pthread_mutex_unlock(&mu);
+  KT_CHECK_INT(ended, 0);
+  kn_consumer_destroy(kc);
+}
+
 int main(void) {
   (void)kt_closed_port;
   if (kt_httpd_start(&srv, handle, NULL)) {
@@ -566,6 +619,7 @@ int main(void) {
   KT_RUN(test_eager_fails_fast);
   KT_RUN(test_none_makes_no_calls);
   KT_RUN(test_closed_shard_finished_by_polling);
+  KT_RUN(test_in_use_for_ever_read_by_polling);
   kt_httpd_stop(&srv);
   kt_aws_cleanup();
   return KT_DONE();
