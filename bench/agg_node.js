@@ -9,21 +9,9 @@
 // The package is looked up in $KN_SOURCE_DIR/tests/lab/node_modules, then
 // tests/lab/node_modules next to this file, then /tmp/lab/node_modules.
 'use strict';
-const fs = require('fs');
-const path = require('path');
 const crypto = require('crypto');
 
-function findAgg() {
-  const dirs = [];
-  if (process.env.KN_SOURCE_DIR) dirs.push(path.join(process.env.KN_SOURCE_DIR, 'tests/lab/node_modules'));
-  dirs.push(path.join(__dirname, '..', 'tests/lab/node_modules'), '/tmp/lab/node_modules');
-  for (const d of dirs) {
-    if (fs.existsSync(path.join(d, 'aws-kinesis-agg'))) return require(path.join(d, 'aws-kinesis-agg'));
-  }
-  throw new Error('aws-kinesis-agg not found in ' + dirs.join(', '));
-}
-
-const agg = findAgg();
+const agg = require('./lab_require')('aws-kinesis-agg');
 const args = process.argv.slice(2);
 const opt = (flag, dflt) => {
   const i = args.indexOf(flag);

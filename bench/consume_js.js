@@ -11,18 +11,8 @@
 // "calls": C}; seq_chars (the length of every sequence number added up)
 // lets the caller tell the exact size of kncat's JSON output.
 'use strict';
-const fs = require('fs');
-const path = require('path');
 
-function lab(name) {
-  const dirs = [];
-  if (process.env.KN_SOURCE_DIR) dirs.push(path.join(process.env.KN_SOURCE_DIR, 'tests/lab/node_modules'));
-  dirs.push(path.join(__dirname, '..', 'tests/lab/node_modules'));
-  for (const d of dirs) {
-    if (fs.existsSync(path.join(d, name))) return require(path.join(d, name));
-  }
-  throw new Error(name + ' not found in ' + dirs.join(', '));
-}
+const lab = require('./lab_require');
 
 const {
   KinesisClient, ListShardsCommand, GetShardIteratorCommand, GetRecordsCommand,

@@ -9,17 +9,8 @@
 // Prints one JSON line: {"records": N, "bytes": B, "calls": C}.
 'use strict';
 const fs = require('fs');
-const path = require('path');
 
-function lab(name) {
-  const dirs = [];
-  if (process.env.KN_SOURCE_DIR) dirs.push(path.join(process.env.KN_SOURCE_DIR, 'tests/lab/node_modules'));
-  dirs.push(path.join(__dirname, '..', 'tests/lab/node_modules'));
-  for (const d of dirs) {
-    if (fs.existsSync(path.join(d, name))) return require(path.join(d, name));
-  }
-  throw new Error(name + ' not found in ' + dirs.join(', '));
-}
+const lab = require('./lab_require');
 
 const { KinesisClient, PutRecordsCommand } = lab('@aws-sdk/client-kinesis');
 const { NodeHttpHandler } = lab('@smithy/node-http-handler');
