@@ -230,3 +230,14 @@ def leases_json(kncat: str, env: dict, app: str, store: str) -> list[dict]:
 
 def payload(rec: dict) -> dict:
     return json.loads(rec["data"])
+
+
+# The attributes of a KCL 2.x lease item and their types.
+KCL_TYPES = {
+    "leaseKey": "S", "leaseOwner": "S", "leaseCounter": "N",
+    "ownerSwitchesSinceCheckpoint": "N", "checkpoint": "S",
+    "checkpointSubSequenceNumber": "N", "pendingCheckpoint": "S",
+    "pendingCheckpointSubSequenceNumber": "N", "pendingCheckpointState": "B",
+    "parentShardId": "SS", "childShardIds": "SS", "startingHashKey": "S",
+    "endingHashKey": "S",
+}

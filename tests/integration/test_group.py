@@ -56,7 +56,7 @@ sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
-from groupkit import (Producer, Worker, is_open, leases_json,  # noqa: E402
+from groupkit import (KCL_TYPES, Producer, Worker, is_open, leases_json,  # noqa: E402
                       list_shards, payload, read_stream, spread_keys)
 
 # Short leases keep the suite quick; the take-over bounds below follow
@@ -75,15 +75,6 @@ PROPS = {
 KILL_BOUND = (DURATION_MS + TAKE_MS) / 1000 + 6.0
 TERM_BOUND = TAKE_MS / 1000 + 4.0
 
-# The attributes of a KCL 2.x lease item and their types.
-KCL_TYPES = {
-    "leaseKey": "S", "leaseOwner": "S", "leaseCounter": "N",
-    "ownerSwitchesSinceCheckpoint": "N", "checkpoint": "S",
-    "checkpointSubSequenceNumber": "N", "pendingCheckpoint": "S",
-    "pendingCheckpointSubSequenceNumber": "N", "pendingCheckpointState": "B",
-    "parentShardId": "SS", "childShardIds": "SS", "startingHashKey": "S",
-    "endingHashKey": "S",
-}
 
 SERVERS: dict[str, lab.Server] = {}
 TMP = Path(tempfile.mkdtemp(prefix="kn-group-"))

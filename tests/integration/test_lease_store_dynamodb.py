@@ -31,8 +31,10 @@ from pathlib import Path
 SOURCE_DIR = Path(os.environ.get("KN_SOURCE_DIR",
                                  Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
+from groupkit import KCL_TYPES  # noqa: E402
 
 TOOL = os.environ.get("LEASE_TOOL")
 failures = 0
@@ -194,14 +196,6 @@ EXPECTED_4 = {
               "throughputKBps": {"N": "12.5"}},
 }
 
-KCL_TYPES = {
-    "leaseKey": "S", "leaseOwner": "S", "leaseCounter": "N",
-    "ownerSwitchesSinceCheckpoint": "N", "checkpoint": "S",
-    "checkpointSubSequenceNumber": "N", "pendingCheckpoint": "S",
-    "pendingCheckpointSubSequenceNumber": "N", "pendingCheckpointState": "B",
-    "parentShardId": "SS", "childShardIds": "SS", "startingHashKey": "S",
-    "endingHashKey": "S",
-}
 
 
 def types_of(item):
