@@ -161,6 +161,8 @@ static void finish(kn_call_t *c, kn_error_t *err, kn_buf_t *body) {
     res.body = *body;
     *body = (kn_buf_t)KN_BUF_INIT;
   }
+  res.request = c->body;
+  c->body = (kn_buf_t)KN_BUF_INIT;
   res.attempts = c->attempts;
   res.http_status = c->last_status;
   kn_call_cb *cb = c->cb;
@@ -168,6 +170,7 @@ static void finish(kn_call_t *c, kn_error_t *err, kn_buf_t *body) {
   call_free(c);
   cb(opaque, &res);
   kn_buf_free(&res.body);
+  kn_buf_free(&res.request);
 }
 
 static void on_response(void *opaque, kn_http_resp_t *resp);

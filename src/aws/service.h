@@ -54,14 +54,17 @@ typedef struct kn_call_opts {
 } kn_call_opts_t;
 
 /* The outcome of a call.  err is NULL on success (HTTP 2xx), and then body
- * holds the response.  The callback owns err (kn_error_destroy) and may
- * steal body; the rest is freed when it returns.  (err NULL with an
+ * holds the response.  request is the request body given back, so that a
+ * caller sending many large bodies can fill the next one in memory already
+ * touched.  The callback owns err (kn_error_destroy) and may steal body and
+ * request; the rest is freed when it returns.  (err NULL with an
  * http_status outside 2xx means memory ran out reporting a failure.)
  * Error messages start with "<service> <Action>" and say how many
  * attempts were made when there were several. */
 typedef struct kn_call_result {
   kn_error_t *err;
   kn_buf_t body;
+  kn_buf_t request;
   int attempts;     /* how many were made */
   int http_status;
 } kn_call_result_t;

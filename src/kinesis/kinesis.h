@@ -35,9 +35,10 @@ kn_kreq_t *kn_kinesis_get_records_async(kn_svc_t *svc, const char *iterator,
                                         kn_error_t **errp);
 
 /* err NULL: *results (owned by the callback, kn_put_results_destroy) has
- * one entry per record sent, some of which may have failed. */
+ * one entry per record sent, some of which may have failed.  *sent is the
+ * request body, which the callback may steal to reuse its memory. */
 typedef void(kn_put_records_cb)(void *opaque, kn_error_t *err,
-                                kn_put_results_t *results);
+                                kn_put_results_t *results, kn_buf_t *sent);
 
 /* One PutRecords call of n entries (at most 500, 5 MiB); the entries are
  * only read during the call. */

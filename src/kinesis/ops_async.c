@@ -105,7 +105,7 @@ static void on_put_records(void *opaque, kn_call_result_t *res) {
   kn_put_records_cb *cb = req->put_cb;
   void *cb_opaque = req->opaque;
   free(req);
-  cb(cb_opaque, err, r);
+  cb(cb_opaque, err, r, &res->request);
 }
 
 kn_kreq_t *kn_kinesis_put_records_body_async(kn_svc_t *svc, kn_buf_t *body,

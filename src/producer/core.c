@@ -16,6 +16,8 @@ typedef struct kn_pverify {
   const char *shard_id, *seq;
 } kn_pverify_t;
 
+#define SPARE_BODIES 4
+
 struct kn_pcore {
   kn_pcore_cfg_t cfg;
   char *stream;
@@ -33,6 +35,11 @@ struct kn_pcore {
   uint64_t retries;
   kn_error_t *last_err;
   int64_t now_us;          /* of the latest call, for new shards' buckets */
+  /* Bodies of answered calls, kept for the next ones while the producer
+   * is busy: a fresh multi-megabyte body costs a page fault every 4 KiB,
+   * more than filling it.  Freed when nothing is queued or in flight. */
+  kn_buf_t spare[SPARE_BODIES];
+  size_t n_spare;
 };
 
 /* ---- shards ---- */
@@ -131,6 +138,10 @@ static void verify_free(kn_pverify_t *v, kn_msg_list_t *out) {
   free(v);
 }
 
+static void free_spares(kn_pcore_t *c) {
+  while (c->n_spare) kn_buf_free(&c->spare[--c->n_spare]);
+}
+
 void kn_pcore_destroy(kn_pcore_t *c, kn_msg_list_t *out) {
   if (!c) return;
   kn_msg_list_t sink = {0};
@@ -157,6 +168,7 @@ void kn_pcore_destroy(kn_pcore_t *c, kn_msg_list_t *out) {
   kn_aggregator_destroy(c->agg);
   kn_error_destroy(c->last_err);
   free(c->stream);
+  free_spares(c);
   free(c);
 }
 
@@ -340,8 +352,13 @@ static kn_pentry_t *batch_entry(kn_pbatch_t *b, kn_pshard_t *ps) {
   return e;
 }
 
-static void batch_free(kn_pbatch_t *b) {
-  kn_buf_free(&b->body);
+static void batch_free(kn_pcore_t *c, kn_pbatch_t *b) {
+  if (b->body.cap && c->n_spare < SPARE_BODIES) {
+    kn_buf_reset(&b->body);
+    c->spare[c->n_spare++] = b->body;
+  } else {
+    kn_buf_free(&b->body);
+  }
   free(b->e);
   free(b);
 }
@@ -528,6 +545,7 @@ kn_pbatch_t *kn_pcore_take(kn_pcore_t *c, int64_t now_us, int flush,
   size_t est_n = ready_records < c->cfg.batch_max_records ? ready_records
                                                           : c->cfg.batch_max_records;
   kn_pbatch_t *b = calloc(1, sizeof(*b));
+  if (b && c->n_spare) b->body = c->spare[--c->n_spare];
   if (!b || kn_buf_reserve(&b->body, est_bytes / 3 * 4 + est_n * 112 + 256) ||
       kn_enc_put_records_begin(&b->body, c->stream))
     goto nomem;
@@ -557,7 +575,7 @@ kn_pbatch_t *kn_pcore_take(kn_pcore_t *c, int64_t now_us, int flush,
   }
   return NULL;
 nomem:
-  if (b) batch_free(b);
+  if (b) batch_free(c, b);
   return NULL;
 }
 
@@ -684,7 +702,8 @@ int kn_pcore_done(kn_pcore_t *c, kn_pbatch_t *b, const kn_error_t *err,
   requeue_list(c, &retry, now_us, done);
   /* Last to first: a retired shard may be freed by its first entry. */
   for (size_t i = b->n; i-- > 0;) shard_release(c, b, i);
-  batch_free(b);
+  batch_free(c, b);
+  if (!c->queued && !c->inflight) free_spares(c);
   return flags;
 }
 
@@ -695,7 +714,7 @@ void kn_pcore_abandon(kn_pcore_t *c, kn_pbatch_t *b, kn_msg_list_t *out) {
   }
   /* Last to first: a retired shard may be freed by its first entry. */
   for (size_t i = b->n; i-- > 0;) shard_release(c, b, i);
-  batch_free(b);
+  batch_free(c, b);
 }
 
 /* ---- time-outs ---- */

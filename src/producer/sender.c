@@ -40,7 +40,8 @@ void kn_producer_deliver(kn_producer_t *kp, kn_msg_list_t *done) {
 
 /* ---- sending ---- */
 
-static void on_put(void *opaque, kn_error_t *err, kn_put_results_t *res);
+static void on_put(void *opaque, kn_error_t *err, kn_put_results_t *res,
+                   kn_buf_t *sent);
 
 static void unlink_call(kn_producer_t *kp, kn_pbatch_t *b) {
   for (kn_pbatch_t **p = &kp->calls; *p; p = &(*p)->next) {
@@ -145,9 +146,13 @@ static void kick(kn_producer_t *kp) {
   kn_producer_deliver(kp, &done);
 }
 
-static void on_put(void *opaque, kn_error_t *err, kn_put_results_t *res) {
+static void on_put(void *opaque, kn_error_t *err, kn_put_results_t *res,
+                   kn_buf_t *sent) {
   kn_pbatch_t *b = opaque;
   kn_producer_t *kp = b->owner;
+  /* The core keeps the body's memory for the next call. */
+  b->body = *sent;
+  *sent = (kn_buf_t)KN_BUF_INIT;
   unlink_call(kp, b);
   finish_call(kp, b, err, res);
   kick(kp);

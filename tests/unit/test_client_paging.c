@@ -4,6 +4,7 @@
  * stream, unsupported actions, and the asynchronous GetRecords and
  * PutRecords on the I/O thread. */
 #include <pthread.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "kinesis/client_int.h"
@@ -326,6 +327,7 @@ typedef struct waiter {
   kn_client_t *kc;
   const char *iterator;
   int cancel;
+  int sent_back;
 } waiter_t;
 
 static void wake(waiter_t *w) {
@@ -342,10 +344,13 @@ static void on_batch(void *opaque, kn_error_t *err, kn_batch_t *b) {
   wake(w);
 }
 
-static void on_put(void *opaque, kn_error_t *err, kn_put_results_t *r) {
+static void on_put(void *opaque, kn_error_t *err, kn_put_results_t *r,
+                   kn_buf_t *sent) {
   waiter_t *w = opaque;
   w->err = err;
   w->res = r;
+  /* The request body comes back for reuse. */
+  w->sent_back = sent && sent->p && strstr(sent->p, "\"PartitionKey\":\"k1\"");
   wake(w);
 }
 
@@ -433,6 +438,7 @@ static void test_async(void) {
   w.kc = kc;
   run_on_loop(&w, start_put);
   KT_CHECK(w.err == NULL && w.res);
+  KT_CHECK(w.sent_back);
   KT_CHECK_INT(kn_put_results_failed(w.res), 1);
   KT_CHECK_STR(kn_put_results_error_code(w.res, 1), "ProvisionedThroughputExceededException");
   kn_put_results_destroy(w.res);

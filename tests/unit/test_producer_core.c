@@ -285,11 +285,15 @@ static void test_limits_bytes(void) {
   }
   size_t got[4] = {0};
   int64_t wake;
+  const char *first_body = NULL;
   for (int i = 0; i < 4; i++) {
     kn_pbatch_t *b = kn_pcore_take(c, 0, 1, &wake, &done);
     if (!b) break;
     got[i] = b->n;
     KT_CHECK(b->bytes <= KN_PUT_MAX_BYTES);
+    /* Each call is filled in the memory of the one answered before. */
+    if (i == 0) first_body = b->body.p;
+    else KT_CHECK(b->body.p == first_body);
     done_ok(c, b, NULL, NULL, 0, &done);
   }
   KT_CHECK_INT(got[0], 5);
