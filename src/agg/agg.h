@@ -108,6 +108,13 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
                            size_t pkey_len, const char *ehk, size_t ehk_len,
                            const void *data, size_t data_len);
 
+/* The same, but data is borrowed: it must stay valid and unchanged until
+ * the next flush or destroy (a lone record's out->data points at it). */
+kn_err_t kn_aggregator_add_borrowed(kn_aggregator_t *a, const char *pkey,
+                                    size_t pkey_len, const char *ehk,
+                                    size_t ehk_len, const void *data,
+                                    size_t data_len);
+
 /* User records added since the last flush. */
 size_t kn_aggregator_count(const kn_aggregator_t *a);
 /* Size of what was added as an aggregated record (magic and MD5 included),
@@ -116,7 +123,8 @@ size_t kn_aggregator_count(const kn_aggregator_t *a);
 size_t kn_aggregator_size(const kn_aggregator_t *a);
 
 /* What to send as one Kinesis record.  Every pointer is owned by the
- * aggregator and valid until its next add, flush or destroy. */
+ * aggregator and valid until its next add, flush or destroy, except a lone
+ * borrowed record's data, which is the caller's. */
 typedef struct kn_agg_out {
   const void *data;
   size_t len;

@@ -47,9 +47,11 @@ struct keyset {
 };
 
 /* One user record: its fields as protobuf-c packs them, and where its
- * payload is in the aggregator's data buffer. */
+ * payload is: the caller's bytes (borrowed), or the aggregator's data
+ * buffer at data_off. */
 struct urec {
   KnKpl__Record pb; /* data.data is set at flush */
+  const uint8_t *borrowed;
   size_t data_off;
 };
 
@@ -199,9 +201,9 @@ static int recs_reserve(kn_aggregator_t *a) {
   return 0;
 }
 
-kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
-                           size_t pkey_len, const char *ehk, size_t ehk_len,
-                           const void *data, size_t data_len) {
+static kn_err_t add(kn_aggregator_t *a, const char *pkey, size_t pkey_len,
+                    const char *ehk, size_t ehk_len, const void *data,
+                    size_t data_len, int borrow) {
   kn_u128_t hk;
   if (!pkey || !pkey_len || (!data && data_len)) return KN_ERR__INVALID_ARG;
   if (ehk && kn_u128_parse(ehk, ehk_len, &hk)) return KN_ERR__INVALID_ARG;
@@ -239,7 +241,7 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
   /* Every allocation first, so that a failure changes nothing. */
   if ((pk_new && keyset_reserve(&a->pks, key_len)) ||
       (ehk_new && keyset_reserve(&a->ehks, ehk_len)) ||
-      kn_buf_reserve(&a->data, data_len + 1) || recs_reserve(a))
+      (!borrow && kn_buf_reserve(&a->data, data_len + 1)) || recs_reserve(a))
     return KN_ERR__NOMEM;
 
   if (pk_new) keyset_insert(&a->pks, pkey, key_len, pk_hash);
@@ -252,9 +254,15 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
     r->pb.explicit_hash_key_index = (uint64_t)ehk_idx;
   }
   r->pb.data.len = data_len;
-  r->data_off = a->data.len;
-  if (data_len) memcpy(a->data.p + a->data.len, data, data_len);
-  a->data.len += data_len;
+  if (borrow) {
+    /* Never NULL, so that a borrowed empty payload is told apart. */
+    r->borrowed = data_len ? data : (const uint8_t *)"";
+  } else {
+    r->borrowed = NULL;
+    r->data_off = a->data.len;
+    if (data_len) memcpy(a->data.p + a->data.len, data, data_len);
+    a->data.len += data_len;
+  }
   if (!a->count) {
     a->first_has_ehk = ehk != NULL;
     a->first_hk = ehk ? hk : kn_hashkey_of(pkey, pkey_len);
@@ -262,6 +270,24 @@ kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
   a->recs_wire += rec_wire;
   a->count++;
   return KN_ERR_NO_ERROR;
+}
+
+kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
+                           size_t pkey_len, const char *ehk, size_t ehk_len,
+                           const void *data, size_t data_len) {
+  return add(a, pkey, pkey_len, ehk, ehk_len, data, data_len, 0);
+}
+
+kn_err_t kn_aggregator_add_borrowed(kn_aggregator_t *a, const char *pkey,
+                                    size_t pkey_len, const char *ehk,
+                                    size_t ehk_len, const void *data,
+                                    size_t data_len) {
+  return add(a, pkey, pkey_len, ehk, ehk_len, data, data_len, 1);
+}
+
+/* Where a record's payload is, once no add can move the data buffer. */
+static uint8_t *payload(const kn_aggregator_t *a, const struct urec *r) {
+  return r->borrowed ? (uint8_t *)r->borrowed : (uint8_t *)a->data.p + r->data_off;
 }
 
 static void clear(kn_aggregator_t *a) {
@@ -278,7 +304,7 @@ kn_err_t kn_aggregator_flush(kn_aggregator_t *a, kn_agg_out_t *out) {
     /* Sent as itself: its payload and key stay where they are. */
     memset(out, 0, sizeof(*out));
     out->n_records = 1;
-    out->data = a->data.p; /* add reserved it */
+    out->data = payload(a, &a->recs[0]); /* add reserved a copy's room */
     out->len = a->recs[0].pb.data.len;
     out->pkey = a->pks.chars.p + a->pks.ents[0].off;
     if (a->first_has_ehk) {
@@ -299,7 +325,7 @@ kn_err_t kn_aggregator_flush(kn_aggregator_t *a, kn_agg_out_t *out) {
   keyset_fix(&a->ehks);
   for (size_t i = 0; i < a->count; i++) {
     struct urec *r = &a->recs[i];
-    r->pb.data.data = (uint8_t *)a->data.p + r->data_off;
+    r->pb.data.data = payload(a, r);
     a->rec_ptrs[i] = &r->pb;
   }
   KnKpl__AggregatedRecord m = KN_KPL__AGGREGATED_RECORD__INIT;

@@ -478,7 +478,8 @@ static fill_res_t fill_from(kn_pcore_t *c, kn_pshard_t *ps, kn_pbatch_t *b,
         report_err(m, timed_out(c, m), done);
         continue;
       }
-      kn_err_t rc = kn_aggregator_add(c->agg, head->key, head->key_len,
+      /* Records keep their data until reported, past the flush. */
+      kn_err_t rc = kn_aggregator_add_borrowed(c->agg, head->key, head->key_len,
                                       head->ehk, head->ehk_len, head->data,
                                       head->len);
       if (rc == KN_ERR__QUEUE_FULL) break;
