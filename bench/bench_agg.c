@@ -77,6 +77,7 @@ static double best_mbps(int (*pass)(void *), int (*prep)(void *), void *arg) {
 struct agg_arg {
   size_t cap;
   int copy;     /* kn_aggregator_add (copies) rather than _add_borrowed */
+  kn_aggregator_t *a; /* kept from pass to pass, as a producer keeps it */
   blob_t *keep; /* when not NULL, the aggregates are copied here */
   size_t n_keep;
 };
@@ -90,7 +91,7 @@ static kn_err_t add_rec(const struct agg_arg *arg, kn_aggregator_t *a, size_t i)
 
 static int pass_aggregate(void *p) {
   struct agg_arg *arg = p;
-  kn_aggregator_t *a = kn_aggregator_new(arg->cap, 0);
+  kn_aggregator_t *a = arg->a;
   kn_agg_out_t out;
   arg->n_keep = 0;
   for (size_t i = 0; i <= n_recs; i++) {
@@ -105,7 +106,6 @@ static int pass_aggregate(void *p) {
     }
     if (i < n_recs && add_rec(arg, a, i)) return -1;
   }
-  kn_aggregator_destroy(a);
   return 0;
 }
 
@@ -242,8 +242,9 @@ int main(int argc, char **argv) {
   kn_agg_filter_t range = {.subseq_floor = -1, .check_range = 1};
   range.range_end = kn_u128_make(UINT64_MAX, UINT64_MAX);
   for (size_t c = 0; c < 2; c++) {
-    aa[c] = (struct agg_arg){caps[c], 0, calloc(n_recs, sizeof(blob_t)), 0};
-    ac[c] = (struct agg_arg){caps[c], 1, NULL, 0};
+    aa[c] = (struct agg_arg){caps[c], 0, kn_aggregator_new(caps[c], 0),
+                             calloc(n_recs, sizeof(blob_t)), 0};
+    ac[c] = (struct agg_arg){caps[c], 1, kn_aggregator_new(caps[c], 0), NULL, 0};
     pass_aggregate(&aa[c]);
     size_t total = 1;
     for (size_t i = 0; i < aa[c].n_keep; i++) total += aa[c].keep[i].len;
@@ -292,6 +293,8 @@ int main(int argc, char **argv) {
            deagg_r[c], 100 * deagg_r[c] / md5[c]);
     printf("  MD5 + protobuf-c unpack (compare) %8.0f MB/s  %4.0f%% of MD5\n",
            pbc[c], 100 * pbc[c] / md5[c]);
+    kn_aggregator_destroy(aa[c].a);
+    kn_aggregator_destroy(ac[c].a);
     free_blobs(da[c].aggs, da[c].n);
     free(da[c].aggs);
     free(da[c].work);
