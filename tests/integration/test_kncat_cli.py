@@ -373,6 +373,44 @@ class E2E:
         raw = self.kncat("consume", s, "-e", "-D", "\\xff\\xfe\\xfd\\xfc").stdout
         self.assertEqual(raw, inp)
 
+    def test_file_input(self):
+        # A regular file is read through a mapping (records sent without a
+        # copy) up to its last delimiter, the rest as a stream: the records
+        # are those of a pipe, whether the file is FILE or standard input,
+        # read from its start or from where the shell left it.
+        mib = 1024 * 1024
+        inp = (b"k1:v1\n\nno key\n:empty key\n" + b"k2:" + b"x" * (mib + 5) + b"\n"
+               + b"".join(b"k%d:%d-" % (i % 7, i) + b"r" * (i * 37 % 2000) + b"\n"
+                          for i in range(300))
+               + b"k3:no final delimiter")
+        skip = inp.index(b"\n") + 1  # the shell read the first line itself
+
+        def sent(stream):
+            return [(r["key"], self.payload(r)) for r in self.consume_json(stream)]
+
+        s = self.create(1)
+        p = self.kncat("produce", s, "-K", ":", "-k", "dk", input=inp, ok=False)
+        self.assertEqual(p.returncode, 5, p.stderr)  # the record over 1 MiB
+        want = sent(s)
+        self.assertEqual(len(want), 305)
+        self.assertEqual(want[-1], ("k3", b"no final delimiter"))
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(inp)
+            f.flush()
+            s = self.create(1)
+            p = self.kncat("produce", s, f.name, "-K", ":", "-k", "dk", ok=False)
+            self.assertEqual(p.returncode, 5, p.stderr)
+            self.assertIn("record 5 not sent", p.stderr.decode())
+            self.assertEqual(sent(s), want)
+            s = self.create(1)
+            with open(f.name, "rb", buffering=0) as stdin:
+                stdin.seek(skip)
+                p = subprocess.run([KNCAT, "produce", s, "-K", ":", "-k", "dk"],
+                                   stdin=stdin, capture_output=True, env=self.env,
+                                   timeout=TIMEOUT)
+            self.assertEqual(p.returncode, 5, p.stderr)
+            self.assertEqual(sent(s), want[1:])
+
     def test_large_records(self):
         s = self.create(1)
         mib = 1024 * 1024

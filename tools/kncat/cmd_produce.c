@@ -13,6 +13,7 @@
 #include "args.h"
 #include "kn/producer.h"
 #include "kncat.h"
+#include "mapped.h"
 #include "output.h"
 #include "reader.h"
 #include "signals.h"
@@ -36,6 +37,10 @@ typedef struct produce {
   long long rate, rate_bytes;   /* --rate, --rate-bytes; 0: none */
   uint64_t failure_lines;
   uint64_t not_sent;            /* refused before the producer */
+  /* A regular file's records, sent from its mapping until the last
+   * delimiter, the rest read as a stream; NULL when not mapped. */
+  kc_mapped_t *mapped;
+  int map_done;
   uint64_t rng;
   /* Progress. */
   double start, next_progress;
@@ -103,6 +108,12 @@ static void failure_line(produce_t *p, const char *fmt, ...) {
  * told (up to MAX_FAILURE_LINES). */
 static void on_delivery(kn_producer_t *kp, const kn_msg_t *m, void *opaque) {
   (void)kp;
+  produce_t *p = opaque;
+  if (p->mapped) {
+    size_t len;
+    const void *data = kn_msg_data(m, &len);
+    kc_mapped_release(p->mapped, data, len);
+  }
   const kn_error_t *err = kn_msg_error(m);
   if (err)
     failure_line(opaque, "record %llu not delivered: %s",
@@ -204,7 +215,18 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
     if (kc_signal_received()) return KC_EXIT_OK;
     const char *data;
     size_t len;
-    kc_read_res_t r = kc_reader_next(rd, &data, &len);
+    kc_read_res_t r;
+    int from_map = p->mapped && !p->map_done;
+    if (from_map && (r = kc_mapped_next(p->mapped, &data, &len)) == KC_READ_END) {
+      /* What follows the last delimiter is read as a stream. */
+      p->map_done = 1;
+      if (lseek(rd->fd, (off_t)kc_mapped_offset(p->mapped), SEEK_SET) < 0) {
+        kc_errorf(p->ctx, "cannot read %s: %s", path, strerror(errno));
+        return KC_EXIT_RUNTIME;
+      }
+      continue;
+    }
+    if (!from_map) r = kc_reader_next(rd, &data, &len);
     if (r == KC_READ_END) return KC_EXIT_OK;
     if (r == KC_READ_AGAIN) continue;
     if (r == KC_READ_ERROR) {
@@ -265,7 +287,9 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
       wait_until(p, kp, p->start + (double)bytes / (double)p->rate_bytes);
     bytes += len;
     kn_err_t rc;
-    while ((rc = kn_producer_send(kp, keybuf, NULL, data, len, KN_MSG_F_COPY,
+    /* A mapped record stays where it is until its report. */
+    int flags = from_map ? KN_MSG_F_NOCOPY : KN_MSG_F_COPY;
+    while ((rc = kn_producer_send(kp, keybuf, NULL, data, len, flags,
                                   (void *)(uintptr_t)recno)) ==
            KN_ERR__QUEUE_FULL) {
       /* Backpressure: the producer holds as much as it may. */
@@ -278,6 +302,7 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
       p->not_sent++;
       continue;
     }
+    if (from_map) kc_mapped_hold(p->mapped, data, len);
     if ((recno & 1023) == 0) {
       kn_producer_poll(kp, 0);
       progress(p, kp, 0);
@@ -324,6 +349,8 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
   kc_signals_install();
   kc_reader_t rd;
   memset(&rd, 0, sizeof(rd));
+  kc_mapped_t map;
+  memset(&map, 0, sizeof(map));
   kn_producer_t *kp = NULL;
   kn_conf_t *conf = NULL;
   /* The stream is checked first so that a typo fails before input is
@@ -359,6 +386,13 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
   }
   rd.idle = on_idle;
   rd.idle_opaque = kp;
+  int mapped = kc_mapped_open(&map, fd, p.delim, p.delim_len,
+                              KC_RECORD_MAX_BYTES + p.key_delim_len);
+  if (mapped < 0) {
+    kc_errorf(ctx, "out of memory");
+    goto out;
+  }
+  if (mapped) p.mapped = &map;
   p.start = now_s();
   p.next_progress = p.start + 2.0;
   rc = produce_loop(&p, &rd, kp, path ? path : "standard input");
@@ -387,6 +421,7 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
 out:
   kc_reader_free(&rd);
   kn_producer_destroy(kp);
+  kc_mapped_close(&map); /* after the producer: it read from the mapping */
   kn_conf_destroy(conf);
   if (fd > 0) close(fd);
   return rc;
@@ -401,10 +436,11 @@ const kc_command_t kc_cmd_produce = {
     "and writes them to STREAM through the library's producer: records are\n"
     "collected per shard into PutRecords calls (up to 500 records or 5 MiB),\n"
     "each shard kept under its write limits.  Input is read as a stream,\n"
-    "never whole, and may hold any bytes (NUL included).  The empty record\n"
-    "after a final delimiter is not sent; an empty line elsewhere is an\n"
-    "empty record.  A record waits at most the linger time (100 ms) for its\n"
-    "call to fill.\n"
+    "never whole (a regular file through a memory mapping, each part let\n"
+    "go once its records are delivered, so they are sent without a copy),\n"
+    "and may hold any bytes (NUL included).  The empty record after a final\n"
+    "delimiter is not sent; an empty line elsewhere is an empty record.  A\n"
+    "record waits at most the linger time (100 ms) for its call to fill.\n"
     "\n"
     "  -D DELIM   record delimiter (default \\n).  Escapes: \\n \\r \\t \\0 \\\\\n"
     "             \\xHH \\NNN (octal); several bytes make one delimiter\n"
