@@ -10,6 +10,16 @@
 static int kt_checks;
 static int kt_failures;
 
+/* A reproducible pseudo-random sequence for test data (xorshift64);
+ * *state must start non-zero. */
+static inline uint64_t kt_rand(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *state = x;
+}
+
 #define KT_CHECK(cond)                                                        \
   do {                                                                        \
     kt_checks++;                                                              \

@@ -19,10 +19,7 @@ static const char alphabet[] =
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static unsigned rnd(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (unsigned)(rng >> 11);
+  return (unsigned)(kt_rand(&rng) >> 11);
 }
 
 static const kn_base64_impl_t impls[] = {KN_BASE64_SCALAR, KN_BASE64_SSSE3,

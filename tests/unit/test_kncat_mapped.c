@@ -53,17 +53,31 @@ static int temp_file(const void *content, size_t len, off_t offset) {
   return fd;
 }
 
+typedef kc_read_res_t(next_fn)(void *src, const char **data, size_t *len);
+
+/* Collects src's records up to its end. */
+static void drain(next_fn *next, void *src, recs_t *out) {
+  const char *d;
+  size_t len;
+  kc_read_res_t res;
+  while ((res = next(src, &d, &len)) > 0) push(out, d, len, res == KC_READ_TOO_LONG);
+  KT_CHECK_INT(res, KC_READ_END);
+}
+
+static kc_read_res_t stream_next(void *r, const char **d, size_t *len) {
+  return kc_reader_next(r, d, len);
+}
+
+static kc_read_res_t mapped_next(void *m, const char **d, size_t *len) {
+  return kc_mapped_next(m, d, len);
+}
+
 /* Reads fd to its end with the stream reader. */
 static void read_stream(int fd, const char *delim, size_t dlen, size_t max,
                         recs_t *out) {
   kc_reader_t r;
   KT_CHECK_INT(kc_reader_init(&r, fd, delim, dlen, max), 0);
-  const char *d;
-  size_t len;
-  kc_read_res_t res;
-  while ((res = kc_reader_next(&r, &d, &len)) > 0)
-    push(out, d, len, res == KC_READ_TOO_LONG);
-  KT_CHECK_INT(res, KC_READ_END);
+  drain(stream_next, &r, out);
   kc_reader_free(&r);
 }
 
@@ -74,12 +88,7 @@ static int read_mapped(int fd, const char *delim, size_t dlen, size_t max,
   kc_mapped_t m;
   int rc = kc_mapped_open(&m, fd, delim, dlen, max);
   if (rc == 1) {
-    const char *d;
-    size_t len;
-    kc_read_res_t res;
-    while ((res = kc_mapped_next(&m, &d, &len)) > 0)
-      push(out, d, len, res == KC_READ_TOO_LONG);
-    KT_CHECK_INT(res, KC_READ_END);
+    drain(mapped_next, &m, out);
     KT_CHECK(lseek(fd, (off_t)kc_mapped_offset(&m), SEEK_SET) >= 0);
     kc_mapped_close(&m);
   }
@@ -135,23 +144,16 @@ static void test_not_regular(void) {
   close(p[1]);
 }
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-
 /* A file of several windows: every record the stream reader sees, and a
  * window let go exactly when the reader is past it and nothing sent from
  * it awaits its report. */
 static void test_windows(void) {
   size_t size = 3 * KC_MAPPED_WINDOW + 12345, n = 0;
   char *content = malloc(size);
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
   for (size_t i = 0; i < size; i++) {
     /* Records of 0 to ~3,000 bytes, a few far longer (across windows). */
-    uint64_t r = rnd();
+    uint64_t r = kt_rand(&rng);
     content[i] = r % 1500 == 0 ? '\n' : (char)('a' + r % 26);
   }
   for (size_t i = 0; i < size; i++) n += content[i] == '\n';

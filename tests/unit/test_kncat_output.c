@@ -50,10 +50,7 @@ static size_t ref_escape(char *d, const uint8_t *s, size_t n) {
 }
 
 static uint64_t rng = 88172645463325252ULL;
-static uint64_t next(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return rng;
-}
+static uint64_t next(void) { return kt_rand(&rng); }
 
 static void test_utf8_edges(void) {
   struct { const char *s; int ok; } cases[] = {
