@@ -115,6 +115,10 @@ kn_err_t kn_aggregator_add_borrowed(kn_aggregator_t *a, const char *pkey,
                                     size_t ehk_len, const void *data,
                                     size_t data_len);
 
+/* Forgets the records added since the last flush (after a failed flush,
+ * whose records the caller sends another way). */
+void kn_aggregator_clear(kn_aggregator_t *a);
+
 /* User records added since the last flush. */
 size_t kn_aggregator_count(const kn_aggregator_t *a);
 /* Size of what was added as an aggregated record (magic and MD5 included),

@@ -298,6 +298,8 @@ static void clear(kn_aggregator_t *a) {
   a->recs_wire = 0;
 }
 
+void kn_aggregator_clear(kn_aggregator_t *a) { clear(a); }
+
 kn_err_t kn_aggregator_flush(kn_aggregator_t *a, kn_agg_out_t *out) {
   if (!a->count) return KN_ERR__STATE;
   if (a->count == 1) {

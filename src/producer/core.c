@@ -494,6 +494,8 @@ static fill_res_t fill_from(kn_pcore_t *c, kn_pshard_t *ps, kn_pbatch_t *b,
     if (!e->msgs.n) continue; /* every record had expired */
     kn_agg_out_t out;
     if (kn_aggregator_flush(c->agg, &out) != KN_ERR_NO_ERROR) {
+      /* The records go back to their queue, to be added again. */
+      kn_aggregator_clear(c->agg);
       splice_front(c, ps, &e->msgs);
       return FILL_NOMEM;
     }

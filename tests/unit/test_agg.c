@@ -305,6 +305,13 @@ static void test_spec_encode(void) {
   KT_CHECK_INT(kn_aggregator_count(a), 0);
   KT_CHECK_INT(kn_aggregator_size(a), 0);
   KT_CHECK_INT(kn_aggregator_flush(a, &out), KN_ERR__STATE);
+  /* Cleared: what was added is forgotten, the next records start afresh. */
+  KT_CHECK_INT(kn_aggregator_add(a, "gone", 4, NULL, 0, "x", 1), 0);
+  KT_CHECK_INT(kn_aggregator_add(a, "gone2", 5, NULL, 0, "y", 1), 0);
+  kn_aggregator_clear(a);
+  KT_CHECK_INT(kn_aggregator_count(a), 0);
+  KT_CHECK_INT(kn_aggregator_size(a), 0);
+  KT_CHECK_INT(kn_aggregator_flush(a, &out), KN_ERR__STATE);
 
   /* Shared keys go in the tables once. */
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "7", 1, "x", 1), 0);
