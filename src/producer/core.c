@@ -630,6 +630,8 @@ static void back_off(kn_pshard_t *ps, uint64_t batch_id, int64_t now_us,
   if (ps->backoff_batch == batch_id) return;
   ps->backoff_batch = batch_id;
   int64_t ms = kn_backoff_next(&ps->backoff);
+  /* Full jitter can draw 0: a rejected entry still waits a little. */
+  if (ms < 1) ms = 1;
   if (throttled) ms *= 2;
   int64_t at = now_us + ms * 1000;
   if (at > ps->retry_at_us) ps->retry_at_us = at;
