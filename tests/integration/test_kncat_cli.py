@@ -411,6 +411,29 @@ class E2E:
             self.assertEqual(p.returncode, 5, p.stderr)
             self.assertEqual(sent(s), want[1:])
 
+    def test_file_truncated(self):
+        # A mapped file cut short while it is being sent ends kncat with
+        # a message and exit 1, not a crash without one.
+        s = self.create(1)
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(b"".join(b"%06d" % i + b"." * 200 + b"\n" for i in range(4000)))
+            f.flush()
+            p = subprocess.Popen([KNCAT, "-q", "produce", s, f.name, "-k", "k",
+                                  "--rate", "1000"], env=self.env,
+                                 stderr=subprocess.PIPE)
+            # once it has the file mapped, and has sent a few records
+            deadline = time.time() + 30
+            while time.time() < deadline and p.poll() is None:
+                with open(f"/proc/{p.pid}/maps") as maps:
+                    if f.name in maps.read():
+                        break
+                time.sleep(0.05)
+            time.sleep(0.3)
+            os.truncate(f.name, 4096)
+            _, err = p.communicate(timeout=TIMEOUT)
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn(b"was it truncated while being sent", err)
+
     def test_large_records(self):
         s = self.create(1)
         mib = 1024 * 1024
