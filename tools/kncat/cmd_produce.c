@@ -116,7 +116,7 @@ static void on_delivery(kn_producer_t *kp, const kn_msg_t *m, void *opaque) {
   }
   const kn_error_t *err = kn_msg_error(m);
   if (err)
-    failure_line(opaque, "record %llu not delivered: %s",
+    failure_line(p, "record %llu not delivered: %s",
                  (unsigned long long)(uintptr_t)kn_msg_opaque(m),
                  kn_error_string(err));
 }
@@ -215,9 +215,10 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
     if (kc_signal_received()) return KC_EXIT_OK;
     const char *data;
     size_t len;
-    kc_read_res_t r;
     int from_map = p->mapped && !p->map_done;
-    if (from_map && (r = kc_mapped_next(p->mapped, &data, &len)) == KC_READ_END) {
+    kc_read_res_t r = from_map ? kc_mapped_next(p->mapped, &data, &len)
+                               : kc_reader_next(rd, &data, &len);
+    if (from_map && r == KC_READ_END) {
       /* What follows the last delimiter is read as a stream. */
       p->map_done = 1;
       if (lseek(rd->fd, (off_t)kc_mapped_offset(p->mapped), SEEK_SET) < 0) {
@@ -226,7 +227,6 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
       }
       continue;
     }
-    if (!from_map) r = kc_reader_next(rd, &data, &len);
     if (r == KC_READ_END) return KC_EXIT_OK;
     if (r == KC_READ_AGAIN) continue;
     if (r == KC_READ_ERROR) {
