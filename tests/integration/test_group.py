@@ -4,15 +4,17 @@ processes sharing a stream through a lease table.
 
 - Chaos, on kinesalite and kinesis-local, with a SQLite file and with a
   DynamoDB table (dynalite): three workers on a 4-shard stream, records
-  produced throughout, a split and a merge mid-run, one worker killed
+  produced throughout, a split and a merge mid-run (of a child of that
+  split when it can: a shard closed soon after it opened), one worker killed
   (SIGKILL) and one stopped (SIGTERM).  Nothing is lost; every worker
   keeps each key's order, parents before children; the only duplicates
   are records the killed worker had delivered but not checkpointed; the
   shards of the stopped worker are taken over within a take interval,
   those of the killed one within the lease duration and a take interval
   (generous margins); `kncat leases` (table and -J) shows every shard
-  finished or held afterwards, SHARD_END on closed parents, children
-  with their parents.
+  finished or held afterwards, SHARD_END on closed parents (or their
+  lease cleaned up once the children started), children with their
+  parents.
 - KCL compatibility (dynalite): a table written with boto3 as KCL 2.x/3.x
   write it is continued from exactly its checkpoints (a SHARD_END parent
   is not read again, its children are, a pending checkpoint with state,
@@ -355,8 +357,14 @@ class GroupBase:
                      and held[owners[a["ShardId"]]] >= 2
                      and held[owners[b["ShardId"]]] >= 2]
             self.assertTrue(pairs, owners)
-            a, b = pairs[len(pairs) // 2]
+            # a pair with a child of the split when there is one: a shard
+            # closed again soon after it opened, with a grandparent
+            kids = {s["ShardId"] for s in opens if s.get("ParentShardId") ==
+                    busy[0]["ShardId"]}
+            a, b = next((p for p in pairs if {p[0]["ShardId"], p[1]["ShardId"]} & kids),
+                        pairs[len(pairs) // 2])
             kncat(env, "merge", stream, a["ShardId"], b["ShardId"])
+            merged = f"split {busy[0]['ShardId'][-3:]}, merged {a['ShardId'][-3:]}+{b['ShardId'][-3:]}"
             self.wait_balanced(env, app, store, stream, workers, stable=2)
 
             # SIGKILL the worker holding the most open shards.
@@ -378,7 +386,7 @@ class GroupBase:
             time.sleep(2)
         finally:
             produced = prod.finish()
-        print(f"\n  {self.server_name}/{store_kind}: {len(produced)} records, "
+        print(f"\n  {self.server_name}/{store_kind}: {len(produced)} records, {merged}, "
               f"kill take-over {fmt(kill_takeover)} (bound {KILL_BOUND:.0f} s), "
               f"stop hand-over {fmt(term_takeover)} (bound {TERM_BOUND:.0f} s)",
               file=sys.stderr)
