@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/cond.h"
 #include "util/str.h"
 
 /* ---- configuration ---- */
@@ -177,10 +178,10 @@ kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
     return NULL;
   }
   pthread_mutex_init(&kc->mu, NULL);
-  pthread_cond_init(&kc->poll_cv, NULL);
-  pthread_cond_init(&kc->ctl_cv, NULL);
+  kn_cond_init(&kc->poll_cv);
+  kn_cond_init(&kc->ctl_cv);
   pthread_mutex_init(&kc->lease_mu, NULL);
-  pthread_cond_init(&kc->renewer_cv, NULL);
+  kn_cond_init(&kc->renewer_cv);
   kn_lease_observer_init(&kc->observer);
   kc->conf = conf ? kn_conf_dup(conf) : kn_conf_new();
   if (!kc->conf) {
@@ -292,19 +293,8 @@ static void mark_dirty_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
   cs->in_dirty = 1;
 }
 
-static void deadline_after(struct timespec *ts, int timeout_ms) {
-  clock_gettime(CLOCK_REALTIME, ts);
-  ts->tv_sec += timeout_ms / 1000;
-  ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-  if (ts->tv_nsec >= 1000000000) {
-    ts->tv_sec++;
-    ts->tv_nsec -= 1000000000;
-  }
-}
-
 kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
-  struct timespec deadline;
-  if (timeout_ms > 0) deadline_after(&deadline, timeout_ms);
+  int64_t deadline = timeout_ms > 0 ? kn_mono_ms() + timeout_ms : 0;
   typedef void (*ended_cb_t)(kn_consumer_t *, const char *, void *);
   ended_cb_t ended_cb = (ended_cb_t)kc->conf->cbs[KN_CB_SHARD_ENDED];
 
@@ -361,7 +351,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
     if (kc->fatal || kc->closing || timeout_ms == 0) break;
     if (timeout_ms < 0) {
       pthread_cond_wait(&kc->poll_cv, &kc->mu);
-    } else if (pthread_cond_timedwait(&kc->poll_cv, &kc->mu, &deadline) ==
+    } else if (kn_cond_wait_until(&kc->poll_cv, &kc->mu, deadline) ==
                ETIMEDOUT) {
       break;
     }

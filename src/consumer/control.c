@@ -13,6 +13,7 @@
 #include "consumer/shard_table.h"
 #include "core/error.h"
 #include "util/clock.h"
+#include "util/cond.h"
 #include "util/str.h"
 
 /* ---- messages ---- */
@@ -330,15 +331,7 @@ static void *control_main(void *arg) {
       int64_t wait = kc->fatal ? 60000 : due - kn_mono_ms();
       if (wait <= 0) break;
       if (wait > 60000) wait = 60000;
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_sec += wait / 1000;
-      ts.tv_nsec += (long)(wait % 1000) * 1000000;
-      if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-      }
-      pthread_cond_timedwait(&kc->ctl_cv, &kc->mu, &ts);
+      kn_cond_wait_until(&kc->ctl_cv, &kc->mu, kn_mono_ms() + wait);
     }
     kn_ctl_msg_t *msgs = kc->ctl_head;
     kc->ctl_head = kc->ctl_tail = NULL;

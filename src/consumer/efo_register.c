@@ -16,6 +16,7 @@
  *
  * All of it runs on the control thread, whose blocking calls these are;
  * waits end early when the consumer closes. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +25,7 @@
 #include "core/error.h"
 #include "util/backoff.h"
 #include "util/clock.h"
+#include "util/cond.h"
 #include "util/rand.h"
 #include "util/str.h"
 
@@ -122,17 +124,7 @@ static int efo_sleep(kn_consumer_t *kc, int64_t ms) {
   int64_t until = kn_mono_ms() + ms;
   pthread_mutex_lock(&kc->mu);
   while (!kc->closing) {
-    int64_t left = until - kn_mono_ms();
-    if (left <= 0) break;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += left / 1000;
-    ts.tv_nsec += (long)(left % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait(&kc->ctl_cv, &kc->mu, &ts);
+    if (kn_cond_wait_until(&kc->ctl_cv, &kc->mu, until) == ETIMEDOUT) break;
   }
   int closing = kc->closing;
   pthread_mutex_unlock(&kc->mu);

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "lease/store.h"
 #include "util/clock.h"
+#include "util/cond.h"
 
 static void renew_one(kn_consumer_t *kc, kn_cshard_t *cs) {
   pthread_mutex_lock(&kc->lease_mu);
@@ -66,17 +67,9 @@ static void *renewer_main(void *arg) {
   kn_consumer_t *kc = arg;
   pthread_mutex_lock(&kc->lease_mu);
   while (!kc->renewer_stop) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t ms = kc->lease.renew_ms;
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
+    int64_t until = kn_mono_ms() + kc->lease.renew_ms;
     while (!kc->renewer_stop &&
-           pthread_cond_timedwait(&kc->renewer_cv, &kc->lease_mu, &ts) !=
+           kn_cond_wait_until(&kc->renewer_cv, &kc->lease_mu, until) !=
                ETIMEDOUT) {
     }
     if (kc->renewer_stop) break;

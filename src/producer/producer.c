@@ -8,6 +8,7 @@
 #include "kinesis/client_int.h"
 #include "producer/producer_int.h"
 #include "util/clock.h"
+#include "util/cond.h"
 #include "util/str.h"
 
 static void load_cfg(kn_producer_t *kp) {
@@ -48,7 +49,7 @@ kn_producer_t *kn_producer_new(const kn_conf_t *conf, char *errstr,
     return NULL;
   }
   pthread_mutex_init(&kp->mu, NULL);
-  pthread_cond_init(&kp->dr_cv, NULL);
+  kn_cond_init(&kp->dr_cv);
   kp->next_look_us = INT64_MAX;
   kp->conf = conf ? kn_conf_dup(conf) : kn_conf_new();
   if (!kp->conf) {
@@ -139,29 +140,18 @@ kn_err_t kn_producer_send(kn_producer_t *kp, const char *partition_key,
 
 /* ---- poll and flush ---- */
 
-static void deadline_after(struct timespec *ts, int timeout_ms) {
-  clock_gettime(CLOCK_REALTIME, ts);
-  ts->tv_sec += timeout_ms / 1000;
-  ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-  if (ts->tv_nsec >= 1000000000) {
-    ts->tv_sec++;
-    ts->tv_nsec -= 1000000000;
-  }
-}
-
 int kn_producer_poll(kn_producer_t *kp, int timeout_ms) {
   if (!kp) return 0;
   typedef void (*dr_cb_t)(kn_producer_t *, const kn_msg_t *, void *);
   dr_cb_t cb = (dr_cb_t)kp->conf->cbs[KN_CB_DELIVERY];
   void *cb_opaque = kp->conf->cb_opaque[KN_CB_DELIVERY];
-  struct timespec deadline;
-  if (timeout_ms > 0) deadline_after(&deadline, timeout_ms);
+  int64_t deadline = timeout_ms > 0 ? kn_mono_ms() + timeout_ms : 0;
 
   pthread_mutex_lock(&kp->mu);
   while (!kp->reports.head && timeout_ms != 0) {
     if (timeout_ms < 0) {
       pthread_cond_wait(&kp->dr_cv, &kp->mu);
-    } else if (pthread_cond_timedwait(&kp->dr_cv, &kp->mu, &deadline) ==
+    } else if (kn_cond_wait_until(&kp->dr_cv, &kp->mu, deadline) ==
                ETIMEDOUT) {
       break;
     }
