@@ -1,0 +1,221 @@
+/* The coordination core: one worker's shard and lease decisions, without
+ * I/O, threads, locks or clocks (in the style of producer/core.h).
+ *
+ * It takes events -- results of lease-store calls and shard listings,
+ * reader reports, the application's progress, the time as now_ms -- and
+ * returns actions to carry out: lease-store calls, ListShards, start or
+ * stop reading a shard, extend a shard's reading deadline, report to the
+ * application.  The consumer's driver thread (control.c) runs it against
+ * the real store and readers; the simulator (tests/sim) runs many of them
+ * against a simulated store and stream on virtual time.
+ *
+ * Tenure.  Every lease this worker takes starts a tenure, named by the
+ * lease counter the take wrote (the application's fencing token).
+ * Reader reports and store results carry the tenure they belong to; the
+ * core ignores those of a tenure that has ended, so a late "shard ended"
+ * or a late renewal can never touch a later tenure of the same shard.
+ *
+ * Decisions, in short:
+ * - sync (kn_cc_plan_sync): ListShards and the lease table give the leases
+ *   to create.  Every open shard gets one; a closed shard gets one when a
+ *   descendant is created and its records are wanted (it descends from a
+ *   shard the application has read, or the initial position is not
+ *   LATEST).  A shard with a leased descendant is finished and never
+ *   created again.  Parents are created before their children.
+ * - cleanup (kn_cc_plan_cleanup): a lease at SHARD_END is removed once every
+ *   child has a lease that has started and none of its own parents has a
+ *   lease left.
+ * - taking: expiry by observation and the take plan of lease/taker.h.
+ * - renewal: every renew interval per held lease, one store write at a time
+ *   per lease, all leases concurrently; a shard is read until
+ *   `grace_ms` after the last good write was sent, and dropped then.
+ * - checkpoints: conditional on the counter; SHARD_END once the application
+ *   has been handed (and, with manual checkpoints, has checkpointed) the
+ *   last record of a closed shard; then the lease is released.
+ *
+ * Ownership: strings in actions point into the core (or into the event
+ * that caused them) and are valid until the next call into the core;
+ * the driver copies what it keeps.  Strings passed in events are copied. */
+#ifndef KN_CONSUMER_CCORE_H
+#define KN_CONSUMER_CCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kn/error.h"
+#include "lease/lease.h"
+
+typedef struct kn_cc kn_cc_t;
+
+typedef struct kn_cc_cfg {
+  const char *worker;        /* this worker's id (unique), copied */
+  int64_t duration_ms;       /* lease.duration.ms */
+  int64_t renew_ms;          /* lease.renew.interval.ms (< 2/3 duration) */
+  int64_t take_ms;           /* lease.take.interval.ms */
+  int64_t sync_ms;           /* shard.sync.interval.ms */
+  int64_t checkpoint_ms;     /* checkpoint.interval.ms */
+  int max_leases, max_steal;
+  /* Checkpoint of leases created with no ancestry to follow:
+   * KN_CKPT_TRIM_HORIZON, KN_CKPT_LATEST or KN_CKPT_AT_TIMESTAMP. */
+  const char *initial;
+  int auto_checkpoint;       /* checkpoint.auto */
+} kn_cc_cfg_t;
+
+/* One shard of a listing (ListShards or ChildShards). */
+typedef struct kn_cc_shard {
+  const char *id;
+  const char *parent;        /* or NULL */
+  const char *adjacent;      /* or NULL */
+  const char *hash_start, *hash_end; /* decimal, or NULL */
+  int closed;                /* has an ending sequence number */
+} kn_cc_shard_t;
+
+/* A position: a decimal sequence number and sub-sequence number. */
+typedef struct kn_cc_pos {
+  const char *seq;
+  int64_t subseq;
+} kn_cc_pos_t;
+
+typedef enum kn_cc_op {
+  KN_CC_LIST_LEASES,   /* store list(); answer kn_cc_leases_done */
+  KN_CC_LIST_SHARDS,   /* ListShards, unfiltered; kn_cc_shards_done */
+  KN_CC_CREATE,        /* store create(lease) */
+  KN_CC_TAKE,          /* store take(key, counter, old_owner, worker) */
+  KN_CC_RENEW,         /* store renew(key, counter, worker) */
+  KN_CC_CHECKPOINT,    /* store checkpoint(key, counter, worker, ckpt...) */
+  KN_CC_RELEASE,       /* store release(key, counter, worker) */
+  KN_CC_REMOVE,        /* store remove(key, counter) */
+  KN_CC_SET_CHILDREN,  /* store set_children(key, children) */
+  /* Not store calls: */
+  KN_CC_START,         /* start reading shard `key` for tenure at `start` */
+  KN_CC_STOP,          /* stop reading `key` (tenure ended); reason */
+  KN_CC_EXTEND,        /* `key` may be read until until_ms (tenure) */
+  KN_CC_DONE,          /* `key` is finished: SHARD_END written, released */
+  KN_CC_REPLY,         /* answer to kn_cc_checkpoint's request `req` */
+  KN_CC_FATAL,         /* the worker cannot go on: err_msg; it has stopped
+                          reading and releases its leases */
+  KN_CC_CLOSED         /* close (or fatal) finished: nothing more to do */
+} kn_cc_op_t;
+
+const char *kn_cc_op_name(kn_cc_op_t op);
+
+typedef struct kn_cc_action {
+  kn_cc_op_t op;
+  uint64_t id;               /* store calls and listings: echo it back */
+  const char *key;           /* shard id */
+  int64_t tenure;            /* START, STOP, EXTEND, DONE; store calls
+                                made for a held lease; else -1 */
+  int64_t counter;           /* condition of TAKE..REMOVE */
+  const char *old_owner;     /* TAKE: NULL for a free lease */
+  const kn_lease_t *lease;   /* CREATE: the new lease; START: the lease as
+                                taken (checkpoint, pending state, parents,
+                                hash range) */
+  /* CHECKPOINT: what to write (checkpoint NULL: leave it; pending NULL:
+   * remove the pending checkpoint). */
+  const char *checkpoint;
+  int64_t subseq;
+  const char *pending;
+  int64_t pending_subseq;
+  const void *state;
+  size_t state_len;
+  char *const *children;     /* SET_CHILDREN */
+  size_t n_children;
+  int64_t until_ms;          /* START, EXTEND */
+  kn_err_t reason;           /* STOP: KN_ERR__LEASE_LOST, KN_ERR__DESTROY,
+                                KN_ERR__TIMED_OUT (not renewed in time);
+                                REPLY: the checkpoint's outcome */
+  void *req;                 /* REPLY */
+  const char *err_msg;       /* REPLY and FATAL: a message, or NULL */
+} kn_cc_action_t;
+
+/* NULL on out-of-memory or a configuration the core refuses (a renew
+ * interval of 2/3 of the lease duration or more: the lease would expire
+ * between two renewals). */
+kn_cc_t *kn_cc_new(const kn_cc_cfg_t *cfg, int64_t now_ms);
+void kn_cc_destroy(kn_cc_t *c); /* accepts NULL */
+
+/* The next action, in the order they were decided; 0 when none is left.
+ * Call after every event. */
+int kn_cc_next(kn_cc_t *c, kn_cc_action_t *a);
+/* When kn_cc_tick wants to run next (INT64_MAX: only on an event). */
+int64_t kn_cc_wake_ms(const kn_cc_t *c);
+
+/* ---- events ---- */
+
+/* Time passes: renewals, take rounds, syncs, checkpoints and deadlines
+ * that are due. */
+void kn_cc_tick(kn_cc_t *c, int64_t now_ms);
+
+/* Answer to LIST_LEASES: err NULL and the table (v, n borrowed), or err
+ * (borrowed; retriable or not). */
+void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
+                       const kn_lease_t *v, size_t n, int64_t now_ms);
+/* Answer to LIST_SHARDS (v, n borrowed). */
+void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
+                       const kn_cc_shard_t *v, size_t n, int64_t now_ms);
+/* Answer to any other store call.  new_counter for TAKE, RENEW,
+ * CHECKPOINT and RELEASE.  sent_ms: when the call was sent (the reading
+ * deadline counts from it). */
+void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
+                      int64_t new_counter, int64_t sent_ms, int64_t now_ms);
+
+/* The reader of (key, tenure) reached the end of the shard; children from
+ * ChildShards (n 0: the server did not say, a sync will find them). */
+void kn_cc_shard_ended(kn_cc_t *c, const char *key, int64_t tenure,
+                       const kn_cc_shard_t *children, size_t n,
+                       int64_t now_ms);
+/* The shard is past retention (nothing left to read). */
+void kn_cc_shard_gone(kn_cc_t *c, const char *key, int64_t tenure,
+                      int64_t now_ms);
+/* The reader stopped on its own because the reading deadline passed. */
+void kn_cc_shard_expired(kn_cc_t *c, const char *key, int64_t tenure,
+                         int64_t now_ms);
+
+/* The application was handed records of (key, tenure) up to pos
+ * (poll).  end: it also polled past the end of the shard. */
+void kn_cc_delivered(kn_cc_t *c, const char *key, int64_t tenure,
+                     const kn_cc_pos_t *pos, int end, int64_t now_ms);
+/* Records up to pos are processed and may be checkpointed with the next
+ * flush (auto-checkpoint at the next poll, checkpoint_async). */
+void kn_cc_processed(kn_cc_t *c, const char *key, int64_t tenure,
+                     const kn_cc_pos_t *pos, int64_t now_ms);
+/* A checkpoint written now (kn_consumer_checkpoint, prepared checkpoints
+ * with prepare set, state copied); answered by a REPLY action with req.
+ * Answered at once with KN_ERR__LEASE_LOST when the lease is not held. */
+void kn_cc_checkpoint(kn_cc_t *c, const char *key, const kn_cc_pos_t *pos,
+                      int prepare, const void *state, size_t state_len,
+                      void *req, int64_t now_ms);
+
+/* Graceful shutdown: stop reading, final checkpoints, release every
+ * lease, then CLOSED. */
+void kn_cc_close(kn_cc_t *c, int64_t now_ms);
+
+/* ---- observation (statistics, tests) ---- */
+
+/* Leases held now. */
+size_t kn_cc_held(const kn_cc_t *c);
+/* The last take round found nothing to take or steal, and the first sync
+ * is done. */
+int kn_cc_idle(const kn_cc_t *c);
+/* Non-zero once the first sync has succeeded. */
+int kn_cc_synced(const kn_cc_t *c);
+
+/* ---- the pure planners, exposed for tests ---- */
+
+typedef struct kn_cc_create {
+  size_t shard;          /* index into the listing */
+  const char *checkpoint; /* KN_CKPT_* */
+  int wave;              /* 0 first: a lease is created after its parents'
+                            (lower waves) exist */
+} kn_cc_create_t;
+
+/* The leases a sync creates: fills *out (malloc'ed, caller frees) with
+ * *n entries, ordered by wave.  Returns 0 or -1 (out of memory). */
+int kn_cc_plan_sync(const kn_cc_shard_t *shards, size_t n_shards,
+                    const kn_lease_t *leases, size_t n_leases,
+                    const char *initial, kn_cc_create_t **out, size_t *n);
+/* Non-zero when the lease at index i may be removed (see above). */
+int kn_cc_can_remove(const kn_lease_t *leases, size_t n_leases, size_t i,
+                     const kn_cc_shard_t *shards, size_t n_shards);
+
+#endif
