@@ -74,9 +74,14 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
   kc->lease.duration_ms = kn_conf_int(c, "lease.duration.ms");
   kc->lease.renew_ms = kn_conf_int(c, "lease.renew.interval.ms");
   if (kc->lease.renew_ms <= 0) kc->lease.renew_ms = kc->lease.duration_ms / 3;
-  if (kc->lease.renew_ms >= kc->lease.duration_ms) {
-    snprintf(errstr, size, "lease.renew.interval.ms must be shorter than "
-             "lease.duration.ms");
+  if (kc->lease.renew_ms * 3 >= kc->lease.duration_ms * 2) {
+    /* A worker reads a shard until duration - renew / 2 after its last
+     * good renewal was sent: with a longer interval that grace period
+     * ends before the next renewal, and every lease expires on its own. */
+    snprintf(errstr, size, "lease.renew.interval.ms (%lld) must be less than "
+             "2/3 of lease.duration.ms (%lld): the leases would expire "
+             "between two renewals",
+             (long long)kc->lease.renew_ms, (long long)kc->lease.duration_ms);
     return -1;
   }
   kc->lease.grace_ms = kc->lease.duration_ms - kc->lease.renew_ms / 2;
@@ -180,9 +185,6 @@ kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
   pthread_mutex_init(&kc->mu, NULL);
   kn_cond_init(&kc->poll_cv);
   kn_cond_init(&kc->ctl_cv);
-  pthread_mutex_init(&kc->lease_mu, NULL);
-  kn_cond_init(&kc->renewer_cv);
-  kn_lease_observer_init(&kc->observer);
   kc->conf = conf ? kn_conf_dup(conf) : kn_conf_new();
   if (!kc->conf) {
     snprintf(errstr, errstr_size, "out of memory");
@@ -266,6 +268,27 @@ static void pos_of_last(const kn_batch_t *b, kn_pos_t *p) {
   kn_pos_set_seq(p, KN_ITER_AT_SEQUENCE_NUMBER, r->seq, r->subseq, 1);
 }
 
+/* Lease mode: tells the driver what the application has been handed
+ * (DELIVERED) or has processed (PROCESSED) of cs under its current
+ * tenure; pos NULL: no record (only the end).  mu held. */
+static void report_locked(kn_consumer_t *kc, kn_ctl_kind_t kind,
+                          kn_cshard_t *cs, const kn_pos_t *pos, int end) {
+  if (cs->fencing_token < 0) return; /* not held: nothing to report */
+  kn_ctl_msg_t *m = calloc(1, sizeof(*m));
+  if (!m) {
+    /* A lost report could leave a shard unfinished for ever. */
+    if (!kc->fatal) kc->fatal = kn_error_new(KN_ERR__NOMEM, "out of memory");
+    pthread_cond_broadcast(&kc->poll_cv);
+    return;
+  }
+  m->kind = kind;
+  m->cs = cs;
+  m->tenure = cs->fencing_token;
+  if (pos) m->pos = *pos;
+  m->end = end;
+  kn_control_post_msg_locked(kc, m);
+}
+
 /* With auto-checkpoint, everything returned before this poll counts as
  * processed.  Without it only the application's checkpoints do. */
 static void mark_processed_locked(kn_consumer_t *kc) {
@@ -274,6 +297,8 @@ static void mark_processed_locked(kn_consumer_t *kc) {
     if (kc->cfg.auto_checkpoint) {
       cs->processed = cs->delivered;
       cs->has_processed = 1;
+      if (leases_on(kc))
+        report_locked(kc, KN_CTL_PROCESSED, cs, &cs->delivered, 0);
     }
     cs->in_dirty = 0;
   }
@@ -307,7 +332,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
      * dropped batch would be skipped. */
     if (kc->fatal && kn_error_code(kc->fatal) == KN_ERR__NOMEM) break;
     kn_dentry_t *e = kn_delivery_pop(kc);
-    if (e && kn_coord_expired_locked(kc, e->cs, kn_mono_ms())) {
+    if (e && kn_lease_expired_locked(e->cs, kn_mono_ms())) {
       /* The lease may be another worker's by now: what was read under it
        * is left to the next owner. */
       kn_batch_destroy(e->batch);
@@ -323,8 +348,13 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
         /* End of a shard: every record of it has been handed out. */
         cs->end_popped = 1;
         /* With leases the shard is done once SHARD_END is written. */
-        if (!leases_on(kc)) cs->state = KN_CS_DONE;
-        kn_control_post_locked(kc, KN_CTL_SHARD_DONE, cs, NULL, NULL);
+        if (leases_on(kc)) {
+          report_locked(kc, KN_CTL_DELIVERED, cs,
+                        cs->has_delivered ? &cs->delivered : NULL, 1);
+        } else {
+          cs->state = KN_CS_DONE;
+          kn_control_post_locked(kc, KN_CTL_SHARD_DONE, cs, NULL, NULL);
+        }
         if (ended_cb) {
           char *id = strdup(cs->id);
           pthread_mutex_unlock(&kc->mu);
@@ -340,6 +370,8 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
       }
       pos_of_last(b, &cs->delivered);
       cs->has_delivered = 1;
+      if (leases_on(kc))
+        report_locked(kc, KN_CTL_DELIVERED, cs, &cs->delivered, 0);
       cs->records_delivered += b->n;
       cs->bytes_delivered += b->bytes;
       mark_dirty_locked(kc, cs);
@@ -378,6 +410,39 @@ int kn_consumer_caught_up(kn_consumer_t *kc) {
 
 /* ---- checkpoints ---- */
 
+/* Lease mode: hands the checkpoint to the driver and waits for the
+ * outcome (the core writes it, conditional on the lease counter). */
+static kn_error_t *request_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
+                                      const kn_pos_t *p, const void *state,
+                                      size_t state_len, int prepare) {
+  kn_ckpt_req_t req;
+  memset(&req, 0, sizeof(req));
+  req.cs = cs;
+  req.pos = *p;
+  req.prepare = prepare;
+  req.state = state;
+  req.state_len = state_len;
+  kn_ctl_msg_t *m = calloc(1, sizeof(*m));
+  if (!m) return kn_error_new(KN_ERR__NOMEM, "out of memory");
+  pthread_cond_init(&req.cv, NULL); /* untimed: the driver answers all */
+  m->kind = KN_CTL_CHECKPOINT;
+  m->req = &req;
+  pthread_mutex_lock(&kc->mu);
+  if (!kc->ctl_open) {
+    pthread_mutex_unlock(&kc->mu);
+    free(m);
+    pthread_cond_destroy(&req.cv);
+    return kn_error_new(KN_ERR__LEASE_LOST,
+                        "shard %s: the consumer is closed; checkpoint not "
+                        "written", cs->id);
+  }
+  kn_control_post_msg_locked(kc, m);
+  while (!req.done) pthread_cond_wait(&req.cv, &kc->mu);
+  pthread_mutex_unlock(&kc->mu);
+  pthread_cond_destroy(&req.cv);
+  return req.err;
+}
+
 static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
                                  const void *state, size_t state_len,
                                  int prepare) {
@@ -392,7 +457,6 @@ static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
     cs->processed = p;
     cs->has_processed = 1;
   }
-  int end_popped = cs && cs->end_popped;
   pthread_mutex_unlock(&kc->mu);
   if (!cs)
     return kn_error_new(KN_ERR__LEASE_LOST,
@@ -404,11 +468,7 @@ static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
                           "prepared checkpoints need a lease store");
     return NULL;
   }
-  kn_error_t *err = kn_coord_checkpoint(kc, cs, &p, state, state_len, prepare);
-  /* The last record of a finished shard: SHARD_END may be written now. */
-  if (!err && !prepare && end_popped)
-    kn_control_post(kc, KN_CTL_SHARD_DONE, cs, NULL, NULL);
-  return err;
+  return request_checkpoint(kc, cs, &p, state, state_len, prepare);
 }
 
 kn_error_t *kn_consumer_checkpoint(kn_consumer_t *kc, const kn_record_t *r) {
@@ -433,8 +493,11 @@ kn_err_t kn_consumer_checkpoint_async(kn_consumer_t *kc,
   if (!cs || (leases_on(kc) && cs->fencing_token < 0))
     code = KN_ERR__LEASE_LOST;
   else if (kn_pos_set_seq(&cs->processed, KN_ITER_AT_SEQUENCE_NUMBER, r->seq,
-                          r->subseq, 1) == 0)
+                          r->subseq, 1) == 0) {
     cs->has_processed = 1;
+    if (leases_on(kc))
+      report_locked(kc, KN_CTL_PROCESSED, cs, &cs->processed, 0);
+  }
   cs = NULL;
   pthread_mutex_unlock(&kc->mu);
   return code;
@@ -523,8 +586,6 @@ void kn_consumer_destroy(kn_consumer_t *kc) {
     kc->ev_head = e->next;
     app_event_free(e);
   }
-  kn_lease_observer_free(&kc->observer);
-  kn_shard_list_destroy(kc->last_shards);
   free(kc->worker_id);
   free(kc->dirty);
   kn_error_destroy(kc->fatal);
@@ -535,7 +596,5 @@ void kn_consumer_destroy(kn_consumer_t *kc) {
   pthread_cond_destroy(&kc->poll_cv);
   pthread_cond_destroy(&kc->ctl_cv);
   pthread_mutex_destroy(&kc->mu);
-  pthread_cond_destroy(&kc->renewer_cv);
-  pthread_mutex_destroy(&kc->lease_mu);
   free(kc);
 }

@@ -1,11 +1,13 @@
 /* Internals of kn_consumer_t.
  *
- * Three threads meet here:
+ * Three threads meet here (four kinds with a lease store):
  * - the application's, in kn_consumer_poll() and the checkpoint calls;
  * - the I/O thread of the handle's loop, which runs the shard readers
  *   (reader.c): GetShardIterator / GetRecords and their timers;
- * - the control thread (control.c), which lists shards, decides which
- *   shards to read (alone, or through leases), and writes checkpoints.
+ * - the control thread (control.c), which lists shards and decides which
+ *   shards to read alone, or, with a lease store, runs the coordination
+ *   core (driver.c) whose lease-store calls and listings run on a few
+ *   store threads (store_pool.c) and come back to it as messages.
  *
  * kc->mu guards the delivery queue, every kn_cshard_t field marked
  * "[mu]" and the control queue.  Readers belong to the I/O thread. */
@@ -72,19 +74,13 @@ typedef struct kn_cshard {
   /* Lease mode: from this monotonic time on, records of the shard are
    * neither fetched nor handed out, unless a write to the lease moves it
    * first (0: no limit).  The readers and poll judge it themselves, so a
-   * renewal stuck in an unreachable store cannot keep them going. */
+   * renewal stuck in an unreachable store cannot keep them going.  Once
+   * passed it is never moved again for the same tenure (poll may have
+   * dropped records): the driver stops the shard. */
   int64_t lease_until_ms;      /* [mu] */
 
-  /* Lease mode [lease_mu]: the lease as this worker holds it. */
-  int held;                    /* this worker holds the lease */
-  int64_t counter;             /* leaseCounter after our last write */
-  int64_t last_renew_ms;       /* monotonic time a good write was sent */
-  char ckpt[KN_SEQ_MAX];       /* checkpoint in the table ("" if none) */
-  uint64_t ckpt_subseq;
-  int shard_end_written;
-  /* [mu] Copies of held, counter and the checkpoint for the statistics,
-   * which run on the application's thread and must never wait for
-   * lease_mu: a renewal holds it while the store answers, or not. */
+  /* [mu] Lease mode: the lease as the driver last learnt it, for the
+   * statistics (the coordination core owns the lease itself). */
   struct {
     int held;
     int64_t counter;
@@ -117,16 +113,40 @@ typedef struct kn_dentry {
   size_t bytes;        /* memory accounted for this entry */
 } kn_dentry_t;
 
+/* A checkpoint the application waits for (lease mode): it lives on the
+ * caller's stack until `done`; the driver answers every request it is
+ * handed, at the latest when it stops. */
+typedef struct kn_ckpt_req {
+  struct kn_ckpt_req *next;   /* driver thread: the unanswered requests */
+  kn_cshard_t *cs;
+  kn_pos_t pos;
+  int prepare;
+  const void *state;          /* borrowed from the waiting caller */
+  size_t state_len;
+  int done;                   /* [mu] */
+  kn_error_t *err;            /* [mu] the outcome, owned by the caller */
+  pthread_cond_t cv;          /* with mu: signalled when done */
+} kn_ckpt_req_t;
+
+struct kn_store_job;
+
 /* Messages to the control thread. */
 typedef enum kn_ctl_kind {
-  KN_CTL_SHARD_ENDED,   /* reader reached the end of cs */
-  KN_CTL_SHARD_DONE,    /* the application polled past the end of cs */
-  KN_CTL_SHARD_GONE,    /* the shard no longer exists (trimmed) */
+  KN_CTL_SHARD_ENDED,   /* reader reached the end of cs (tenure) */
+  KN_CTL_SHARD_DONE,    /* no lease store: the application polled past the
+                           end of cs */
+  KN_CTL_SHARD_GONE,    /* the shard no longer exists (trimmed) (tenure) */
   KN_CTL_FATAL,         /* a reader hit an error that stops the consumer */
   KN_CTL_RESYNC,        /* list shards again soon */
-  KN_CTL_LEASE_EXPIRED, /* cs's lease was not renewed in time */
-  KN_CTL_EFO_CHECK,     /* fan-out: a subscription found no resource (cs),
-                           or idle shards ask whether they closed (NULL) */
+  KN_CTL_LEASE_EXPIRED, /* cs's lease was not renewed in time (tenure) */
+  KN_CTL_EFO_CHECK,     /* fan-out: a subscription found no resource (cs,
+                           tenure), or idle shards ask whether they closed
+                           (NULL) */
+  KN_CTL_DELIVERED,     /* lease mode: poll handed out cs's records up to
+                           pos (end: and its end) under tenure */
+  KN_CTL_PROCESSED,     /* lease mode: cs's records up to pos are processed */
+  KN_CTL_CHECKPOINT,    /* lease mode: req waits for a checkpoint */
+  KN_CTL_STORE_DONE,    /* lease mode: a store call or listing finished */
   KN_CTL_CLOSE
 } kn_ctl_kind_t;
 
@@ -134,8 +154,14 @@ typedef struct kn_ctl_msg {
   struct kn_ctl_msg *next;
   kn_ctl_kind_t kind;
   kn_cshard_t *cs;
+  int64_t tenure;             /* the reader's or poll's tenure (0 without a
+                                 lease store) */
   kn_error_t *err;            /* owned by the message */
   kn_shard_list_t *children;  /* owned by the message, or NULL */
+  kn_pos_t pos;               /* DELIVERED, PROCESSED */
+  int end;                    /* DELIVERED */
+  kn_ckpt_req_t *req;         /* CHECKPOINT: borrowed, answered */
+  struct kn_store_job *job;   /* STORE_DONE: owned by the message */
 } kn_ctl_msg_t;
 
 struct kn_consumer_s {
@@ -187,23 +213,17 @@ struct kn_consumer_s {
   int control_started;
   int closed;
 
-  /* Lease mode: NULL store means every shard is ours (no coordination). */
+  /* Lease mode: NULL store means every shard is ours (no coordination).
+   * The store is opened and used by the driver (driver.c) and its store
+   * threads (store_pool.c). */
   struct kn_lease_store *ls;
   char *worker_id;
-  pthread_mutex_t lease_mu;   /* lease fields of shards, store writes */
-  pthread_t renewer_thread;
-  int renewer_started;
-  int renewer_stop;           /* [lease_mu] */
-  pthread_cond_t renewer_cv;  /* with lease_mu */
-  int taker_idle;             /* [mu] last take round found nothing to do */
-  kn_lease_observer_t observer; /* control thread only */
-  kn_shard_list_t *last_shards; /* control thread: the last ListShards */
+  int ctl_open;               /* [mu] the control thread takes requests */
+  int taker_idle;             /* [mu] the core has nothing left to take */
   struct {
     int64_t duration_ms, renew_ms, take_ms;
-    /* How long after a good write this worker reads on without another:
-     * others judge expiry from when they saw the write, no earlier than
-     * when it was sent, so stopping a little before the duration keeps two
-     * readers of a shard apart. */
+    /* How long after a good write this worker reads on without another
+     * (the core's rule, for messages): duration - renew / 2. */
     int64_t grace_ms;
     int max_leases, max_steal;
   } lease;
@@ -237,41 +257,33 @@ void kn_control_post_locked(kn_consumer_t *kc, kn_ctl_kind_t kind,
                             kn_cshard_t *cs, kn_error_t *err,
                             kn_shard_list_t *children);
 void kn_control_stop(kn_consumer_t *kc);
+/* Whether the stream still exists (a shard missing from it has aged out);
+ * a missing stream makes the consumer fail.  Control thread; blocks. */
+int kn_control_stream_exists(kn_consumer_t *kc);
 
 /* Queues an application event (takes ownership of state).  mu held. */
 void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,
                          const char *shard_id, int64_t token, kn_err_t reason,
                          void *state, size_t state_len);
 
-/* coord.c: lease mode, called from the control thread */
-kn_error_t *kn_coord_open(kn_consumer_t *kc);   /* store, table */
-kn_error_t *kn_coord_sync(kn_consumer_t *kc, int first);
-void kn_coord_take(kn_consumer_t *kc);
-void kn_coord_flush(kn_consumer_t *kc);         /* due checkpoints */
-void kn_coord_shard_done(kn_consumer_t *kc, kn_cshard_t *cs);
-void kn_coord_shard_ended(kn_consumer_t *kc, kn_cshard_t *cs,
-                          const kn_shard_list_t *children);
-void kn_coord_cleanup(kn_consumer_t *kc);       /* finished parents */
-void kn_coord_release_all(kn_consumer_t *kc);   /* at close */
-/* Stops reading cs because its lease is gone (any thread but I/O). */
-void kn_coord_lost(kn_consumer_t *kc, kn_cshard_t *cs, kn_err_t reason);
-/* A write to cs's lease sent at sent_ms succeeded: reading may go on
- * for the grace period from then.  Returns -1, changing nothing, when the
- * shard's time had already run out (the shard is being stopped).  With
- * lease_mu held, mu not held. */
-int kn_coord_extend(kn_consumer_t *kc, kn_cshard_t *cs, int64_t sent_ms);
-/* Copies cs's lease fields to cs->view.  lease_mu held, mu not held. */
-void kn_coord_publish(kn_consumer_t *kc, kn_cshard_t *cs);
-/* Non-zero when cs's time is up (lease mode).  mu held. */
-int kn_coord_expired_locked(const kn_consumer_t *kc, const kn_cshard_t *cs,
-                            int64_t now_ms);
-/* Checkpoint of cs at p (app or control thread); lease_mu NOT held. */
-kn_error_t *kn_coord_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
-                                const kn_pos_t *p, const void *state,
-                                size_t state_len, int prepare);
-/* renewer.c */
-int kn_renewer_start(kn_consumer_t *kc);
-void kn_renewer_stop(kn_consumer_t *kc);
+/* As kn_control_post for a reader's report of the tenure it was started
+ * for (SHARD_ENDED, SHARD_GONE, LEASE_EXPIRED, EFO_CHECK). */
+void kn_control_post_tenure(kn_consumer_t *kc, kn_ctl_kind_t kind,
+                            kn_cshard_t *cs, int64_t tenure, kn_error_t *err,
+                            kn_shard_list_t *children);
+/* Queues a message built by the caller (kind and payload set; taken).
+ * mu held. */
+void kn_control_post_msg_locked(kn_consumer_t *kc, kn_ctl_msg_t *m);
+void kn_control_msg_free(kn_ctl_msg_t *m);
+/* Lease mode: non-zero when cs's time is up (lease_until_ms passed).
+ * mu held. */
+int kn_lease_expired_locked(const kn_cshard_t *cs, int64_t now_ms);
+/* The tenure a reader of cs is started for: its fencing token, 0 without
+ * a lease store.  mu held. */
+int64_t kn_cshard_tenure_locked(const kn_cshard_t *cs);
+
+/* driver.c: lease mode on the control thread, until CLOSE. */
+void kn_driver_run(kn_consumer_t *kc);
 
 /* stats.c: runs the statistics callback when it is due (poll thread). */
 void kn_stats_maybe_emit(kn_consumer_t *kc);

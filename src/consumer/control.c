@@ -11,6 +11,7 @@
 #include "consumer/efo.h"
 #include "kinesis/encode.h"
 #include "consumer/shard_table.h"
+#include "consumer/store_pool.h"
 #include "core/error.h"
 #include "util/clock.h"
 #include "util/cond.h"
@@ -18,9 +19,20 @@
 
 /* ---- messages ---- */
 
-void kn_control_post_locked(kn_consumer_t *kc, kn_ctl_kind_t kind,
-                            kn_cshard_t *cs, kn_error_t *err,
-                            kn_shard_list_t *children) {
+void kn_control_post_msg_locked(kn_consumer_t *kc, kn_ctl_msg_t *m) {
+  m->next = NULL;
+  if (kc->ctl_tail)
+    kc->ctl_tail->next = m;
+  else
+    kc->ctl_head = m;
+  kc->ctl_tail = m;
+  kc->ctl_pending++;
+  pthread_cond_signal(&kc->ctl_cv);
+}
+
+static void post_locked(kn_consumer_t *kc, kn_ctl_kind_t kind, kn_cshard_t *cs,
+                        int64_t tenure, kn_error_t *err,
+                        kn_shard_list_t *children) {
   kn_ctl_msg_t *m = calloc(1, sizeof(*m));
   if (!m) {
     /* Losing a message would leave a shard unfinished; failing the
@@ -35,22 +47,46 @@ void kn_control_post_locked(kn_consumer_t *kc, kn_ctl_kind_t kind,
   }
   m->kind = kind;
   m->cs = cs;
+  m->tenure = tenure;
   m->err = err;
   m->children = children;
-  if (kc->ctl_tail)
-    kc->ctl_tail->next = m;
-  else
-    kc->ctl_head = m;
-  kc->ctl_tail = m;
-  kc->ctl_pending++;
-  pthread_cond_signal(&kc->ctl_cv);
+  kn_control_post_msg_locked(kc, m);
+}
+
+void kn_control_post_locked(kn_consumer_t *kc, kn_ctl_kind_t kind,
+                            kn_cshard_t *cs, kn_error_t *err,
+                            kn_shard_list_t *children) {
+  post_locked(kc, kind, cs, 0, err, children);
 }
 
 void kn_control_post(kn_consumer_t *kc, kn_ctl_kind_t kind, kn_cshard_t *cs,
                      kn_error_t *err, kn_shard_list_t *children) {
   pthread_mutex_lock(&kc->mu);
-  kn_control_post_locked(kc, kind, cs, err, children);
+  post_locked(kc, kind, cs, 0, err, children);
   pthread_mutex_unlock(&kc->mu);
+}
+
+void kn_control_post_tenure(kn_consumer_t *kc, kn_ctl_kind_t kind,
+                            kn_cshard_t *cs, int64_t tenure, kn_error_t *err,
+                            kn_shard_list_t *children) {
+  pthread_mutex_lock(&kc->mu);
+  post_locked(kc, kind, cs, tenure, err, children);
+  pthread_mutex_unlock(&kc->mu);
+}
+
+void kn_control_msg_free(kn_ctl_msg_t *m) {
+  kn_error_destroy(m->err);
+  kn_shard_list_destroy(m->children);
+  kn_store_job_free(m->job);
+  free(m);
+}
+
+int kn_lease_expired_locked(const kn_cshard_t *cs, int64_t now_ms) {
+  return cs->lease_until_ms && now_ms >= cs->lease_until_ms;
+}
+
+int64_t kn_cshard_tenure_locked(const kn_cshard_t *cs) {
+  return cs->fencing_token > 0 ? cs->fencing_token : 0;
 }
 
 static void set_fatal(kn_consumer_t *kc, kn_error_t *err) {
@@ -168,7 +204,7 @@ static void add_children(kn_consumer_t *kc, const kn_shard_list_t *children) {
 
 /* The stream still exists (so a missing shard has aged out); a missing
  * stream is fatal. */
-static int stream_exists(kn_consumer_t *kc) {
+int kn_control_stream_exists(kn_consumer_t *kc) {
   kn_stream_summary_t *sum = NULL;
   kn_error_t *err = kn_describe_stream_summary(kc->client, kc->stream, &sum);
   kn_stream_summary_destroy(sum);
@@ -180,36 +216,28 @@ static int stream_exists(kn_consumer_t *kc) {
   return 1;
 }
 
+/* A message without a lease store. */
 static void handle(kn_consumer_t *kc, kn_ctl_msg_t *m, int64_t *next_sync) {
-  int leases = kc->ls != NULL;
   switch (m->kind) {
     case KN_CTL_SHARD_ENDED:
       kn_info(&kc->log, "CONTROL", "shard %s: end of shard reached",
               m->cs->id);
-      if (leases) {
-        kn_coord_shard_ended(kc, m->cs, m->children);
-        break;
-      }
       kn_reader_stop(kc, m->cs);
       add_children(kc, m->children);
       /* kinesalite reports no children: list shards now to find them. */
       *next_sync = 0;
       break;
-    case KN_CTL_SHARD_DONE:
-      if (leases) kn_coord_shard_done(kc, m->cs);
-      break;
     case KN_CTL_SHARD_GONE:
       kn_reader_stop(kc, m->cs);
-      if (!stream_exists(kc)) break;
+      if (!kn_control_stream_exists(kc)) break;
       /* The stream is there, so the shard has aged out of retention:
        * nothing is left to read in it. */
       kn_warn(&kc->log, "CONTROL", "shard %s: gone (%s); treating it as read",
               m->cs->id, kn_error_string(m->err));
       pthread_mutex_lock(&kc->mu);
       m->cs->end_popped = 1;
-      if (!leases) m->cs->state = KN_CS_DONE;
+      m->cs->state = KN_CS_DONE;
       pthread_mutex_unlock(&kc->mu);
-      if (leases) kn_coord_shard_done(kc, m->cs);
       *next_sync = 0;
       break;
     case KN_CTL_FATAL:
@@ -220,21 +248,12 @@ static void handle(kn_consumer_t *kc, kn_ctl_msg_t *m, int64_t *next_sync) {
     case KN_CTL_RESYNC:
       *next_sync = 0;
       break;
-    case KN_CTL_LEASE_EXPIRED:
-      if (leases) kn_coord_lost(kc, m->cs, KN_ERR__LEASE_LOST);
-      break;
     case KN_CTL_EFO_CHECK:
-      kn_efo_check(kc, m->cs, m->err);
+      kn_efo_check(kc, m->cs, m->tenure, m->err);
       break;
-    case KN_CTL_CLOSE:
+    default: /* SHARD_DONE wakes start_ready; lease messages never come */
       break;
   }
-}
-
-static void free_msg(kn_ctl_msg_t *m) {
-  kn_error_destroy(m->err);
-  kn_shard_list_destroy(m->children);
-  free(m);
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -262,68 +281,20 @@ static int64_t tick_alone(kn_consumer_t *kc, int64_t now, int64_t *next_sync,
   return *next_sync;
 }
 
-typedef struct lease_timers {
-  int opened, first, failures;
-  int64_t sync, take, flush, cleanup;
-} lease_timers_t;
-
-/* Periodic work with a lease store; returns when it is next due. */
-static int64_t tick_leases(kn_consumer_t *kc, int64_t now, lease_timers_t *t) {
-  if (is_fatal(kc)) return now + 60000;
-  if (!t->opened) {
-    kn_error_t *err = kn_coord_open(kc);
-    if (!err && kn_renewer_start(kc))
-      err = kn_error_new(KN_ERR__FAIL, "cannot start the renewer thread");
-    if (err) {
-      set_fatal(kc, err);
-      return now + 60000;
-    }
-    t->opened = 1;
-  }
-  if (now >= t->sync) {
-    kn_error_t *err = kn_coord_sync(kc, t->first);
-    if (!err) {
-      t->first = 0;
-      t->failures = 0;
-      t->sync = now + kc->cfg.sync_interval_ms;
-    } else if (t->first || !kn_error_is_retriable(err)) {
-      set_fatal(kc, err);
-      return now + 60000;
-    } else {
-      kn_warn(&kc->log, "CONTROL", "%s", kn_error_string(err));
-      kn_error_destroy(err);
-      t->sync = now + (1000LL << (t->failures < 5 ? t->failures++ : 5));
-    }
-  }
-  if (now >= t->take && !t->first) {
-    kn_coord_take(kc);
-    t->take = kn_mono_ms() + kc->lease.take_ms;
-  }
-  if (now >= t->flush) {
-    kn_coord_flush(kc);
-    t->flush = kn_mono_ms() + kc->cfg.checkpoint_interval_ms;
-  }
-  if (now >= t->cleanup) {
-    kn_coord_cleanup(kc);
-    t->cleanup = kn_mono_ms() + kc->cfg.sync_interval_ms;
-  }
-  return min64(min64(t->sync, t->take), min64(t->flush, t->cleanup));
-}
-
 static void *control_main(void *arg) {
   kn_consumer_t *kc = arg;
-  int leases = kn_conf_str(kc->conf, "lease.store") &&
-               strcmp(kn_conf_str(kc->conf, "lease.store"), "none") != 0;
   int64_t next_sync = 0;
   int first = 1, failures = 0;
-  int64_t t0 = kn_mono_ms();
-  lease_timers_t lt = {0, 1, 0, 0, 0, t0 + kc->cfg.checkpoint_interval_ms,
-                       t0 + kc->cfg.sync_interval_ms};
   if (kc->efo) kn_efo_setup(kc); /* before any shard starts */
+  if (kn_conf_str(kc->conf, "lease.store") &&
+      strcmp(kn_conf_str(kc->conf, "lease.store"), "none") != 0) {
+    kn_driver_run(kc);
+    if (kc->efo) kn_efo_close(kc);
+    return NULL;
+  }
   for (;;) {
     int64_t now = kn_mono_ms();
-    int64_t due = leases ? tick_leases(kc, now, &lt)
-                         : tick_alone(kc, now, &next_sync, &first, &failures);
+    int64_t due = tick_alone(kc, now, &next_sync, &first, &failures);
 
     pthread_mutex_lock(&kc->mu);
     while (!kc->ctl_head) {
@@ -343,8 +314,8 @@ static void *control_main(void *arg) {
       msgs = m->next;
       if (m->kind == KN_CTL_CLOSE) closing = 1;
       handle(kc, m, &next_sync);
-      free_msg(m);
-      if (!leases && next_sync == 0 && !is_fatal(kc)) {
+      kn_control_msg_free(m);
+      if (next_sync == 0 && !is_fatal(kc)) {
         /* Resync before the counter drops so kn_consumer_caught_up()
          * never sees a moment with the children still unknown. */
         kn_error_t *err = sync_shards(kc, 0);
@@ -356,18 +327,12 @@ static void *control_main(void *arg) {
           next_sync = kn_mono_ms() + kc->cfg.sync_interval_ms;
         }
       }
-      if (!leases) start_ready(kc);
-      else if (!closing) lt.take = 0; /* children may be ready: look now */
+      start_ready(kc);
       pthread_mutex_lock(&kc->mu);
       kc->ctl_pending--;
       pthread_mutex_unlock(&kc->mu);
     }
     if (closing) break;
-  }
-  if (leases && lt.opened) {
-    /* Final checkpoints and release, so peers take over at once. */
-    kn_coord_release_all(kc);
-    kn_renewer_stop(kc);
   }
   if (kc->efo) kn_efo_close(kc);
   return NULL;
@@ -396,6 +361,6 @@ void kn_control_stop(kn_consumer_t *kc) {
   while (msgs) {
     kn_ctl_msg_t *m = msgs;
     msgs = m->next;
-    free_msg(m);
+    kn_control_msg_free(m);
   }
 }

@@ -82,8 +82,10 @@ void kn_efo_fail(kn_consumer_t *kc, kn_error_t *err);
 /* ---- efo_check.c (control thread) ---- */
 
 /* Handles KN_CTL_EFO_CHECK: cs NULL lists shards for the idle readers;
- * otherwise cs's subscription met ResourceNotFound (err). */
-void kn_efo_check(kn_consumer_t *kc, kn_cshard_t *cs, const kn_error_t *err);
+ * otherwise the subscription of cs's reader of `tenure` met
+ * ResourceNotFound (err). */
+void kn_efo_check(kn_consumer_t *kc, kn_cshard_t *cs, int64_t tenure,
+                  const kn_error_t *err);
 /* A reader went idle on a shard not known closed: queue a listing unless
  * one is pending or the last is recent.  mu held. */
 void kn_efo_request_listing_locked(kn_consumer_t *kc);
@@ -107,10 +109,10 @@ int kn_efo_stats_json(kn_buf_t *b, const kn_cshard_t *cs);
  * shard with.  It is created, woken and freed on the I/O thread by its
  * owner; cs->reader stays NULL. ---- */
 
-/* Starts reading cs at pos, dropping records at or below skip (may be
- * NULL).  NULL on out-of-memory. */
+/* Starts reading cs at pos for the owner's tenure, dropping records at
+ * or below skip (may be NULL).  NULL on out-of-memory. */
 struct kn_reader *kn_poll_reader_spawn(kn_consumer_t *kc, kn_cshard_t *cs,
-                                       const kn_pos_t *pos,
+                                       int64_t tenure, const kn_pos_t *pos,
                                        const kn_pos_t *skip);
 void kn_poll_reader_wake(struct kn_reader *r);
 /* Cancels and frees; on_loop 0 when the loop has stopped (then only the

@@ -159,7 +159,8 @@ static void consumer_gone(kn_consumer_t *kc, const char *arn, uint64_t gen) {
   kn_info(&kc->log, "EFO", "subscribing again through %s", fresh);
 }
 
-void kn_efo_check(kn_consumer_t *kc, kn_cshard_t *cs, const kn_error_t *why) {
+void kn_efo_check(kn_consumer_t *kc, kn_cshard_t *cs, int64_t tenure,
+                  const kn_error_t *why) {
   kn_efo_t *efo = kc->efo;
   if (!efo) return;
   if (!cs) {
@@ -195,7 +196,8 @@ void kn_efo_check(kn_consumer_t *kc, kn_cshard_t *cs, const kn_error_t *why) {
         break;
       }
       if (!kn_shard_list_find(efo->listing, cs->id)) {
-        kn_control_post(kc, KN_CTL_SHARD_GONE, cs, kn_error_copy(why), NULL);
+        kn_control_post_tenure(kc, KN_CTL_SHARD_GONE, cs, tenure,
+                               kn_error_copy(why), NULL);
         free(arn);
         return;
       }

@@ -37,6 +37,7 @@ typedef enum reader_step {
 typedef struct kn_reader {
   kn_consumer_t *kc;
   kn_cshard_t *cs;
+  int64_t tenure;          /* the lease tenure it reads for (0: none) */
   reader_step_t step;
   kn_pos_t pos;            /* where a new iterator starts */
   kn_pos_t skip;           /* drop records at or below this position */
@@ -82,7 +83,8 @@ static void iterator_done(void *opaque, kn_call_result_t *res) {
     if (code == KN_ERR_RESOURCE_NOT_FOUND) {
       /* The stream is gone, or the shard is past retention: the control
        * thread tells which. */
-      kn_control_post(r->kc, KN_CTL_SHARD_GONE, r->cs, res->err, NULL);
+      kn_control_post_tenure(r->kc, KN_CTL_SHARD_GONE, r->cs, r->tenure,
+                             res->err, NULL);
       res->err = NULL;
       r->stopped = 1;
       return;
@@ -217,7 +219,8 @@ static void records_done(void *opaque, kn_call_result_t *res) {
       return;
     }
     if (code == KN_ERR_RESOURCE_NOT_FOUND) {
-      kn_control_post(kc, KN_CTL_SHARD_GONE, r->cs, res->err, NULL);
+      kn_control_post_tenure(kc, KN_CTL_SHARD_GONE, r->cs, r->tenure,
+                             res->err, NULL);
       res->err = NULL;
       r->stopped = 1;
       return;
@@ -308,7 +311,8 @@ static void records_done(void *opaque, kn_call_result_t *res) {
   }
   kn_delivery_queue(kc, r->cs, b, raw, shard_end);
   if (shard_end) {
-    kn_control_post(kc, KN_CTL_SHARD_ENDED, r->cs, NULL, children);
+    kn_control_post_tenure(kc, KN_CTL_SHARD_ENDED, r->cs, r->tenure, NULL,
+                           children);
     r->stopped = 1;
     return;
   }
@@ -365,13 +369,14 @@ static void request_records(kn_reader_t *r) {
  * the control thread gives the shard up. */
 static int reader_expired(kn_reader_t *r) {
   pthread_mutex_lock(&r->kc->mu);
-  int expired = kn_coord_expired_locked(r->kc, r->cs, kn_mono_ms());
+  int expired = kn_lease_expired_locked(r->cs, kn_mono_ms());
   pthread_mutex_unlock(&r->kc->mu);
   if (!expired) return 0;
   kn_warn(&r->kc->log, "READER", "shard %s: lease not renewed within %lld ms: "
           "stopped reading it", r->cs->id, (long long)r->kc->lease.grace_ms);
   r->stopped = 1;
-  kn_control_post(r->kc, KN_CTL_LEASE_EXPIRED, r->cs, NULL, NULL);
+  kn_control_post_tenure(r->kc, KN_CTL_LEASE_EXPIRED, r->cs, r->tenure, NULL,
+                         NULL);
   return 1;
 }
 
@@ -399,11 +404,13 @@ static void reader_begin(void *arg) {
 }
 
 static kn_reader_t *reader_new(kn_consumer_t *kc, kn_cshard_t *cs,
-                               const kn_pos_t *pos, const kn_pos_t *skip) {
+                               int64_t tenure, const kn_pos_t *pos,
+                               const kn_pos_t *skip) {
   kn_reader_t *r = calloc(1, sizeof(*r));
   if (!r) return NULL;
   r->kc = kc;
   r->cs = cs;
+  r->tenure = tenure;
   r->step = STEP_ITERATOR;
   r->pos = *pos;
   if (skip) {
@@ -422,7 +429,11 @@ int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
   if (kc->efo) return kn_efo_reader_start(kc, cs);
   int resume = cs->start.type == KN_ITER_AT_SEQUENCE_NUMBER &&
                cs->start.has_subseq;
-  kn_reader_t *r = reader_new(kc, cs, &cs->start, resume ? &cs->start : NULL);
+  pthread_mutex_lock(&kc->mu);
+  int64_t tenure = kn_cshard_tenure_locked(cs);
+  pthread_mutex_unlock(&kc->mu);
+  kn_reader_t *r =
+      reader_new(kc, cs, tenure, &cs->start, resume ? &cs->start : NULL);
   if (!r) return -1;
   cs->reader = r;
   pthread_mutex_lock(&kc->mu);
@@ -492,8 +503,9 @@ void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
 /* ---- owned by a fan-out reader ---- */
 
 kn_reader_t *kn_poll_reader_spawn(kn_consumer_t *kc, kn_cshard_t *cs,
-                                  const kn_pos_t *pos, const kn_pos_t *skip) {
-  kn_reader_t *r = reader_new(kc, cs, pos, skip);
+                                  int64_t tenure, const kn_pos_t *pos,
+                                  const kn_pos_t *skip) {
+  kn_reader_t *r = reader_new(kc, cs, tenure, pos, skip);
   if (r) reader_begin(r);
   return r;
 }

@@ -75,6 +75,7 @@ static const char *state_name(efo_state_t s) {
 typedef struct kn_efo_reader {
   kn_consumer_t *kc;
   kn_cshard_t *cs;
+  int64_t tenure;            /* the lease tenure it reads for (0: none) */
   kn_pos_t start;            /* where the first subscription starts */
   kn_pos_t skip;             /* drop records at or below this position */
   int has_skip;
@@ -132,12 +133,13 @@ static void fatal(kn_efo_reader_t *r, kn_error_t *err) {
 static int lease_expired(kn_efo_reader_t *r) {
   if (r->expired) return 1;
   pthread_mutex_lock(&r->kc->mu);
-  r->expired = kn_coord_expired_locked(r->kc, r->cs, kn_mono_ms());
+  r->expired = kn_lease_expired_locked(r->cs, kn_mono_ms());
   pthread_mutex_unlock(&r->kc->mu);
   if (!r->expired) return 0;
   kn_warn(&r->kc->log, "EFO", "shard %s: lease not renewed within %lld ms: "
           "stopped reading it", r->cs->id, (long long)r->kc->lease.grace_ms);
-  kn_control_post(r->kc, KN_CTL_LEASE_EXPIRED, r->cs, NULL, NULL);
+  kn_control_post_tenure(r->kc, KN_CTL_LEASE_EXPIRED, r->cs, r->tenure, NULL,
+                         NULL);
   return 1;
 }
 
@@ -257,7 +259,8 @@ static int on_event(kn_efo_reader_t *r, kn_evs_decoder_t *d,
   if (shard_end) {
     kn_info(&kc->log, "EFO", "shard %s: end of shard (%zu child shards)",
             cs->id, kn_shard_list_count(children));
-    kn_control_post(kc, KN_CTL_SHARD_ENDED, cs, NULL, children);
+    kn_control_post_tenure(kc, KN_CTL_SHARD_ENDED, cs, r->tenure, NULL,
+                           children);
     r->end_seen = 1;
     r->draining = 1;
     return 1;
@@ -348,7 +351,8 @@ static void start_polling(kn_efo_reader_t *r, const char *why) {
   }
   kn_info(&kc->log, "EFO", "shard %s %s with GetRecords from %s %s", r->cs->id,
           why, kn_iterator_type_name(pos.type), pos.seq);
-  r->poller = kn_poll_reader_spawn(kc, r->cs, &pos, has_skip ? &skip : NULL);
+  r->poller = kn_poll_reader_spawn(kc, r->cs, r->tenure, &pos,
+                                   has_skip ? &skip : NULL);
   if (!r->poller) {
     fatal(r, kn_error_new(KN_ERR__NOMEM, "out of memory"));
     return;
@@ -416,7 +420,7 @@ static void ended(kn_efo_reader_t *r, kn_error_t *err) {
             kn_error_string(err));
     schedule(r, KN_EFO_CHECK_WAIT_MS);
     set_state(r, EFO_CHECKING);
-    kn_control_post(kc, KN_CTL_EFO_CHECK, r->cs, err, NULL);
+    kn_control_post_tenure(kc, KN_CTL_EFO_CHECK, r->cs, r->tenure, err, NULL);
   } else if (kn_error_is_retriable(err) || code == KN_ERR__FAIL ||
              code == KN_ERR__CORRUPT || code == KN_ERR__BAD_MSG) {
     count(r, &r->errors);
@@ -572,6 +576,7 @@ int kn_efo_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
   r->state = EFO_WAITING;
   r->behind = -1;
   pthread_mutex_lock(&kc->mu);
+  r->tenure = kn_cshard_tenure_locked(cs);
   kc->efo->readers++;
   check_connections_locked(kc);
   cs->efo_reader = r;

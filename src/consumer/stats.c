@@ -32,7 +32,7 @@ static int add_checkpoint(kn_buf_t *b, const kn_cshard_t *cs, int leases) {
 char *kn_consumer_stats_json(kn_consumer_t *kc) {
   kn_buf_t b = KN_BUF_INIT;
   int leases = strcmp(kn_conf_str(kc->conf, "lease.store"), "none") != 0;
-  /* mu only: lease_mu may be held for as long as the store takes. */
+  /* mu only: the lease fields are the driver's view (cs->view). */
   pthread_mutex_lock(&kc->mu);
   size_t held = 0;
   uint64_t records = 0, bytes = 0;
