@@ -81,6 +81,9 @@ static int want(plan_ctx_t *x, size_t i) {
         size_t c = x->kids[k];
         r = want(x, c) && (!x->latest || lineage(x, c));
       }
+      /* No child listed (not yet, in a listing taken mid-reshard). */
+      if (x->kid_at[i] == x->kid_at[i + 1])
+        r = !x->latest || lineage(x, i);
     }
   }
   x->want[i] = r ? M_YES : M_NO;
