@@ -94,7 +94,8 @@ typedef enum kn_cc_op {
   KN_CC_REPLY,         /* answer to kn_cc_checkpoint's request `req` */
   KN_CC_FATAL,         /* the worker cannot go on: err_msg; it has stopped
                           reading and releases its leases */
-  KN_CC_CLOSED         /* close (or fatal) finished: nothing more to do */
+  KN_CC_CLOSED,        /* close (or fatal) finished: nothing more to do */
+  KN_CC_LOG            /* a line for the log: err_msg at `level` */
 } kn_cc_op_t;
 
 const char *kn_cc_op_name(kn_cc_op_t op);
@@ -125,8 +126,13 @@ typedef struct kn_cc_action {
                                 KN_ERR__TIMED_OUT (not renewed in time);
                                 REPLY: the checkpoint's outcome */
   void *req;                 /* REPLY */
-  const char *err_msg;       /* REPLY and FATAL: a message, or NULL */
+  const char *err_msg;       /* REPLY, FATAL, LOG: a message, or NULL */
+  int level;                 /* LOG: KN_CC_LOG_DEBUG, _INFO or _WARN */
 } kn_cc_action_t;
+
+#define KN_CC_LOG_DEBUG 0
+#define KN_CC_LOG_INFO 1
+#define KN_CC_LOG_WARN 2
 
 /* NULL on out-of-memory or a configuration the core refuses (a renew
  * interval of 2/3 of the lease duration or more: the lease would expire

@@ -1,0 +1,1101 @@
+/* The coordination core's state machine (ccore.h). */
+#include "consumer/ccore.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer/ccore_queue.h"
+#include "kinesis/seqnum.h"
+#include "lease/taker.h"
+
+#define SEQ_CAP 136 /* a sequence number, a sentinel or "" */
+
+/* A checkpoint write the application waits for. */
+typedef struct cc_req {
+  struct cc_req *next;
+  char seq[SEQ_CAP];
+  int64_t subseq;
+  int prepare;
+  void *state;
+  size_t state_len;
+  void *req;
+} cc_req_t;
+
+/* A lease this worker holds, or held. */
+typedef struct cc_lease {
+  char *key;
+  int held;             /* ours in the table: writes may go on */
+  int reading;          /* a reader runs (START sent, no STOP yet) */
+  int64_t tenure;
+  int64_t counter;      /* after our last good write */
+  int64_t since_ms;     /* when the take was answered */
+  int64_t until_ms;     /* reading deadline */
+  int64_t next_renew_ms;
+  uint64_t busy;        /* id of our write in flight, 0: none */
+  int flush_due;
+  char ckpt[SEQ_CAP];   /* in the table */
+  int64_t ckpt_sub;
+  char processed[SEQ_CAP];
+  int64_t processed_sub;
+  char delivered[SEQ_CAP];
+  int64_t delivered_sub;
+  int ended, end_popped, shard_end_written;
+  cc_req_t *reqs, *reqs_tail;
+} cc_lease_t;
+
+enum { P_NONE, P_SYNC, P_TAKE };
+
+/* A call in flight. */
+typedef struct cc_op {
+  uint64_t id;
+  kn_cc_op_t op;
+  int purpose;
+  char *key;
+  int64_t tenure;
+  int64_t emit_ms;
+  kn_lease_t lease;     /* TAKE: the lease as listed */
+  char ckpt[SEQ_CAP];   /* CHECKPOINT: what it writes ("" for none) */
+  int64_t ckpt_sub;
+  int wave;             /* CREATE */
+  cc_req_t *req;        /* CHECKPOINT for the application */
+} cc_op_t;
+
+struct kn_cc {
+  kn_cc_cfg_t cfg;
+  char *worker, *initial;
+  int64_t grace_ms;
+  uint64_t next_id;
+  cc_queue_t q;
+  cc_op_t **ops;
+  size_t n_ops, cap_ops;
+  cc_lease_t **ls;
+  size_t n_ls, cap_ls;
+  kn_lease_observer_t obs;
+  /* shard sync */
+  int synced, syncing, resync;
+  int64_t sync_at;
+  int sync_failures;
+  kn_cc_shard_t *shards; /* the last listing, owned strings */
+  size_t n_shards;
+  kn_cc_create_t *plan;  /* creates of the sync in progress */
+  size_t n_plan, plan_next;
+  int wave_left, create_failed;
+  /* take */
+  int taking, idle;
+  int64_t take_at;
+  int64_t flush_at;
+  int closing, fatal, closed_sent;
+};
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int is_seq(const char *s) { return s && *s >= '0' && *s <= '9'; }
+
+const char *kn_cc_op_name(kn_cc_op_t op) {
+  static const char *names[] = {
+      "LIST_LEASES", "LIST_SHARDS", "CREATE", "TAKE",  "RENEW",
+      "CHECKPOINT",  "RELEASE",     "REMOVE", "SET_CHILDREN", "START",
+      "STOP",        "EXTEND",      "DONE",   "REPLY", "FATAL",
+      "CLOSED",      "LOG"};
+  return (unsigned)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
+}
+
+static void set_str(char *dst, const char *s) {
+  dst[0] = '\0';
+  if (s && strlen(s) < SEQ_CAP) strcpy(dst, s);
+}
+
+/* ---- actions ---- */
+
+static void logf_(kn_cc_t *c, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void logf_(kn_cc_t *c, int level, const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  cc_act_t *x = cc_push(&c->q, KN_CC_LOG);
+  if (!x) return;
+  x->a.level = level;
+  cc_own(x, &x->a.err_msg, line);
+}
+
+static cc_op_t *op_new(kn_cc_t *c, kn_cc_op_t op, const char *key,
+                       int64_t tenure, int64_t now) {
+  if (c->n_ops == c->cap_ops) {
+    size_t cap = c->cap_ops ? c->cap_ops * 2 : 16;
+    cc_op_t **v = realloc(c->ops, cap * sizeof(*v));
+    if (!v) return NULL;
+    c->ops = v;
+    c->cap_ops = cap;
+  }
+  cc_op_t *o = calloc(1, sizeof(*o));
+  if (!o || (key && !(o->key = strdup(key)))) {
+    free(o);
+    return NULL;
+  }
+  o->id = ++c->next_id;
+  o->op = op;
+  o->tenure = tenure;
+  o->emit_ms = now;
+  c->ops[c->n_ops++] = o;
+  return o;
+}
+
+/* Removes the op with id from the table and returns it (the caller frees
+ * it with op_free), or NULL. */
+static cc_op_t *op_take(kn_cc_t *c, uint64_t id) {
+  for (size_t i = 0; i < c->n_ops; i++) {
+    if (c->ops[i]->id != id) continue;
+    cc_op_t *o = c->ops[i];
+    c->ops[i] = c->ops[--c->n_ops];
+    return o;
+  }
+  return NULL;
+}
+
+static void req_free(cc_req_t *r) {
+  if (!r) return;
+  free(r->state);
+  free(r);
+}
+
+static void op_free(cc_op_t *o) {
+  if (!o) return;
+  free(o->key);
+  kn_lease_clear(&o->lease);
+  req_free(o->req);
+  free(o);
+}
+
+/* A store call for op o: the action carries its id. */
+static cc_act_t *call(kn_cc_t *c, cc_op_t *o) {
+  cc_act_t *x = cc_push(&c->q, o->op);
+  if (!x) return NULL;
+  x->a.id = o->id;
+  x->a.tenure = o->tenure;
+  if (cc_own(x, &x->a.key, o->key)) return NULL;
+  return x;
+}
+
+static void reply(kn_cc_t *c, void *req, kn_err_t code, const char *msg) {
+  cc_act_t *x = cc_push(&c->q, KN_CC_REPLY);
+  if (!x) return;
+  x->a.req = req;
+  x->a.reason = code;
+  cc_own(x, &x->a.err_msg, msg);
+}
+
+/* ---- leases held ---- */
+
+static cc_lease_t *lease_find(kn_cc_t *c, const char *key) {
+  for (size_t i = 0; i < c->n_ls; i++)
+    if (strcmp(c->ls[i]->key, key) == 0) return c->ls[i];
+  return NULL;
+}
+
+static cc_lease_t *lease_get(kn_cc_t *c, const char *key) {
+  cc_lease_t *l = lease_find(c, key);
+  if (l) return l;
+  if (c->n_ls == c->cap_ls) {
+    size_t cap = c->cap_ls ? c->cap_ls * 2 : 16;
+    cc_lease_t **v = realloc(c->ls, cap * sizeof(*v));
+    if (!v) return NULL;
+    c->ls = v;
+    c->cap_ls = cap;
+  }
+  l = calloc(1, sizeof(*l));
+  if (!l || !(l->key = strdup(key))) {
+    free(l);
+    return NULL;
+  }
+  c->ls[c->n_ls++] = l;
+  return l;
+}
+
+static void fail_reqs(kn_cc_t *c, cc_lease_t *l, kn_err_t code) {
+  while (l->reqs) {
+    cc_req_t *r = l->reqs;
+    l->reqs = r->next;
+    char msg[256];
+    snprintf(msg, sizeof(msg), "shard %s: %s", l->key,
+             code == KN_ERR__LEASE_LOST
+                 ? "this worker does not hold its lease; checkpoint not written"
+                 : "closing; checkpoint not written");
+    reply(c, r->req, code, msg);
+    req_free(r);
+  }
+  l->reqs_tail = NULL;
+}
+
+/* The tenure's reading ends (STOP): the reader stops, the application
+ * hears of it. */
+static void stop_reading(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
+  if (!l->reading) return;
+  l->reading = 0;
+  cc_act_t *x = cc_push(&c->q, KN_CC_STOP);
+  if (!x) return;
+  x->a.tenure = l->tenure;
+  x->a.reason = reason;
+  cc_own(x, &x->a.key, l->key);
+}
+
+/* The lease is no longer ours to write. */
+static void drop(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
+  stop_reading(c, l, reason);
+  l->held = 0;
+  c->idle = 0; /* a take round decides what happens to it */
+  fail_reqs(c, l, KN_ERR__LEASE_LOST);
+}
+
+static int after_ckpt(const cc_lease_t *l, const char *seq, int64_t sub) {
+  if (!is_seq(l->ckpt)) return 1;
+  return kn_seqpos_cmp(seq, (uint64_t)sub, l->ckpt, (uint64_t)l->ckpt_sub) > 0;
+}
+
+static void write_ckpt(kn_cc_t *c, cc_lease_t *l, const char *ckpt,
+                       int64_t sub, cc_req_t *req, int64_t now) {
+  cc_op_t *o = op_new(c, KN_CC_CHECKPOINT, l->key, l->tenure, now);
+  if (!o) {
+    if (req) reply(c, req->req, KN_ERR__NOMEM, "out of memory");
+    req_free(req);
+    return;
+  }
+  set_str(o->ckpt, ckpt);
+  o->ckpt_sub = sub;
+  o->req = req;
+  cc_act_t *x = call(c, o);
+  if (!x) return;
+  x->a.counter = l->counter;
+  if (req && req->prepare) {
+    cc_own(x, &x->a.pending, req->seq);
+    x->a.pending_subseq = req->subseq;
+    x->a.state = req->state;
+    x->a.state_len = req->state_len;
+  } else {
+    cc_own(x, &x->a.checkpoint, ckpt);
+    x->a.subseq = sub;
+  }
+  l->busy = o->id;
+}
+
+/* Starts the next write the lease needs, if none is in flight. */
+static void pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
+  if (!l->held || l->busy) return;
+  while (l->reqs) {
+    cc_req_t *r = l->reqs;
+    if (!r->prepare && (l->shard_end_written || !after_ckpt(l, r->seq, r->subseq))) {
+      /* At or behind the table's checkpoint: nothing to write. */
+      l->reqs = r->next;
+      if (!l->reqs) l->reqs_tail = NULL;
+      reply(c, r->req, KN_ERR_NO_ERROR, NULL);
+      req_free(r);
+      continue;
+    }
+    l->reqs = r->next;
+    if (!l->reqs) l->reqs_tail = NULL;
+    write_ckpt(c, l, r->prepare ? NULL : r->seq, r->subseq, r, now);
+    return;
+  }
+  int done_reading = l->ended && l->end_popped;
+  if (done_reading && !l->shard_end_written &&
+      (c->cfg.auto_checkpoint || !l->delivered[0] ||
+       !after_ckpt(l, l->delivered, l->delivered_sub))) {
+    write_ckpt(c, l, KN_CKPT_SHARD_END, 0, NULL, now);
+    return;
+  }
+  int final = c->closing || c->fatal;
+  int has_work = l->processed[0] && !l->shard_end_written &&
+                 after_ckpt(l, l->processed, l->processed_sub);
+  if (has_work && (final || l->flush_due)) {
+    l->flush_due = 0;
+    write_ckpt(c, l, l->processed, l->processed_sub, NULL, now);
+    return;
+  }
+  l->flush_due = 0;
+  if (l->shard_end_written || final) {
+    cc_op_t *o = op_new(c, KN_CC_RELEASE, l->key, l->tenure, now);
+    cc_act_t *x = o ? call(c, o) : NULL;
+    if (x) x->a.counter = l->counter;
+    if (o) l->busy = o->id;
+    return;
+  }
+  if (now >= l->next_renew_ms) {
+    cc_op_t *o = op_new(c, KN_CC_RENEW, l->key, l->tenure, now);
+    cc_act_t *x = o ? call(c, o) : NULL;
+    if (x) x->a.counter = l->counter;
+    if (o) l->busy = o->id;
+  }
+}
+
+static void pump_all(kn_cc_t *c, int64_t now) {
+  for (size_t i = 0; i < c->n_ls; i++) pump(c, c->ls[i], now);
+}
+
+/* ---- closing ---- */
+
+static int writes_in_flight(const kn_cc_t *c) {
+  for (size_t i = 0; i < c->n_ops; i++) {
+    kn_cc_op_t op = c->ops[i]->op;
+    if (op != KN_CC_LIST_LEASES && op != KN_CC_LIST_SHARDS) return 1;
+  }
+  return 0;
+}
+
+static void maybe_closed(kn_cc_t *c) {
+  if (!(c->closing || c->fatal) || c->closed_sent) return;
+  for (size_t i = 0; i < c->n_ls; i++)
+    if (c->ls[i]->held) return;
+  if (writes_in_flight(c)) return;
+  c->closed_sent = 1;
+  cc_push(&c->q, KN_CC_CLOSED);
+}
+
+static void wind_down(kn_cc_t *c, kn_err_t reason, int64_t now) {
+  for (size_t i = 0; i < c->n_ls; i++) stop_reading(c, c->ls[i], reason);
+  pump_all(c, now);
+  maybe_closed(c);
+}
+
+static void go_fatal(kn_cc_t *c, const char *msg, int64_t now) {
+  if (c->fatal || c->closing) return;
+  c->fatal = 1;
+  cc_act_t *x = cc_push(&c->q, KN_CC_FATAL);
+  if (x) cc_own(x, &x->a.err_msg, msg);
+  wind_down(c, KN_ERR__FAIL, now);
+}
+
+void kn_cc_close(kn_cc_t *c, int64_t now_ms) {
+  cc_retire(&c->q);
+  if (c->closing) {
+    if (c->closed_sent) cc_push(&c->q, KN_CC_CLOSED);
+    return;
+  }
+  c->closing = 1;
+  if (c->fatal && c->closed_sent) {
+    cc_push(&c->q, KN_CC_CLOSED);
+    return;
+  }
+  wind_down(c, KN_ERR__DESTROY, now_ms);
+}
+
+/* ---- construction ---- */
+
+kn_cc_t *kn_cc_new(const kn_cc_cfg_t *cfg, int64_t now_ms) {
+  if (!cfg || !cfg->worker || cfg->duration_ms <= 0 || cfg->renew_ms <= 0 ||
+      cfg->renew_ms * 3 >= cfg->duration_ms * 2)
+    return NULL;
+  kn_cc_t *c = calloc(1, sizeof(*c));
+  if (!c) return NULL;
+  c->cfg = *cfg;
+  c->worker = strdup(cfg->worker);
+  c->initial = strdup(cfg->initial ? cfg->initial : KN_CKPT_TRIM_HORIZON);
+  if (!c->worker || !c->initial) {
+    kn_cc_destroy(c);
+    return NULL;
+  }
+  c->cfg.worker = c->worker;
+  c->cfg.initial = c->initial;
+  /* Others judge expiry from when they saw our write, no earlier than when
+   * it was sent: stopping half a renewal before the duration keeps two
+   * readers of a shard apart. */
+  c->grace_ms = cfg->duration_ms - cfg->renew_ms / 2;
+  kn_lease_observer_init(&c->obs);
+  c->sync_at = now_ms;
+  c->take_at = now_ms;
+  c->flush_at = now_ms + cfg->checkpoint_ms;
+  return c;
+}
+
+static void shards_free(kn_cc_shard_t *v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free((char *)v[i].id);
+    free((char *)v[i].parent);
+    free((char *)v[i].adjacent);
+    free((char *)v[i].hash_start);
+    free((char *)v[i].hash_end);
+  }
+  free(v);
+}
+
+void kn_cc_destroy(kn_cc_t *c) {
+  if (!c) return;
+  cc_queue_free(&c->q);
+  for (size_t i = 0; i < c->n_ops; i++) op_free(c->ops[i]);
+  free(c->ops);
+  for (size_t i = 0; i < c->n_ls; i++) {
+    cc_lease_t *l = c->ls[i];
+    while (l->reqs) {
+      cc_req_t *r = l->reqs;
+      l->reqs = r->next;
+      req_free(r);
+    }
+    free(l->key);
+    free(l);
+  }
+  free(c->ls);
+  kn_lease_observer_free(&c->obs);
+  shards_free(c->shards, c->n_shards);
+  free(c->plan);
+  free(c->worker);
+  free(c->initial);
+  free(c);
+}
+
+int kn_cc_next(kn_cc_t *c, kn_cc_action_t *a) { return cc_pop(&c->q, a); }
+
+int64_t kn_cc_wake_ms(const kn_cc_t *c) {
+  int64_t t = INT64_MAX;
+  if (c->closed_sent) return t;
+  if (!c->closing && !c->fatal) {
+    if (!c->syncing) t = min64(t, c->sync_at);
+    if (c->synced && !c->taking) t = min64(t, c->take_at);
+    t = min64(t, c->flush_at);
+  }
+  for (size_t i = 0; i < c->n_ls; i++) {
+    const cc_lease_t *l = c->ls[i];
+    if (!l->held) continue;
+    t = min64(t, l->until_ms);
+    if (!l->busy) t = min64(t, l->next_renew_ms);
+  }
+  return t;
+}
+
+size_t kn_cc_held(const kn_cc_t *c) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->n_ls; i++) n += c->ls[i]->held;
+  return n;
+}
+
+int kn_cc_idle(const kn_cc_t *c) {
+  return c->synced && c->idle && !c->syncing && !c->resync;
+}
+
+int kn_cc_synced(const kn_cc_t *c) { return c->synced; }
+
+/* ---- time ---- */
+
+static void start_sync(kn_cc_t *c, int64_t now) {
+  cc_op_t *o = op_new(c, KN_CC_LIST_SHARDS, NULL, -1, now);
+  if (!o || !call(c, o)) return;
+  o->purpose = P_SYNC;
+  c->syncing = 1;
+  c->resync = 0;
+}
+
+static void start_take(kn_cc_t *c, int64_t now) {
+  cc_op_t *o = op_new(c, KN_CC_LIST_LEASES, NULL, -1, now);
+  if (!o || !call(c, o)) return;
+  o->purpose = P_TAKE;
+  c->taking = 1;
+}
+
+void kn_cc_tick(kn_cc_t *c, int64_t now) {
+  cc_retire(&c->q);
+  for (size_t i = 0; i < c->n_ls; i++) {
+    cc_lease_t *l = c->ls[i];
+    if (l->held && now >= l->until_ms) {
+      logf_(c, KN_CC_LOG_WARN,
+            "shard %s: lease not renewed within %lld ms: stopped reading it",
+            l->key, (long long)c->grace_ms);
+      drop(c, l, KN_ERR__TIMED_OUT);
+    }
+  }
+  if (!c->closing && !c->fatal) {
+    if (!c->syncing && now >= c->sync_at) start_sync(c, now);
+    if (c->synced && !c->taking && now >= c->take_at) start_take(c, now);
+    if (now >= c->flush_at) {
+      for (size_t i = 0; i < c->n_ls; i++) c->ls[i]->flush_due = 1;
+      c->flush_at = now + c->cfg.checkpoint_ms;
+    }
+  }
+  pump_all(c, now);
+  maybe_closed(c);
+}
+
+/* ---- shard sync ---- */
+
+static int64_t backoff_ms(int failures) {
+  return 1000LL << (failures < 5 ? failures : 5);
+}
+
+static void sync_failed(kn_cc_t *c, const kn_error_t *err, const char *what,
+                        int64_t now) {
+  c->syncing = 0;
+  free(c->plan);
+  c->plan = NULL;
+  c->n_plan = c->plan_next = 0;
+  char msg[512];
+  snprintf(msg, sizeof(msg), "%s: %s", what,
+           err ? kn_error_string(err) : "failed");
+  if (err && !kn_error_is_retriable(err) &&
+      kn_error_code(err) != KN_ERR__TIMED_OUT &&
+      kn_error_code(err) != KN_ERR__TRANSPORT) {
+    /* A verdict (stream missing, credentials rejected): say so instead of
+     * retrying for ever. */
+    go_fatal(c, msg, now);
+    return;
+  }
+  logf_(c, KN_CC_LOG_WARN, "%s (retrying)", msg);
+  c->sync_at = now + backoff_ms(c->sync_failures++);
+}
+
+static void sync_succeeded(kn_cc_t *c, int64_t now) {
+  if (c->n_plan) c->idle = 0; /* leases were created: look before saying */
+  c->syncing = 0;
+  c->synced = 1;
+  c->sync_failures = 0;
+  free(c->plan);
+  c->plan = NULL;
+  c->n_plan = c->plan_next = 0;
+  c->sync_at = c->resync ? now : now + c->cfg.sync_ms;
+  c->take_at = now; /* new leases may be ready: look now */
+}
+
+static void create_wave(kn_cc_t *c, int64_t now) {
+  if (c->plan_next >= c->n_plan) {
+    sync_succeeded(c, now);
+    return;
+  }
+  int wave = c->plan[c->plan_next].wave;
+  c->wave_left = 0;
+  c->create_failed = 0;
+  while (c->plan_next < c->n_plan && c->plan[c->plan_next].wave == wave) {
+    const kn_cc_create_t *p = &c->plan[c->plan_next++];
+    const kn_cc_shard_t *s = &c->shards[p->shard];
+    cc_op_t *o = op_new(c, KN_CC_CREATE, s->id, -1, now);
+    cc_act_t *x = o ? call(c, o) : NULL;
+    if (!x) continue;
+    o->purpose = P_SYNC;
+    o->wave = wave;
+    set_str(o->ckpt, p->checkpoint);
+    kn_lease_t l;
+    memset(&l, 0, sizeof(l));
+    char *parents[2];
+    l.key = (char *)s->id;
+    l.checkpoint = (char *)p->checkpoint;
+    if (s->parent) parents[l.n_parents++] = (char *)s->parent;
+    if (s->adjacent) parents[l.n_parents++] = (char *)s->adjacent;
+    l.parents = l.n_parents ? parents : NULL;
+    l.hash_start = (char *)s->hash_start;
+    l.hash_end = (char *)s->hash_end;
+    cc_own_lease(x, &l);
+    c->wave_left++;
+  }
+  if (c->wave_left == 0) create_wave(c, now);
+}
+
+static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
+
+void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
+                       const kn_cc_shard_t *v, size_t n, int64_t now) {
+  cc_retire(&c->q);
+  op_free(op_take(c, id));
+  if (c->closing || c->fatal) {
+    c->syncing = 0;
+    return;
+  }
+  if (err) {
+    sync_failed(c, err, "ListShards", now);
+    return;
+  }
+  kn_cc_shard_t *copy = calloc(n + 1, sizeof(*copy));
+  int oom = !copy;
+  for (size_t i = 0; copy && i < n; i++) {
+    copy[i].id = dup0(v[i].id);
+    copy[i].parent = dup0(v[i].parent);
+    copy[i].adjacent = dup0(v[i].adjacent);
+    copy[i].hash_start = dup0(v[i].hash_start);
+    copy[i].hash_end = dup0(v[i].hash_end);
+    copy[i].closed = v[i].closed;
+    if (!copy[i].id) oom = 1;
+  }
+  if (oom) {
+    shards_free(copy, copy ? n : 0);
+    c->syncing = 0;
+    c->sync_at = now + 1000;
+    return;
+  }
+  shards_free(c->shards, c->n_shards);
+  c->shards = copy;
+  c->n_shards = n;
+  cc_op_t *o = op_new(c, KN_CC_LIST_LEASES, NULL, -1, now);
+  if (!o || !call(c, o)) {
+    c->syncing = 0;
+    c->sync_at = now + 1000;
+    return;
+  }
+  o->purpose = P_SYNC;
+}
+
+static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
+                        int64_t now) {
+  /* Cleanup first: finished parents whose children have started. */
+  for (size_t i = 0; i < n; i++) {
+    if (!kn_cc_can_remove(v, n, i, c->shards, c->n_shards)) continue;
+    cc_op_t *o = op_new(c, KN_CC_REMOVE, v[i].key, -1, now);
+    cc_act_t *x = o ? call(c, o) : NULL;
+    if (x) x->a.counter = v[i].counter;
+  }
+  free(c->plan);
+  c->plan = NULL;
+  c->n_plan = c->plan_next = 0;
+  if (kn_cc_plan_sync(c->shards, c->n_shards, v, n, c->initial, &c->plan,
+                      &c->n_plan)) {
+    c->syncing = 0;
+    c->sync_at = now + 1000;
+    return;
+  }
+  create_wave(c, now);
+}
+
+static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
+                       int64_t emit_ms, int64_t now);
+
+void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
+                       const kn_lease_t *v, size_t n, int64_t now) {
+  cc_retire(&c->q);
+  cc_op_t *o = op_take(c, id);
+  if (!o) return;
+  int purpose = o->purpose;
+  int64_t emit_ms = o->emit_ms;
+  op_free(o);
+  if (purpose == P_TAKE) c->taking = 0;
+  if (c->closing || c->fatal) {
+    if (purpose == P_SYNC) c->syncing = 0;
+    return;
+  }
+  if (err) {
+    if (purpose == P_SYNC) {
+      sync_failed(c, err, "lease table", now);
+    } else {
+      logf_(c, KN_CC_LOG_WARN, "lease table: %s", kn_error_string(err));
+      c->take_at = now + c->cfg.take_ms;
+    }
+    return;
+  }
+  if (kn_lease_observer_update(&c->obs, v, n, now) == 0 && purpose == P_TAKE)
+    take_round(c, v, n, emit_ms, now);
+  if (purpose == P_SYNC) sync_leases(c, v, n, now);
+  pump_all(c, now);
+}
+
+/* ---- taking ---- */
+
+static int take_in_flight(const kn_cc_t *c, const char *key) {
+  for (size_t i = 0; i < c->n_ops; i++)
+    if (c->ops[i]->op == KN_CC_TAKE && strcmp(c->ops[i]->key, key) == 0)
+      return 1;
+  return 0;
+}
+
+static const kn_lease_t *lease_in(const kn_lease_t *v, size_t n,
+                                  const char *key) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(v[i].key, key) == 0) return &v[i];
+  return NULL;
+}
+
+static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
+                       int64_t emit_ms, int64_t now) {
+  c->take_at = now + c->cfg.take_ms;
+  /* Held leases another worker has taken (a listing sent after our take
+   * was answered shows them in another name, at or past our counter). */
+  for (size_t i = 0; i < c->n_ls; i++) {
+    cc_lease_t *l = c->ls[i];
+    if (!l->held || l->shard_end_written || emit_ms < l->since_ms) continue;
+    const kn_lease_t *t = lease_in(v, n, l->key);
+    if (!t || ((!t->owner || strcmp(t->owner, c->worker) != 0) &&
+               t->counter >= l->counter)) {
+      logf_(c, KN_CC_LOG_WARN, "lost the lease of shard %s%s%s: stopped "
+            "reading it", l->key, t && t->owner ? " to " : "",
+            t && t->owner ? t->owner : "");
+      drop(c, l, KN_ERR__LEASE_LOST);
+    }
+  }
+  /* Leases in this worker's name that it does not hold were held by an
+   * earlier run of this worker id, or were given up here when a renewal
+   * came too late.  Nobody else reads them: they count as free now
+   * (their owner is kept aside for the take's condition). */
+  kn_lease_t *w = NULL;
+  const char **ours = NULL;
+  if (n) {
+    w = malloc(n * sizeof(*w));
+    ours = calloc(n, sizeof(*ours));
+    if (!w || !ours) {
+      free(w);
+      free(ours);
+      return;
+    }
+    memcpy(w, v, n * sizeof(*w));
+  }
+  for (size_t i = 0; i < n; i++) {
+    const cc_lease_t *l = lease_find(c, w[i].key);
+    if (w[i].owner && strcmp(w[i].owner, c->worker) == 0 && !(l && l->held) &&
+        !take_in_flight(c, w[i].key)) {
+      ours[i] = w[i].owner;
+      w[i].owner = NULL;
+    }
+  }
+  kn_take_params_t p = {c->worker, now, c->cfg.duration_ms,
+                        c->cfg.max_leases, c->cfg.max_steal};
+  kn_take_plan_t plan;
+  if (kn_take_plan(w, n, &c->obs, &p, &plan)) {
+    free(w);
+    free(ours);
+    return;
+  }
+  c->idle = plan.n_take == 0 && plan.n_steal == 0;
+  for (int pass = 0; pass < 2; pass++) {
+    size_t cnt = pass ? plan.n_steal : plan.n_take;
+    const size_t *idx = pass ? plan.steal : plan.take;
+    for (size_t k = 0; k < cnt; k++) {
+      const kn_lease_t *t = &v[idx[k]];
+      const cc_lease_t *l = lease_find(c, t->key);
+      if ((l && l->held) || take_in_flight(c, t->key)) continue;
+      cc_op_t *o = op_new(c, KN_CC_TAKE, t->key, -1, now);
+      if (!o) continue;
+      o->purpose = pass;
+      if (kn_lease_copy(&o->lease, t)) {
+        op_free(op_take(c, o->id));
+        continue;
+      }
+      cc_act_t *x = call(c, o);
+      if (!x) continue;
+      x->a.counter = t->counter;
+      cc_own(x, &x->a.old_owner, ours[idx[k]] ? ours[idx[k]] : t->owner);
+    }
+  }
+  kn_take_plan_free(&plan);
+  free(w);
+  free(ours);
+}
+
+static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
+                 int64_t now) {
+  cc_lease_t *l = lease_get(c, o->key);
+  if (!l) return;
+  const kn_lease_t *t = &o->lease;
+  l->held = 1;
+  l->tenure = counter;
+  l->counter = counter;
+  l->since_ms = now;
+  l->until_ms = sent + c->grace_ms;
+  l->next_renew_ms = sent + c->cfg.renew_ms;
+  l->busy = 0;
+  l->flush_due = 0;
+  set_str(l->ckpt, is_seq(t->checkpoint) || (t->checkpoint &&
+          strcmp(t->checkpoint, KN_CKPT_SHARD_END) == 0) ? t->checkpoint : "");
+  l->ckpt_sub = t->checkpoint_subseq > 0 ? t->checkpoint_subseq : 0;
+  l->processed[0] = l->delivered[0] = '\0';
+  l->ended = l->end_popped = 0;
+  l->shard_end_written = kn_lease_is_shard_end(t);
+  if (c->closing || c->fatal || l->shard_end_written) {
+    /* Too late to read it (or nothing left in it): handed back by pump. */
+    l->reading = 0;
+    return;
+  }
+  l->reading = 1;
+  logf_(c, KN_CC_LOG_INFO, "%s shard %s (counter %lld, from %s)",
+        o->purpose ? "stole" : "took", o->key, (long long)counter,
+        t->checkpoint ? t->checkpoint : "the start");
+  cc_act_t *x = cc_push(&c->q, KN_CC_START);
+  if (!x) return;
+  x->a.tenure = counter;
+  x->a.until_ms = l->until_ms;
+  cc_own(x, &x->a.key, o->key);
+  if (cc_own_lease(x, t) == 0) {
+    free(x->lease.owner);
+    x->lease.owner = strdup(c->worker);
+    x->lease.counter = counter;
+  }
+}
+
+/* ---- store answers ---- */
+
+static int is_cond(const kn_error_t *err) {
+  return err && kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED;
+}
+
+static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
+                             int64_t counter, int64_t sent, int64_t now) {
+  cc_lease_t *l = lease_find(c, o->key);
+  cc_req_t *req = o->req;
+  o->req = NULL;
+  if (!l || l->tenure != o->tenure || l->busy != o->id || !l->held) {
+    /* A write of an ended tenure: whatever it did, this one ignores it. */
+    if (l && l->busy == o->id) l->busy = 0;
+    if (req) reply(c, req->req, KN_ERR__LEASE_LOST,
+                   "lease lost; checkpoint not written");
+    req_free(req);
+    return;
+  }
+  l->busy = 0;
+  if (is_cond(err)) {
+    logf_(c, KN_CC_LOG_WARN, "shard %s: %s refused: lease taken by another "
+          "worker", l->key, kn_cc_op_name(o->op));
+    if (req) reply(c, req->req, KN_ERR__LEASE_LOST, "lease taken by another "
+                   "worker; checkpoint not written");
+    req_free(req);
+    drop(c, l, KN_ERR__LEASE_LOST);
+    return;
+  }
+  if (err) {
+    if (req) {
+      char msg[512];
+      snprintf(msg, sizeof(msg), "shard %s: checkpoint: %s", l->key,
+               kn_error_string(err));
+      reply(c, req->req, kn_error_code(err), msg);
+      req_free(req);
+    } else if (o->op == KN_CC_CHECKPOINT && strcmp(o->ckpt, KN_CKPT_SHARD_END)) {
+      l->flush_due = 1;
+    }
+    logf_(c, KN_CC_LOG_WARN, "shard %s: %s: %s%s", l->key,
+          kn_cc_op_name(o->op), kn_error_string(err),
+          o->op == KN_CC_RENEW ? " (still held)" : "");
+    if (o->op == KN_CC_RELEASE && (c->closing || c->fatal)) {
+      l->held = 0; /* given up: it expires in the others' eyes */
+      fail_reqs(c, l, KN_ERR__LEASE_LOST);
+      return;
+    }
+    /* Again soon, well before the deadline. */
+    int64_t again = c->cfg.renew_ms / 3 < 1000 ? c->cfg.renew_ms / 3 : 1000;
+    l->next_renew_ms = now + again;
+    return;
+  }
+  l->counter = counter;
+  if (sent + c->grace_ms > l->until_ms) l->until_ms = sent + c->grace_ms;
+  l->next_renew_ms = sent + c->cfg.renew_ms;
+  if (l->reading) {
+    cc_act_t *x = cc_push(&c->q, KN_CC_EXTEND);
+    if (x) {
+      x->a.tenure = l->tenure;
+      x->a.until_ms = l->until_ms;
+      cc_own(x, &x->a.key, l->key);
+    }
+  }
+  if (o->op == KN_CC_CHECKPOINT) {
+    if (o->ckpt[0]) {
+      set_str(l->ckpt, o->ckpt);
+      l->ckpt_sub = o->ckpt_sub;
+    }
+    if (strcmp(o->ckpt, KN_CKPT_SHARD_END) == 0) {
+      l->shard_end_written = 1;
+      logf_(c, KN_CC_LOG_INFO, "shard %s finished: SHARD_END checkpointed",
+            l->key);
+    }
+    if (req) reply(c, req->req, KN_ERR_NO_ERROR, NULL);
+    req_free(req);
+  } else if (o->op == KN_CC_RELEASE) {
+    l->held = 0;
+    fail_reqs(c, l, KN_ERR__LEASE_LOST);
+    if (l->shard_end_written) {
+      l->reading = 0;
+      cc_act_t *x = cc_push(&c->q, KN_CC_DONE);
+      if (x) {
+        x->a.tenure = l->tenure;
+        cc_own(x, &x->a.key, l->key);
+      }
+      c->take_at = now; /* its children may be ready */
+      c->idle = 0;
+    } else {
+      logf_(c, KN_CC_LOG_INFO, "released shard %s", l->key);
+    }
+  }
+}
+
+void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
+                      int64_t new_counter, int64_t sent_ms, int64_t now) {
+  cc_retire(&c->q);
+  cc_op_t *o = op_take(c, id);
+  if (!o) return;
+  switch (o->op) {
+    case KN_CC_CREATE:
+      if (err && !is_cond(err)) {
+        c->create_failed = 1;
+        logf_(c, KN_CC_LOG_WARN, "creating the lease of shard %s: %s", o->key,
+              kn_error_string(err));
+      } else if (!err) {
+        logf_(c, KN_CC_LOG_INFO, "lease created for shard %s at %s", o->key,
+              o->ckpt);
+      }
+      if (c->syncing && --c->wave_left <= 0) {
+        if (c->create_failed) {
+          /* The children of a lease that could not be created must wait:
+           * the next sync tries again. */
+          c->syncing = 0;
+          free(c->plan);
+          c->plan = NULL;
+          c->n_plan = c->plan_next = 0;
+          c->sync_at = now + backoff_ms(c->sync_failures++);
+        } else if (!c->closing && !c->fatal) {
+          create_wave(c, now);
+        } else {
+          c->syncing = 0;
+        }
+      }
+      break;
+    case KN_CC_TAKE:
+      if (err) {
+        logf_(c, KN_CC_LOG_DEBUG, "take %s: %s", o->key, kn_error_string(err));
+      } else {
+        took(c, o, new_counter, sent_ms, now);
+      }
+      break;
+    case KN_CC_RENEW:
+    case KN_CC_CHECKPOINT:
+    case KN_CC_RELEASE:
+      lease_write_done(c, o, err, new_counter, sent_ms, now);
+      break;
+    case KN_CC_REMOVE:
+      if (!err)
+        logf_(c, KN_CC_LOG_INFO, "removed the finished lease of shard %s",
+              o->key);
+      break;
+    default:
+      break;
+  }
+  op_free(o);
+  pump_all(c, now);
+  maybe_closed(c);
+}
+
+/* ---- readers ---- */
+
+static cc_lease_t *tenure_of(kn_cc_t *c, const char *key, int64_t tenure) {
+  cc_lease_t *l = lease_find(c, key);
+  if (!l || !l->reading || l->tenure != tenure) return NULL;
+  return l;
+}
+
+void kn_cc_shard_ended(kn_cc_t *c, const char *key, int64_t tenure,
+                       const kn_cc_shard_t *children, size_t n, int64_t now) {
+  cc_retire(&c->q);
+  cc_lease_t *l = tenure_of(c, key, tenure);
+  if (!l) {
+    logf_(c, KN_CC_LOG_DEBUG, "shard %s: end reported for an ended tenure "
+          "(%lld): ignored", key, (long long)tenure);
+    return;
+  }
+  l->ended = 1;
+  if (n > 0 && l->held) {
+    cc_op_t *o = op_new(c, KN_CC_SET_CHILDREN, key, tenure, now);
+    cc_act_t *x = o ? call(c, o) : NULL;
+    if (x && (x->children = calloc(n, sizeof(char *)))) {
+      for (size_t i = 0; i < n; i++)
+        if ((x->children[x->n_children] = strdup(children[i].id)))
+          x->n_children++;
+      x->a.children = x->children;
+      x->a.n_children = x->n_children;
+    }
+  }
+  /* Leases for the children come from a sync now (ListShards also finds
+   * them where the server sends no ChildShards). */
+  if (c->syncing)
+    c->resync = 1;
+  else
+    c->sync_at = now;
+  pump(c, l, now);
+}
+
+void kn_cc_shard_gone(kn_cc_t *c, const char *key, int64_t tenure,
+                      int64_t now) {
+  cc_retire(&c->q);
+  cc_lease_t *l = tenure_of(c, key, tenure);
+  if (!l) return;
+  logf_(c, KN_CC_LOG_WARN, "shard %s: gone (past retention); treating it as "
+        "read", key);
+  l->ended = l->end_popped = 1;
+  l->delivered[0] = '\0';
+  if (c->syncing)
+    c->resync = 1;
+  else
+    c->sync_at = now;
+  pump(c, l, now);
+}
+
+void kn_cc_shard_expired(kn_cc_t *c, const char *key, int64_t tenure,
+                         int64_t now) {
+  cc_retire(&c->q);
+  cc_lease_t *l = tenure_of(c, key, tenure);
+  if (!l) return;
+  /* The reader judged the deadline (maybe one a renewal has moved since):
+   * the tenure ends; a later take round takes the lease back. */
+  drop(c, l, KN_ERR__TIMED_OUT);
+  maybe_closed(c);
+  (void)now;
+}
+
+/* ---- the application ---- */
+
+void kn_cc_delivered(kn_cc_t *c, const char *key, int64_t tenure,
+                     const kn_cc_pos_t *pos, int end, int64_t now) {
+  cc_retire(&c->q);
+  cc_lease_t *l = tenure_of(c, key, tenure);
+  if (!l) return;
+  if (pos && pos->seq &&
+      (!l->delivered[0] || kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq,
+                                         l->delivered,
+                                         (uint64_t)l->delivered_sub) > 0)) {
+    set_str(l->delivered, pos->seq);
+    l->delivered_sub = pos->subseq;
+  }
+  if (end) l->end_popped = 1;
+  pump(c, l, now);
+}
+
+void kn_cc_processed(kn_cc_t *c, const char *key, int64_t tenure,
+                     const kn_cc_pos_t *pos, int64_t now) {
+  cc_retire(&c->q);
+  cc_lease_t *l = lease_find(c, key);
+  if (!l || !l->held || l->tenure != tenure || !pos || !pos->seq) return;
+  if (!l->processed[0] ||
+      kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq, l->processed,
+                    (uint64_t)l->processed_sub) > 0) {
+    set_str(l->processed, pos->seq);
+    l->processed_sub = pos->subseq;
+  }
+  (void)now;
+}
+
+void kn_cc_checkpoint(kn_cc_t *c, const char *key, const kn_cc_pos_t *pos,
+                      int prepare, const void *state, size_t state_len,
+                      void *req, int64_t now) {
+  cc_retire(&c->q);
+  cc_lease_t *l = lease_find(c, key);
+  if (!l || !l->held) {
+    char msg[256];
+    snprintf(msg, sizeof(msg), "shard %s: this worker does not hold its lease",
+             key);
+    reply(c, req, KN_ERR__LEASE_LOST, msg);
+    return;
+  }
+  cc_req_t *r = calloc(1, sizeof(*r));
+  if (!r || !pos || !pos->seq || strlen(pos->seq) >= SEQ_CAP) {
+    free(r);
+    reply(c, req, r ? KN_ERR__INVALID_ARG : KN_ERR__NOMEM,
+          r ? "bad sequence number" : "out of memory");
+    return;
+  }
+  strcpy(r->seq, pos->seq);
+  r->subseq = pos->subseq;
+  r->prepare = prepare;
+  r->req = req;
+  if (state && state_len) {
+    if (!(r->state = malloc(state_len))) {
+      free(r);
+      reply(c, req, KN_ERR__NOMEM, "out of memory");
+      return;
+    }
+    memcpy(r->state, state, state_len);
+    r->state_len = state_len;
+  }
+  if (l->reqs_tail)
+    l->reqs_tail->next = r;
+  else
+    l->reqs = r;
+  l->reqs_tail = r;
+  pump(c, l, now);
+}

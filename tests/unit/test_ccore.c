@@ -1,0 +1,419 @@
+/* The coordination core: its planners, and one or two workers driven step
+ * by step against a table kept here with the stores' conditional rules. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer/ccore.h"
+#include "core/error.h"
+#include "kt.h"
+
+/* ---- planners ---- */
+
+static kn_cc_shard_t sh(const char *id, const char *parent,
+                        const char *adjacent, int closed) {
+  kn_cc_shard_t s = {id, parent, adjacent, "0", "1", closed};
+  return s;
+}
+
+static kn_lease_t ls(const char *key, const char *ckpt) {
+  kn_lease_t l;
+  memset(&l, 0, sizeof(l));
+  l.key = (char *)key;
+  l.checkpoint = (char *)ckpt;
+  return l;
+}
+
+static const char *planned(const kn_cc_shard_t *s, const kn_cc_create_t *v,
+                           size_t n, const char *id, int *wave) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(s[v[i].shard].id, id) == 0) {
+      if (wave) *wave = v[i].wave;
+      return v[i].checkpoint;
+    }
+  return NULL;
+}
+
+static void test_plan_empty_table(void) {
+  /* 0 split into 3 and 4; 1 and 2 open. */
+  kn_cc_shard_t s[] = {sh("0", NULL, NULL, 1), sh("1", NULL, NULL, 0),
+                       sh("2", NULL, NULL, 0), sh("3", "0", NULL, 0),
+                       sh("4", "0", NULL, 0)};
+  kn_cc_create_t *v;
+  size_t n;
+  int w = -1;
+  KT_CHECK(kn_cc_plan_sync(s, 5, NULL, 0, KN_CKPT_TRIM_HORIZON, &v, &n) == 0);
+  KT_CHECK(n == 5);
+  KT_CHECK(planned(s, v, n, "0", &w) && w == 0);
+  KT_CHECK(planned(s, v, n, "3", &w) && w == 1);
+  KT_CHECK(strcmp(planned(s, v, n, "3", NULL), KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(v[n - 1].wave == 1 && v[0].wave == 0); /* parents first */
+  free(v);
+  /* LATEST: the open shards only, at LATEST. */
+  KT_CHECK(kn_cc_plan_sync(s, 5, NULL, 0, KN_CKPT_LATEST, &v, &n) == 0);
+  KT_CHECK(n == 4 && !planned(s, v, n, "0", NULL));
+  KT_CHECK(strcmp(planned(s, v, n, "3", NULL), KN_CKPT_LATEST) == 0);
+  free(v);
+  /* AT_TIMESTAMP: the root at the timestamp, its children after it. */
+  KT_CHECK(kn_cc_plan_sync(s, 5, NULL, 0, KN_CKPT_AT_TIMESTAMP, &v, &n) == 0);
+  KT_CHECK(n == 5);
+  KT_CHECK(strcmp(planned(s, v, n, "0", NULL), KN_CKPT_AT_TIMESTAMP) == 0);
+  KT_CHECK(strcmp(planned(s, v, n, "4", NULL), KN_CKPT_TRIM_HORIZON) == 0);
+  free(v);
+}
+
+/* A partly filled table (a first worker died creating the leases): the
+ * rest is created as if the table were empty. */
+static void test_plan_partial_table(void) {
+  kn_cc_shard_t s[] = {sh("0", NULL, NULL, 1), sh("1", NULL, NULL, 0),
+                       sh("2", NULL, NULL, 0), sh("3", "0", NULL, 0),
+                       sh("4", "0", NULL, 0)};
+  kn_lease_t l[] = {ls("1", "49590338271490256608559692538361571095921575989136588898")};
+  kn_cc_create_t *v;
+  size_t n;
+  KT_CHECK(kn_cc_plan_sync(s, 5, l, 1, KN_CKPT_TRIM_HORIZON, &v, &n) == 0);
+  KT_CHECK(n == 4);
+  KT_CHECK(planned(s, v, n, "0", NULL) && planned(s, v, n, "2", NULL) &&
+           planned(s, v, n, "3", NULL) && planned(s, v, n, "4", NULL));
+  KT_CHECK(!planned(s, v, n, "1", NULL));
+  free(v);
+}
+
+/* G split into P and P2 (idle); P split into C1 and C2, which have
+ * started; P's lease was cleaned up.  P is finished: never created again,
+ * whatever G's lease says. */
+static void test_plan_finished_not_recreated(void) {
+  kn_cc_shard_t s[] = {sh("G", NULL, NULL, 1), sh("P", "G", NULL, 1),
+                       sh("P2", "G", NULL, 0), sh("C1", "P", NULL, 0),
+                       sh("C2", "P", NULL, 0)};
+  kn_lease_t l[] = {ls("G", KN_CKPT_SHARD_END), ls("P2", KN_CKPT_TRIM_HORIZON),
+                    ls("C1", "5"), ls("C2", "6")};
+  kn_cc_create_t *v;
+  size_t n;
+  KT_CHECK(kn_cc_plan_sync(s, 5, l, 4, KN_CKPT_TRIM_HORIZON, &v, &n) == 0);
+  KT_CHECK(n == 0);
+  free(v);
+  /* And cleanup keeps P's lease while G's remains. */
+  kn_lease_t l2[] = {ls("G", KN_CKPT_SHARD_END), ls("P", KN_CKPT_SHARD_END),
+                     ls("P2", KN_CKPT_TRIM_HORIZON), ls("C1", "5"),
+                     ls("C2", "6")};
+  char *pg[] = {"G"};
+  l2[1].parents = pg;
+  l2[1].n_parents = 1;
+  KT_CHECK(!kn_cc_can_remove(l2, 5, 1, s, 5)); /* G still there */
+  KT_CHECK(!kn_cc_can_remove(l2, 5, 0, s, 5)); /* P2 not started */
+  l2[2].checkpoint = "7";
+  KT_CHECK(kn_cc_can_remove(l2, 5, 0, s, 5));
+  KT_CHECK(!kn_cc_can_remove(l2, 5, 3, s, 5)); /* not finished */
+}
+
+/* A merge child of a leased shard: the other parent gets a lease first
+ * (from its start even at LATEST), and the child comes in a later wave. */
+static void test_plan_merge_other_parent(void) {
+  kn_cc_shard_t s[] = {sh("A", NULL, NULL, 1), sh("B", NULL, NULL, 1),
+                       sh("M", "A", "B", 0)};
+  kn_lease_t l[] = {ls("A", "12")};
+  kn_cc_create_t *v;
+  size_t n;
+  int wb = -1, wm = -1;
+  KT_CHECK(kn_cc_plan_sync(s, 3, l, 1, KN_CKPT_LATEST, &v, &n) == 0);
+  KT_CHECK(n == 2);
+  KT_CHECK(strcmp(planned(s, v, n, "B", &wb), KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(strcmp(planned(s, v, n, "M", &wm), KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(wb < wm);
+  free(v);
+}
+
+/* ---- a table with the stores' rules ---- */
+
+#define MAXL 16
+typedef struct table {
+  kn_lease_t v[MAXL];
+  size_t n;
+} table_t;
+
+static kn_lease_t *tfind(table_t *t, const char *key) {
+  for (size_t i = 0; i < t->n; i++)
+    if (strcmp(t->v[i].key, key) == 0) return &t->v[i];
+  return NULL;
+}
+
+static int same(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
+
+/* Applies a store action; returns the error (NULL: done). */
+static kn_error_t *apply(table_t *t, const kn_cc_action_t *a,
+                         const char *worker, int64_t *counter) {
+  kn_lease_t *l = a->key ? tfind(t, a->key) : NULL;
+  kn_error_t *cond = kn_error_new(KN_ERR_CONDITIONAL_CHECK_FAILED, "cond");
+  switch (a->op) {
+    case KN_CC_CREATE:
+      if (tfind(t, a->lease->key)) return cond;
+      kn_lease_copy(&t->v[t->n++], a->lease);
+      break;
+    case KN_CC_TAKE:
+      if (!l || l->counter != a->counter || !same(l->owner, a->old_owner))
+        return cond;
+      free(l->owner);
+      l->owner = strdup(worker);
+      *counter = ++l->counter;
+      break;
+    case KN_CC_RENEW:
+    case KN_CC_RELEASE:
+    case KN_CC_CHECKPOINT:
+      if (!l || l->counter != a->counter || !same(l->owner, worker))
+        return cond;
+      if (a->op == KN_CC_RELEASE) {
+        free(l->owner);
+        l->owner = NULL;
+      }
+      if (a->op == KN_CC_CHECKPOINT && a->checkpoint) {
+        free(l->checkpoint);
+        l->checkpoint = dup0(a->checkpoint);
+        l->checkpoint_subseq = a->subseq;
+      }
+      *counter = ++l->counter;
+      break;
+    case KN_CC_REMOVE:
+      if (!l || l->counter != a->counter) return cond;
+      kn_lease_clear(l);
+      *l = t->v[--t->n];
+      break;
+    default:
+      break;
+  }
+  kn_error_destroy(cond);
+  return NULL;
+}
+
+/* What a worker's driver saw. */
+typedef struct seen {
+  int start, stop, extend, done, closed, fatal, replies;
+  int64_t tenure;
+  kn_err_t stop_reason, reply_code;
+  char started[64];
+} seen_t;
+
+static kn_cc_shard_t g_shards[8];
+static size_t g_n_shards;
+
+/* Carries out every queued action at once, answering store calls from t,
+ * until the core has nothing more to say. */
+static void run(kn_cc_t *c, table_t *t, const char *worker, int64_t now,
+                seen_t *s, const kn_error_t *fail_renew) {
+  kn_cc_action_t a;
+  for (int guard = 0; guard < 1000 && kn_cc_next(c, &a); guard++) {
+    int64_t counter = 0;
+    kn_error_t *err = NULL;
+    switch (a.op) {
+      case KN_CC_LIST_SHARDS:
+        kn_cc_shards_done(c, a.id, NULL, g_shards, g_n_shards, now);
+        break;
+      case KN_CC_LIST_LEASES:
+        kn_cc_leases_done(c, a.id, NULL, t->v, t->n, now);
+        break;
+      case KN_CC_CREATE:
+      case KN_CC_TAKE:
+      case KN_CC_RENEW:
+      case KN_CC_CHECKPOINT:
+      case KN_CC_RELEASE:
+      case KN_CC_REMOVE:
+      case KN_CC_SET_CHILDREN:
+        if (a.op == KN_CC_RENEW && fail_renew)
+          err = kn_error_copy(fail_renew);
+        else
+          err = apply(t, &a, worker, &counter);
+        kn_cc_store_done(c, a.id, err, counter, now, now);
+        kn_error_destroy(err);
+        break;
+      case KN_CC_START:
+        s->start++;
+        s->tenure = a.tenure;
+        snprintf(s->started, sizeof(s->started), "%s", a.key);
+        break;
+      case KN_CC_STOP:
+        s->stop++;
+        s->stop_reason = a.reason;
+        break;
+      case KN_CC_EXTEND: s->extend++; break;
+      case KN_CC_DONE: s->done++; break;
+      case KN_CC_REPLY:
+        s->replies++;
+        s->reply_code = a.reason;
+        break;
+      case KN_CC_FATAL: s->fatal++; break;
+      case KN_CC_CLOSED: s->closed++; break;
+      default: break;
+    }
+  }
+}
+
+static kn_cc_cfg_t cfg_for(const char *worker) {
+  kn_cc_cfg_t cfg = {worker, 10000, 3000, 2000, 60000, 1000, 0, 1,
+                     KN_CKPT_TRIM_HORIZON, 1};
+  return cfg;
+}
+
+static void table_free(table_t *t) {
+  for (size_t i = 0; i < t->n; i++) kn_lease_clear(&t->v[i]);
+  t->n = 0;
+}
+
+static void test_worker_life(void) {
+  g_shards[0] = sh("s0", NULL, NULL, 0);
+  g_n_shards = 1;
+  table_t t = {0};
+  seen_t s = {0};
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  KT_CHECK(kn_cc_new(&(kn_cc_cfg_t){"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1},
+                     0) == NULL); /* the lease would expire between renewals */
+  kn_cc_t *c = kn_cc_new(&cfg, 0);
+  KT_CHECK(c != NULL);
+  kn_cc_tick(c, 0);
+  run(c, &t, "w1", 0, &s, NULL);
+  KT_CHECK(t.n == 1 && kn_cc_synced(c));
+  kn_cc_tick(c, 1);
+  run(c, &t, "w1", 1, &s, NULL);
+  KT_CHECK(s.start == 1 && strcmp(s.started, "s0") == 0 && s.tenure == 1);
+  KT_CHECK(kn_cc_held(c) == 1);
+  /* Renewed on time: the deadline moves. */
+  kn_cc_tick(c, 3001);
+  run(c, &t, "w1", 3001, &s, NULL);
+  KT_CHECK(t.v[0].counter == 2 && s.extend == 1);
+  /* Records handed out and processed: the flush checkpoints them. */
+  kn_cc_pos_t p = {"100", 0};
+  kn_cc_delivered(c, "s0", 1, &p, 0, 3100);
+  kn_cc_processed(c, "s0", 1, &p, 3100);
+  kn_cc_tick(c, 4001);
+  run(c, &t, "w1", 4001, &s, NULL);
+  KT_CHECK(t.v[0].checkpoint && strcmp(t.v[0].checkpoint, "100") == 0);
+  /* A report of another tenure changes nothing. */
+  kn_cc_shard_ended(c, "s0", 7, NULL, 0, 4100);
+  kn_cc_shard_expired(c, "s0", 7, 4100);
+  run(c, &t, "w1", 4100, &s, NULL);
+  KT_CHECK(s.stop == 0 && kn_cc_held(c) == 1);
+  /* The store unreachable: reading stops at the deadline. */
+  kn_error_t *down = kn_error_new(KN_ERR__TRANSPORT, "unreachable");
+  int64_t now = 4100;
+  while (s.stop == 0 && now < 30000) {
+    now = kn_cc_wake_ms(c);
+    kn_cc_tick(c, now);
+    run(c, &t, "w1", now, &s, down);
+  }
+  kn_error_destroy(down);
+  KT_CHECK(s.stop == 1 && s.stop_reason == KN_ERR__TIMED_OUT);
+  KT_CHECK(now >= 4001 + 10000 - 1500 && now < 4001 + 10000);
+  /* The next take round takes it back under a new tenure. */
+  kn_cc_tick(c, now + 2000);
+  run(c, &t, "w1", now + 2000, &s, NULL);
+  KT_CHECK(s.start == 2 && s.tenure > 1);
+  int64_t t2 = s.tenure;
+  /* A late "ended" of the first tenure does not stop the second. */
+  kn_cc_shard_ended(c, "s0", 1, NULL, 0, now + 2100);
+  run(c, &t, "w1", now + 2100, &s, NULL);
+  KT_CHECK(s.stop == 1);
+  /* Close: final checkpoint, release, CLOSED. */
+  kn_cc_pos_t q = {"200", 3};
+  kn_cc_delivered(c, "s0", t2, &q, 0, now + 2200);
+  kn_cc_processed(c, "s0", t2, &q, now + 2200);
+  kn_cc_close(c, now + 2300);
+  run(c, &t, "w1", now + 2300, &s, NULL);
+  KT_CHECK(s.closed == 1 && s.stop == 2 && s.stop_reason == KN_ERR__DESTROY);
+  KT_CHECK(t.v[0].owner == NULL && strcmp(t.v[0].checkpoint, "200") == 0 &&
+           t.v[0].checkpoint_subseq == 3);
+  kn_cc_destroy(c);
+  table_free(&t);
+}
+
+/* Another worker takes the lease: the next renewal is refused and the
+ * shard stops; manual checkpoints are answered. */
+static void test_lost_and_manual(void) {
+  g_shards[0] = sh("s0", NULL, NULL, 1);
+  g_n_shards = 1;
+  table_t t = {0};
+  seen_t s = {0};
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  cfg.auto_checkpoint = 0;
+  kn_cc_t *c = kn_cc_new(&cfg, 0);
+  kn_cc_tick(c, 0);
+  run(c, &t, "w1", 0, &s, NULL);
+  kn_cc_tick(c, 1);
+  run(c, &t, "w1", 1, &s, NULL);
+  KT_CHECK(s.start == 1);
+  /* The end is handed out, but the last record is not checkpointed yet:
+   * no SHARD_END. */
+  kn_cc_pos_t p = {"50", 0};
+  kn_cc_shard_ended(c, "s0", s.tenure, NULL, 0, 10);
+  kn_cc_delivered(c, "s0", s.tenure, &p, 1, 10);
+  run(c, &t, "w1", 10, &s, NULL);
+  KT_CHECK(strcmp(t.v[0].checkpoint, KN_CKPT_TRIM_HORIZON) == 0);
+  int token = 0;
+  kn_cc_checkpoint(c, "s0", &p, 0, NULL, 0, &token, 20);
+  run(c, &t, "w1", 20, &s, NULL);
+  KT_CHECK(s.replies == 1 && s.reply_code == KN_ERR_NO_ERROR);
+  KT_CHECK(strcmp(t.v[0].checkpoint, KN_CKPT_SHARD_END) == 0);
+  KT_CHECK(s.done == 1 && t.v[0].owner == NULL);
+  kn_cc_checkpoint(c, "s0", &p, 0, NULL, 0, &token, 30);
+  run(c, &t, "w1", 30, &s, NULL);
+  KT_CHECK(s.replies == 2 && s.reply_code == KN_ERR__LEASE_LOST);
+  kn_cc_destroy(c);
+  table_free(&t);
+
+  /* Stolen: w2 wrote the lease; w1's renewal is refused. */
+  g_shards[0] = sh("s0", NULL, NULL, 0);
+  memset(&s, 0, sizeof(s));
+  c = kn_cc_new(&cfg, 0);
+  kn_cc_tick(c, 0);
+  run(c, &t, "w1", 0, &s, NULL);
+  kn_cc_tick(c, 1);
+  run(c, &t, "w1", 1, &s, NULL);
+  free(t.v[0].owner);
+  t.v[0].owner = strdup("w2");
+  t.v[0].counter++;
+  kn_cc_tick(c, 3001);
+  run(c, &t, "w1", 3001, &s, NULL);
+  KT_CHECK(s.stop == 1 && s.stop_reason == KN_ERR__LEASE_LOST);
+  KT_CHECK(kn_cc_held(c) == 0);
+  kn_cc_destroy(c);
+  table_free(&t);
+}
+
+/* A first sync that fails retriably is retried; a verdict is fatal. */
+static void test_first_sync_errors(void) {
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  kn_cc_t *c = kn_cc_new(&cfg, 0);
+  kn_cc_tick(c, 0);
+  kn_cc_action_t a;
+  KT_CHECK(kn_cc_next(c, &a) && a.op == KN_CC_LIST_SHARDS);
+  kn_error_t *e = kn_error_new(KN_ERR__TRANSPORT, "connection refused");
+  kn_cc_shards_done(c, a.id, e, NULL, 0, 5);
+  kn_error_destroy(e);
+  int fatal = 0;
+  while (kn_cc_next(c, &a)) fatal += a.op == KN_CC_FATAL;
+  KT_CHECK(!fatal && kn_cc_wake_ms(c) > 5 && kn_cc_wake_ms(c) <= 1005);
+  kn_cc_tick(c, 1005);
+  KT_CHECK(kn_cc_next(c, &a) && a.op == KN_CC_LIST_SHARDS);
+  e = kn_error_new(KN_ERR_RESOURCE_NOT_FOUND, "stream not found");
+  kn_cc_shards_done(c, a.id, e, NULL, 0, 1010);
+  kn_error_destroy(e);
+  int closed = 0;
+  while (kn_cc_next(c, &a)) {
+    fatal += a.op == KN_CC_FATAL;
+    closed += a.op == KN_CC_CLOSED;
+  }
+  KT_CHECK(fatal == 1 && closed == 1);
+  kn_cc_destroy(c);
+}
+
+int main(void) {
+  KT_RUN(test_plan_empty_table);
+  KT_RUN(test_plan_partial_table);
+  KT_RUN(test_plan_finished_not_recreated);
+  KT_RUN(test_plan_merge_other_parent);
+  KT_RUN(test_worker_life);
+  KT_RUN(test_lost_and_manual);
+  KT_RUN(test_first_sync_errors);
+  return KT_DONE();
+}
