@@ -256,8 +256,6 @@ static void handle(kn_consumer_t *kc, kn_ctl_msg_t *m, int64_t *next_sync) {
   }
 }
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 /* Periodic work without a lease store; returns when it is next due. */
 static int64_t tick_alone(kn_consumer_t *kc, int64_t now, int64_t *next_sync,
                           int *first, int *failures) {

@@ -160,15 +160,9 @@ static void stop_shard(drv_t *d, const kn_cc_action_t *a) {
   cs->view.held = 0;
   kn_app_event_locked(kc, KN_APP_EV_LOST, cs->id, 0, a->reason, NULL, 0);
   pthread_mutex_unlock(&kc->mu);
-  if (a->reason == KN_ERR__LEASE_LOST)
-    kn_warn(&kc->log, "COORD", "lost the lease of shard %s: stopped reading it",
-            cs->id);
-  else if (a->reason == KN_ERR__TIMED_OUT)
-    kn_warn(&kc->log, "COORD", "shard %s: lease not renewed within %lld ms: "
-            "stopped reading it", cs->id, (long long)kc->lease.grace_ms);
-  else
-    kn_info(&kc->log, "COORD", "shard %s: stopped reading it (%s)", cs->id,
-            kn_err2str(a->reason));
+  /* The core has said why (KN_CC_LOG). */
+  kn_dbg(&kc->log, "COORD", "shard %s: stopped reading it (%s)", cs->id,
+         kn_err2str(a->reason));
 }
 
 static void start_shard(drv_t *d, const kn_cc_action_t *a) {
@@ -213,9 +207,6 @@ static void start_shard(drv_t *d, const kn_cc_action_t *a) {
                       KN_ERR_NO_ERROR, state,
                       state ? l->pending_state_len : 0);
   pthread_mutex_unlock(&kc->mu);
-  kn_info(&kc->log, "COORD", "took shard %s (counter %lld, from %s)", cs->id,
-          (long long)a->tenure,
-          l && l->checkpoint ? l->checkpoint : "the start");
   if (kn_reader_start(kc, cs))
     set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory starting shard "
                                "%s", cs->id));
@@ -252,6 +243,10 @@ static void done_shard(drv_t *d, const kn_cc_action_t *a) {
   kn_consumer_t *kc = d->kc;
   kn_cshard_t *cs = find(kc, a->key);
   if (!cs) return;
+  pthread_mutex_lock(&kc->mu);
+  int other = cs->fencing_token >= 0 && cs->fencing_token != a->tenure;
+  pthread_mutex_unlock(&kc->mu);
+  if (other) return;
   kn_reader_stop(kc, cs); /* it stopped at the end already */
   pthread_mutex_lock(&kc->mu);
   cs->state = KN_CS_DONE;
@@ -260,8 +255,6 @@ static void done_shard(drv_t *d, const kn_cc_action_t *a) {
   cs->view.held = 0;
   view_ckpt_locked(cs, KN_CKPT_SHARD_END, 0);
   pthread_mutex_unlock(&kc->mu);
-  kn_info(&kc->log, "COORD", "shard %s finished: SHARD_END checkpointed",
-          a->key);
 }
 
 /* ---- actions ---- */
@@ -328,6 +321,16 @@ static void act(drv_t *d, const kn_cc_action_t *a) {
     case KN_CC_CLOSED:
       d->cc_closed = 1;
       break;
+    case KN_CC_LOG: {
+      const char *msg = a->err_msg ? a->err_msg : "";
+      if (a->level >= KN_CC_LOG_WARN)
+        kn_warn(&kc->log, "COORD", "%s", msg);
+      else if (a->level == KN_CC_LOG_INFO)
+        kn_info(&kc->log, "COORD", "%s", msg);
+      else
+        kn_dbg(&kc->log, "COORD", "%s", msg);
+      break;
+    }
   }
 }
 
@@ -381,41 +384,15 @@ static void count_store(drv_t *d, const kn_store_job_t *j) {
   pthread_mutex_unlock(&kc->mu);
 }
 
+/* The core logs what it makes of results; not who held a lease taken. */
 static void log_store(drv_t *d, const kn_store_job_t *j) {
   kn_consumer_t *kc = d->kc;
-  const char *key = j->key ? j->key : "";
-  if (j->err) {
-    int cond = kn_error_code(j->err) == KN_ERR_CONDITIONAL_CHECK_FAILED;
-    if (j->op == KN_CC_TAKE || (cond && j->op == KN_CC_CREATE))
-      kn_dbg(&kc->log, "COORD", "%s", kn_error_string(j->err));
-    else if (j->op == KN_CC_RENEW && !cond)
-      kn_warn(&kc->log, "RENEW", "shard %s: %s (still held)", key,
-              kn_error_string(j->err));
-    else
-      kn_warn(&kc->log, "COORD", "%s", kn_error_string(j->err));
-    return;
-  }
-  switch (j->op) {
-    case KN_CC_CREATE:
-      kn_info(&kc->log, "COORD", "lease created for shard %s at %s", key,
-              j->lease.checkpoint ? j->lease.checkpoint : "?");
-      break;
-    case KN_CC_TAKE:
-      if (j->old_owner && strcmp(j->old_owner, kc->worker_id) == 0)
-        kn_info(&kc->log, "COORD", "shard %s was in this worker's name but "
-                "not read here: taken back", key);
-      else if (j->old_owner)
-        kn_info(&kc->log, "COORD", "took shard %s from %s", key, j->old_owner);
-      break;
-    case KN_CC_RELEASE:
-      kn_info(&kc->log, "COORD", "released shard %s", key);
-      break;
-    case KN_CC_REMOVE:
-      kn_info(&kc->log, "COORD", "removed the finished lease of shard %s", key);
-      break;
-    default:
-      break;
-  }
+  if (j->err || j->op != KN_CC_TAKE || !j->old_owner) return;
+  if (strcmp(j->old_owner, kc->worker_id) == 0)
+    kn_info(&kc->log, "COORD", "shard %s was in this worker's name but not "
+            "read here: taken back", j->key);
+  else
+    kn_dbg(&kc->log, "COORD", "shard %s taken from %s", j->key, j->old_owner);
 }
 
 /* ListShards shows which shards are closed: an empty read of a closed
@@ -494,9 +471,9 @@ static void shard_gone(drv_t *d, kn_ctl_msg_t *m) {
   if (current(kc, m->cs, m->tenure)) kn_reader_stop(kc, m->cs);
   if (!kn_control_stream_exists(kc)) return;
   /* The stream is there, so the shard has aged out of retention:
-   * nothing is left to read in it. */
-  kn_warn(&kc->log, "CONTROL", "shard %s: gone (%s); treating it as read",
-          m->cs->id, kn_error_string(m->err));
+   * nothing is left to read in it (the core says so). */
+  kn_dbg(&kc->log, "CONTROL", "shard %s: %s", m->cs->id,
+         kn_error_string(m->err));
   if (!live(d)) return;
   kn_cc_shard_gone(d->cc, m->cs->id, m->tenure, kn_mono_ms());
   drain(d);
