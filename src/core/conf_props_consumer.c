@@ -104,7 +104,10 @@ const kn_prop_t kn_props_consumer[] = {
      "A lease whose counter has not moved for this long, as observed by "
      "another worker, is expired and may be taken."},
     {"lease.renew.interval.ms", "lease", KN_PROP_INT, "0", 0, MS_MAX, NULL,
-     "Interval of lease renewals; 0: a third of lease.duration.ms."},
+     "Interval of lease renewals; 0: a third of lease.duration.ms. Must be "
+     "less than 2/3 of lease.duration.ms: a worker reads a shard until "
+     "lease.duration.ms less half this interval after its last good "
+     "renewal, and that must outlast the wait for the next one."},
     {"lease.take.interval.ms", "lease", KN_PROP_INT, "2000", 100, MS_MAX,
      NULL, "Interval of looking for leases to take (expired, free, or to "
      "balance the load)."},
