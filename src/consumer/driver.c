@@ -313,8 +313,7 @@ static void act(drv_t *d, const kn_cc_action_t *a) {
                                                       : KN_ERR__FAIL;
       kn_error_t *err = kn_error_new(code, "%s",
                                      a->err_msg ? a->err_msg : kn_err2str(code));
-      kn_err_log(&kc->log, "COORD", "%s", kn_error_string(err));
-      set_fatal(kc, err);
+      set_fatal(kc, err); /* the application is told */
       d->close_started = 1; /* the core releases its leases itself */
       break;
     }
@@ -657,7 +656,6 @@ void kn_driver_run(kn_consumer_t *kc) {
   if (!is_fatal(kc)) { /* fan-out setup may have failed */
     kn_error_t *err = start(&d);
     if (err) {
-      kn_err_log(&kc->log, "COORD", "%s", kn_error_string(err));
       set_fatal(kc, err);
       kn_cc_destroy(d.cc);
       d.cc = NULL;

@@ -80,7 +80,7 @@ void kn_store_job_free(kn_store_job_t *j) {
 static kn_error_t *list_shards(kn_consumer_t *kc, kn_store_job_t *j) {
   kn_error_t *err = kn_list_shards(kc->client, kc->stream,
                                    KN_SHARD_FILTER_NONE, NULL, 0, &j->list);
-  if (err) return kn_error_prefix(err, "stream \"%s\": ListShards", kc->stream);
+  if (err) return kn_error_prefix(err, "stream \"%s\"", kc->stream);
   size_t n = kn_shard_list_count(j->list);
   j->shards = calloc(n ? n : 1, sizeof(*j->shards));
   if (!j->shards) return kn_error_new(KN_ERR__NOMEM, "out of memory");
@@ -140,9 +140,9 @@ static void run(kn_consumer_t *kc, kn_store_job_t *j) {
                          kn_cc_op_name(j->op));
       break;
   }
+  /* The core says which call on which shard. */
   if (err && j->op != KN_CC_LIST_SHARDS)
-    err = kn_error_prefix(err, "lease store %s: %s %s", ls->name,
-                          kn_cc_op_name(j->op), j->key ? j->key : "");
+    err = kn_error_prefix(err, "lease store %s", ls->name);
   j->err = err;
   j->took_us = kn_mono_us() - t0;
 }
