@@ -297,7 +297,9 @@ static void mark_processed_locked(kn_consumer_t *kc) {
     if (kc->cfg.auto_checkpoint) {
       cs->processed = cs->delivered;
       cs->has_processed = 1;
-      if (leases_on(kc))
+      /* Not what an earlier tenure delivered (has_delivered is reset when
+       * the lease is taken again). */
+      if (leases_on(kc) && cs->has_delivered)
         report_locked(kc, KN_CTL_PROCESSED, cs, &cs->delivered, 0);
     }
     cs->in_dirty = 0;
