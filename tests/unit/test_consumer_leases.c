@@ -1,0 +1,291 @@
+/* The consumer in lease mode against a scripted Kinesis on loopback and a
+ * process-local lease table ("memory:NAME", also read and changed here):
+ * the application's checkpoints (written, prepared, refused), its fencing
+ * token, a lease taken by another worker, and the release at close. */
+#include <pthread.h>
+#include <string.h>
+
+#include "kn/consumer.h"
+#include "kt.h"
+#include "kt_aws.h"
+#include "kt_httpd.h"
+#include "lease/store.h"
+#include "util/clock.h"
+
+#define MAX_KEY "340282366920938463463374607431768211455"
+
+/* ---- the scripted server: one open shard, three records ---- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int n_get_records;
+
+static const char *target(const kt_httpd_req_t *req) {
+  const char *t = strstr(req->head, "X-Amz-Target: Kinesis_20131202.");
+  static __thread char action[64];
+  action[0] = '\0';
+  if (t) sscanf(t + 31, "%63[A-Za-z]", action);
+  return action;
+}
+
+static size_t json_resp(char *out, size_t size, int status, const char *body) {
+  return kt_httpd_resp(out, size, status,
+                       "Content-Type: application/x-amz-json-1.1\r\n", body);
+}
+
+#define REC(seq)                                                            \
+  "{\"SequenceNumber\":\"" seq "\",\"Data\":\"aGk=\",\"PartitionKey\":\"k\"," \
+  "\"ApproximateArrivalTimestamp\":1.5E9}"
+
+static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
+                  size_t *out_len) {
+  (void)ud;
+  const char *action = target(req);
+  pthread_mutex_lock(&mu);
+  if (strcmp(action, "ListShards") == 0) {
+    *out_len = json_resp(
+        out, size, 200,
+        "{\"Shards\":[{\"ShardId\":\"shardId-0\",\"HashKeyRange\":{"
+        "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"" MAX_KEY "\"},"
+        "\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"}}]}");
+  } else if (strcmp(action, "GetShardIterator") == 0) {
+    *out_len = json_resp(out, size, 200, "{\"ShardIterator\":\"it\"}");
+  } else if (strcmp(action, "GetRecords") == 0) {
+    *out_len = json_resp(out, size, 200,
+                         ++n_get_records == 1
+                             ? "{\"Records\":[" REC("11") "," REC("12") "," REC(
+                                   "13") "],\"NextShardIterator\":\"it\","
+                                         "\"MillisBehindLatest\":0}"
+                             : "{\"Records\":[],\"NextShardIterator\":\"it\","
+                               "\"MillisBehindLatest\":0}");
+  } else if (strcmp(action, "DescribeStreamSummary") == 0) {
+    *out_len = json_resp(out, size, 200,
+                         "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\","
+                         "\"StreamStatus\":\"ACTIVE\",\"OpenShardCount\":1}}");
+  } else {
+    *out_len = json_resp(out, size, 400,
+                         "{\"__type\":\"UnknownOperationException\"}");
+  }
+  pthread_mutex_unlock(&mu);
+  return KT_REPLY;
+}
+
+/* ---- the consumer ---- */
+
+static kt_httpd_t srv;
+static int acquired, lost;
+static int64_t acquired_token;
+static kn_err_t lost_reason;
+
+static void on_acquired(kn_consumer_t *kc, const char *shard, int64_t token,
+                        const void *state, size_t len, void *opaque) {
+  (void)kc, (void)shard, (void)state, (void)len, (void)opaque;
+  acquired++;
+  acquired_token = token;
+}
+
+static void on_lost(kn_consumer_t *kc, const char *shard, kn_err_t reason,
+                    void *opaque) {
+  (void)kc, (void)shard, (void)opaque;
+  lost++;
+  lost_reason = reason;
+}
+
+static kn_consumer_t *consumer(const char *table) {
+  kt_aws_reset();
+  kn_conf_t *conf = kn_conf_new();
+  char ep[64], store[64], err[256];
+  snprintf(ep, sizeof ep, "http://127.0.0.1:%d", srv.port);
+  snprintf(store, sizeof store, "memory:%s", table);
+  const char *props[][2] = {{"endpoint", ep},
+                            {"region", "us-east-1"},
+                            {"aws.access.key.id", "AKID"},
+                            {"aws.secret.access.key", "secret"},
+                            {"stream", "s"},
+                            {"lease.store", store},
+                            {"worker.id", "w1"},
+                            {"lease.duration.ms", "20000"},
+                            {"lease.renew.interval.ms", "300"},
+                            {"lease.take.interval.ms", "200"},
+                            {"checkpoint.auto", "false"},
+                            {"checkpoint.interval.ms", "100"},
+                            {"poll.idle.ms", "50"},
+                            {"retry.max.attempts", "2"},
+                            {"retry.backoff.ms", "10"},
+                            {"log.level", "3"}};
+  for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
+    if (kn_conf_set(conf, props[i][0], props[i][1], err, sizeof err))
+      fprintf(stderr, "%s: %s\n", props[i][0], err);
+  pthread_mutex_lock(&mu);
+  n_get_records = 0;
+  pthread_mutex_unlock(&mu);
+  acquired = lost = 0;
+  acquired_token = -1;
+  lost_reason = KN_ERR_NO_ERROR;
+  kn_conf_set_lease_acquired_cb(conf, on_acquired, NULL);
+  kn_conf_set_lease_lost_cb(conf, on_lost, NULL);
+  kn_consumer_t *kc = kn_consumer_new(conf, err, sizeof err);
+  if (!kc) fprintf(stderr, "kn_consumer_new: %s\n", err);
+  kn_conf_destroy(conf);
+  return kc;
+}
+
+/* Polls until a batch with records comes (returned) or 10 s pass. */
+static kn_batch_t *first_batch(kn_consumer_t *kc) {
+  int64_t end = kn_mono_ms() + 10000;
+  while (kn_mono_ms() < end) {
+    kn_batch_t *b = kn_consumer_poll(kc, 100);
+    if (b && kn_batch_count(b)) return b;
+    kn_batch_destroy(b);
+  }
+  return NULL;
+}
+
+/* The lease of shardId-0 as the table has it (cleared by the caller). */
+static int table_lease(kn_lease_store_t *ls, kn_lease_t *out) {
+  memset(out, 0, sizeof(*out));
+  kn_error_t *err = ls->ops->get(ls, "shardId-0", out);
+  if (err) {
+    fprintf(stderr, "get: %s\n", kn_error_string(err));
+    kn_error_destroy(err);
+    return -1;
+  }
+  return 0;
+}
+
+static int str_is(const char *a, const char *b) {
+  return a && b && strcmp(a, b) == 0;
+}
+
+/* Polls (callbacks run there) until cond holds or ms pass. */
+#define POLL_UNTIL(kc, cond, ms)                                  \
+  do {                                                            \
+    int64_t end_ = kn_mono_ms() + (ms);                           \
+    while (!(cond) && kn_mono_ms() < end_)                        \
+      kn_batch_destroy(kn_consumer_poll((kc), 50));               \
+  } while (0)
+
+/* ---- cases ---- */
+
+static void test_checkpoints(void) {
+  kn_error_t *err = NULL;
+  kn_lease_store_t *ls = kn_lease_store_open("memory:ckpt", NULL, &err);
+  KT_CHECK(ls != NULL);
+  kn_consumer_t *kc = consumer("ckpt");
+  KT_CHECK(kc != NULL);
+  if (!kc || !ls) return;
+  kn_batch_t *b = first_batch(kc);
+  KT_CHECK(b != NULL && kn_batch_count(b) == 3);
+  if (!b) goto out;
+  KT_CHECK(acquired == 1);
+  int64_t token = kn_consumer_fencing_token(kc, "shardId-0");
+  KT_CHECK(token > 0);
+  KT_CHECK_INT(token, acquired_token);
+
+  /* A checkpoint is in the table when the call returns. */
+  err = kn_consumer_checkpoint(kc, kn_batch_record(b, 1));
+  KT_CHECK_MSG(err == NULL, "%s", err ? kn_error_string(err) : "");
+  kn_error_destroy(err);
+  kn_lease_t l;
+  if (table_lease(ls, &l) == 0) {
+    KT_CHECK(str_is(l.checkpoint, "12"));
+    KT_CHECK(str_is(l.owner, "w1"));
+    kn_lease_clear(&l);
+  }
+  /* Behind the table's checkpoint: nothing to write, no error. */
+  err = kn_consumer_checkpoint(kc, kn_batch_record(b, 0));
+  KT_CHECK(err == NULL);
+  kn_error_destroy(err);
+  /* Prepared: the pending checkpoint and its state, the checkpoint kept. */
+  err = kn_consumer_prepare_checkpoint(kc, kn_batch_record(b, 2), "st", 2);
+  KT_CHECK_MSG(err == NULL, "%s", err ? kn_error_string(err) : "");
+  kn_error_destroy(err);
+  if (table_lease(ls, &l) == 0) {
+    KT_CHECK(str_is(l.checkpoint, "12"));
+    KT_CHECK(str_is(l.pending, "13"));
+    KT_CHECK(l.pending_state_len == 2 &&
+             memcmp(l.pending_state, "st", 2) == 0);
+    kn_lease_clear(&l);
+  }
+  err = kn_consumer_checkpoint_batch(kc, b);
+  KT_CHECK(err == NULL);
+  kn_error_destroy(err);
+  if (table_lease(ls, &l) == 0) {
+    KT_CHECK(str_is(l.checkpoint, "13"));
+    KT_CHECK(l.pending == NULL);
+    kn_lease_clear(&l);
+  }
+  char *json = kn_consumer_stats_json(kc);
+  KT_CHECK_MSG(json && strstr(json, "\"held\":1") &&
+                   strstr(json, "\"checkpoint\":{\"seq\":\"13\""),
+               "%s", json ? json : "(null)");
+  free(json);
+
+  /* Close: released, so other workers take it at once. */
+  err = kn_consumer_close(kc);
+  kn_error_destroy(err);
+  if (table_lease(ls, &l) == 0) {
+    KT_CHECK(l.owner == NULL);
+    KT_CHECK(str_is(l.checkpoint, "13"));
+    kn_lease_clear(&l);
+  }
+  /* After close a checkpoint is refused, not waited for. */
+  err = kn_consumer_checkpoint(kc, kn_batch_record(b, 2));
+  KT_CHECK(err != NULL && kn_error_code(err) == KN_ERR__LEASE_LOST);
+  kn_error_destroy(err);
+  KT_CHECK(kn_consumer_fencing_token(kc, "shardId-0") < 0);
+out:
+  kn_batch_destroy(b);
+  kn_consumer_destroy(kc);
+  kn_lease_store_destroy(ls);
+}
+
+static void test_lease_taken(void) {
+  kn_error_t *err = NULL;
+  kn_lease_store_t *ls = kn_lease_store_open("memory:taken", NULL, &err);
+  KT_CHECK(ls != NULL);
+  kn_consumer_t *kc = consumer("taken");
+  KT_CHECK(kc != NULL);
+  if (!kc || !ls) return;
+  kn_batch_t *b = first_batch(kc);
+  KT_CHECK(b != NULL);
+  if (!b) goto out;
+  /* Another worker takes the lease: the next renewal is refused. */
+  kn_lease_t l;
+  if (table_lease(ls, &l) == 0) {
+    int64_t counter = 0;
+    err = ls->ops->take(ls, "shardId-0", l.counter, "w1", "w2", &counter);
+    KT_CHECK(err == NULL);
+    kn_error_destroy(err);
+    kn_lease_clear(&l);
+  }
+  POLL_UNTIL(kc, lost > 0, 5000);
+  KT_CHECK(lost == 1);
+  KT_CHECK(lost_reason == KN_ERR__LEASE_LOST);
+  KT_CHECK(kn_consumer_fencing_token(kc, "shardId-0") < 0);
+  err = kn_consumer_checkpoint(kc, kn_batch_record(b, 0));
+  KT_CHECK(err != NULL && kn_error_code(err) == KN_ERR__LEASE_LOST);
+  kn_error_destroy(err);
+  KT_CHECK(kn_consumer_checkpoint_async(kc, kn_batch_record(b, 0)) ==
+           KN_ERR__LEASE_LOST);
+  if (table_lease(ls, &l) == 0) {
+    KT_CHECK(str_is(l.owner, "w2"));
+    kn_lease_clear(&l);
+  }
+out:
+  kn_batch_destroy(b);
+  kn_consumer_destroy(kc);
+  kn_lease_store_destroy(ls);
+}
+
+int main(void) {
+  (void)kt_closed_port;
+  if (kt_httpd_start(&srv, handle, NULL)) {
+    fprintf(stderr, "cannot start the test server\n");
+    return 1;
+  }
+  KT_RUN(test_checkpoints);
+  KT_RUN(test_lease_taken);
+  kt_httpd_stop(&srv);
+  kt_aws_cleanup();
+  return KT_DONE();
+}
