@@ -9,8 +9,10 @@
  * results come back as messages; readers are started and stopped here;
  * the application hears of leases through its events and replies.
  *
- * Nothing here blocks on the lease store, so renewals are sent on time
- * whatever a slow call is doing. */
+ * Apart from opening the store at start, nothing here waits for the
+ * lease store, so renewals are sent on time whatever a slow call is
+ * doing.  (A shard gone from the stream and the fan-out checks still ask
+ * Kinesis from this thread, as they did before.) */
 #include <stdlib.h>
 #include <string.h>
 
