@@ -11,8 +11,8 @@
  *
  * Apart from opening the store at start, nothing here waits for the
  * lease store, so renewals are sent on time whatever a slow call is
- * doing.  (A shard gone from the stream and the fan-out checks still ask
- * Kinesis from this thread, as they did before.) */
+ * doing.  (The fan-out checks still ask Kinesis from this thread, as they
+ * did before.) */
 #include <stdlib.h>
 #include <string.h>
 
@@ -408,7 +408,13 @@ static void note_listing(drv_t *d, kn_store_job_t *j) {
   pthread_mutex_unlock(&kc->mu);
 }
 
+static void stream_checked(drv_t *d, kn_store_job_t *j);
+
 static void store_done(drv_t *d, kn_store_job_t *j) {
+  if (j->stream_check) {
+    stream_checked(d, j);
+    return;
+  }
   int64_t now = kn_mono_ms();
   count_store(d, j);
   log_store(d, j);
@@ -467,16 +473,38 @@ static void shard_ended(drv_t *d, kn_ctl_msg_t *m) {
   drain(d);
 }
 
+/* A reader found its shard missing: gone past retention if the stream is
+ * still there (asked on a store thread: DescribeStreamSummary may retry
+ * for a while), or the stream is gone and the consumer fails. */
 static void shard_gone(drv_t *d, kn_ctl_msg_t *m) {
   kn_consumer_t *kc = d->kc;
   if (current(kc, m->cs, m->tenure)) kn_reader_stop(kc, m->cs);
-  if (!kn_control_stream_exists(kc)) return;
-  /* The stream is there, so the shard has aged out of retention:
-   * nothing is left to read in it (the core says so). */
-  kn_dbg(&kc->log, "CONTROL", "shard %s: %s", m->cs->id,
-         kn_error_string(m->err));
+  kn_dbg(&kc->log, "CONTROL", "shard %s: %s: does the stream exist?",
+         m->cs->id, kn_error_string(m->err));
   if (!live(d)) return;
-  kn_cc_shard_gone(d->cc, m->cs->id, m->tenure, kn_mono_ms());
+  kn_store_job_t *j = kn_store_job_stream_check(m->cs, m->tenure);
+  if (!j) {
+    set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory"));
+    return;
+  }
+  kn_store_pool_submit(d->pool, j);
+}
+
+static void stream_checked(drv_t *d, kn_store_job_t *j) {
+  kn_consumer_t *kc = d->kc;
+  if (j->err && kn_error_code(j->err) == KN_ERR_RESOURCE_NOT_FOUND) {
+    set_fatal(kc, kn_error_prefix(j->err, "stream \"%s\"", kc->stream));
+    j->err = NULL;
+    return; /* handle() closes the core */
+  }
+  /* The stream is there (or cannot be asked now, which is taken as
+   * there, as before): the shard has aged out of retention and nothing
+   * is left to read in it (the core says so). */
+  if (j->err)
+    kn_dbg(&kc->log, "CONTROL", "stream \"%s\": %s", kc->stream,
+           kn_error_string(j->err));
+  if (!live(d)) return;
+  kn_cc_shard_gone(d->cc, j->cs->id, j->tenure, kn_mono_ms());
   drain(d);
 }
 

@@ -59,6 +59,16 @@ kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a) {
   return j;
 }
 
+kn_store_job_t *kn_store_job_stream_check(kn_cshard_t *cs, int64_t tenure) {
+  kn_store_job_t *j = calloc(1, sizeof(*j));
+  if (!j) return NULL;
+  j->stream_check = 1;
+  j->op = KN_CC_LOG;
+  j->cs = cs;
+  j->tenure = tenure;
+  return j;
+}
+
 void kn_store_job_free(kn_store_job_t *j) {
   if (!j) return;
   free(j->key);
@@ -98,7 +108,20 @@ static kn_error_t *list_shards(kn_consumer_t *kc, kn_store_job_t *j) {
   return NULL;
 }
 
+static void check_stream(kn_consumer_t *kc, kn_store_job_t *j) {
+  kn_stream_summary_t *sum = NULL;
+  int64_t t0 = kn_mono_us();
+  j->sent_ms = kn_mono_ms();
+  j->err = kn_describe_stream_summary(kc->client, kc->stream, &sum);
+  kn_stream_summary_destroy(sum);
+  j->took_us = kn_mono_us() - t0;
+}
+
 static void run(kn_consumer_t *kc, kn_store_job_t *j) {
+  if (j->stream_check) {
+    check_stream(kc, j);
+    return;
+  }
   kn_lease_store_t *ls = kc->ls;
   const kn_lease_store_ops_t *o = ls->ops;
   const char *w = kc->worker_id;

@@ -18,6 +18,11 @@
 
 typedef struct kn_store_job {
   struct kn_store_job *next;   /* the pool's queue */
+  /* Not for the core: does the stream still exist (DescribeStreamSummary)
+   * now that the reader of (cs, tenure) found its shard missing?  op is
+   * then KN_CC_LOG, which is no store call. */
+  int stream_check;
+  kn_cshard_t *cs;
   /* The call (copied from the action). */
   kn_cc_op_t op;
   uint64_t id;
@@ -49,6 +54,8 @@ typedef struct kn_store_job {
 /* A job for a store action (LIST_LEASES .. SET_CHILDREN, LIST_SHARDS),
  * copied; NULL on out-of-memory. */
 kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a);
+/* A stream check for cs's reader of `tenure`; NULL on out-of-memory. */
+kn_store_job_t *kn_store_job_stream_check(kn_cshard_t *cs, int64_t tenure);
 /* Accepts NULL. */
 void kn_store_job_free(kn_store_job_t *j);
 

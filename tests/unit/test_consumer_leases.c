@@ -1,7 +1,8 @@
 /* The consumer in lease mode against a scripted Kinesis on loopback and a
  * process-local lease table ("memory:NAME", also read and changed here):
  * the application's checkpoints (written, prepared, refused), its fencing
- * token, a lease taken by another worker, and the release at close. */
+ * token, a lease taken by another worker, the release at close, and a
+ * shard gone past retention. */
 #include <pthread.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@
 /* ---- the scripted server: one open shard, three records ---- */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int n_get_records;
+static int n_get_records, n_describe;
+static int shard_gone; /* GetShardIterator: ResourceNotFound (past retention) */
 
 static const char *target(const kt_httpd_req_t *req) {
   const char *t = strstr(req->head, "X-Amz-Target: Kinesis_20131202.");
@@ -47,6 +49,10 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
         "{\"Shards\":[{\"ShardId\":\"shardId-0\",\"HashKeyRange\":{"
         "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"" MAX_KEY "\"},"
         "\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"}}]}");
+  } else if (strcmp(action, "GetShardIterator") == 0 && shard_gone) {
+    *out_len = json_resp(out, size, 400,
+                         "{\"__type\":\"ResourceNotFoundException\","
+                         "\"message\":\"scripted\"}");
   } else if (strcmp(action, "GetShardIterator") == 0) {
     *out_len = json_resp(out, size, 200, "{\"ShardIterator\":\"it\"}");
   } else if (strcmp(action, "GetRecords") == 0) {
@@ -58,6 +64,7 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
                              : "{\"Records\":[],\"NextShardIterator\":\"it\","
                                "\"MillisBehindLatest\":0}");
   } else if (strcmp(action, "DescribeStreamSummary") == 0) {
+    n_describe++;
     *out_len = json_resp(out, size, 200,
                          "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\","
                          "\"StreamStatus\":\"ACTIVE\",\"OpenShardCount\":1}}");
@@ -116,7 +123,7 @@ static kn_consumer_t *consumer(const char *table) {
     if (kn_conf_set(conf, props[i][0], props[i][1], err, sizeof err))
       fprintf(stderr, "%s: %s\n", props[i][0], err);
   pthread_mutex_lock(&mu);
-  n_get_records = 0;
+  n_get_records = n_describe = 0;
   pthread_mutex_unlock(&mu);
   acquired = lost = 0;
   acquired_token = -1;
@@ -277,6 +284,39 @@ out:
   kn_lease_store_destroy(ls);
 }
 
+/* A shard past retention (the stream is there): finished as read, its
+ * lease at SHARD_END and released. */
+static void test_shard_gone(void) {
+  kn_error_t *err = NULL;
+  kn_lease_store_t *ls = kn_lease_store_open("memory:gone", NULL, &err);
+  KT_CHECK(ls != NULL);
+  pthread_mutex_lock(&mu);
+  shard_gone = 1;
+  pthread_mutex_unlock(&mu);
+  kn_consumer_t *kc = consumer("gone");
+  KT_CHECK(kc != NULL);
+  if (!kc || !ls) return;
+  kn_lease_t l;
+  memset(&l, 0, sizeof(l));
+  int64_t end = kn_mono_ms() + 10000;
+  int finished = 0;
+  while (!finished && kn_mono_ms() < end) {
+    kn_batch_destroy(kn_consumer_poll(kc, 50));
+    if (table_lease(ls, &l) == 0) {
+      finished = kn_lease_is_shard_end(&l) && l.owner == NULL;
+      kn_lease_clear(&l);
+    }
+  }
+  KT_CHECK(finished);
+  KT_CHECK(kn_consumer_fatal_error(kc) == NULL);
+  pthread_mutex_lock(&mu);
+  KT_CHECK(n_describe >= 1);
+  shard_gone = 0;
+  pthread_mutex_unlock(&mu);
+  kn_consumer_destroy(kc);
+  kn_lease_store_destroy(ls);
+}
+
 int main(void) {
   (void)kt_closed_port;
   if (kt_httpd_start(&srv, handle, NULL)) {
@@ -285,6 +325,7 @@ int main(void) {
   }
   KT_RUN(test_checkpoints);
   KT_RUN(test_lease_taken);
+  KT_RUN(test_shard_gone);
   kt_httpd_stop(&srv);
   kt_aws_cleanup();
   return KT_DONE();
