@@ -45,7 +45,11 @@ typedef struct cc_lease {
   cc_req_t *reqs, *reqs_tail;
 } cc_lease_t;
 
-enum { P_NONE, P_SYNC, P_TAKE };
+/* What a listing is for.  A sync lists the leases, the shards, then the
+ * leases again, and plans on both lease listings: one older than the
+ * shard listing (a shard open in the listing and leaseless before it was
+ * never finished) and one newer (a closed shard's family as it is now). */
+enum { P_NONE, P_SYNC_LEASES1, P_SYNC_SHARDS, P_SYNC_LEASES2, P_TAKE };
 
 /* A call in flight. */
 typedef struct cc_op {
@@ -79,6 +83,9 @@ struct kn_cc {
   int sync_failures;
   kn_cc_shard_t *shards; /* the last listing, owned strings */
   size_t n_shards;
+  kn_lease_t *snap;      /* the sync's first lease listing (owned) */
+  size_t n_snap;
+  int64_t sync_emit_ms;  /* when that listing was asked for */
   kn_cc_create_t *plan;  /* creates of the sync in progress */
   size_t n_plan, plan_next;
   int wave_left, create_failed;
@@ -438,6 +445,7 @@ void kn_cc_destroy(kn_cc_t *c) {
   free(c->ls);
   kn_lease_observer_free(&c->obs);
   shards_free(c->shards, c->n_shards);
+  kn_lease_array_free(c->snap, c->n_snap);
   free(c->plan);
   free(c->worker);
   free(c->initial);
@@ -478,9 +486,10 @@ int kn_cc_synced(const kn_cc_t *c) { return c->synced; }
 /* ---- time ---- */
 
 static void start_sync(kn_cc_t *c, int64_t now) {
-  cc_op_t *o = op_new(c, KN_CC_LIST_SHARDS, NULL, -1, now);
+  cc_op_t *o = op_new(c, KN_CC_LIST_LEASES, NULL, -1, now);
   if (!o || !call(c, o)) return;
-  o->purpose = P_SYNC;
+  o->purpose = P_SYNC_LEASES1;
+  c->sync_emit_ms = now;
   c->syncing = 1;
   c->resync = 0;
 }
@@ -568,7 +577,6 @@ static void create_wave(kn_cc_t *c, int64_t now) {
     cc_op_t *o = op_new(c, KN_CC_CREATE, s->id, -1, now);
     cc_act_t *x = o ? call(c, o) : NULL;
     if (!x) continue;
-    o->purpose = P_SYNC;
     o->wave = wave;
     set_str(o->ckpt, p->checkpoint);
     kn_lease_t l;
@@ -627,11 +635,46 @@ void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     c->sync_at = now + 1000;
     return;
   }
-  o->purpose = P_SYNC;
+  o->purpose = P_SYNC_LEASES2;
+}
+
+/* The first lease listing of a sync: kept, then the shards are listed. */
+static void sync_snapshot(kn_cc_t *c, const kn_lease_t *v, size_t n,
+                          int64_t now) {
+  kn_lease_array_free(c->snap, c->n_snap);
+  c->snap = NULL;
+  c->n_snap = 0;
+  int oom = 0;
+  if (n && !(c->snap = calloc(n, sizeof(*c->snap)))) oom = 1;
+  for (size_t i = 0; i < n && !oom; i++, c->n_snap++)
+    if (kn_lease_copy(&c->snap[i], &v[i])) oom = 1;
+  cc_op_t *o = oom ? NULL : op_new(c, KN_CC_LIST_SHARDS, NULL, -1, now);
+  if (!o || !call(c, o)) {
+    c->syncing = 0;
+    c->sync_at = now + 1000;
+    return;
+  }
+  o->purpose = P_SYNC_SHARDS;
+}
+
+static kn_lease_t *both_of(kn_lease_t *both, const kn_lease_t *v, size_t n,
+                           const kn_cc_t *c) {
+  if (n) memcpy(both, v, n * sizeof(*v));
+  if (c->n_snap) memcpy(both + n, c->snap, c->n_snap * sizeof(*v));
+  return both;
 }
 
 static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
                         int64_t now) {
+  if (now - c->sync_emit_ms > c->cfg.duration_ms / 2) {
+    /* The view spans a pause or a very slow store: a lease may have been
+     * created, finished and cleaned up meanwhile.  Look again. */
+    logf_(c, KN_CC_LOG_WARN, "shard sync took %lld ms: its view is too old "
+          "to act on; syncing again", (long long)(now - c->sync_emit_ms));
+    c->syncing = 0;
+    c->sync_at = now + backoff_ms(c->sync_failures++);
+    return;
+  }
   /* Cleanup first: finished parents whose children have started. */
   for (size_t i = 0; i < n; i++) {
     if (!kn_cc_can_remove(v, n, i, c->shards, c->n_shards)) continue;
@@ -642,12 +685,17 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
   free(c->plan);
   c->plan = NULL;
   c->n_plan = c->plan_next = 0;
-  if (kn_cc_plan_sync(c->shards, c->n_shards, v, n, c->initial, &c->plan,
-                      &c->n_plan)) {
+  /* Both listings: a lease in either counts (the array borrows them). */
+  kn_lease_t *both = malloc((n + c->n_snap + 1) * sizeof(*both));
+  if (!both || kn_cc_plan_sync(c->shards, c->n_shards, both_of(both, v, n, c),
+                               n + c->n_snap, c->initial, &c->plan,
+                               &c->n_plan)) {
+    free(both);
     c->syncing = 0;
     c->sync_at = now + 1000;
     return;
   }
+  free(both);
   create_wave(c, now);
 }
 
@@ -663,12 +711,13 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   int64_t emit_ms = o->emit_ms;
   op_free(o);
   if (purpose == P_TAKE) c->taking = 0;
+  int sync = purpose == P_SYNC_LEASES1 || purpose == P_SYNC_LEASES2;
   if (c->closing || c->fatal) {
-    if (purpose == P_SYNC) c->syncing = 0;
+    if (sync) c->syncing = 0;
     return;
   }
   if (err) {
-    if (purpose == P_SYNC) {
+    if (sync) {
       sync_failed(c, err, "lease table", now);
     } else {
       logf_(c, KN_CC_LOG_WARN, "lease table: %s", kn_error_string(err));
@@ -678,7 +727,8 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   }
   if (kn_lease_observer_update(&c->obs, v, n, now) == 0 && purpose == P_TAKE)
     take_round(c, v, n, emit_ms, now);
-  if (purpose == P_SYNC) sync_leases(c, v, n, now);
+  if (purpose == P_SYNC_LEASES1) sync_snapshot(c, v, n, now);
+  if (purpose == P_SYNC_LEASES2) sync_leases(c, v, n, now);
   pump_all(c, now);
 }
 

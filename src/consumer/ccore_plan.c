@@ -24,6 +24,8 @@ typedef struct plan_ctx {
   size_t *kid_at;        /* n + 1 offsets */
   long *par[2];          /* parent indexes in the listing, or -1 */
   unsigned char *leased, *covered, *lineage, *want;
+  unsigned char *named;     /* a lease names the shard as its parent */
+  unsigned char *gone_read; /* a parent past the listing has a lease */
 } plan_ctx_t;
 
 static long find_shard(const kn_cc_shard_t *s, size_t n, const char *id) {
@@ -46,7 +48,9 @@ static int covered(plan_ctx_t *x, size_t i) {
   if (x->covered[i] == M_BUSY) return 0; /* a cycle: malformed listing */
   if (x->covered[i] != M_UNKNOWN) return x->covered[i] == M_YES;
   x->covered[i] = M_BUSY;
-  int r = 0;
+  /* A child's lease names it: the child exists in the table even where
+   * the listing is older than the child. */
+  int r = x->named[i];
   for (size_t k = x->kid_at[i]; k < x->kid_at[i + 1] && !r; k++) {
     size_t c = x->kids[k];
     r = x->leased[c] || covered(x, c);
@@ -60,7 +64,7 @@ static int lineage(plan_ctx_t *x, size_t i) {
   if (x->lineage[i] == M_BUSY) return 0;
   if (x->lineage[i] != M_UNKNOWN) return x->lineage[i] == M_YES;
   x->lineage[i] = M_BUSY;
-  int r = 0;
+  int r = x->gone_read[i];
   for (int k = 0; k < 2 && !r; k++) {
     long p = x->par[k][i];
     if (p < 0) continue;
@@ -110,8 +114,10 @@ static int build(plan_ctx_t *x) {
   x->covered = calloc(n + 1, 1);
   x->lineage = calloc(n + 1, 1);
   x->want = calloc(n + 1, 1);
+  x->named = calloc(n + 1, 1);
+  x->gone_read = calloc(n + 1, 1);
   if (!x->kid_at || !x->kids || !x->par[0] || !x->par[1] || !x->leased ||
-      !x->covered || !x->lineage || !x->want)
+      !x->covered || !x->lineage || !x->want || !x->named || !x->gone_read)
     return -1;
   size_t *cnt = x->kid_at; /* counts first, then offsets */
   for (size_t i = 0; i < n; i++) {
@@ -121,7 +127,18 @@ static int build(plan_ctx_t *x) {
     for (int k = 0; k < 2; k++)
       if (x->par[k][i] >= 0) cnt[x->par[k][i] + 1]++;
     x->leased[i] = find_lease(x->leases, x->n_leases, x->s[i].id) != NULL;
+    /* A parent past retention whose lease remains was read here. */
+    const char *pid[2] = {x->s[i].parent, x->s[i].adjacent};
+    for (int k = 0; k < 2; k++)
+      if (pid[k] && x->par[k][i] < 0 &&
+          find_lease(x->leases, x->n_leases, pid[k]))
+        x->gone_read[i] = 1;
   }
+  for (size_t j = 0; j < x->n_leases; j++)
+    for (size_t k = 0; k < x->leases[j].n_parents; k++) {
+      long p = find_shard(x->s, n, x->leases[j].parents[k]);
+      if (p >= 0) x->named[p] = 1;
+    }
   for (size_t i = 0; i < n; i++) cnt[i + 1] += cnt[i];
   size_t *fill = calloc(n + 1, sizeof(size_t));
   if (!fill) return -1;
@@ -143,6 +160,8 @@ static void ctx_free(plan_ctx_t *x) {
   free(x->covered);
   free(x->lineage);
   free(x->want);
+  free(x->named);
+  free(x->gone_read);
 }
 
 static int by_wave(const void *a, const void *b) {
