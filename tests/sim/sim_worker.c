@@ -294,7 +294,7 @@ static void reader_step(sim_t *s, int w, int64_t serial) {
   }
   sim_shard_t *h = &s->sh[r->shard];
   size_t avail = h->n > r->next ? h->n - r->next : 0;
-  size_t take = (size_t)sim_range(&s->rng, 1, 10);
+  size_t take = (size_t)sim_range(&s->rng, 1, 60);
   if (take > avail) take = avail;
   for (size_t j = 0; j < take; j++) {
     sim_check_delivery(s, w, r, r->next);
