@@ -23,7 +23,7 @@ static void usage(void) {
           "usage: kn_sim [--seed N] [--runs K] [--workers W] [--shards S]\n"
           "              [--faults none|kills|all|mixed]\n"
           "              [--topology static|split|merge|mixed|idle|random]\n"
-          "              [--seconds T] [--trace] [--scenario NAME]\n"
+          "              [--seconds T] [--trace] [--first] [--scenario NAME]\n"
           "scenarios: %s\n",
           sim_scenario_names());
 }
@@ -38,10 +38,15 @@ int main(int argc, char **argv) {
   sim_opts_t o = {.seed = 1, .workers = 0, .shards = 0, .faults = -1,
                   .topology = SIM_TOPO_RANDOM, .seconds = 60};
   long long runs = 1;
+  int first = 0; /* stop at the first violation */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--trace") == 0) {
       o.trace_always = 1;
+      continue;
+    }
+    if (strcmp(a, "--first") == 0) {
+      first = 1;
       continue;
     }
     if (!v) {
@@ -117,6 +122,10 @@ int main(int argc, char **argv) {
     for (int d = 0; d < DUP_N; d++) dups[d] += s.dups[d];
     vhours += (double)s.end / 3.6e6;
     sim_free(&s);
+    if (first && violations) {
+      runs = r + 1;
+      break;
+    }
   }
   printf("kn_sim: runs %lld violations %lld records %lld deliveries %lld "
          "duplicates kill %lld freeze %lld store %lld move %lld "

@@ -60,6 +60,25 @@ void sim_init(sim_t *s, const sim_opts_t *o) {
     sim_push(s, sim_range(&s->rng, 2000, 10000), EV_FAULT, -1, 0, 0, 0, NULL);
 }
 
+/* Generations of shards: each may take a sync and a take round to start
+ * after its parents finish, so the quiet period grows with them. */
+static int depth(const sim_t *s, int i) {
+  const sim_shard_t *h = &s->sh[i];
+  int d = 0;
+  if (h->parent >= 0) d = depth(s, h->parent);
+  if (h->adjacent >= 0 && depth(s, h->adjacent) > d) d = depth(s, h->adjacent);
+  return d + 1;
+}
+
+static void faults_end(sim_t *s) {
+  int g = 0;
+  s->faults_on = 0;
+  for (int i = 0; i < s->n_sh; i++)
+    if (depth(s, i) > g) g = depth(s, i);
+  s->end += (int64_t)g * (s->cfg.sync_ms + s->cfg.take_ms);
+  sim_trace(s, -1, "faults_end", NULL, g, s->end);
+}
+
 static void apply(sim_t *s, sim_call_t *c) {
   char *old = NULL;
   int i = c->key ? sim_store_find(s, c->key) : -1;
@@ -74,16 +93,13 @@ static void apply(sim_t *s, sim_call_t *c) {
 int sim_run(sim_t *s) {
   sim_ev_t ev;
   while (!s->violated && sim_pop(s, &ev)) {
-    if (ev.t > s->end) {
+    if (ev.t > s->end && !s->faults_on) {
       if (ev.kind == EV_STORE_APPLY || ev.kind == EV_STORE_REPLY)
         sim_call_free(ev.p);
       continue;
     }
     s->now = ev.t;
-    if (s->faults_on && s->now >= s->faults_end) {
-      s->faults_on = 0;
-      sim_trace(s, -1, "faults_end", NULL, 0, 0);
-    }
+    if (s->faults_on && s->now >= s->faults_end) faults_end(s);
     if (++s->n_events > SIM_MAX_EVENTS) {
       sim_violate(s, "more than %d events: a busy loop?", SIM_MAX_EVENTS);
       break;
