@@ -82,6 +82,8 @@ typedef struct sim_shard {
   uint64_t hs, he;         /* hash range */
   char hs_s[24], he_s[24];
   int closed, idle, listed;
+  int gone;                /* past retention: unlisted and unreadable */
+  int64_t closed_t;
   int children[2], n_children;
   sim_rec_t *rec;
   size_t n, cap;
@@ -217,6 +219,7 @@ struct sim {
   int64_t next_rid;
   int child_shards;     /* the server returns ChildShards at shard end */
   int64_t at_ts;        /* AT_TIMESTAMP's timestamp */
+  int64_t retention_ms; /* closed shards go this long after closing; 0 never */
   /* workers */
   sim_worker_t wk[SIM_MAX_WORKERS];
   int n_wk;
@@ -267,6 +270,7 @@ int sim_shard_find(const sim_t *s, const char *id);
 void sim_append(sim_t *s, int shard, int n);
 int sim_split(sim_t *s, int shard, int idle_child);
 int sim_merge(sim_t *s, int a, int b);
+void sim_retention(sim_t *s); /* closed shards past retention go */
 /* The listing as the server gives it: *v (malloc'ed) of *n entries,
  * strings pointing into s. */
 void sim_list_shards(const sim_t *s, kn_cc_shard_t **v, size_t *n);
@@ -288,6 +292,7 @@ int64_t sim_latency(sim_t *s);
 
 /* sim_check.c */
 void sim_check_delivery(sim_t *s, int w, const sim_reader_t *r, size_t idx);
+void sim_check_reading(sim_t *s, int w, const sim_reader_t *r);
 void sim_check_start(sim_t *s, int w, const kn_cc_action_t *a, int shard);
 void sim_check_landed(sim_t *s, const sim_call_t *c, const char *old_ckpt);
 void sim_check_end(sim_t *s);

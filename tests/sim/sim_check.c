@@ -95,6 +95,19 @@ void sim_check_delivery(sim_t *s, int w, const sim_reader_t *r, size_t idx) {
   s->deliveries++;
 }
 
+/* A reader still running (its deadline not passed) while a later tenure
+ * took the lease more than a lease duration ago: two holders. */
+void sim_check_reading(sim_t *s, int w, const sim_reader_t *r) {
+  const sim_shard_t *h = &s->sh[r->shard];
+  if (h->cur_tenure > r->tenure && s->now - h->cur_take_t > s->cfg.duration_ms)
+    sim_violate(s,
+                "fencing: w%d tenure %lld of %s still reads at %lld ms, but "
+                "w%d took the lease (tenure %lld) at %lld ms",
+                w, (long long)r->tenure, h->id, (long long)s->now,
+                h->cur_ten_w, (long long)h->cur_tenure,
+                (long long)h->cur_take_t);
+}
+
 void sim_check_start(sim_t *s, int w, const kn_cc_action_t *a, int sh) {
   sim_shard_t *h = &s->sh[sh];
   const char *ck = a->lease ? a->lease->checkpoint : NULL;
@@ -184,6 +197,7 @@ void sim_check_end(sim_t *s) {
       }
     int li = sim_store_find(s, h->id);
     const kn_lease_t *l = li >= 0 ? &s->table[li] : NULL;
+    if (h->gone) continue; /* what becomes of its lease is not checked */
     if (h->closed) {
       if (l && !kn_lease_is_shard_end(l) && h->lease_created)
         sim_violate(s, "closed %s: lease left at %s", h->id,

@@ -112,6 +112,7 @@ void sim_fault_event(sim_t *s, const sim_ev_t *ev) {
   if (!s->faults_on) return;
   switch (ev->kind) {
     case EV_APPEND: {
+      sim_retention(s);
       int v[SIM_MAX_SHARDS], n = open_shards(s, v), m = 0;
       for (int j = 0; j < n; j++)
         if (!s->sh[v[j]].idle) v[m++] = v[j];

@@ -25,6 +25,8 @@ static void init_cfg(sim_t *s) {
   s->cfg.initial = s->initial;
   s->at_ts = sim_range(&s->rng, 0, 20000);
   s->child_shards = sim_chance(&s->rng, 500);
+  s->retention_ms = sim_chance(&s->rng, 150) ? sim_range(&s->rng, 20000, 60000)
+                                             : 0;
 }
 
 void sim_init(sim_t *s, const sim_opts_t *o) {

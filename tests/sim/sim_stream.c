@@ -68,6 +68,7 @@ int sim_split(sim_t *s, int i, int idle_child) {
   uint64_t mid = h->hs + (h->he - h->hs) / 2;
   uint64_t hs = h->hs, he = h->he;
   h->closed = 1;
+  h->closed_t = s->now;
   int a = sim_shard_add(s, i, -1, hs, mid);
   int b = sim_shard_add(s, i, -1, mid + 1, he);
   if (idle_child == 1) s->sh[a].idle = 1;
@@ -81,9 +82,25 @@ int sim_merge(sim_t *s, int a, int b) {
       s->n_sh + 1 > SIM_MAX_SHARDS)
     return -1;
   s->sh[a].closed = s->sh[b].closed = 1;
+  s->sh[a].closed_t = s->sh[b].closed_t = s->now;
   int c = sim_shard_add(s, a, b, s->sh[a].hs, s->sh[b].he);
   sim_trace(s, -1, "merge", s->sh[a].id, b, c);
   return c;
+}
+
+void sim_retention(sim_t *s) {
+  if (!s->retention_ms) return;
+  for (int i = 0; i < s->n_sh; i++) {
+    sim_shard_t *h = &s->sh[i];
+    if (!h->closed || h->gone || s->now - h->closed_t < s->retention_ms)
+      continue;
+    h->gone = 1;
+    h->listed = 0;
+    /* what was not read in time is not wanted any more */
+    for (size_t k = 0; k < h->n; k++)
+      if (!h->rec[k].deliveries) h->rec[k].required = 0;
+    sim_trace(s, -1, "retention", h->id, (int64_t)h->n, 0);
+  }
 }
 
 void sim_shard_desc(const sim_t *s, int i, kn_cc_shard_t *d) {

@@ -293,6 +293,19 @@ static void reader_step(sim_t *s, int w, int64_t serial) {
     return;
   }
   sim_shard_t *h = &s->sh[r->shard];
+  if (h->gone) {
+    char key[24];
+    int64_t tenure = r->tenure;
+    memcpy(key, r->key, sizeof(key));
+    /* gone: an end of its own */
+    s->ten[r->ten].flags |= TEN_STOPPED | TEN_ENDED;
+    s->ten[r->ten].end_t = s->now;
+    remove_reader(k, i);
+    sim_trace(s, w, "shard_gone", key, tenure, 0);
+    kn_cc_shard_gone(k->cc, key, tenure, now);
+    return;
+  }
+  sim_check_reading(s, w, r);
   size_t avail = h->n > r->next ? h->n - r->next : 0;
   size_t take = (size_t)sim_range(&s->rng, 1, 60);
   if (take > avail) take = avail;
