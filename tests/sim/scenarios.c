@@ -38,8 +38,8 @@ static void split_chain_step(sim_t *s, int64_t step) {
   if (step == 0) sim_split(s, 0, 2);
   if (step == 1) sim_split(s, 1, 0);
 }
-static const sim_scenario_ops_t split_chain_ops = {split_chain_step, NULL,
-                                                   NULL, no_duplicates};
+static const sim_scenario_ops_t split_chain_ops = {
+    .step = split_chain_step, .check_end = no_duplicates};
 static void split_chain(sim_t *s) {
   base(s, 1);
   sim_shard_add(s, -1, -1, 0, UINT64_MAX);
@@ -99,7 +99,8 @@ static void late_end_check(sim_t *s) {
   if (!done) sim_violate(s, "no tenure finished shard 0");
 }
 static const sim_scenario_ops_t late_end_ops = {
-    late_end_step, late_end_delay, late_end_fail, late_end_check};
+    .step = late_end_step, .ended_delay = late_end_delay,
+    .fail_call = late_end_fail, .check_end = late_end_check};
 static void late_end(sim_t *s) {
   base(s, 1);
   sim_shard_add(s, -1, -1, 0, UINT64_MAX);
@@ -116,8 +117,7 @@ static int merge_fail(sim_t *s, const sim_call_t *c) {
   s->had_fault = 1;
   return 1;
 }
-static const sim_scenario_ops_t merge_parent_ops = {NULL, NULL, merge_fail,
-                                                    NULL};
+static const sim_scenario_ops_t merge_parent_ops = {.fail_call = merge_fail};
 static void merge_parent(sim_t *s) {
   base(s, 1);
   uint64_t half = UINT64_MAX / 2;
@@ -130,6 +130,25 @@ static void merge_parent(sim_t *s) {
   s->sc = &merge_parent_ops;
 }
 
+/* (5) A sync whose lease listing lands late (a slow scan): meanwhile the
+ * other worker finishes the parent, starts the children and removes the
+ * parent's lease.  The late sync must not create the parent again. */
+static void slow_scan_step(sim_t *s, int64_t step) { sim_split(s, 0, 0); }
+static int64_t slow_scan_delay(sim_t *s, const sim_call_t *c) {
+  if (c->w != 1 || c->op != KN_CC_LIST_LEASES || s->now < 5000 ||
+      s->now >= 10000)
+    return 0;
+  return 30000;
+}
+static const sim_scenario_ops_t slow_scan_ops = {
+    .step = slow_scan_step, .apply_delay = slow_scan_delay};
+static void slow_scan(sim_t *s) {
+  base(s, 2);
+  sim_shard_add(s, -1, -1, 0, UINT64_MAX);
+  sim_push(s, 10000, EV_SCRIPT, -1, 0, 0, 0, NULL);
+  s->sc = &slow_scan_ops;
+}
+
 static const struct {
   const char *name;
   void (*setup)(sim_t *s);
@@ -138,10 +157,11 @@ static const struct {
     {"partial_table", partial_table},
     {"late_end", late_end},
     {"merge_parent", merge_parent},
+    {"slow_scan", slow_scan},
 };
 
 const char *sim_scenario_names(void) {
-  return "split_chain partial_table late_end merge_parent";
+  return "split_chain partial_table late_end merge_parent slow_scan";
 }
 
 int sim_scenario_setup(sim_t *s, const char *name) {

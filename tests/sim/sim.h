@@ -199,6 +199,8 @@ typedef struct sim_scenario_ops {
   /* Non-zero: this store call fails (not applied). */
   int (*fail_call)(sim_t *s, const sim_call_t *c);
   void (*check_end)(sim_t *s);
+  /* Extra time before the call lands (a slow scan); 0 for none. */
+  int64_t (*apply_delay)(sim_t *s, const sim_call_t *c);
 } sim_scenario_ops_t;
 
 struct sim {

@@ -25,10 +25,12 @@ void sim_fault_store(sim_t *s, sim_call_t *c) {
   if (s->sc && s->sc->fail_call && s->sc->fail_call(s, c)) c->fate = FATE_FAIL;
   switch (c->fate) {
     case FATE_OK:
-    case FATE_LANDED_ERR:
-      sim_push(s, s->now + sim_latency(s), EV_STORE_APPLY, c->w, c->inc, 0, 0,
-               c);
+    case FATE_LANDED_ERR: {
+      int64_t d = sim_latency(s);
+      if (s->sc && s->sc->apply_delay) d += s->sc->apply_delay(s, c);
+      sim_push(s, s->now + d, EV_STORE_APPLY, c->w, c->inc, 0, 0, c);
       break;
+    }
     case FATE_FAIL:
       sim_push(s, s->now + sim_latency(s), EV_STORE_REPLY, c->w, c->inc, 0, 0,
                c);

@@ -105,17 +105,20 @@ int main(int argc, char **argv) {
       violations++;
       printf("VIOLATION seed %llu (workers %d shards %d faults %s topology "
              "%s initial %s child_shards %d%s%s): %s\n",
-             (unsigned long long)ro.seed, ro.workers, ro.shards,
-             fault_names[ro.faults], topo_names[s.o.topology], s.initial,
+             (unsigned long long)ro.seed, s.n_wk, s.n_sh,
+             fault_names[s.o.faults], topo_names[s.o.topology], s.initial,
              s.child_shards, ro.scenario ? " scenario " : "",
              ro.scenario ? ro.scenario : "", s.violation);
       if (violations <= 1) sim_trace_print(&s, 200);
-      printf("reproduce: kn_sim --seed %llu --workers %d --shards %d "
-             "--faults %s --topology %s --seconds %lld%s%s\n",
-             (unsigned long long)ro.seed, ro.workers, ro.shards,
-             fault_names[ro.faults], topo_names[o.topology],
-             (long long)ro.seconds, ro.scenario ? " --scenario " : "",
-             ro.scenario ? ro.scenario : "");
+      if (ro.scenario)
+        printf("reproduce: kn_sim --scenario %s --seed %llu --seconds %lld\n",
+               ro.scenario, (unsigned long long)ro.seed, (long long)ro.seconds);
+      else
+        printf("reproduce: kn_sim --seed %llu --workers %d --shards %d "
+               "--faults %s --topology %s --seconds %lld\n",
+               (unsigned long long)ro.seed, ro.workers, ro.shards,
+               fault_names[ro.faults], topo_names[o.topology],
+               (long long)ro.seconds);
     }
     records += s.records;
     deliveries += s.deliveries;
