@@ -149,6 +149,28 @@ static void slow_scan(sim_t *s) {
   s->sc = &slow_scan_ops;
 }
 
+/* (6) A parent read at LATEST goes past retention while its worker is
+ * down: its lease is still in the table, so its children are wanted from
+ * TRIM_HORIZON although the listing no longer names the parent. */
+static void parent_gone_step(sim_t *s, int64_t step) {
+  if (step == 0) {
+    sim_worker_kill(s, 0);
+    s->had_fault = 1;
+  }
+  if (step == 1) sim_split(s, 0, 0);
+}
+static const sim_scenario_ops_t parent_gone_ops = {.step = parent_gone_step};
+static void parent_gone(sim_t *s) {
+  base(s, 1);
+  s->initial = s->cfg.initial = KN_CKPT_LATEST;
+  s->retention_ms = 20000;
+  sim_shard_add(s, -1, -1, 0, UINT64_MAX);
+  sim_push(s, 9000, EV_SCRIPT, -1, 0, 0, 0, NULL);
+  sim_push(s, 10000, EV_SCRIPT, -1, 0, 1, 0, NULL);
+  sim_push(s, 40000, EV_RESTART, 0, 0, 0, 0, NULL);
+  s->sc = &parent_gone_ops;
+}
+
 static const struct {
   const char *name;
   void (*setup)(sim_t *s);
@@ -158,10 +180,12 @@ static const struct {
     {"late_end", late_end},
     {"merge_parent", merge_parent},
     {"slow_scan", slow_scan},
+    {"parent_gone", parent_gone},
 };
 
 const char *sim_scenario_names(void) {
-  return "split_chain partial_table late_end merge_parent slow_scan";
+  return "split_chain partial_table late_end merge_parent slow_scan "
+         "parent_gone";
 }
 
 int sim_scenario_setup(sim_t *s, const char *name) {
