@@ -246,6 +246,7 @@ static void stop_reading(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
 static void drop(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
   stop_reading(c, l, reason);
   l->held = 0;
+  c->idle = 0; /* a take round decides what happens to it */
   fail_reqs(c, l, KN_ERR__LEASE_LOST);
 }
 
@@ -542,6 +543,7 @@ static void sync_failed(kn_cc_t *c, const kn_error_t *err, const char *what,
 }
 
 static void sync_succeeded(kn_cc_t *c, int64_t now) {
+  if (c->n_plan) c->idle = 0; /* leases were created: look before saying */
   c->syncing = 0;
   c->synced = 1;
   c->sync_failures = 0;
@@ -855,6 +857,7 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
           o->op == KN_CC_RENEW ? " (still held)" : "");
     if (o->op == KN_CC_RELEASE && (c->closing || c->fatal)) {
       l->held = 0; /* given up: it expires in the others' eyes */
+      fail_reqs(c, l, KN_ERR__LEASE_LOST);
       return;
     }
     /* Again soon, well before the deadline. */
@@ -887,6 +890,7 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     req_free(req);
   } else if (o->op == KN_CC_RELEASE) {
     l->held = 0;
+    fail_reqs(c, l, KN_ERR__LEASE_LOST);
     if (l->shard_end_written) {
       l->reading = 0;
       cc_act_t *x = cc_push(&c->q, KN_CC_DONE);
@@ -895,6 +899,7 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
         cc_own(x, &x->a.key, l->key);
       }
       c->take_at = now; /* its children may be ready */
+      c->idle = 0;
     } else {
       logf_(c, KN_CC_LOG_INFO, "released shard %s", l->key);
     }

@@ -5,6 +5,12 @@
 
 #include "consumer/ccore.h"
 
+/* Test builds of the simulator set KN_CC_MUTANT to break one rule on
+ * purpose and show that the simulator notices; 0 in the library. */
+#ifndef KN_CC_MUTANT
+#define KN_CC_MUTANT 0
+#endif
+
 /* Marks per shard of a listing. */
 enum { M_UNKNOWN = 0, M_BUSY, M_NO, M_YES };
 
@@ -70,7 +76,11 @@ static int want(plan_ctx_t *x, size_t i) {
   if (x->want[i] != M_UNKNOWN) return x->want[i] == M_YES;
   x->want[i] = M_BUSY;
   int r = 0;
+#if KN_CC_MUTANT == 2 /* the simulator's check that this rule matters */
+  if (!x->leased[i]) {
+#else
   if (!x->leased[i] && !covered(x, i)) {
+#endif
     if (!x->s[i].closed) {
       r = 1;
     } else {
@@ -227,8 +237,10 @@ int kn_cc_can_remove(const kn_lease_t *leases, size_t n_leases, size_t i,
   if (!kn_lease_is_shard_end(l)) return 0;
   /* Parents go first: while a parent's lease remains, its children's
    * leases order the rest of the family and must stay. */
+#if KN_CC_MUTANT != 1 /* the simulator's check that this rule matters */
   for (size_t p = 0; p < l->n_parents; p++)
     if (find_lease(leases, n_leases, l->parents[p])) return 0;
+#endif
   size_t kids = 0;
   for (size_t c = 0; c < l->n_children; c++, kids++)
     if (!started(find_lease(leases, n_leases, l->children[c]))) return 0;

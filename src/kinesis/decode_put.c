@@ -64,7 +64,9 @@ static int parse_top(kn_jscan_t *js, kn_put_results_t *r, size_t n_sent) {
       continue;
     }
     if (kn_js_arr_open(js)) return -1;
+    /* A second Records array replaces the first: its counts too. */
     r->n = 0;
+    r->failed = 0;
     afirst = 1;
     while ((rc = kn_js_arr_next(js, &afirst)) > 0) {
       if (r->n == n_sent)

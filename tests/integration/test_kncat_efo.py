@@ -133,7 +133,9 @@ class Cases:
         p = kncat(url, "consume", s.name, "--efo-arn", arn, "-c", "20", "-J", tls=True)
         assert p.returncode == 0, p.stderr
         check_once([json.loads(l)["data"] for l in p.stdout.splitlines()], s.sent)
-        p = kncat(url, "consume", s.name, "--efo-arn", arn[:-1] + "9", "-J", tls=True)
+        # Another consumer's ARN: the last digit changed, to one it is not.
+        wrong = arn[:-1] + ("8" if arn.endswith("9") else "9")
+        p = kncat(url, "consume", s.name, "--efo-arn", wrong, "-J", tls=True)
         assert p.returncode != 0 and "no longer exists" in p.stderr, p
 
     def group_kill_one(self):

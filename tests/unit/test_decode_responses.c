@@ -272,6 +272,13 @@ static void test_put_records(void) {
   kn_put_results_destroy(r);
   KT_CHECK(put_records("{\"Records\":null}", 0, &r) == NULL);
   kn_put_results_destroy(r);
+  /* A repeated member: the last array counts, failures included. */
+  KT_CHECK(put_records("{\"Records\":[{\"ErrorCode\":\"InternalFailure\","
+                       "\"ErrorMessage\":\"x\"}],\"Records\":[{\"ShardId\":"
+                       "\"s\",\"SequenceNumber\":\"1\"}]}", 1, &r) == NULL);
+  KT_CHECK_INT(kn_put_results_failed(r), 0);
+  KT_CHECK_STR(kn_put_results_sequence_number(r, 0), "1");
+  kn_put_results_destroy(r);
 }
 
 int main(void) {
