@@ -171,6 +171,38 @@ static void parent_gone(sim_t *s) {
   s->sc = &parent_gone_ops;
 }
 
+/* (7) A table holding only a grandchild's lease: G split into P and P2,
+ * P into C1 and C2, and only C1 has a lease (read up to a checkpoint).
+ * C1's lease says P and G were finished and cleaned up: they are not
+ * created again; P2 and C2 are read from TRIM_HORIZON. */
+static void partial_descendant(sim_t *s) {
+  base(s, 1);
+  sim_shard_add(s, -1, -1, 0, UINT64_MAX);
+  sim_append(s, 0, 20);
+  sim_split(s, 0, 0);
+  sim_append(s, 1, 20);
+  sim_append(s, 2, 5);
+  sim_split(s, 1, 0);
+  sim_append(s, 3, 20);
+  sim_append(s, 4, 20);
+  for (int i = 0; i < 2; i++) {
+    s->sh[i].lease_created = s->sh[i].lease_removed = 1;
+    for (size_t k = 0; k < s->sh[i].n; k++) s->sh[i].rec[k].required = 0;
+  }
+  kn_lease_t l = {0};
+  char *parents[1] = {s->sh[1].id};
+  l.key = s->sh[3].id;
+  l.counter = 4;
+  l.checkpoint = s->sh[3].rec[9].seq;
+  l.parents = parents;
+  l.n_parents = 1;
+  l.hash_start = s->sh[3].hs_s;
+  l.hash_end = s->sh[3].he_s;
+  sim_store_put(s, &l);
+  s->sh[3].lease_created = 1;
+  for (int k = 0; k <= 9; k++) s->sh[3].rec[k].required = 0;
+}
+
 static const struct {
   const char *name;
   void (*setup)(sim_t *s);
@@ -181,11 +213,12 @@ static const struct {
     {"merge_parent", merge_parent},
     {"slow_scan", slow_scan},
     {"parent_gone", parent_gone},
+    {"partial_descendant", partial_descendant},
 };
 
 const char *sim_scenario_names(void) {
   return "split_chain partial_table late_end merge_parent slow_scan "
-         "parent_gone";
+         "parent_gone partial_descendant";
 }
 
 int sim_scenario_setup(sim_t *s, const char *name) {

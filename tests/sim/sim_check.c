@@ -184,6 +184,31 @@ void sim_check_landed(sim_t *s, const sim_call_t *c, const char *old_ckpt) {
   }
 }
 
+static int lease_started(const sim_t *s, int i) {
+  int li = sim_store_find(s, s->sh[i].id);
+  if (li < 0) return s->sh[i].lease_removed;
+  const char *c = s->table[li].checkpoint;
+  return c && ((*c >= '0' && *c <= '9') || is_ckpt(c, KN_CKPT_SHARD_END));
+}
+
+/* Cleanup is live: a finished lease is gone once its children's leases
+ * have moved past their start (or were removed in turn) and no parent's
+ * lease is left. */
+static void check_cleanup(sim_t *s, int i) {
+  const sim_shard_t *h = &s->sh[i];
+  int li = sim_store_find(s, h->id);
+  if (li < 0 || !kn_lease_is_shard_end(&s->table[li]) || !h->n_children)
+    return;
+  int ps[2] = {h->parent, h->adjacent};
+  for (int j = 0; j < 2; j++)
+    if (ps[j] >= 0 && sim_store_find(s, s->sh[ps[j]].id) >= 0) return;
+  for (int j = 0; j < h->n_children; j++)
+    if (s->sh[h->children[j]].gone || !lease_started(s, h->children[j]))
+      return;
+  sim_violate(s, "cleanup: the finished lease of %s is left although its "
+              "children started and no parent's lease is left", h->id);
+}
+
 void sim_check_end(sim_t *s) {
   size_t held_min = (size_t)-1, held_max = 0;
   int alive = 0;
@@ -199,6 +224,7 @@ void sim_check_end(sim_t *s) {
     const kn_lease_t *l = li >= 0 ? &s->table[li] : NULL;
     if (h->gone) continue; /* what becomes of its lease is not checked */
     if (h->closed) {
+      check_cleanup(s, i);
       if (l && !kn_lease_is_shard_end(l) && h->lease_created)
         sim_violate(s, "closed %s: lease left at %s", h->id,
                     l->checkpoint ? l->checkpoint : "(none)");

@@ -105,7 +105,8 @@ int main(int argc, char **argv) {
       violations++;
       printf("VIOLATION seed %llu (workers %d shards %d faults %s topology "
              "%s initial %s child_shards %d%s%s): %s\n",
-             (unsigned long long)ro.seed, s.n_wk, s.n_sh,
+             (unsigned long long)ro.seed, s.n_wk,
+             ro.scenario ? s.n_sh : ro.shards,
              fault_names[s.o.faults], topo_names[s.o.topology], s.initial,
              s.child_shards, ro.scenario ? " scenario " : "",
              ro.scenario ? ro.scenario : "", s.violation);
