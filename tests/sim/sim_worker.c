@@ -238,10 +238,15 @@ void sim_worker_drain(sim_t *s, int w) {
   if (k->alive && k->cc) schedule_tick(s, w);
 }
 
-static void flag_store_fault(sim_t *s, int w) {
+/* A failed write for a held lease may cost that tenure its checkpoint or
+ * its lease: duplicates after it are the store's doing. */
+static void flag_store_fault(sim_t *s, int w, const char *key) {
   sim_worker_t *k = &s->wk[w];
-  for (size_t i = 0; i < k->n_rd; i++) s->ten[k->rd[i].ten].flags |= TEN_STORE_FAULT;
   s->had_fault = 1;
+  if (!key) return;
+  for (size_t i = 0; i < k->n_rd; i++)
+    if (strcmp(k->rd[i].key, key) == 0)
+      s->ten[k->rd[i].ten].flags |= TEN_STORE_FAULT;
 }
 
 static void store_reply(sim_t *s, int w, sim_call_t *c) {
@@ -255,7 +260,7 @@ static void store_reply(sim_t *s, int w, sim_call_t *c) {
     err = kn_error_new(KN_ERR__TIMED_OUT, "simulated time-out");
   else if (c->rc)
     err = kn_error_new(c->rc, "simulated conditional check failed");
-  if (c->fate != FATE_OK) flag_store_fault(s, w);
+  if (c->fate != FATE_OK) flag_store_fault(s, w, c->key);
   sim_trace(s, w, c->op == KN_CC_LIST_LEASES ? "leases_done" : "store_done",
             c->key, (int64_t)c->id, err ? kn_error_code(err) : 0);
   int64_t now = sim_wnow(s, w);
