@@ -97,6 +97,11 @@ static void late_end_check(sim_t *s) {
                     (long long)s->ten[i].tenure);
     }
   if (!done) sim_violate(s, "no tenure finished shard 0");
+  for (size_t i = 0; i < s->n_ten; i++)
+    if (s->ten[i].shard == 0 && s->ten[i].start_t >= 28000 &&
+        (s->ten[i].flags & TEN_STOPPED))
+      sim_violate(s, "tenure %lld of shard 0 was stopped after the cut",
+                  (long long)s->ten[i].tenure);
 }
 static const sim_scenario_ops_t late_end_ops = {
     .step = late_end_step, .ended_delay = late_end_delay,

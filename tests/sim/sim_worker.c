@@ -234,7 +234,16 @@ static void handle(sim_t *s, int w, const kn_cc_action_t *a) {
 void sim_worker_drain(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
   kn_cc_action_t a;
-  while (k->alive && k->cc && kn_cc_next(k->cc, &a)) handle(s, w, &a);
+  while (k->alive && k->cc && kn_cc_next(k->cc, &a)) {
+    handle(s, w, &a);
+    /* a crash between two actions of one decision */
+    if (s->faults_on && s->o.faults >= 1 && sim_chance(&s->rng, 2)) {
+      sim_worker_kill(s, w);
+      s->had_fault = 1;
+      sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0,
+               0, NULL);
+    }
+  }
   if (k->alive && k->cc) schedule_tick(s, w);
 }
 
