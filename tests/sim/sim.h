@@ -170,6 +170,11 @@ typedef struct sim_worker {
   size_t n_proc, cap_proc;
   int64_t partition_until;
   uint64_t reqs;
+  int closing;          /* kn_cc_close called; CLOSED not yet seen */
+  int closed;           /* CLOSED seen: the core goes after this drain */
+  int close_fault;      /* a store call failed while closing */
+  int64_t fault_t;      /* when a store call last failed, or -1 */
+  int64_t close_t;      /* when kn_cc_close was called */
   char slow_take[24];   /* the last TAKE answered after more than 1 s */
   int ckpt_retry;       /* a manual checkpoint failed: again at the next poll */
 } sim_worker_t;
@@ -283,6 +288,7 @@ size_t sim_start_index(const sim_t *s, int i, const char *ckpt);
 /* sim_worker.c */
 void sim_worker_start(sim_t *s, int w);
 void sim_worker_kill(sim_t *s, int w);
+void sim_worker_close(sim_t *s, int w); /* graceful: kn_cc_close */
 void sim_worker_drain(sim_t *s, int w);
 void sim_worker_event(sim_t *s, const sim_ev_t *ev);
 int64_t sim_wnow(const sim_t *s, int w);

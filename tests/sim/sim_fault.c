@@ -56,6 +56,10 @@ static void random_fault(sim_t *s) {
   if (w < 0) return;
   switch (kind) {
     case 0: /* kill, restart later under the same id */
+      if (sim_chance(&s->rng, 300)) {
+        sim_worker_close(s, w); /* or stop gracefully */
+        break;
+      }
       sim_worker_kill(s, w);
       s->had_fault = 1;
       sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0,

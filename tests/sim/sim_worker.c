@@ -27,6 +27,8 @@ void sim_worker_start(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
   k->inc++;
   k->alive = 1;
+  k->closing = k->closed = k->close_fault = 0;
+  k->fault_t = -1;
   k->tick_at = -1;
   k->frozen_until = 0;
   k->off = sim_range(&s->rng, 1000, 100000000);
@@ -65,6 +67,47 @@ void sim_worker_kill(sim_t *s, int w) {
   k->inc++;
   k->tick_at = -1;
   sim_trace(s, w, "kill", NULL, k->inc, 0);
+}
+
+void sim_worker_close(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  if (!k->alive || k->closing) return;
+  k->closing = 1;
+  k->close_t = s->now;
+  sim_trace(s, w, "close", NULL, k->inc, 0);
+  kn_cc_close(k->cc, sim_wnow(s, w));
+  sim_worker_drain(s, w);
+}
+
+/* After CLOSED: nothing is read any more and, unless the store failed
+ * meanwhile, no lease is left in this worker's name. */
+static void closed(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  if (k->n_rd)
+    sim_violate(s, "w%d: CLOSED while it still reads %s", w, k->rd[0].key);
+  /* only the tenures running when the close began: leases of an earlier
+   * life under the same id, or dropped before, do not count; nor does a
+   * close shortly after a failed store call (a write that landed but
+   * answered a time-out leaves the core a counter behind) */
+  if (k->fault_t >= 0 && k->fault_t >= k->close_t - s->cfg.duration_ms)
+    k->close_fault = 1;
+  for (size_t t = 0; t < s->n_ten && !k->close_fault; t++) {
+    if (s->ten[t].w != w || s->ten[t].inc != k->inc ||
+        (s->ten[t].end_t >= 0 && s->ten[t].end_t < k->close_t))
+      continue;
+    int li = sim_store_find(s, s->sh[s->ten[t].shard].id);
+    const kn_lease_t *l = li >= 0 ? &s->table[li] : NULL;
+    if (l && l->owner && strcmp(l->owner, k->id) == 0)
+      sim_violate(s, "w%d: CLOSED but still owns the lease of %s", w, l->key);
+  }
+  kn_cc_destroy(k->cc);
+  k->cc = NULL;
+  k->alive = 0;
+  k->inc++;
+  k->tick_at = -1;
+  k->n_proc = 0;
+  sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0, 0,
+           NULL);
 }
 
 static sim_reader_t *find_reader(sim_worker_t *k, const char *key,
@@ -224,6 +267,7 @@ static void handle(sim_t *s, int w, const kn_cc_action_t *a) {
       break;
     case KN_CC_CLOSED:
       sim_trace(s, w, "CLOSED", NULL, 0, 0);
+      if (k->closing) k->closed = 1;
       break;
     case KN_CC_LOG:
       if (a->level >= KN_CC_LOG_INFO) sim_trace_msg(s, w, a->err_msg);
@@ -234,7 +278,7 @@ static void handle(sim_t *s, int w, const kn_cc_action_t *a) {
 void sim_worker_drain(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
   kn_cc_action_t a;
-  while (k->alive && k->cc && kn_cc_next(k->cc, &a)) {
+  while (k->alive && k->cc && !k->closed && kn_cc_next(k->cc, &a)) {
     handle(s, w, &a);
     /* a crash between two actions of one decision */
     if (s->faults_on && s->o.faults >= 1 && sim_chance(&s->rng, 2)) {
@@ -244,6 +288,7 @@ void sim_worker_drain(sim_t *s, int w) {
                0, NULL);
     }
   }
+  if (k->alive && k->closed) closed(s, w);
   if (k->alive && k->cc) schedule_tick(s, w);
 }
 
@@ -252,6 +297,8 @@ void sim_worker_drain(sim_t *s, int w) {
 static void flag_store_fault(sim_t *s, int w, const char *key) {
   sim_worker_t *k = &s->wk[w];
   s->had_fault = 1;
+  if (k->closing) k->close_fault = 1;
+  k->fault_t = s->now;
   if (!key) return;
   for (size_t i = 0; i < k->n_rd; i++)
     if (strcmp(k->rd[i].key, key) == 0)
