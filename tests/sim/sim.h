@@ -244,6 +244,10 @@ struct sim {
   char violation[512];
   int64_t dups[DUP_N];
   int64_t deliveries, records;
+  /* conditional writes refused although no one else took the lease: the
+   * core's counter fell behind one of its own writes (one that landed but
+   * answered an error) */
+  int64_t stale_counter;
   int had_fault;        /* any kill, freeze or store fault happened */
   sim_trace_ent_t tr[SIM_TRACE];
   uint64_t n_tr;

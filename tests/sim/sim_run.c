@@ -85,7 +85,20 @@ static void apply(sim_t *s, sim_call_t *c) {
   char *old = NULL;
   int i = c->key ? sim_store_find(s, c->key) : -1;
   if (i >= 0) old = kn_strdup0(s->table[i].checkpoint);
+  int own = 0;
+  if (i >= 0 && c->tenure >= 0 && s->table[i].owner && c->owner &&
+      strcmp(s->table[i].owner, c->owner) == 0) {
+    int sh = sim_shard_find(s, c->key);
+    own = sh >= 0 && s->sh[sh].cur_tenure == c->tenure;
+  }
   c->rc = sim_store_apply(s, c);
+  if (c->rc == KN_ERR_CONDITIONAL_CHECK_FAILED && own &&
+      (c->op == KN_CC_RENEW || c->op == KN_CC_CHECKPOINT ||
+       c->op == KN_CC_RELEASE)) {
+    s->stale_counter++;
+    sim_trace(s, c->w, "stale_counter", c->key, c->counter,
+              s->table[i].counter);
+  }
   sim_trace(s, c->w, "landed", c->key, c->op, c->rc);
   if (!c->rc) sim_check_landed(s, c, old);
   free(old);
