@@ -316,7 +316,9 @@ static void store_reply(sim_t *s, int w, sim_call_t *c) {
     err = kn_error_new(KN_ERR__TIMED_OUT, "simulated time-out");
   else if (c->rc)
     err = kn_error_new(c->rc, "simulated conditional check failed");
-  if (c->fate != FATE_OK) flag_store_fault(s, w, c->key);
+  /* a failure, or an answer that took over a second, is a store fault */
+  if (c->fate != FATE_OK || sim_wnow(s, w) - c->sent_ms > 1000)
+    flag_store_fault(s, w, c->key);
   sim_trace(s, w, c->op == KN_CC_LIST_LEASES ? "leases_done" : "store_done",
             c->key, (int64_t)c->id, err ? kn_error_code(err) : 0);
   int64_t now = sim_wnow(s, w);
