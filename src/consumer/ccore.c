@@ -657,6 +657,48 @@ static void sync_snapshot(kn_cc_t *c, const kn_lease_t *v, size_t n,
   o->purpose = P_SYNC_SHARDS;
 }
 
+static int has_child(const kn_lease_t *l, const char *id) {
+  for (size_t k = 0; k < l->n_children; k++)
+    if (strcmp(l->children[k], id) == 0) return 1;
+  return 0;
+}
+
+/* Leases of closed shards get their children from the listing (servers
+ * without ChildShards): the table then keeps the family even after the
+ * shards leave the listing. */
+static void record_children(kn_cc_t *c, const kn_lease_t *v, size_t n,
+                            int64_t now) {
+  for (size_t i = 0; i < n; i++) {
+    size_t kids = 0, missing = 0;
+    for (size_t j = 0; j < c->n_shards; j++) {
+      const kn_cc_shard_t *s = &c->shards[j];
+      if (!((s->parent && strcmp(s->parent, v[i].key) == 0) ||
+            (s->adjacent && strcmp(s->adjacent, v[i].key) == 0)))
+        continue;
+      kids++;
+      missing += !has_child(&v[i], s->id);
+    }
+    if (!missing) continue;
+    cc_op_t *o = op_new(c, KN_CC_SET_CHILDREN, v[i].key, -1, now);
+    cc_act_t *x = o ? call(c, o) : NULL;
+    if (!x || !(x->children = calloc(kids + v[i].n_children, sizeof(char *))))
+      continue;
+    for (size_t k = 0; k < v[i].n_children; k++)
+      if ((x->children[x->n_children] = strdup(v[i].children[k])))
+        x->n_children++;
+    for (size_t j = 0; j < c->n_shards; j++) {
+      const kn_cc_shard_t *s = &c->shards[j];
+      if (((s->parent && strcmp(s->parent, v[i].key) == 0) ||
+           (s->adjacent && strcmp(s->adjacent, v[i].key) == 0)) &&
+          !has_child(&v[i], s->id) &&
+          (x->children[x->n_children] = strdup(s->id)))
+        x->n_children++;
+    }
+    x->a.children = x->children;
+    x->a.n_children = x->n_children;
+  }
+}
+
 static kn_lease_t *both_of(kn_lease_t *both, const kn_lease_t *v, size_t n,
                            const kn_cc_t *c) {
   if (n) memcpy(both, v, n * sizeof(*v));
@@ -675,6 +717,7 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
     c->sync_at = now + backoff_ms(c->sync_failures++);
     return;
   }
+  record_children(c, v, n, now);
   /* Cleanup first: finished parents whose children have started. */
   for (size_t i = 0; i < n; i++) {
     if (!kn_cc_can_remove(v, n, i, c->shards, c->n_shards)) continue;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "consumer/ccore.h"
+#include "kinesis/hashkey.h"
 
 /* Test builds of the simulator set KN_CC_MUTANT to break one rule on
  * purpose and show that the simulator notices; 0 in the library. */
@@ -25,7 +26,8 @@ typedef struct plan_ctx {
   long *par[2];          /* parent indexes in the listing, or -1 */
   unsigned char *leased, *covered, *lineage, *want;
   unsigned char *named;     /* a lease names the shard as its parent */
-  unsigned char *gone_read; /* a parent past the listing has a lease */
+  unsigned char *gone_read; /* descends from a shard read here that the
+                               listing no longer shows */
 } plan_ctx_t;
 
 static long find_shard(const kn_cc_shard_t *s, size_t n, const char *id) {
@@ -40,6 +42,37 @@ static const kn_lease_t *find_lease(const kn_lease_t *v, size_t n,
   for (size_t i = 0; i < n; i++)
     if (v[i].key && strcmp(v[i].key, key) == 0) return &v[i];
   return NULL;
+}
+
+static int range_of(const char *hs, const char *he, kn_u128_t *a,
+                    kn_u128_t *b) {
+  return hs && he && kn_u128_parse(hs, strlen(hs), a) == 0 &&
+         kn_u128_parse(he, strlen(he), b) == 0;
+}
+
+/* A lease of another shard overlaps the hash keys of s.  Shards whose
+ * key ranges overlap are ancestor and descendant (the open shards split
+ * the key space at every moment): a shard whose parents are past the
+ * listing and the table descends from what was read here if one does.
+ * A new application (no lease) has none. */
+static int range_read(const kn_lease_t *v, size_t n, const kn_cc_shard_t *s) {
+  kn_u128_t a, b, c, d;
+  if (!range_of(s->hash_start, s->hash_end, &a, &b)) return 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(v[i].key, s->id) == 0 ||
+        !range_of(v[i].hash_start, v[i].hash_end, &c, &d))
+      continue;
+    if (kn_u128_cmp(a, d) <= 0 && kn_u128_cmp(c, b) <= 0) return 1;
+  }
+  return 0;
+}
+
+/* Some lease names id among its children: id's parent was read here. */
+static int named_child(const kn_lease_t *v, size_t n, const char *id) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < v[i].n_children; k++)
+      if (strcmp(v[i].children[k], id) == 0) return 1;
+  return 0;
 }
 
 /* A descendant has a lease: the shard was read (its lease cleaned up once
@@ -127,12 +160,16 @@ static int build(plan_ctx_t *x) {
     for (int k = 0; k < 2; k++)
       if (x->par[k][i] >= 0) cnt[x->par[k][i] + 1]++;
     x->leased[i] = find_lease(x->leases, x->n_leases, x->s[i].id) != NULL;
-    /* A parent past retention whose lease remains was read here. */
+    /* A parent past retention whose lease remains was read here, and so
+     * was the parent of one a lease names as its child. */
     const char *pid[2] = {x->s[i].parent, x->s[i].adjacent};
     for (int k = 0; k < 2; k++)
       if (pid[k] && x->par[k][i] < 0 &&
-          find_lease(x->leases, x->n_leases, pid[k]))
+          (find_lease(x->leases, x->n_leases, pid[k]) ||
+           named_child(x->leases, x->n_leases, pid[k]) ||
+           range_read(x->leases, x->n_leases, &x->s[i])))
         x->gone_read[i] = 1;
+    if (named_child(x->leases, x->n_leases, x->s[i].id)) x->gone_read[i] = 1;
   }
   for (size_t j = 0; j < x->n_leases; j++)
     for (size_t k = 0; k < x->leases[j].n_parents; k++) {

@@ -133,6 +133,27 @@ static void test_plan_parent_past_retention(void) {
   KT_CHECK(strcmp(planned(s, v, n, "C", NULL), KN_CKPT_TRIM_HORIZON) == 0);
   KT_CHECK(strcmp(planned(s, v, n, "D", NULL), KN_CKPT_LATEST) == 0);
   free(v);
+  /* Two generations past the listing: Q's lease names it as a child
+   * (R), or only the hash keys tell (S under T's range). */
+  kn_cc_shard_t s2[] = {sh("E", "R", NULL, 0), sh("F", "S", NULL, 0)};
+  s2[1].hash_start = "10";
+  s2[1].hash_end = "20";
+  kn_lease_t l2[] = {ls("Q", KN_CKPT_SHARD_END), ls("T", "9")};
+  char *kids[] = {"R"};
+  l2[0].children = kids;
+  l2[0].n_children = 1;
+  l2[1].hash_start = "0";
+  l2[1].hash_end = "15";
+  KT_CHECK(kn_cc_plan_sync(s2, 2, l2, 2, KN_CKPT_LATEST, &v, &n) == 0);
+  KT_CHECK(n == 2);
+  KT_CHECK(strcmp(planned(s2, v, n, "E", NULL), KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(strcmp(planned(s2, v, n, "F", NULL), KN_CKPT_TRIM_HORIZON) == 0);
+  free(v);
+  l2[1].hash_start = "21"; /* no overlap: unknown ancestry */
+  l2[1].hash_end = "30";
+  KT_CHECK(kn_cc_plan_sync(s2, 2, l2, 2, KN_CKPT_LATEST, &v, &n) == 0);
+  KT_CHECK(strcmp(planned(s2, v, n, "F", NULL), KN_CKPT_LATEST) == 0);
+  free(v);
 }
 
 /* A merge child of a leased shard: the other parent gets a lease first
