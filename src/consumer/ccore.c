@@ -718,8 +718,15 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
     return;
   }
   record_children(c, v, n, now);
-  /* Cleanup first: finished parents whose children have started. */
+  /* Cleanup first: finished parents whose children have started, once
+   * their lease has stood still for a while: a create of the same lease
+   * still on its way (a slow or retried call of a sync that saw no lease
+   * yet) must not land after the removal and start the shard again. */
+  int64_t settle = c->cfg.duration_ms > c->cfg.sync_ms ? c->cfg.duration_ms
+                                                      : c->cfg.sync_ms;
   for (size_t i = 0; i < n; i++) {
+    const kn_lease_obs_t *ob = kn_lease_observer_get(&c->obs, v[i].key);
+    if (!ob || now - ob->changed_ms < settle) continue;
     if (!kn_cc_can_remove(v, n, i, c->shards, c->n_shards)) continue;
     cc_op_t *o = op_new(c, KN_CC_REMOVE, v[i].key, -1, now);
     cc_act_t *x = o ? call(c, o) : NULL;

@@ -78,7 +78,9 @@ int sim_split(sim_t *s, int i, int idle_child) {
 }
 
 int sim_merge(sim_t *s, int a, int b) {
-  if (s->sh[a].closed || s->sh[b].closed || s->sh[a].he + 1 != s->sh[b].hs ||
+  /* b must follow a in the key space (no wrap-around past the top key). */
+  if (s->sh[a].closed || s->sh[b].closed || s->sh[a].he == UINT64_MAX ||
+      s->sh[a].he + 1 != s->sh[b].hs ||
       s->n_sh + 1 > SIM_MAX_SHARDS)
     return -1;
   s->sh[a].closed = s->sh[b].closed = 1;
