@@ -113,8 +113,11 @@ void sim_check_start(sim_t *s, int w, const kn_cc_action_t *a, int sh) {
   const char *ck = a->lease ? a->lease->checkpoint : NULL;
   if (is_ckpt(ck, KN_CKPT_SHARD_END))
     sim_violate(s, "w%d starts %s at SHARD_END", w, h->id);
-  if (h->parent >= 0 && (is_ckpt(ck, KN_CKPT_AT_TIMESTAMP) ||
-                         (is_ckpt(ck, KN_CKPT_LATEST) && ancestor_leased(s, sh))))
+  /* The initial position is for shards of unknown ancestry: a child of a
+   * shard read here starts at its beginning. */
+  if (h->parent >= 0 &&
+      (is_ckpt(ck, KN_CKPT_AT_TIMESTAMP) || is_ckpt(ck, KN_CKPT_LATEST)) &&
+      ancestor_leased(s, sh))
     sim_violate(s, "w%d starts child %s at %s", w, h->id, ck);
   if (a->tenure > h->cur_tenure)
     sim_violate(s, "w%d starts %s with tenure %lld, never written (%lld)", w,
