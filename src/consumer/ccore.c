@@ -45,7 +45,11 @@ typedef struct cc_lease {
   cc_req_t *reqs, *reqs_tail;
 } cc_lease_t;
 
-enum { P_NONE, P_SYNC, P_TAKE };
+/* What a listing is for.  A sync lists the leases, the shards, then the
+ * leases again, and plans on both lease listings: one older than the
+ * shard listing (a shard open in the listing and leaseless before it was
+ * never finished) and one newer (a closed shard's family as it is now). */
+enum { P_NONE, P_SYNC_LEASES1, P_SYNC_SHARDS, P_SYNC_LEASES2, P_TAKE };
 
 /* A call in flight. */
 typedef struct cc_op {
@@ -79,6 +83,9 @@ struct kn_cc {
   int sync_failures;
   kn_cc_shard_t *shards; /* the last listing, owned strings */
   size_t n_shards;
+  kn_lease_t *snap;      /* the sync's first lease listing (owned) */
+  size_t n_snap;
+  int64_t sync_emit_ms;  /* when that listing was asked for */
   kn_cc_create_t *plan;  /* creates of the sync in progress */
   size_t n_plan, plan_next;
   int wave_left, create_failed;
@@ -438,6 +445,7 @@ void kn_cc_destroy(kn_cc_t *c) {
   free(c->ls);
   kn_lease_observer_free(&c->obs);
   shards_free(c->shards, c->n_shards);
+  kn_lease_array_free(c->snap, c->n_snap);
   free(c->plan);
   free(c->worker);
   free(c->initial);
@@ -478,9 +486,10 @@ int kn_cc_synced(const kn_cc_t *c) { return c->synced; }
 /* ---- time ---- */
 
 static void start_sync(kn_cc_t *c, int64_t now) {
-  cc_op_t *o = op_new(c, KN_CC_LIST_SHARDS, NULL, -1, now);
+  cc_op_t *o = op_new(c, KN_CC_LIST_LEASES, NULL, -1, now);
   if (!o || !call(c, o)) return;
-  o->purpose = P_SYNC;
+  o->purpose = P_SYNC_LEASES1;
+  c->sync_emit_ms = now;
   c->syncing = 1;
   c->resync = 0;
 }
@@ -568,7 +577,6 @@ static void create_wave(kn_cc_t *c, int64_t now) {
     cc_op_t *o = op_new(c, KN_CC_CREATE, s->id, -1, now);
     cc_act_t *x = o ? call(c, o) : NULL;
     if (!x) continue;
-    o->purpose = P_SYNC;
     o->wave = wave;
     set_str(o->ckpt, p->checkpoint);
     kn_lease_t l;
@@ -627,13 +635,98 @@ void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     c->sync_at = now + 1000;
     return;
   }
-  o->purpose = P_SYNC;
+  o->purpose = P_SYNC_LEASES2;
+}
+
+/* The first lease listing of a sync: kept, then the shards are listed. */
+static void sync_snapshot(kn_cc_t *c, const kn_lease_t *v, size_t n,
+                          int64_t now) {
+  kn_lease_array_free(c->snap, c->n_snap);
+  c->snap = NULL;
+  c->n_snap = 0;
+  int oom = 0;
+  if (n && !(c->snap = calloc(n, sizeof(*c->snap)))) oom = 1;
+  for (size_t i = 0; i < n && !oom; i++, c->n_snap++)
+    if (kn_lease_copy(&c->snap[i], &v[i])) oom = 1;
+  cc_op_t *o = oom ? NULL : op_new(c, KN_CC_LIST_SHARDS, NULL, -1, now);
+  if (!o || !call(c, o)) {
+    c->syncing = 0;
+    c->sync_at = now + 1000;
+    return;
+  }
+  o->purpose = P_SYNC_SHARDS;
+}
+
+static int has_child(const kn_lease_t *l, const char *id) {
+  for (size_t k = 0; k < l->n_children; k++)
+    if (strcmp(l->children[k], id) == 0) return 1;
+  return 0;
+}
+
+/* Leases of closed shards get their children from the listing (servers
+ * without ChildShards): the table then keeps the family even after the
+ * shards leave the listing. */
+static void record_children(kn_cc_t *c, const kn_lease_t *v, size_t n,
+                            int64_t now) {
+  for (size_t i = 0; i < n; i++) {
+    size_t kids = 0, missing = 0;
+    for (size_t j = 0; j < c->n_shards; j++) {
+      const kn_cc_shard_t *s = &c->shards[j];
+      if (!((s->parent && strcmp(s->parent, v[i].key) == 0) ||
+            (s->adjacent && strcmp(s->adjacent, v[i].key) == 0)))
+        continue;
+      kids++;
+      missing += !has_child(&v[i], s->id);
+    }
+    if (!missing) continue;
+    cc_op_t *o = op_new(c, KN_CC_SET_CHILDREN, v[i].key, -1, now);
+    cc_act_t *x = o ? call(c, o) : NULL;
+    if (!x || !(x->children = calloc(kids + v[i].n_children, sizeof(char *))))
+      continue;
+    for (size_t k = 0; k < v[i].n_children; k++)
+      if ((x->children[x->n_children] = strdup(v[i].children[k])))
+        x->n_children++;
+    for (size_t j = 0; j < c->n_shards; j++) {
+      const kn_cc_shard_t *s = &c->shards[j];
+      if (((s->parent && strcmp(s->parent, v[i].key) == 0) ||
+           (s->adjacent && strcmp(s->adjacent, v[i].key) == 0)) &&
+          !has_child(&v[i], s->id) &&
+          (x->children[x->n_children] = strdup(s->id)))
+        x->n_children++;
+    }
+    x->a.children = x->children;
+    x->a.n_children = x->n_children;
+  }
+}
+
+static kn_lease_t *both_of(kn_lease_t *both, const kn_lease_t *v, size_t n,
+                           const kn_cc_t *c) {
+  if (n) memcpy(both, v, n * sizeof(*v));
+  if (c->n_snap) memcpy(both + n, c->snap, c->n_snap * sizeof(*v));
+  return both;
 }
 
 static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
                         int64_t now) {
-  /* Cleanup first: finished parents whose children have started. */
+  if (now - c->sync_emit_ms > c->cfg.duration_ms / 2) {
+    /* The view spans a pause or a very slow store: a lease may have been
+     * created, finished and cleaned up meanwhile.  Look again. */
+    logf_(c, KN_CC_LOG_WARN, "shard sync took %lld ms: its view is too old "
+          "to act on; syncing again", (long long)(now - c->sync_emit_ms));
+    c->syncing = 0;
+    c->sync_at = now + backoff_ms(c->sync_failures++);
+    return;
+  }
+  record_children(c, v, n, now);
+  /* Cleanup first: finished parents whose children have started, once
+   * their lease has stood still for a while: a create of the same lease
+   * still on its way (a slow or retried call of a sync that saw no lease
+   * yet) must not land after the removal and start the shard again. */
+  int64_t settle = c->cfg.duration_ms > c->cfg.sync_ms ? c->cfg.duration_ms
+                                                      : c->cfg.sync_ms;
   for (size_t i = 0; i < n; i++) {
+    const kn_lease_obs_t *ob = kn_lease_observer_get(&c->obs, v[i].key);
+    if (!ob || now - ob->changed_ms < settle) continue;
     if (!kn_cc_can_remove(v, n, i, c->shards, c->n_shards)) continue;
     cc_op_t *o = op_new(c, KN_CC_REMOVE, v[i].key, -1, now);
     cc_act_t *x = o ? call(c, o) : NULL;
@@ -642,12 +735,17 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
   free(c->plan);
   c->plan = NULL;
   c->n_plan = c->plan_next = 0;
-  if (kn_cc_plan_sync(c->shards, c->n_shards, v, n, c->initial, &c->plan,
-                      &c->n_plan)) {
+  /* Both listings: a lease in either counts (the array borrows them). */
+  kn_lease_t *both = malloc((n + c->n_snap + 1) * sizeof(*both));
+  if (!both || kn_cc_plan_sync(c->shards, c->n_shards, both_of(both, v, n, c),
+                               n + c->n_snap, c->initial, &c->plan,
+                               &c->n_plan)) {
+    free(both);
     c->syncing = 0;
     c->sync_at = now + 1000;
     return;
   }
+  free(both);
   create_wave(c, now);
 }
 
@@ -663,12 +761,13 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   int64_t emit_ms = o->emit_ms;
   op_free(o);
   if (purpose == P_TAKE) c->taking = 0;
+  int sync = purpose == P_SYNC_LEASES1 || purpose == P_SYNC_LEASES2;
   if (c->closing || c->fatal) {
-    if (purpose == P_SYNC) c->syncing = 0;
+    if (sync) c->syncing = 0;
     return;
   }
   if (err) {
-    if (purpose == P_SYNC) {
+    if (sync) {
       sync_failed(c, err, "lease table", now);
     } else {
       logf_(c, KN_CC_LOG_WARN, "lease table: %s", kn_error_string(err));
@@ -678,7 +777,8 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   }
   if (kn_lease_observer_update(&c->obs, v, n, now) == 0 && purpose == P_TAKE)
     take_round(c, v, n, emit_ms, now);
-  if (purpose == P_SYNC) sync_leases(c, v, n, now);
+  if (purpose == P_SYNC_LEASES1) sync_snapshot(c, v, n, now);
+  if (purpose == P_SYNC_LEASES2) sync_leases(c, v, n, now);
   pump_all(c, now);
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "consumer/ccore.h"
+#include "kinesis/hashkey.h"
 
 /* Test builds of the simulator set KN_CC_MUTANT to break one rule on
  * purpose and show that the simulator notices; 0 in the library. */
@@ -24,6 +25,9 @@ typedef struct plan_ctx {
   size_t *kid_at;        /* n + 1 offsets */
   long *par[2];          /* parent indexes in the listing, or -1 */
   unsigned char *leased, *covered, *lineage, *want;
+  unsigned char *named;     /* a lease names the shard as its parent */
+  unsigned char *gone_read; /* descends from a shard read here that the
+                               listing no longer shows */
 } plan_ctx_t;
 
 static long find_shard(const kn_cc_shard_t *s, size_t n, const char *id) {
@@ -40,13 +44,46 @@ static const kn_lease_t *find_lease(const kn_lease_t *v, size_t n,
   return NULL;
 }
 
+static int range_of(const char *hs, const char *he, kn_u128_t *a,
+                    kn_u128_t *b) {
+  return hs && he && kn_u128_parse(hs, strlen(hs), a) == 0 &&
+         kn_u128_parse(he, strlen(he), b) == 0;
+}
+
+/* A lease of another shard overlaps the hash keys of s.  Shards whose
+ * key ranges overlap are ancestor and descendant (the open shards split
+ * the key space at every moment): a shard whose parents are past the
+ * listing and the table descends from what was read here if one does.
+ * A new application (no lease) has none. */
+static int range_read(const kn_lease_t *v, size_t n, const kn_cc_shard_t *s) {
+  kn_u128_t a, b, c, d;
+  if (!range_of(s->hash_start, s->hash_end, &a, &b)) return 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(v[i].key, s->id) == 0 ||
+        !range_of(v[i].hash_start, v[i].hash_end, &c, &d))
+      continue;
+    if (kn_u128_cmp(a, d) <= 0 && kn_u128_cmp(c, b) <= 0) return 1;
+  }
+  return 0;
+}
+
+/* Some lease names id among its children: id's parent was read here. */
+static int named_child(const kn_lease_t *v, size_t n, const char *id) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < v[i].n_children; k++)
+      if (strcmp(v[i].children[k], id) == 0) return 1;
+  return 0;
+}
+
 /* A descendant has a lease: the shard was read (its lease cleaned up once
  * its children started) or deliberately skipped.  Never created again. */
 static int covered(plan_ctx_t *x, size_t i) {
   if (x->covered[i] == M_BUSY) return 0; /* a cycle: malformed listing */
   if (x->covered[i] != M_UNKNOWN) return x->covered[i] == M_YES;
   x->covered[i] = M_BUSY;
-  int r = 0;
+  /* A child's lease names it: the child exists in the table even where
+   * the listing is older than the child. */
+  int r = x->named[i];
   for (size_t k = x->kid_at[i]; k < x->kid_at[i + 1] && !r; k++) {
     size_t c = x->kids[k];
     r = x->leased[c] || covered(x, c);
@@ -60,7 +97,7 @@ static int lineage(plan_ctx_t *x, size_t i) {
   if (x->lineage[i] == M_BUSY) return 0;
   if (x->lineage[i] != M_UNKNOWN) return x->lineage[i] == M_YES;
   x->lineage[i] = M_BUSY;
-  int r = 0;
+  int r = x->gone_read[i];
   for (int k = 0; k < 2 && !r; k++) {
     long p = x->par[k][i];
     if (p < 0) continue;
@@ -110,8 +147,10 @@ static int build(plan_ctx_t *x) {
   x->covered = calloc(n + 1, 1);
   x->lineage = calloc(n + 1, 1);
   x->want = calloc(n + 1, 1);
+  x->named = calloc(n + 1, 1);
+  x->gone_read = calloc(n + 1, 1);
   if (!x->kid_at || !x->kids || !x->par[0] || !x->par[1] || !x->leased ||
-      !x->covered || !x->lineage || !x->want)
+      !x->covered || !x->lineage || !x->want || !x->named || !x->gone_read)
     return -1;
   size_t *cnt = x->kid_at; /* counts first, then offsets */
   for (size_t i = 0; i < n; i++) {
@@ -121,7 +160,22 @@ static int build(plan_ctx_t *x) {
     for (int k = 0; k < 2; k++)
       if (x->par[k][i] >= 0) cnt[x->par[k][i] + 1]++;
     x->leased[i] = find_lease(x->leases, x->n_leases, x->s[i].id) != NULL;
+    /* A parent past retention whose lease remains was read here, and so
+     * was the parent of one a lease names as its child. */
+    const char *pid[2] = {x->s[i].parent, x->s[i].adjacent};
+    for (int k = 0; k < 2; k++)
+      if (pid[k] && x->par[k][i] < 0 &&
+          (find_lease(x->leases, x->n_leases, pid[k]) ||
+           named_child(x->leases, x->n_leases, pid[k]) ||
+           range_read(x->leases, x->n_leases, &x->s[i])))
+        x->gone_read[i] = 1;
+    if (named_child(x->leases, x->n_leases, x->s[i].id)) x->gone_read[i] = 1;
   }
+  for (size_t j = 0; j < x->n_leases; j++)
+    for (size_t k = 0; k < x->leases[j].n_parents; k++) {
+      long p = find_shard(x->s, n, x->leases[j].parents[k]);
+      if (p >= 0) x->named[p] = 1;
+    }
   for (size_t i = 0; i < n; i++) cnt[i + 1] += cnt[i];
   size_t *fill = calloc(n + 1, sizeof(size_t));
   if (!fill) return -1;
@@ -143,6 +197,8 @@ static void ctx_free(plan_ctx_t *x) {
   free(x->covered);
   free(x->lineage);
   free(x->want);
+  free(x->named);
+  free(x->gone_read);
 }
 
 static int by_wave(const void *a, const void *b) {

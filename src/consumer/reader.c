@@ -20,9 +20,7 @@
 #include "consumer/records_filter.h"
 #include "core/error.h"
 #include "kinesis/batch.h"
-#include "kinesis/decode.h"
-#include "kinesis/decode_records.h"
-#include "kinesis/encode.h"
+#include "kinesis/kinesis.h"
 #include "util/backoff.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -44,7 +42,7 @@ typedef struct kn_reader {
   int has_skip;
   char *iterator;
   char last_seq[KN_SEQ_MAX]; /* last Kinesis record queued */
-  kn_call_t *call;
+  kn_kreq_t *call;
   kn_timer_t *timer;
   kn_tbucket_t calls_tb, bytes_tb;
   kn_backoff_t backoff;
@@ -75,10 +73,10 @@ static void reader_timer_fired(void *arg) { reader_next(arg); }
 
 /* ---- GetShardIterator ---- */
 
-static void iterator_done(void *opaque, kn_call_result_t *res) {
+static void iterator_done(void *opaque, kn_get_records_result_t *res) {
   kn_reader_t *r = opaque;
   r->call = NULL;
-  if (res->err) {
+  if (res->err && !res->answered) {
     kn_err_t code = kn_error_code(res->err);
     if (code == KN_ERR_RESOURCE_NOT_FOUND) {
       /* The stream is gone, or the shard is past retention: the control
@@ -105,30 +103,23 @@ static void iterator_done(void *opaque, kn_call_result_t *res) {
     schedule(r, kn_backoff_next(&r->backoff));
     return;
   }
-  char *it = NULL;
-  kn_error_t *err = kn_decode_shard_iterator(res->body.p, res->body.len, &it);
-  if (err) {
-    reader_log_err(r, "GetShardIterator response", err);
-    kn_error_destroy(err);
+  if (res->err) {
+    reader_log_err(r, "GetShardIterator response", res->err);
     schedule(r, kn_backoff_next(&r->backoff));
     return;
   }
   free(r->iterator);
-  r->iterator = it;
+  r->iterator = res->iterator;
+  res->iterator = NULL;
   r->step = STEP_RECORDS;
   reader_next(r);
 }
 
 static void request_iterator(kn_reader_t *r) {
-  kn_buf_t body = KN_BUF_INIT;
-  int rc = kn_enc_get_shard_iterator(&body, r->kc->stream, r->cs->id,
-                                     r->pos.type, r->pos.seq,
-                                     r->pos.timestamp_ms);
   kn_error_t *err = NULL;
-  if (rc == 0)
-    r->call = kn_svc_call(r->kc->svc, "GetShardIterator", &body, NULL,
-                          iterator_done, r, &err);
-  kn_buf_free(&body);
+  r->call = kn_kinesis_get_shard_iterator_async(
+      r->kc->svc, r->kc->stream, r->cs->id, r->pos.type, r->pos.seq,
+      r->pos.timestamp_ms, NULL, iterator_done, r, &err);
   if (!r->call) {
     if (err) reader_log_err(r, "GetShardIterator", err);
     kn_error_destroy(err);
@@ -191,13 +182,13 @@ static void release_reserve(kn_reader_t *r) {
   r->reserved = 0;
 }
 
-static void records_done(void *opaque, kn_call_result_t *res) {
+static void records_done(void *opaque, kn_get_records_result_t *res) {
   kn_reader_t *r = opaque;
   kn_consumer_t *kc = r->kc;
   r->call = NULL;
   release_reserve(r);
   int64_t now_us = kn_mono_us();
-  if (res->err) {
+  if (res->err && !res->answered) {
     kn_err_t code = kn_error_code(res->err);
     if (code == KN_ERR_EXPIRED_ITERATOR || code == KN_ERR_INTERNAL_FAILURE ||
         code == KN_ERR_INVALID_ARGUMENT) {
@@ -242,30 +233,17 @@ static void records_done(void *opaque, kn_call_result_t *res) {
     return;
   }
 
-  size_t raw = res->body.len;
+  size_t raw = res->body_len;
   kn_tbucket_take(&r->bytes_tb, (double)raw, now_us);
-  kn_batch_t *b = kn_batch_new(kc->stream, r->cs->id);
-  kn_error_t *err = NULL;
-  if (!b) {
-    err = kn_error_new(KN_ERR__NOMEM, "out of memory");
-  } else {
-    /* Records are decoded in place: the batch adopts the body. */
-    char *body = kn_buf_steal(&res->body, NULL);
-    if (kn_batch_adopt(b, body)) {
-      free(body);
-      err = kn_error_new(KN_ERR__NOMEM, "out of memory");
-    } else {
-      err = kn_decode_records(b, body, raw, KN_RECORDS_GET_RECORDS, NULL);
-    }
-  }
-  if (err) {
+  if (res->err) {
     /* A malformed response: read the same records again. */
-    reader_log_err(r, "GetRecords response", err);
-    kn_error_destroy(err);
-    kn_batch_destroy(b);
+    reader_log_err(r, "GetRecords response", res->err);
     schedule(r, kn_backoff_next(&r->backoff));
     return;
   }
+  /* Records were decoded in place: the batch owns the body. */
+  kn_batch_t *b = res->batch;
+  res->batch = NULL;
   kn_backoff_reset(&r->backoff);
   size_t kinesis_records = kn_batch_count(b);
   if (kinesis_records) {
@@ -349,13 +327,10 @@ static void request_records(kn_reader_t *r) {
   r->reserved = reserve;
   kn_tbucket_take(&r->calls_tb, 1, now_us);
 
-  kn_buf_t body = KN_BUF_INIT;
-  int rc = kn_enc_get_records(&body, r->iterator, limit);
   kn_error_t *err = NULL;
-  if (rc == 0)
-    r->call = kn_svc_call(kc->svc, "GetRecords", &body, NULL, records_done, r,
-                          &err);
-  kn_buf_free(&body);
+  r->call = kn_kinesis_get_records_async(kc->svc, r->iterator, limit,
+                                         kc->stream, r->cs->id, NULL,
+                                         records_done, r, &err);
   if (!r->call) {
     release_reserve(r);
     if (err) reader_log_err(r, "GetRecords", err);
@@ -451,7 +426,7 @@ int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
 
 static void reader_teardown(void *arg) {
   kn_reader_t *r = arg;
-  kn_call_cancel(r->call);
+  kn_kreq_cancel(r->call);
   r->call = NULL;
   release_reserve(r);
   kn_timer_free(r->timer);
@@ -472,6 +447,7 @@ void kn_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
   /* Posted work runs in order, so a wake-up posted earlier runs before the
    * teardown; kn_loop_call waits until the reader is gone. */
   if (kn_loop_call(kc->loop, reader_teardown, r)) {
+    kn_kreq_forget(r->call);
     free(r->iterator);
     free(r);
   }
@@ -518,6 +494,7 @@ void kn_poll_reader_free(kn_reader_t *r, int on_loop) {
     reader_teardown(r);
     return;
   }
+  kn_kreq_forget(r->call);
   free(r->iterator);
   free(r);
 }

@@ -35,15 +35,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include "aws/eventstream.h"
 #include "consumer/efo.h"
 #include "consumer/records_filter.h"
 #include "core/error.h"
 #include "kinesis/batch.h"
 #include "kinesis/client_int.h"
-#include "kinesis/decode_records.h"
-#include "kinesis/encode.h"
-#include "kinesis/subscribe_event.h"
+#include "kinesis/kinesis.h"
+#include "kinesis/model.h"
 #include "util/backoff.h"
 #include "util/clock.h"
 #include "util/rand.h"
@@ -81,13 +79,9 @@ typedef struct kn_efo_reader {
   int has_skip;
   char cont[KN_SEQ_MAX];     /* last ContinuationSequenceNumber, or "" */
   char last_seq[KN_SEQ_MAX]; /* last Kinesis record queued, or "" */
-  kn_call_t *call;           /* the subscription in flight */
-  kn_evs_decoder_t *dec;     /* its event stream */
-  kn_error_t *stream_err;    /* why it is being ended, from inside it */
+  kn_ksub_t *call;           /* the subscription in flight */
   int end_seen;              /* the shard ended in it */
   int to_polling;            /* finish by polling once it is gone */
-  int draining;              /* over for us: the rest is read and dropped
-                                while the server ends it */
   int paused;                /* its transfer is paused for room */
   int idle;                  /* the last event was empty */
   int in_use_streak;         /* ResourceInUse answers in a row */
@@ -165,51 +159,28 @@ static void wait_room_locked(kn_efo_reader_t *r) {
 
 /* Drops the subscription in flight, if any. */
 static void drop_call(kn_efo_reader_t *r) {
-  kn_call_cancel(r->call);
+  kn_error_destroy(kn_ksub_cancel(r->call));
   r->call = NULL;
   kn_timer_stop(r->watchdog);
-  kn_evs_decoder_destroy(r->dec);
-  r->dec = NULL;
-  kn_error_destroy(r->stream_err);
-  r->stream_err = NULL;
   r->paused = 0;
-  r->draining = 0;
 }
 
 /* ---- events ---- */
 
-/* One SubscribeToShardEvent: its records are decoded in place in the
- * frame, which the batch adopts.  Returns 0 to go on, 1 to end the
- * subscription (end of shard, switch to polling, error). */
-static int on_event(kn_efo_reader_t *r, kn_evs_decoder_t *d,
-                    const kn_evs_msg_t *msg) {
+/* One SubscribeToShardEvent, its records decoded in place in the frame
+ * (a malformed one ends the subscription, which is renewed from the last
+ * good continuation).  Ends the subscription at the end of the shard, to
+ * switch to polling, or when the lease expired. */
+static kn_ksub_action_t on_event(kn_efo_reader_t *r, kn_batch_t *b,
+                                 const char *cont, size_t frame_len) {
   kn_consumer_t *kc = r->kc;
   kn_cshard_t *cs = r->cs;
-  uint8_t *frame = kn_evs_take_frame(d);
-  kn_batch_t *b = frame ? kn_batch_new(kc->stream, cs->id) : NULL;
-  if (!b || kn_batch_adopt(b, frame)) {
-    if (b) kn_batch_destroy(b);
-    free(frame);
-    r->stream_err = kn_error_new(KN_ERR__NOMEM, "out of memory");
-    return 1;
-  }
-  char *payload = (char *)frame + (msg->payload - msg->frame);
-  payload[msg->payload_len] = '\0'; /* over the message CRC, checked */
-  const char *cont = NULL;
-  kn_error_t *err = kn_decode_records(b, payload, msg->payload_len,
-                                      KN_RECORDS_SUBSCRIBE_EVENT, &cont);
-  if (err) {
-    /* Subscribe again from the last good continuation. */
-    kn_batch_destroy(b);
-    r->stream_err = err;
-    return 1;
-  }
   if (lease_expired(r)) {
     /* The subscription is reset rather than drained: the next owner of the
      * shard cannot subscribe (ResourceInUse) while it lasts, and this
      * worker's control thread may be stuck with the store for a while. */
     kn_batch_destroy(b);
-    return 1;
+    return KN_KSUB_RESET;
   }
   size_t n = kn_batch_count(b);
   if (cont) kn_strlcpy(r->cont, cont, sizeof(r->cont));
@@ -255,72 +226,48 @@ static int on_event(kn_efo_reader_t *r, kn_evs_decoder_t *d,
     kn_batch_destroy(b);
     b = NULL;
   }
-  kn_delivery_queue(kc, cs, b, msg->frame_len, shard_end);
+  kn_delivery_queue(kc, cs, b, frame_len, shard_end);
   if (shard_end) {
     kn_info(&kc->log, "EFO", "shard %s: end of shard (%zu child shards)",
             cs->id, kn_shard_list_count(children));
     kn_control_post_tenure(kc, KN_CTL_SHARD_ENDED, cs, r->tenure, NULL,
                            children);
     r->end_seen = 1;
-    r->draining = 1;
-    return 1;
+    return KN_KSUB_DRAIN;
   }
   if (to_polling) {
     r->to_polling = 1;
-    return 1;
+    return KN_KSUB_RESET;
   }
-  return 0;
+  return KN_KSUB_CONTINUE;
 }
 
-static int on_message(void *opaque, kn_evs_decoder_t *d,
-                      const kn_evs_msg_t *msg) {
+static kn_ksub_action_t on_message(void *opaque, kn_ksub_event_t *ev) {
   kn_efo_reader_t *r = opaque;
   r->last_event_us = kn_mono_us();
-  kn_sub_kind_t kind;
-  kn_error_t *err = NULL;
-  kn_err_t code = kn_sub_event_classify(msg, 200, &kind, &err);
-  if (code != KN_ERR_NO_ERROR) {
-    /* An exception inside the stream (ResourceInUse, ResourceNotFound,
-     * ...) or a message that is not of this stream. */
-    r->stream_err = err ? err : kn_error_new(code, "SubscribeToShard: %s",
-                                             kn_err2str(code));
-    r->draining = 1;
-    return 1;
-  }
+  /* An exception (ResourceInUse, ResourceNotFound, ...) ends the
+   * subscription with it. */
+  if (ev->exception) return KN_KSUB_DRAIN;
   if (r->state == EFO_SUBSCRIBING) {
     kn_backoff_reset(&r->backoff);
     r->in_use_streak = 0;
     set_state(r, EFO_STREAMING);
   }
-  if (kind != KN_SUB_EVENT) { /* initial-response, or unknown: skipped */
+  if (ev->kind != KN_SUB_EVENT) { /* initial-response, or unknown: skipped */
     pthread_mutex_lock(&r->kc->mu);
     r->last_event_ms = kn_mono_ms();
     pthread_mutex_unlock(&r->kc->mu);
-    return 0;
+    return KN_KSUB_CONTINUE;
   }
-  return on_event(r, d, msg);
+  kn_batch_t *b = ev->batch;
+  ev->batch = NULL;
+  return on_event(r, b, ev->continuation, ev->frame_len);
 }
 
-static int on_data(void *opaque, const char *p, size_t n) {
+/* After each piece of the stream: a full buffer pauses the transfer. */
+static int on_data(void *opaque) {
   kn_efo_reader_t *r = opaque;
   kn_consumer_t *kc = r->kc;
-  kn_error_t *err = NULL;
-  if (r->draining) return 0;
-  if (kn_evs_feed(r->dec, p, n, &err) != KN_ERR_NO_ERROR) {
-    /* After an exception or the end of the shard the server ends the
-     * stream itself: resetting it instead upsets some servers (later
-     * requests on the connection fail with framing errors).  A stream
-     * that is corrupt, or that we leave for polling, is reset. */
-    if (r->draining) {
-      kn_error_destroy(err);
-      return 0;
-    }
-    if (!r->stream_err && !r->to_polling)
-      r->stream_err = err ? err : kn_error_new(KN_ERR__NOMEM, "out of memory");
-    else
-      kn_error_destroy(err);
-    return -1;
-  }
   pthread_mutex_lock(&kc->mu);
   int full = !has_room_locked(kc, r->cs);
   if (full) wait_room_locked(r);
@@ -360,15 +307,10 @@ static void start_polling(kn_efo_reader_t *r, const char *why) {
   set_state(r, EFO_POLLING);
 }
 
-/* The subscription is over (r->call gone); err (taken) is how the
- * transfer ended, unless the stream said why itself. */
+/* The subscription is over (r->call gone); err (taken) is how it ended
+ * (what the stream said, before the transfer's own error). */
 static void ended(kn_efo_reader_t *r, kn_error_t *err) {
   kn_consumer_t *kc = r->kc;
-  if (r->stream_err) {
-    kn_error_destroy(err);
-    err = r->stream_err;
-    r->stream_err = NULL;
-  }
   drop_call(r);
   if (r->end_seen || r->expired) {
     kn_error_destroy(err);
@@ -434,11 +376,9 @@ static void ended(kn_efo_reader_t *r, kn_error_t *err) {
   }
 }
 
-static void on_done(void *opaque, kn_call_result_t *res) {
+static void on_done(void *opaque, kn_error_t *err) {
   kn_efo_reader_t *r = opaque;
   r->call = NULL;
-  kn_error_t *err = res->err;
-  res->err = NULL;
   ended(r, err);
 }
 
@@ -451,10 +391,10 @@ static void watchdog_fired(void *arg) {
     kn_timer_start(r->watchdog, r->paused ? limit : limit - quiet);
     return;
   }
-  if (r->draining) { /* the server did not end it: we do */
-    kn_call_cancel(r->call);
+  if (kn_ksub_draining(r->call)) { /* the server did not end it: we do */
+    kn_error_t *err = kn_ksub_cancel(r->call);
     r->call = NULL;
-    ended(r, NULL);
+    ended(r, err);
     return;
   }
   kn_warn(&r->kc->log, "EFO", "shard %s: no event for %lld ms: renewing the "
@@ -501,28 +441,22 @@ static void subscribe(kn_efo_reader_t *r) {
       kn_pos_set_seq(&r->skip, KN_ITER_AT_SEQUENCE_NUMBER, r->last_seq,
                      INT64_MAX, 1) == 0)
     r->has_skip = 1;
-  kn_buf_t body = KN_BUF_INIT;
+  static const kn_ksub_cbs_t cbs = {on_message, on_data, on_done};
   kn_error_t *err = NULL;
-  int rc = kn_enc_subscribe_to_shard(&body, arn, r->cs->id, pos.type, pos.seq,
-                                     pos.timestamp_ms);
+  r->call = kn_kinesis_subscribe_async(kc->svc, kc->stream, arn, r->cs->id,
+                                       pos.type, pos.seq, pos.timestamp_ms,
+                                       &cbs, r, &err);
   free(arn);
-  r->dec = rc == 0 ? kn_evs_decoder_new(0, on_message, r) : NULL;
-  if (r->dec)
-    r->call = kn_svc_stream(kc->svc, "SubscribeToShard", &body, on_data,
-                            on_done, r, &err);
-  kn_buf_free(&body);
   if (!r->call) {
     kn_warn(&kc->log, "EFO", "shard %s: SubscribeToShard: %s", r->cs->id,
             err ? kn_error_string(err) : "out of memory");
     kn_error_destroy(err);
-    kn_evs_decoder_destroy(r->dec);
-    r->dec = NULL;
     schedule(r, kn_backoff_next(&r->backoff));
     return;
   }
   kn_dbg(&kc->log, "EFO", "shard %s: SubscribeToShard %s %s", r->cs->id,
          kn_iterator_type_name(pos.type), pos.seq);
-  r->end_seen = r->to_polling = r->draining = 0;
+  r->end_seen = r->to_polling = 0;
   r->last_subscribe_us = r->last_event_us = now;
   pthread_mutex_lock(&kc->mu);
   r->state = EFO_SUBSCRIBING;
@@ -619,8 +553,7 @@ void kn_efo_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
    * kn_loop_call returns once the reader is gone. */
   if (kn_loop_call(kc->loop, teardown, r)) {
     /* The loop has stopped and freed the transfers and timers. */
-    kn_evs_decoder_destroy(r->dec);
-    kn_error_destroy(r->stream_err);
+    kn_ksub_forget(r->call);
     kn_poll_reader_free(r->poller, 0);
     free(r);
   }
@@ -635,7 +568,7 @@ static void wake(void *arg) {
   if (r->paused && r->call) {
     r->paused = 0;
     r->last_event_us = kn_mono_us(); /* the watchdog counts from here */
-    kn_call_resume(r->call);
+    kn_ksub_resume(r->call);
     return;
   }
   r->paused = 0;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kinesis/model.h" /* kn_iterator_type_name */
 #include "kn/client.h"
 #include "util/buf.h"
 
@@ -60,10 +61,5 @@ int kn_enc_subscribe_to_shard(kn_buf_t *b, const char *consumer_arn,
                               const char *shard_id, kn_iterator_type_t type,
                               const char *sequence_number,
                               int64_t timestamp_ms);
-
-/* The API names of the enums ("TRIM_HORIZON", "AT_TIMESTAMP", ...), or
- * NULL for a value out of range. */
-const char *kn_iterator_type_name(kn_iterator_type_t type);
-const char *kn_shard_filter_name(kn_shard_filter_type_t type);
 
 #endif

@@ -62,4 +62,9 @@ struct kn_put_results_s {
   char *body; /* owned: the decoded response */
 };
 
+/* The API names of the enums ("TRIM_HORIZON", "AT_TIMESTAMP", ...), or
+ * NULL for a value out of range (encode.c). */
+const char *kn_iterator_type_name(kn_iterator_type_t type);
+const char *kn_shard_filter_name(kn_shard_filter_type_t type);
+
 #endif

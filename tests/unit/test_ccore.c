@@ -106,6 +106,56 @@ static void test_plan_finished_not_recreated(void) {
   KT_CHECK(!kn_cc_can_remove(l2, 5, 3, s, 5)); /* not finished */
 }
 
+/* The listing is older than the lease table: C1 and C2 are not listed
+ * yet, but their leases name P, which is finished. */
+static void test_plan_listing_behind_table(void) {
+  kn_cc_shard_t s[] = {sh("P", NULL, NULL, 0)};
+  kn_lease_t l[] = {ls("C1", "5"), ls("C2", KN_CKPT_TRIM_HORIZON)};
+  char *pp[] = {"P"};
+  l[0].parents = l[1].parents = pp;
+  l[0].n_parents = l[1].n_parents = 1;
+  kn_cc_create_t *v;
+  size_t n;
+  KT_CHECK(kn_cc_plan_sync(s, 1, l, 2, KN_CKPT_TRIM_HORIZON, &v, &n) == 0);
+  KT_CHECK(n == 0);
+  free(v);
+}
+
+/* A parent past retention (no longer listed) whose lease remains was
+ * read: its child starts from its beginning, not at LATEST. */
+static void test_plan_parent_past_retention(void) {
+  kn_cc_shard_t s[] = {sh("C", "P", NULL, 0), sh("D", "Q", NULL, 0)};
+  kn_lease_t l[] = {ls("P", KN_CKPT_SHARD_END)};
+  kn_cc_create_t *v;
+  size_t n;
+  KT_CHECK(kn_cc_plan_sync(s, 2, l, 1, KN_CKPT_LATEST, &v, &n) == 0);
+  KT_CHECK(n == 2);
+  KT_CHECK(strcmp(planned(s, v, n, "C", NULL), KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(strcmp(planned(s, v, n, "D", NULL), KN_CKPT_LATEST) == 0);
+  free(v);
+  /* Two generations past the listing: Q's lease names it as a child
+   * (R), or only the hash keys tell (S under T's range). */
+  kn_cc_shard_t s2[] = {sh("E", "R", NULL, 0), sh("F", "S", NULL, 0)};
+  s2[1].hash_start = "10";
+  s2[1].hash_end = "20";
+  kn_lease_t l2[] = {ls("Q", KN_CKPT_SHARD_END), ls("T", "9")};
+  char *kids[] = {"R"};
+  l2[0].children = kids;
+  l2[0].n_children = 1;
+  l2[1].hash_start = "0";
+  l2[1].hash_end = "15";
+  KT_CHECK(kn_cc_plan_sync(s2, 2, l2, 2, KN_CKPT_LATEST, &v, &n) == 0);
+  KT_CHECK(n == 2);
+  KT_CHECK(strcmp(planned(s2, v, n, "E", NULL), KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(strcmp(planned(s2, v, n, "F", NULL), KN_CKPT_TRIM_HORIZON) == 0);
+  free(v);
+  l2[1].hash_start = "21"; /* no overlap: unknown ancestry */
+  l2[1].hash_end = "30";
+  KT_CHECK(kn_cc_plan_sync(s2, 2, l2, 2, KN_CKPT_LATEST, &v, &n) == 0);
+  KT_CHECK(strcmp(planned(s2, v, n, "F", NULL), KN_CKPT_LATEST) == 0);
+  free(v);
+}
+
 /* A merge child of a leased shard: the other parent gets a lease first
  * (from its start even at LATEST), and the child comes in a later wave. */
 static void test_plan_merge_other_parent(void) {
@@ -386,14 +436,16 @@ static void test_first_sync_errors(void) {
   kn_cc_t *c = kn_cc_new(&cfg, 0);
   kn_cc_tick(c, 0);
   kn_cc_action_t a;
-  KT_CHECK(kn_cc_next(c, &a) && a.op == KN_CC_LIST_SHARDS);
+  KT_CHECK(kn_cc_next(c, &a) && a.op == KN_CC_LIST_LEASES);
   kn_error_t *e = kn_error_new(KN_ERR__TRANSPORT, "connection refused");
-  kn_cc_shards_done(c, a.id, e, NULL, 0, 5);
+  kn_cc_leases_done(c, a.id, e, NULL, 0, 5);
   kn_error_destroy(e);
   int fatal = 0;
   while (kn_cc_next(c, &a)) fatal += a.op == KN_CC_FATAL;
   KT_CHECK(!fatal && kn_cc_wake_ms(c) > 5 && kn_cc_wake_ms(c) <= 1005);
   kn_cc_tick(c, 1005);
+  KT_CHECK(kn_cc_next(c, &a) && a.op == KN_CC_LIST_LEASES);
+  kn_cc_leases_done(c, a.id, NULL, NULL, 0, 1006);
   KT_CHECK(kn_cc_next(c, &a) && a.op == KN_CC_LIST_SHARDS);
   e = kn_error_new(KN_ERR_RESOURCE_NOT_FOUND, "stream not found");
   kn_cc_shards_done(c, a.id, e, NULL, 0, 1010);
@@ -412,6 +464,8 @@ int main(void) {
   KT_RUN(test_plan_partial_table);
   KT_RUN(test_plan_finished_not_recreated);
   KT_RUN(test_plan_merge_other_parent);
+  KT_RUN(test_plan_listing_behind_table);
+  KT_RUN(test_plan_parent_past_retention);
   KT_RUN(test_worker_life);
   KT_RUN(test_lost_and_manual);
   KT_RUN(test_first_sync_errors);

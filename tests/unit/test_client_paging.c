@@ -337,10 +337,12 @@ static void wake(waiter_t *w) {
   pthread_mutex_unlock(&w->lock);
 }
 
-static void on_batch(void *opaque, kn_error_t *err, kn_batch_t *b) {
+static void on_batch(void *opaque, kn_get_records_result_t *res) {
   waiter_t *w = opaque;
-  w->err = err;
-  w->batch = b;
+  w->err = res->err;
+  w->batch = res->batch;
+  res->err = NULL;
+  res->batch = NULL;
   wake(w);
 }
 

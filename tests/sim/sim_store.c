@@ -1,0 +1,154 @@
+/* The simulated lease table: one array of leases with exactly the
+ * conditional semantics of lease/store.h (take, renew, release and
+ * checkpoint add one to the counter and are conditional on counter and
+ * owner; create fails if the key exists; remove is conditional on the
+ * counter; set_children is unconditional but needs the lease).
+ *
+ * Built with -DKN_SIM_MUTANT=1 the checkpoint ignores its condition, and
+ * with 2 a take ignores the counter: the invariants must catch both. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "util/str.h"
+
+#ifndef KN_SIM_MUTANT
+#define KN_SIM_MUTANT 0
+#endif
+
+#define CCF KN_ERR_CONDITIONAL_CHECK_FAILED
+
+int sim_store_find(const sim_t *s, const char *key) {
+  for (size_t i = 0; i < s->n_table; i++)
+    if (strcmp(s->table[i].key, key) == 0) return (int)i;
+  return -1;
+}
+
+static int same_owner(const char *a, const char *b) {
+  if (!a || !b) return a == b;
+  return strcmp(a, b) == 0;
+}
+
+/* The lease if counter (and owner, when check_owner) match. */
+static kn_lease_t *find_if(sim_t *s, const char *key, int64_t counter,
+                           int check_owner, const char *owner) {
+  int i = sim_store_find(s, key);
+  if (i < 0) return NULL;
+  kn_lease_t *l = &s->table[i];
+  if (l->counter != counter) return NULL;
+  if (check_owner && !same_owner(l->owner, owner)) return NULL;
+  return l;
+}
+
+int sim_store_put(sim_t *s, const kn_lease_t *l) {
+  if (sim_store_find(s, l->key) >= 0) return -1;
+  if (s->n_table == s->cap_table) {
+    s->cap_table = s->cap_table ? s->cap_table * 2 : 16;
+    s->table = realloc(s->table, s->cap_table * sizeof(*s->table));
+    if (!s->table) abort();
+  }
+  if (kn_lease_copy(&s->table[s->n_table], l)) abort();
+  s->n_table++;
+  return 0;
+}
+
+static void set_str(char **dst, const char *src) {
+  free(*dst);
+  *dst = kn_strdup0(src);
+}
+
+kn_err_t sim_store_apply(sim_t *s, sim_call_t *c) {
+  kn_lease_t *l = NULL;
+  int i;
+  switch (c->op) {
+    case KN_CC_LIST_LEASES:
+      c->n_list = s->n_table;
+      c->list = s->n_table ? calloc(s->n_table, sizeof(*c->list)) : NULL;
+      for (size_t k = 0; k < s->n_table; k++)
+        if (kn_lease_copy(&c->list[k], &s->table[k])) abort();
+      return 0;
+    case KN_CC_CREATE:
+      return sim_store_put(s, &c->lease) ? CCF : 0;
+    case KN_CC_TAKE:
+      l = find_if(s, c->key, c->counter, 1, c->old_owner);
+#if KN_SIM_MUTANT == 2
+      if (!l && (i = sim_store_find(s, c->key)) >= 0 &&
+          same_owner(s->table[i].owner, c->old_owner))
+        l = &s->table[i];
+#endif
+      if (!l) return CCF;
+      if (l->owner && strcmp(l->owner, c->owner) != 0) l->owner_switches++;
+      set_str(&l->owner, c->owner);
+      c->new_counter = ++l->counter;
+      return 0;
+    case KN_CC_RENEW:
+      if (!(l = find_if(s, c->key, c->counter, 1, c->owner))) return CCF;
+      c->new_counter = ++l->counter;
+      return 0;
+    case KN_CC_RELEASE:
+      if (!(l = find_if(s, c->key, c->counter, 1, c->owner))) return CCF;
+      set_str(&l->owner, NULL);
+      c->new_counter = ++l->counter;
+      return 0;
+    case KN_CC_CHECKPOINT:
+      l = find_if(s, c->key, c->counter, 1, c->owner);
+#if KN_SIM_MUTANT == 1
+      if (!l && (i = sim_store_find(s, c->key)) >= 0) l = &s->table[i];
+#endif
+      if (!l) return CCF;
+      if (c->ckpt) {
+        set_str(&l->checkpoint, c->ckpt);
+        l->checkpoint_subseq = c->subseq;
+        l->owner_switches = 0;
+      }
+      set_str(&l->pending, c->pending);
+      l->pending_subseq = c->pending ? c->pending_subseq : 0;
+      free(l->pending_state);
+      l->pending_state = NULL;
+      l->pending_state_len = 0;
+      if (c->pending && c->state) {
+        l->pending_state = malloc(c->state_len + 1);
+        memcpy(l->pending_state, c->state, c->state_len);
+        l->pending_state_len = c->state_len;
+      }
+      c->new_counter = ++l->counter;
+      return 0;
+    case KN_CC_SET_CHILDREN: {
+      if ((i = sim_store_find(s, c->key)) < 0) return CCF;
+      kn_lease_t tmp = {.children = c->children, .n_children = c->n_children},
+                 copy;
+      if (kn_lease_copy(&copy, &tmp)) abort();
+      l = &s->table[i];
+      for (size_t k = 0; k < l->n_children; k++) free(l->children[k]);
+      free(l->children);
+      l->children = copy.children;
+      l->n_children = copy.n_children;
+      return 0;
+    }
+    case KN_CC_REMOVE:
+      if (!(l = find_if(s, c->key, c->counter, 0, NULL))) return CCF;
+      i = (int)(l - s->table);
+      kn_lease_clear(l);
+      memmove(&s->table[i], &s->table[i + 1],
+              (s->n_table - (size_t)i - 1) * sizeof(*s->table));
+      s->n_table--;
+      return 0;
+    default:
+      return KN_ERR__INVALID_ARG;
+  }
+}
+
+void sim_call_free(sim_call_t *c) {
+  if (!c) return;
+  free(c->key);
+  free(c->old_owner);
+  free(c->owner);
+  kn_lease_clear(&c->lease);
+  free(c->ckpt);
+  free(c->pending);
+  free(c->state);
+  for (size_t i = 0; i < c->n_children; i++) free(c->children[i]);
+  free(c->children);
+  kn_lease_array_free(c->list, c->n_list);
+  free(c);
+}

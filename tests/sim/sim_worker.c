@@ -1,0 +1,510 @@
+/* Workers: a real coordination core each, the actions it returns carried
+ * out against the simulated store and stream, simulated readers (batches
+ * from the lease's checkpoint, the reading deadline, the shard's end) and
+ * the simulated application (polls, processed positions, checkpoints). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "sim.h"
+#include "util/str.h"
+
+int64_t sim_wnow(const sim_t *s, int w) { return s->now + s->wk[w].off; }
+
+static void schedule_tick(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  int64_t wake = kn_cc_wake_ms(k->cc);
+  if (wake == INT64_MAX) return;
+  int64_t t = wake - k->off;
+  if (t < s->now) t = s->now;
+  if (k->tick_at >= 0 && k->tick_at <= t) return;
+  k->tick_at = t;
+  sim_push(s, t, EV_TICK, w, k->inc, t, 0, NULL);
+}
+
+void sim_worker_start(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  k->inc++;
+  k->alive = 1;
+  k->closing = k->closed = k->close_fault = 0;
+  k->fault_t = -1;
+  k->tick_at = -1;
+  k->frozen_until = 0;
+  k->off = sim_range(&s->rng, 1000, 100000000);
+  kn_cc_cfg_t cfg = s->cfg;
+  cfg.worker = k->id;
+  cfg.auto_checkpoint = k->auto_ckpt;
+  k->cc = kn_cc_new(&cfg, sim_wnow(s, w));
+  sim_trace(s, w, "start", NULL, k->inc, k->auto_ckpt);
+  if (!k->cc) {
+    sim_violate(s, "kn_cc_new refused a valid configuration");
+    k->alive = 0;
+    return;
+  }
+  sim_push(s, s->now + sim_range(&s->rng, 10, 300), EV_POLL, w, k->inc, 0, 0,
+           NULL);
+  sim_worker_drain(s, w);
+}
+
+static void remove_reader(sim_worker_t *k, size_t i) {
+  k->rd[i] = k->rd[--k->n_rd];
+}
+
+void sim_worker_kill(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  if (!k->alive) return;
+  for (size_t i = 0; i < k->n_rd; i++) {
+    sim_ten_t *t = &s->ten[k->rd[i].ten];
+    t->flags |= TEN_KILLED;
+    t->end_t = s->now;
+  }
+  k->n_rd = 0;
+  k->n_proc = 0;
+  kn_cc_destroy(k->cc);
+  k->cc = NULL;
+  k->alive = 0;
+  k->inc++;
+  k->tick_at = -1;
+  sim_trace(s, w, "kill", NULL, k->inc, 0);
+}
+
+void sim_worker_close(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  if (!k->alive || k->closing) return;
+  k->closing = 1;
+  k->close_t = s->now;
+  sim_trace(s, w, "close", NULL, k->inc, 0);
+  kn_cc_close(k->cc, sim_wnow(s, w));
+  sim_worker_drain(s, w);
+}
+
+/* After CLOSED: nothing is read any more and, unless the store failed
+ * meanwhile, no lease is left in this worker's name. */
+static void closed(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  if (k->n_rd)
+    sim_violate(s, "w%d: CLOSED while it still reads %s", w, k->rd[0].key);
+  /* only the tenures running when the close began: leases of an earlier
+   * life under the same id, or dropped before, do not count; nor does a
+   * close shortly after a failed store call (a write that landed but
+   * answered a time-out leaves the core a counter behind) */
+  if (k->fault_t >= 0 && k->fault_t >= k->close_t - s->cfg.duration_ms)
+    k->close_fault = 1;
+  for (size_t t = 0; t < s->n_ten && !k->close_fault; t++) {
+    if (s->ten[t].w != w || s->ten[t].inc != k->inc ||
+        (s->ten[t].end_t >= 0 && s->ten[t].end_t < k->close_t))
+      continue;
+    int li = sim_store_find(s, s->sh[s->ten[t].shard].id);
+    const kn_lease_t *l = li >= 0 ? &s->table[li] : NULL;
+    if (l && l->owner && strcmp(l->owner, k->id) == 0)
+      sim_violate(s, "w%d: CLOSED but still owns the lease of %s", w, l->key);
+  }
+  kn_cc_destroy(k->cc);
+  k->cc = NULL;
+  k->alive = 0;
+  k->inc++;
+  k->tick_at = -1;
+  k->n_proc = 0;
+  sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0, 0,
+           NULL);
+}
+
+static sim_reader_t *find_reader(sim_worker_t *k, const char *key,
+                                 int64_t tenure, size_t *idx) {
+  for (size_t i = 0; i < k->n_rd; i++)
+    if (strcmp(k->rd[i].key, key) == 0 &&
+        (tenure < 0 || k->rd[i].tenure == tenure)) {
+      if (idx) *idx = i;
+      return &k->rd[i];
+    }
+  return NULL;
+}
+
+static char **copy_strv(char *const *v, size_t n) {
+  if (!n) return NULL;
+  char **c = calloc(n, sizeof(*c));
+  for (size_t i = 0; i < n; i++) c[i] = kn_strdup0(v[i]);
+  return c;
+}
+
+static void store_call(sim_t *s, int w, const kn_cc_action_t *a) {
+  sim_worker_t *k = &s->wk[w];
+  sim_call_t *c = calloc(1, sizeof(*c));
+  if (!c) abort();
+  c->w = w;
+  c->inc = k->inc;
+  c->id = a->id;
+  c->op = a->op;
+  c->tenure = a->tenure;
+  c->counter = a->counter;
+  c->sent_ms = sim_wnow(s, w);
+  c->key = kn_strdup0(a->key);
+  c->old_owner = kn_strdup0(a->old_owner);
+  c->owner = kn_strdup0(k->id);
+  if (a->op == KN_CC_CREATE && a->lease) {
+    if (kn_lease_copy(&c->lease, a->lease)) abort();
+    if (!c->key) c->key = kn_strdup0(a->lease->key);
+  }
+  if (a->op == KN_CC_CHECKPOINT) {
+    c->ckpt = kn_strdup0(a->checkpoint);
+    c->subseq = a->subseq;
+    c->pending = kn_strdup0(a->pending);
+    c->pending_subseq = a->pending_subseq;
+    if (a->state && a->state_len) {
+      c->state = malloc(a->state_len);
+      memcpy(c->state, a->state, a->state_len);
+      c->state_len = a->state_len;
+    }
+  }
+  if (a->op == KN_CC_SET_CHILDREN) {
+    c->children = copy_strv(a->children, a->n_children);
+    c->n_children = a->n_children;
+  }
+  sim_trace(s, w, kn_cc_op_name(a->op), c->key, (int64_t)a->id, a->counter);
+  sim_fault_store(s, c);
+}
+
+static void start_reader(sim_t *s, int w, const kn_cc_action_t *a) {
+  sim_worker_t *k = &s->wk[w];
+  int sh = sim_shard_find(s, a->key);
+  sim_trace(s, w, "START", a->key, a->tenure, a->until_ms - sim_wnow(s, w));
+  if (sh < 0) {
+    sim_violate(s, "w%d: START of unknown shard %s", w, a->key);
+    return;
+  }
+  sim_check_start(s, w, a, sh);
+  if (s->n_ten == s->cap_ten) {
+    s->cap_ten = s->cap_ten ? s->cap_ten * 2 : 64;
+    s->ten = realloc(s->ten, s->cap_ten * sizeof(*s->ten));
+    if (!s->ten) abort();
+  }
+  sim_ten_t *t = &s->ten[s->n_ten];
+  memset(t, 0, sizeof(*t));
+  t->shard = sh;
+  t->w = w;
+  t->inc = k->inc;
+  t->tenure = a->tenure;
+  t->start_t = s->now;
+  t->end_t = -1;
+  if (a->tenure < s->sh[sh].cur_tenure) t->flags |= TEN_STALE;
+  if (strcmp(k->slow_take, a->key) == 0) t->flags |= TEN_STORE_FAULT;
+  if (find_reader(k, a->key, -1, NULL))
+    sim_violate(s, "w%d: START of %s tenure %lld while a reader runs", w,
+                a->key, (long long)a->tenure);
+  if (k->n_rd == k->cap_rd) {
+    k->cap_rd = k->cap_rd ? k->cap_rd * 2 : 8;
+    k->rd = realloc(k->rd, k->cap_rd * sizeof(*k->rd));
+    if (!k->rd) abort();
+  }
+  sim_reader_t *r = &k->rd[k->n_rd++];
+  memset(r, 0, sizeof(*r));
+  r->serial = s->next_serial++;
+  r->shard = sh;
+  r->ten = (int)s->n_ten++;
+  memcpy(r->key, s->sh[sh].id, sizeof(r->key));
+  r->tenure = a->tenure;
+  r->until_ms = a->until_ms;
+  r->next = sim_start_index(s, sh, a->lease ? a->lease->checkpoint : NULL);
+  r->last = -1;
+  r->ckpted = -1;
+  sim_push(s, s->now + sim_range(&s->rng, 1, 200), EV_READER, w, k->inc,
+           r->serial, 0, NULL);
+}
+
+static void end_tenure(sim_t *s, int w, const kn_cc_action_t *a, int flag) {
+  sim_worker_t *k = &s->wk[w];
+  size_t i;
+  sim_reader_t *r = find_reader(k, a->key, a->tenure, &i);
+  if (!r) return;
+  s->ten[r->ten].flags |= flag;
+  s->ten[r->ten].end_t = s->now;
+  remove_reader(k, i);
+}
+
+static void handle(sim_t *s, int w, const kn_cc_action_t *a) {
+  sim_worker_t *k = &s->wk[w];
+  sim_reader_t *r;
+  switch (a->op) {
+    case KN_CC_LIST_LEASES:
+    case KN_CC_CREATE:
+    case KN_CC_TAKE:
+    case KN_CC_RENEW:
+    case KN_CC_CHECKPOINT:
+    case KN_CC_RELEASE:
+    case KN_CC_REMOVE:
+    case KN_CC_SET_CHILDREN:
+      store_call(s, w, a);
+      break;
+    case KN_CC_LIST_SHARDS: {
+      int fail = s->faults_on && s->o.faults >= 2 && sim_chance(&s->rng, 30);
+      sim_trace(s, w, "LIST_SHARDS", NULL, (int64_t)a->id, 0);
+      sim_push(s, s->now + sim_latency(s), EV_SHARDS_REPLY, w, k->inc,
+               (int64_t)a->id, fail, NULL);
+      break;
+    }
+    case KN_CC_START:
+      start_reader(s, w, a);
+      break;
+    case KN_CC_STOP:
+      sim_trace(s, w, "STOP", a->key, a->tenure, a->reason);
+      end_tenure(s, w, a, TEN_STOPPED);
+      break;
+    case KN_CC_EXTEND:
+      if ((r = find_reader(k, a->key, a->tenure, NULL)))
+        r->until_ms = a->until_ms;
+      break;
+    case KN_CC_DONE:
+      sim_trace(s, w, "DONE", a->key, a->tenure, 0);
+      end_tenure(s, w, a, TEN_DONE);
+      break;
+    case KN_CC_REPLY:
+      sim_trace(s, w, "REPLY", a->key, (int64_t)(uintptr_t)a->req, a->reason);
+      if (a->reason) k->ckpt_retry = 1;
+      break;
+    case KN_CC_FATAL:
+      sim_violate(s, "w%d: FATAL: %s", w, a->err_msg ? a->err_msg : "?");
+      break;
+    case KN_CC_CLOSED:
+      sim_trace(s, w, "CLOSED", NULL, 0, 0);
+      if (k->closing) k->closed = 1;
+      break;
+    case KN_CC_LOG:
+      if (a->level >= KN_CC_LOG_INFO) sim_trace_msg(s, w, a->err_msg);
+      break;
+  }
+}
+
+void sim_worker_drain(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  kn_cc_action_t a;
+  while (k->alive && k->cc && !k->closed && kn_cc_next(k->cc, &a)) {
+    handle(s, w, &a);
+    /* a crash between two actions of one decision */
+    if (s->faults_on && s->o.faults >= 1 && sim_chance(&s->rng, 2)) {
+      sim_worker_kill(s, w);
+      s->had_fault = 1;
+      sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0,
+               0, NULL);
+    }
+  }
+  if (k->alive && k->closed) closed(s, w);
+  if (k->alive && k->cc) schedule_tick(s, w);
+}
+
+/* A failed write for a held lease may cost that tenure its checkpoint or
+ * its lease: duplicates after it are the store's doing. */
+static void flag_store_fault(sim_t *s, int w, const char *key) {
+  sim_worker_t *k = &s->wk[w];
+  s->had_fault = 1;
+  if (k->closing) k->close_fault = 1;
+  k->fault_t = s->now;
+  if (!key) return;
+  for (size_t i = 0; i < k->n_rd; i++)
+    if (strcmp(k->rd[i].key, key) == 0)
+      s->ten[k->rd[i].ten].flags |= TEN_STORE_FAULT;
+}
+
+static void store_reply(sim_t *s, int w, sim_call_t *c) {
+  sim_worker_t *k = &s->wk[w];
+  kn_error_t *err = NULL;
+  if (c->fate == FATE_FAIL)
+    err = sim_chance(&s->rng, 500)
+              ? kn_error_new(KN_ERR_THROTTLING, "simulated throttling")
+              : kn_error_new(KN_ERR_SERVICE_UNAVAILABLE, "simulated 503");
+  else if (c->fate != FATE_OK)
+    err = kn_error_new(KN_ERR__TIMED_OUT, "simulated time-out");
+  else if (c->rc)
+    err = kn_error_new(c->rc, "simulated conditional check failed");
+  /* a failure, or an answer that took over a second, is a store fault */
+  if (c->fate != FATE_OK || sim_wnow(s, w) - c->sent_ms > 1000)
+    flag_store_fault(s, w, c->key);
+  sim_trace(s, w, c->op == KN_CC_LIST_LEASES ? "leases_done" : "store_done",
+            c->key, (int64_t)c->id, err ? kn_error_code(err) : 0);
+  int64_t now = sim_wnow(s, w);
+  if (c->op == KN_CC_TAKE) {
+    int slow = now - c->sent_ms > 1000;
+    if (slow) memcpy(k->slow_take, c->key, strlen(c->key) + 1);
+    else if (strcmp(k->slow_take, c->key) == 0) k->slow_take[0] = 0;
+  }
+  if (c->op == KN_CC_LIST_LEASES)
+    kn_cc_leases_done(k->cc, c->id, err, err ? NULL : c->list,
+                      err ? 0 : c->n_list, now);
+  else
+    kn_cc_store_done(k->cc, c->id, err, err ? 0 : c->new_counter, c->sent_ms,
+                     now);
+  kn_error_destroy(err);
+}
+
+static void reader_step(sim_t *s, int w, int64_t serial) {
+  sim_worker_t *k = &s->wk[w];
+  size_t i;
+  for (i = 0; i < k->n_rd && k->rd[i].serial != serial; i++) {
+  }
+  if (i == k->n_rd || k->rd[i].finished) return;
+  sim_reader_t *r = &k->rd[i];
+  int64_t now = sim_wnow(s, w);
+  if (now >= r->until_ms) {
+    char key[24];
+    int64_t tenure = r->tenure;
+    memcpy(key, r->key, sizeof(key));
+    s->ten[r->ten].flags |= TEN_STOPPED;
+    s->ten[r->ten].end_t = s->now;
+    remove_reader(k, i);
+    sim_trace(s, w, "shard_expired", key, tenure, 0);
+    kn_cc_shard_expired(k->cc, key, tenure, now);
+    return;
+  }
+  sim_shard_t *h = &s->sh[r->shard];
+  if (h->gone) {
+    char key[24];
+    int64_t tenure = r->tenure;
+    memcpy(key, r->key, sizeof(key));
+    /* gone: an end of its own */
+    s->ten[r->ten].flags |= TEN_STOPPED | TEN_ENDED;
+    s->ten[r->ten].end_t = s->now;
+    remove_reader(k, i);
+    sim_trace(s, w, "shard_gone", key, tenure, 0);
+    kn_cc_shard_gone(k->cc, key, tenure, now);
+    return;
+  }
+  sim_check_reading(s, w, r);
+  size_t avail = h->n > r->next ? h->n - r->next : 0;
+  size_t take = (size_t)sim_range(&s->rng, 1, 60);
+  if (take > avail) take = avail;
+  for (size_t j = 0; j < take; j++) {
+    sim_check_delivery(s, w, r, r->next);
+    r->last = (int)r->next++;
+  }
+  int end = h->closed && r->next >= h->n;
+  if (take || end) {
+    kn_cc_pos_t pos = {r->last >= 0 ? h->rec[r->last].seq : NULL, 0};
+    sim_trace(s, w, end ? "delivered_end" : "delivered", r->key, r->tenure,
+              (int64_t)take);
+    kn_cc_delivered(k->cc, r->key, r->tenure, r->last >= 0 ? &pos : NULL, end,
+                    now);
+    if (take && k->auto_ckpt) {
+      if (k->n_proc == k->cap_proc) {
+        k->cap_proc = k->cap_proc ? k->cap_proc * 2 : 8;
+        k->proc = realloc(k->proc, k->cap_proc * sizeof(*k->proc));
+        if (!k->proc) abort();
+      }
+      sim_proc_t *p = &k->proc[k->n_proc++];
+      memcpy(p->key, r->key, sizeof(p->key));
+      p->tenure = r->tenure;
+      memcpy(p->seq, h->rec[r->last].seq, sizeof(p->seq));
+    }
+  }
+  if (end) {
+    r->finished = 1;
+    int64_t d = sim_range(&s->rng, 0, 600);
+    if (s->sc && s->sc->ended_delay)
+      d += s->sc->ended_delay(s, w, r->key, r->tenure);
+    sim_push(s, s->now + d, EV_ENDED, w, k->inc, r->shard, r->ten, NULL);
+  } else {
+    int64_t d = sim_range(&s->rng, 50, 1000);
+    if (sim_chance(&s->rng, 20)) d += sim_range(&s->rng, 1000, 5000);
+    sim_push(s, s->now + d, EV_READER, w, k->inc, serial, 0, NULL);
+  }
+}
+
+static void ended(sim_t *s, int w, int shard, int ten) {
+  sim_worker_t *k = &s->wk[w];
+  sim_ten_t *t = &s->ten[ten];
+  kn_cc_shard_t ch[2];
+  size_t n = 0;
+  if (s->child_shards)
+    for (int j = 0; j < s->sh[shard].n_children; j++)
+      sim_shard_desc(s, s->sh[shard].children[j], &ch[n++]);
+  t->flags |= TEN_ENDED;
+  sim_trace(s, w, "shard_ended", s->sh[shard].id, t->tenure, (int64_t)n);
+  kn_cc_shard_ended(k->cc, s->sh[shard].id, t->tenure, ch, n, sim_wnow(s, w));
+}
+
+static void poll(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  int64_t now = sim_wnow(s, w);
+  if (k->auto_ckpt) {
+    for (size_t i = 0; i < k->n_proc; i++) {
+      kn_cc_pos_t pos = {k->proc[i].seq, 0};
+      kn_cc_processed(k->cc, k->proc[i].key, k->proc[i].tenure, &pos, now);
+    }
+    k->n_proc = 0;
+  } else {
+    int retry = k->ckpt_retry;
+    k->ckpt_retry = 0;
+    int quiet = !s->faults_on;
+    if (retry || sim_chance(&s->rng, quiet ? 600 : 200))
+      for (size_t i = 0; i < k->n_rd; i++) {
+        sim_reader_t *r = &k->rd[i];
+        if (r->last < 0 || (r->last <= r->ckpted && !retry)) continue;
+        kn_cc_pos_t pos = {s->sh[r->shard].rec[r->last].seq, 0};
+        r->ckpted = r->last;
+        k->reqs++;
+        sim_trace(s, w, "app_checkpoint", r->key, (int64_t)k->reqs, r->last);
+        kn_cc_checkpoint(k->cc, r->key, &pos, 0, NULL, 0,
+                         (void *)(uintptr_t)k->reqs, now);
+      }
+  }
+  sim_push(s, s->now + sim_range(&s->rng, 50, 500), EV_POLL, w, k->inc, 0, 0,
+           NULL);
+}
+
+void sim_worker_event(sim_t *s, const sim_ev_t *ev) {
+  int w = ev->w;
+  sim_worker_t *k = &s->wk[w];
+  if (!k->alive || ev->inc != k->inc) {
+    if (ev->kind == EV_STORE_REPLY) sim_call_free(ev->p);
+    return;
+  }
+  if (s->now < k->frozen_until) {
+    /* its events wait; its clock jumps when it wakes */
+    int64_t t = k->frozen_until;
+    if (ev->kind == EV_TICK) {
+      if (ev->a != k->tick_at) return;
+      k->tick_at = t;
+      sim_push(s, t, EV_TICK, w, ev->inc, t, 0, NULL);
+    } else {
+      sim_push(s, t, ev->kind, w, ev->inc, ev->a, ev->b, ev->p);
+    }
+    return;
+  }
+  switch (ev->kind) {
+    case EV_TICK:
+      if (ev->a != k->tick_at) return;
+      k->tick_at = -1;
+      kn_cc_tick(k->cc, sim_wnow(s, w));
+      break;
+    case EV_STORE_REPLY:
+      store_reply(s, w, ev->p);
+      sim_call_free(ev->p);
+      break;
+    case EV_SHARDS_REPLY: {
+      kn_cc_shard_t *v;
+      size_t n;
+      sim_trace(s, w, "shards_done", NULL, ev->a, ev->b);
+      if (ev->b) {
+        kn_error_t *err = kn_error_new(KN_ERR_LIMIT_EXCEEDED, "simulated");
+        kn_cc_shards_done(k->cc, (uint64_t)ev->a, err, NULL, 0, sim_wnow(s, w));
+        kn_error_destroy(err);
+      } else {
+        sim_list_shards(s, &v, &n);
+        kn_cc_shards_done(k->cc, (uint64_t)ev->a, NULL, v, n, sim_wnow(s, w));
+        free(v);
+      }
+      break;
+    }
+    case EV_READER:
+      reader_step(s, w, ev->a);
+      break;
+    case EV_ENDED:
+      ended(s, w, (int)ev->a, (int)ev->b);
+      break;
+    case EV_POLL:
+      poll(s, w);
+      break;
+    default:
+      break;
+  }
+  sim_worker_drain(s, w);
+}
