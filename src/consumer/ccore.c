@@ -366,11 +366,14 @@ static void wind_down(kn_cc_t *c, kn_err_t reason, int64_t now) {
   maybe_closed(c);
 }
 
-static void go_fatal(kn_cc_t *c, const char *msg, int64_t now) {
+static void go_fatal(kn_cc_t *c, kn_err_t code, const char *msg, int64_t now) {
   if (c->fatal || c->closing) return;
   c->fatal = 1;
   cc_act_t *x = cc_push(&c->q, KN_CC_FATAL);
-  if (x) cc_own(x, &x->a.err_msg, msg);
+  if (x) {
+    x->a.reason = code;
+    cc_own(x, &x->a.err_msg, msg);
+  }
   wind_down(c, KN_ERR__FAIL, now);
 }
 
@@ -544,7 +547,7 @@ static void sync_failed(kn_cc_t *c, const kn_error_t *err, const char *what,
       kn_error_code(err) != KN_ERR__TRANSPORT) {
     /* A verdict (stream missing, credentials rejected): say so instead of
      * retrying for ever. */
-    go_fatal(c, msg, now);
+    go_fatal(c, kn_error_code(err), msg, now);
     return;
   }
   logf_(c, KN_CC_LOG_WARN, "%s (retrying)", msg);
@@ -839,8 +842,11 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
       w[i].owner = NULL;
     }
   }
+  /* A worker that renewed nothing for two renewal intervals is likely
+   * dead: its leases are taken when they expire, before anyone steals. */
   kn_take_params_t p = {c->worker, now, c->cfg.duration_ms,
-                        c->cfg.max_leases, c->cfg.max_steal};
+                        c->cfg.max_leases, c->cfg.max_steal,
+                        2 * c->cfg.renew_ms};
   kn_take_plan_t plan;
   if (kn_take_plan(w, n, &c->obs, &p, &plan)) {
     free(w);

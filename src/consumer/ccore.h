@@ -124,7 +124,8 @@ typedef struct kn_cc_action {
   int64_t until_ms;          /* START, EXTEND */
   kn_err_t reason;           /* STOP: KN_ERR__LEASE_LOST, KN_ERR__DESTROY,
                                 KN_ERR__TIMED_OUT (not renewed in time);
-                                REPLY: the checkpoint's outcome */
+                                REPLY: the checkpoint's outcome; FATAL: the
+                                code of the error that stopped it */
   void *req;                 /* REPLY */
   const char *err_msg;       /* REPLY, FATAL, LOG: a message, or NULL */
   int level;                 /* LOG: KN_CC_LOG_DEBUG, _INFO or _WARN */

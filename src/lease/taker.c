@@ -86,6 +86,7 @@ int kn_lease_is_ready(const kn_lease_t *l, const kn_lease_t *all, size_t n) {
 typedef struct owner_count {
   const char *owner;
   size_t count;
+  int64_t fresh_ms;     /* the latest change seen of one of its leases */
 } owner_count_t;
 
 static uint32_t fnv1a(const char *s) {
@@ -108,7 +109,7 @@ int kn_take_plan(const kn_lease_t *v, size_t n, const kn_lease_observer_t *o,
     return -1;
   }
   size_t n_owners = 0, n_avail = 0, ready = 0;
-  owners[n_owners++] = (owner_count_t){p->worker, 0};
+  owners[n_owners++] = (owner_count_t){p->worker, 0, p->now_ms};
   for (size_t i = 0; i < n; i++) {
     if (!kn_lease_is_ready(&v[i], v, n)) continue;
     ready++;
@@ -118,8 +119,12 @@ int kn_take_plan(const kn_lease_t *v, size_t n, const kn_lease_observer_t *o,
     }
     size_t k = 0;
     while (k < n_owners && strcmp(owners[k].owner, v[i].owner) != 0) k++;
-    if (k == n_owners) owners[n_owners++] = (owner_count_t){v[i].owner, 0};
+    if (k == n_owners)
+      owners[n_owners++] = (owner_count_t){v[i].owner, 0, INT64_MIN};
     owners[k].count++;
+    const kn_lease_obs_t *e = kn_lease_observer_get(o, v[i].key);
+    int64_t seen = e && e->counter == v[i].counter ? e->changed_ms : p->now_ms;
+    if (seen > owners[k].fresh_ms) owners[k].fresh_ms = seen;
   }
   plan->workers = n_owners;
   plan->held = owners[0].count;
@@ -136,7 +141,10 @@ int kn_take_plan(const kn_lease_t *v, size_t n, const kn_lease_observer_t *o,
     plan->take[plan->n_take++] = avail[(start + k) % n_avail];
   want -= plan->n_take;
 
-  if (want > 0 && p->max_steal > 0) {
+  int quiet = 0;
+  for (size_t k = 1; k < n_owners && p->quiet_ms > 0; k++)
+    if (p->now_ms - owners[k].fresh_ms >= p->quiet_ms) quiet = 1;
+  if (want > 0 && p->max_steal > 0 && !quiet) {
     size_t most = 0;
     for (size_t k = 1; k < n_owners; k++)
       if (!most || owners[k].count > owners[most].count) most = k;

@@ -45,6 +45,10 @@ typedef struct kn_take_params {
   int64_t duration_ms;
   int max_leases;         /* 0: no limit */
   int max_steal;          /* leases stolen per round at most */
+  /* No stealing while a worker counted as live has renewed none of its
+   * leases for this long (it is probably dead: its leases expire soon
+   * and are taken without moving a live worker's); 0: no such pause. */
+  int64_t quiet_ms;
 } kn_take_params_t;
 
 typedef struct kn_take_plan {

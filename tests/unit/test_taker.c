@@ -62,7 +62,7 @@ static void test_target_and_take(void) {
   kn_lease_observer_t o;
   kn_lease_observer_init(&o);
   kn_lease_observer_update(&o, v, 12, 0);
-  kn_take_params_t p = {"w1", 100, 10000, 0, 1};
+  kn_take_params_t p = {"w1", 100, 10000, 0, 1, 0};
   kn_take_plan_t plan;
   KT_CHECK_INT(kn_take_plan(v, 12, &o, &p, &plan), 0);
   KT_CHECK_INT(plan.workers, 3);
@@ -93,7 +93,7 @@ static void test_steal_bounded(void) {
   kn_lease_observer_t o;
   kn_lease_observer_init(&o);
   kn_lease_observer_update(&o, v, 6, 0);
-  kn_take_params_t p = {"w1", 1000, 10000, 0, 1};
+  kn_take_params_t p = {"w1", 1000, 10000, 0, 1, 0};
   kn_take_plan_t plan;
   KT_CHECK_INT(kn_take_plan(v, 6, &o, &p, &plan), 0);
   KT_CHECK_INT(plan.target, 3);
@@ -122,7 +122,7 @@ static void test_steal_when_idle(void) {
   kn_lease_observer_t o;
   kn_lease_observer_init(&o);
   kn_lease_observer_update(&o, v, 4, 0);
-  kn_take_params_t p = {"w1", 1000, 10000, 0, 5};
+  kn_take_params_t p = {"w1", 1000, 10000, 0, 5, 0};
   kn_take_plan_t plan;
   KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
   KT_CHECK_INT(plan.target, 2);
@@ -150,6 +150,38 @@ static void test_steal_when_idle(void) {
   kn_lease_observer_free(&o);
 }
 
+static void test_no_steal_while_a_worker_is_quiet(void) {
+  /* w2 holds 3 and renews; w3 renewed nothing for 7 s (dead, its lease
+   * not yet expired): target 2 counts w3, but w1 waits for w3's lease to
+   * expire instead of taking one of w2's. */
+  kn_lease_t v[4] = {mk("s0", "w2", 1), mk("s1", "w2", 1), mk("s2", "w2", 1),
+                     mk("s3", "w3", 1)};
+  kn_lease_observer_t o;
+  kn_lease_observer_init(&o);
+  kn_lease_observer_update(&o, v, 4, 0);
+  v[0].counter = v[1].counter = v[2].counter = 3;
+  kn_lease_observer_update(&o, v, 4, 6000);
+  kn_take_params_t p = {"w1", 7000, 10000, 0, 1, 6600};
+  kn_take_plan_t plan;
+  KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+  KT_CHECK_INT(plan.target, 2);
+  KT_CHECK_INT(plan.n_steal, 0);
+  kn_take_plan_free(&plan);
+  p.quiet_ms = 0; /* without the rule: one of w2's */
+  KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+  KT_CHECK_INT(plan.n_steal, 1);
+  KT_CHECK(plan.n_steal == 1 && plan.steal[0] < 3);
+  kn_take_plan_free(&plan);
+  /* w3 renews again: stealing from w2 resumes. */
+  v[3].counter = 2;
+  kn_lease_observer_update(&o, v, 4, 7000);
+  p.quiet_ms = 6600;
+  KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+  KT_CHECK_INT(plan.n_steal, 1);
+  kn_take_plan_free(&plan);
+  kn_lease_observer_free(&o);
+}
+
 static void test_expired_owner_not_counted(void) {
   /* w2 died 11 s ago holding 4 leases: they are free to take, and w2 is
    * not counted as a live worker. */
@@ -162,7 +194,7 @@ static void test_expired_owner_not_counted(void) {
   kn_lease_observer_t o;
   kn_lease_observer_init(&o);
   kn_lease_observer_update(&o, v, 4, 0);
-  kn_take_params_t p = {"w1", 11000, 10000, 0, 1};
+  kn_take_params_t p = {"w1", 11000, 10000, 0, 1, 0};
   kn_take_plan_t plan;
   KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
   KT_CHECK_INT(plan.workers, 1);
@@ -202,7 +234,7 @@ static void test_parents_before_children(void) {
   kn_lease_observer_t o;
   kn_lease_observer_init(&o);
   kn_lease_observer_update(&o, w, 2, 0);
-  kn_take_params_t p = {"w1", 0, 10000, 0, 1};
+  kn_take_params_t p = {"w1", 0, 10000, 0, 1, 0};
   kn_take_plan_t plan;
   KT_CHECK_INT(kn_take_plan(w, 2, &o, &p, &plan), 0);
   KT_CHECK_INT(plan.n_take, 1);
@@ -227,7 +259,7 @@ static void test_spread_of_takers(void) {
   for (int w = 0; w < 8; w++) {
     char id[16];
     snprintf(id, sizeof(id), "worker-%d", w);
-    kn_take_params_t p = {id, 0, 10000, 1, 1};
+    kn_take_params_t p = {id, 0, 10000, 1, 1, 0};
     kn_take_plan_t plan;
     kn_take_plan(v, 64, &o, &p, &plan);
     firsts[w] = plan.take[0];
@@ -245,6 +277,7 @@ int main(void) {
   KT_RUN(test_target_and_take);
   KT_RUN(test_steal_bounded);
   KT_RUN(test_steal_when_idle);
+  KT_RUN(test_no_steal_while_a_worker_is_quiet);
   KT_RUN(test_expired_owner_not_counted);
   KT_RUN(test_parents_before_children);
   KT_RUN(test_spread_of_takers);
