@@ -8,7 +8,9 @@ GetRecords with ChildShards) and on kinesalite (which does not).
   and G's lease stays.  Once C1 and C2 have started, P's lease may be
   cleaned up, but P must never be created again (and read again) while
   the worker runs on: every record is delivered exactly once, and P's
-  lease, once gone, never comes back.
+  lease, once gone, never comes back.  (Cleanup knows a parent's
+  children from ChildShards, so on kinesalite P's lease is only removed
+  when the children are learnt another way; the test runs there too.)
 - A lease table with only some of the shards (as a KCL application whose
   stream was resharded might leave it): a KCL 2.x table written with
   boto3 holds only shard 1's lease; shard 0 is closed with children 3 and
