@@ -3,8 +3,8 @@ workers whose output lines are time-stamped as they arrive, a producer
 with per-key counters, keys spread evenly over the hash key space, lease
 table snapshots and a read-back of a whole stream with boto3.
 
-Used by tests/integration/test_group.py, bench/bench_failover.py and
-scripts/demo.py.
+Used by tests/integration/test_group.py, test_group_resharding.py,
+bench/bench_failover.py and scripts/demo.py.
 """
 
 from __future__ import annotations
@@ -19,6 +19,28 @@ import time
 from pathlib import Path
 
 
+_counter = 0
+
+
+def unique(prefix: str, what: str) -> str:
+    """A stream or application name no other test of this run uses."""
+    global _counter
+    _counter += 1
+    return f"{prefix}-{what}-{os.getpid()}-{_counter}"
+
+
+def run_kncat(kncat: str, env: dict, *args, ok: bool = True, timeout=120,
+              input=None) -> subprocess.CompletedProcess:
+    """Runs kncat to its end; with ok, a non-zero exit raises
+    AssertionError with its stderr."""
+    p = subprocess.run([kncat, *map(str, args)], env=env, input=input,
+                       capture_output=True, timeout=timeout)
+    if ok and p.returncode != 0:
+        raise AssertionError(f"kncat {' '.join(map(str, args))}: exit "
+                             f"{p.returncode}: {p.stderr.decode(errors='replace')}")
+    return p
+
+
 def spread_keys(n: int, prefix: str) -> list[str]:
     """n partition keys, one in each n-th of the hash key space, so every
     shard of an evenly split stream (and every child of a split) gets
@@ -31,6 +53,43 @@ def spread_keys(n: int, prefix: str) -> list[str]:
         found.setdefault(h * n >> 128, k)
         i += 1
     return [found[b] for b in sorted(found)]
+
+
+def hash_of(key: str) -> int:
+    """The hash key Kinesis gives a partition key: its MD5 as a number."""
+    return int.from_bytes(hashlib.md5(key.encode()).digest(), "big")
+
+
+def keys_in(lo: int, hi: int, n: int, prefix: str) -> list[str]:
+    """n partition keys whose hash key is in [lo, hi]."""
+    out, i = [], 0
+    while len(out) < n:
+        k = f"{prefix}{i}"
+        if lo <= hash_of(k) <= hi:
+            out.append(k)
+        i += 1
+    return out
+
+
+def keys_for(shard: dict, n: int, prefix: str) -> list[str]:
+    """n partition keys that hash into shard's range (a ListShards entry)."""
+    return keys_in(int(shard["HashKeyRange"]["StartingHashKey"]),
+                   int(shard["HashKeyRange"]["EndingHashKey"]), n, prefix)
+
+
+def wait_for(what: str, cond, timeout: float, detail=None):
+    """Polls cond until it returns something true, and returns that; on
+    time-out raises AssertionError, with detail() (why cond was last
+    false) when given."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            why = f": {detail()}" if detail else ""
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}{why}")
+        time.sleep(0.25)
 
 
 class Worker:
@@ -226,6 +285,40 @@ def leases_json(kncat: str, env: dict, app: str, store: str) -> list[dict]:
         raise RuntimeError(f"kncat leases: exit {p.returncode}: "
                            f"{p.stderr.decode(errors='replace')}")
     return [json.loads(x) for x in p.stdout.decode().splitlines() if x.strip()]
+
+
+def create_kcl_table(ddb, table: str):
+    """A lease table as the KCL 2.x creates it (boto3 DynamoDB client)."""
+    ddb.create_table(
+        TableName=table,
+        AttributeDefinitions=[{"AttributeName": "leaseKey",
+                               "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST")
+    ddb.get_waiter("table_exists").wait(
+        TableName=table, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})
+
+
+def scan_table(ddb, table: str) -> dict[str, dict]:
+    """Every item of a lease table, by leaseKey, as boto3 returns them."""
+    items, kw = {}, {"TableName": table, "ConsistentRead": True}
+    while True:
+        r = ddb.scan(**kw)
+        for it in r["Items"]:
+            items[it["leaseKey"]["S"]] = it
+        if "LastEvaluatedKey" not in r:
+            return items
+        kw["ExclusiveStartKey"] = r["LastEvaluatedKey"]
+
+
+def test_failed(case) -> bool:
+    """In tearDown: whether this unittest test failed so far.  (The
+    outcome's success flag is not set before tearDown on Python 3.11; the
+    result's lists are.)"""
+    r = getattr(case._outcome, "result", None)
+    if r is None:
+        return not getattr(case._outcome, "success", True)
+    return any(t is case for t, _ in r.failures + r.errors)
 
 
 def payload(rec: dict) -> dict:

@@ -58,8 +58,11 @@ sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
-from groupkit import (KCL_TYPES, Producer, Worker, is_open, leases_json,  # noqa: E402
-                      list_shards, payload, read_stream, spread_keys)
+from groupkit import (KCL_TYPES, Producer, Worker, create_kcl_table,  # noqa: E402
+                      is_open, keys_for, leases_json, list_shards, payload,
+                      read_stream, run_kncat, scan_table, spread_keys,
+                      test_failed, wait_for)
+import groupkit  # noqa: E402
 
 # Short leases keep the suite quick; the take-over bounds below follow
 # from them.
@@ -80,7 +83,6 @@ TERM_BOUND = TAKE_MS / 1000 + 4.0
 
 SERVERS: dict[str, lab.Server] = {}
 TMP = Path(tempfile.mkdtemp(prefix="kn-group-"))
-_counter = 0
 
 
 def setUpModule():
@@ -95,18 +97,11 @@ def tearDownModule():
 
 
 def unique(what: str) -> str:
-    global _counter
-    _counter += 1
-    return f"grp-{what}-{os.getpid()}-{_counter}"
+    return groupkit.unique("grp", what)
 
 
 def kncat(env, *args, ok=True, timeout=120, input=None):
-    p = subprocess.run([KNCAT, *map(str, args)], env=env, input=input,
-                       capture_output=True, timeout=timeout)
-    if ok and p.returncode != 0:
-        raise AssertionError(f"kncat {' '.join(map(str, args))}: exit "
-                             f"{p.returncode}: {p.stderr.decode(errors='replace')}")
-    return p
+    return run_kncat(KNCAT, env, *args, ok=ok, timeout=timeout, input=input)
 
 
 def seqkey(rec: dict) -> tuple[int, int]:
@@ -141,8 +136,7 @@ class GroupBase:
             if w.proc.poll() is None:
                 w.proc.kill()
             w.wait(10)
-        failed = not getattr(self._outcome, "success", True)
-        if failed:
+        if test_failed(self):
             for w in self.workers:
                 tail = "\n".join(w.stderr().splitlines()[-25:])
                 print(f"--- worker {w.wid} exit {w.proc.returncode} stderr "
@@ -168,17 +162,7 @@ class GroupBase:
         return w
 
     def wait_for(self, what, cond, timeout, detail=None):
-        """Polls cond until it is true; on time-out fails, with detail()
-        (why cond was last false) when given."""
-        deadline = time.monotonic() + timeout
-        while True:
-            v = cond()
-            if v:
-                return v
-            if time.monotonic() > deadline:
-                why = f": {detail()}" if detail else ""
-                self.fail(f"timed out after {timeout} s waiting for {what}{why}")
-            time.sleep(0.25)
+        return wait_for(what, cond, timeout, detail)
 
     def delivered_ids(self, workers) -> set:
         got = set()
@@ -556,22 +540,8 @@ class GroupBase:
 
     # -- KCL compatibility (DynamoDB) --
 
-    def keys_for(self, shard, n, prefix):
-        """n partition keys that hash into shard's range."""
-        import hashlib
-        lo = int(shard["HashKeyRange"]["StartingHashKey"])
-        hi = int(shard["HashKeyRange"]["EndingHashKey"])
-        out, i = [], 0
-        while len(out) < n:
-            k = f"{prefix}{i}"
-            h = int.from_bytes(hashlib.md5(k.encode()).digest(), "big")
-            if lo <= h <= hi:
-                out.append(k)
-            i += 1
-        return out
-
     def put(self, stream, shard, count, tag):
-        keys = self.keys_for(shard, 3, tag)
+        keys = keys_for(shard, 3, tag)
         recs = [{"Data": json.dumps({"k": keys[j % 3], "n": j, "t": tag}).encode(),
                  "PartitionKey": keys[j % 3]} for j in range(count)]
         r = self.boto.put_records(StreamName=stream, Records=recs)
@@ -579,24 +549,10 @@ class GroupBase:
         self.assertTrue(all(x["ShardId"] == shard["ShardId"] for x in r["Records"]))
 
     def create_kcl_table(self, table):
-        self.ddb.create_table(
-            TableName=table,
-            AttributeDefinitions=[{"AttributeName": "leaseKey",
-                                   "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
-            BillingMode="PAY_PER_REQUEST")
-        self.ddb.get_waiter("table_exists").wait(
-            TableName=table, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})
+        create_kcl_table(self.ddb, table)
 
     def scan(self, table):
-        items, kw = {}, {"TableName": table, "ConsistentRead": True}
-        while True:
-            r = self.ddb.scan(**kw)
-            for it in r["Items"]:
-                items[it["leaseKey"]["S"]] = it
-            if "LastEvaluatedKey" not in r:
-                return items
-            kw["ExclusiveStartKey"] = r["LastEvaluatedKey"]
+        return scan_table(self.ddb, table)
 
     def run_until(self, env, stream, app, store, want, props, settle=2.0):
         """One worker until `want` records arrived, then `settle` seconds
