@@ -6,7 +6,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test unit asan fuzz docs docs-check bench clean
+.PHONY: all deps build demo check test unit asan fuzz docs docs-check bench sim-long clean
 
 all: build
 
@@ -48,6 +48,13 @@ check: deps build docs-check
 	ctest --test-dir $(BUILD) --output-on-failure -j 2
 	$(MAKE) asan
 	$(MAKE) fuzz
+
+# A long search of the coordination simulator: SIM_RUNS seeds from
+# SIM_SEED, beyond the 10,000 that make check runs (tests/sim/README.md).
+SIM_SEED ?= 100001
+SIM_RUNS ?= 200000
+sim-long: build
+	$(BUILD)/tests/sim/kn_sim --seed $(SIM_SEED) --runs $(SIM_RUNS) --seconds 180
 
 bench: deps build
 	python3 bench/run.py --build $(BUILD)
