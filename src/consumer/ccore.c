@@ -1070,6 +1070,14 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
 
 /* ---- readers ---- */
 
+/* A sync now, or right after the one under way. */
+static void sync_soon(kn_cc_t *c, int64_t now) {
+  if (c->syncing)
+    c->resync = 1;
+  else
+    c->sync_at = now;
+}
+
 static cc_lease_t *tenure_of(kn_cc_t *c, const char *key, int64_t tenure) {
   cc_lease_t *l = lease_find(c, key);
   if (!l || !l->reading || l->tenure != tenure) return NULL;
@@ -1099,10 +1107,7 @@ void kn_cc_shard_ended(kn_cc_t *c, const char *key, int64_t tenure,
   }
   /* Leases for the children come from a sync now (ListShards also finds
    * them where the server sends no ChildShards). */
-  if (c->syncing)
-    c->resync = 1;
-  else
-    c->sync_at = now;
+  sync_soon(c, now);
   pump(c, l, now);
 }
 
@@ -1115,10 +1120,7 @@ void kn_cc_shard_gone(kn_cc_t *c, const char *key, int64_t tenure,
         "read", key);
   l->ended = l->end_popped = 1;
   l->delivered[0] = '\0';
-  if (c->syncing)
-    c->resync = 1;
-  else
-    c->sync_at = now;
+  sync_soon(c, now);
   pump(c, l, now);
 }
 
