@@ -9,7 +9,7 @@
 
 #include "consumer/consumer_int.h"
 #include "consumer/efo.h"
-#include "kinesis/encode.h"
+#include "kinesis/model.h"
 #include "consumer/shard_table.h"
 #include "consumer/store_pool.h"
 #include "core/error.h"

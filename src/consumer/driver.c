@@ -22,7 +22,6 @@
 #include "consumer/shard_table.h"
 #include "consumer/store_pool.h"
 #include "core/error.h"
-#include "kinesis/encode.h"
 #include "lease/store.h"
 #include "util/clock.h"
 #include "util/cond.h"
