@@ -125,8 +125,9 @@ void sim_check_start(sim_t *s, int w, const kn_cc_action_t *a, int sh) {
   if (a->until_ms <= sim_wnow(s, w))
     sim_trace(s, w, "late_start", h->id, a->tenure,
               a->until_ms - sim_wnow(s, w));
-  if (is_ckpt(ck, KN_CKPT_LATEST)) {
-    /* records before a LATEST start are not wanted (KCL semantics) */
+  if (is_ckpt(ck, KN_CKPT_LATEST) || is_ckpt(ck, KN_CKPT_AT_TIMESTAMP)) {
+    /* records before a LATEST start, or before the timestamp of a shard
+     * of unknown ancestry, are not wanted (KCL semantics) */
     size_t n = sim_start_index(s, sh, ck);
     for (size_t k = 0; k < n; k++)
       if (!h->rec[k].deliveries) h->rec[k].required = 0;
