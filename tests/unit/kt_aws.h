@@ -9,6 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kn/client.h"
+#include "kn/conf.h"
+
 #define KT_UNUSED __attribute__((unused))
 
 static char kt_tmp[256];
@@ -74,6 +77,24 @@ static KT_UNUSED const char *kt_write(const char *name, const char *text) {
   }
   chmod(p, 0755);
   return p;
+}
+
+/* A client of the Kinesis server on 127.0.0.1:port with example keys and
+ * no retries, after kt_aws_reset(); NULL (and a message) on failure. */
+static KT_UNUSED kn_client_t *kt_aws_client(int port) {
+  kt_aws_reset();
+  setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+  kn_conf_t *conf = kn_conf_new();
+  char ep[64], err[256];
+  snprintf(ep, sizeof ep, "http://127.0.0.1:%d", port);
+  kn_conf_set(conf, "kinesis.endpoint", ep, err, sizeof err);
+  kn_conf_set(conf, "region", "us-east-1", err, sizeof err);
+  kn_conf_set(conf, "retry.max.attempts", "1", err, sizeof err);
+  kn_client_t *kc = kn_client_new(conf, err, sizeof err);
+  if (!kc) fprintf(stderr, "client: %s\n", err);
+  kn_conf_destroy(conf);
+  return kc;
 }
 
 #endif

@@ -130,21 +130,7 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
 
 static kt_httpd_t srv;
 
-static kn_client_t *client(void) {
-  kt_aws_reset();
-  setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
-  setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
-  kn_conf_t *conf = kn_conf_new();
-  char ep[64], err[256];
-  snprintf(ep, sizeof ep, "http://127.0.0.1:%d", srv.port);
-  kn_conf_set(conf, "kinesis.endpoint", ep, err, sizeof err);
-  kn_conf_set(conf, "region", "us-east-1", err, sizeof err);
-  kn_conf_set(conf, "retry.max.attempts", "1", err, sizeof err);
-  kn_client_t *kc = kn_client_new(conf, err, sizeof err);
-  if (!kc) fprintf(stderr, "client: %s\n", err);
-  kn_conf_destroy(conf);
-  return kc;
-}
+static kn_client_t *client(void) { return kt_aws_client(srv.port); }
 
 /* The i-th recorded request of an action, or NULL. */
 static json_t *request(const char *action, int i) {
