@@ -526,13 +526,24 @@ def run_measured(cmd, env):
     return ru.ru_utime + ru.ru_stime, rss, wall
 
 
-def make_input(path, keys, n, size=1000):
+def put_spread(kinesis, stream, keys, n, size=1000):
+    """n records of size bytes, key i % len(keys), with PutRecords (500 a
+    call, failed entries sent again)."""
     rnd = random.Random(7)
-    with open(path, "wb") as f:
-        for i in range(n):
-            body = bytes(rnd.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(50))
-            f.write(keys[i % len(keys)].encode() + b"\t"
-                    + (body * (size // 50 + 1))[:size] + b"\n")
+    batch = []
+    for i in range(n):
+        body = bytes(rnd.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(50))
+        batch.append({"PartitionKey": keys[i % len(keys)],
+                      "Data": (body * (size // 50 + 1))[:size]})
+        if len(batch) == 500 or i == n - 1:
+            for _ in range(100):
+                r = kinesis.put_records(StreamName=stream, Records=batch)
+                batch = [e for e, x in zip(batch, r["Records"]) if "ErrorCode" in x]
+                if not batch:
+                    break
+                time.sleep(0.2)
+            else:
+                raise SystemExit("bench: records could not be stored")
 
 
 def scale_main(a, kncat):
@@ -547,11 +558,9 @@ def scale_main(a, kncat):
         kncat_ok(kncat, env, "create", stream, "--shards", S)
         print(f"scale: stream of {S} shards created in {time.monotonic() - t:.0f} s",
               flush=True)
-        data = os.path.join(tmp, "in.txt")
-        make_input(data, spread_keys(S, "k"), n)
         t = time.monotonic()
-        with open(data, "rb") as f:
-            kncat_ok(kncat, env, "produce", stream, "-K", "\\t", stdin=f.read())
+        put_spread(lab.boto3_client("kinesis", k, attempts=5), stream,
+                   spread_keys(S, "k"), n)
         print(f"scale: {mb:.1f} MB of 1 KB records ({n // S} or more on every "
               f"shard) produced in {time.monotonic() - t:.0f} s", flush=True)
         res = {"consume": [], "group": []}
