@@ -7,7 +7,7 @@ today's libkinesis design as formulas, at the measured size and at
   python3 bench/bench_lease_cost.py [--quick] [--shards 64] [--workers 8]
           [--steady 180] [--window 60] [--idle] [--no-events]
   python3 bench/bench_lease_cost.py --scale [--scale-shards 1000] [--mb 32]
-          [--rounds 3] [--scale-leases sqlite|dynamodb]
+          [--rounds 3] [--idle-seconds 60] [--scale-leases sqlite|dynamodb]
 
 Wire counts.  kinesalite serves the stream; dynalite the lease table,
 behind a FaultProxy (tests/lab/faultproxy.py) whose observer,
@@ -100,6 +100,10 @@ MB of 1 KB records spread over every shard, read to the end (-e), next to
 peak RSS (target < 128 MB) and CPU seconds per MB (target within 10% of
 consume).  The machine is shared by several people and has 2 cores: CPU
 figures are noisy, so runs are interleaved and the medians compared.
+Then both run --idle-seconds (default 60) at the tip of the stream (-o
+latest, no records): the CPU a minute each spends just keeping up with
+1,000 shards (for the group: taking, renewing and scanning 1,000 leases),
+which is what the CPU per MB of a short drain is mostly made of.
 """
 
 import argparse
@@ -526,6 +530,27 @@ def run_measured(cmd, env):
     return ru.ru_utime + ru.ru_stime, rss, wall
 
 
+def run_for(cmd, env, seconds):
+    """(CPU seconds, peak RSS MB) of cmd run for seconds, then SIGTERM."""
+    with tempfile.NamedTemporaryFile("r") as tf, open(os.devnull, "wb") as null:
+        full = [TIME, "-o", tf.name, "-f", "%M", *cmd] if os.access(TIME, os.X_OK) else cmd
+        p = subprocess.Popen(full, env=env, stdout=null, stderr=subprocess.DEVNULL)
+        time.sleep(seconds)
+        if full is cmd:
+            p.send_signal(signal.SIGTERM)
+        else:   # /usr/bin/time passes nothing on: signal its child
+            for c in open(f"/proc/{p.pid}/task/{p.pid}/children").read().split():
+                os.kill(int(c), signal.SIGTERM)
+        _, status, ru = os.wait4(p.pid, 0)
+        rss = ru.ru_maxrss / 1024.0
+        if full is not cmd:
+            try:
+                rss = int(tf.read().strip().splitlines()[-1]) / 1024.0
+            except (ValueError, IndexError):
+                pass
+    return ru.ru_utime + ru.ru_stime, rss
+
+
 def put_spread(kinesis, stream, keys, n, size=1000):
     """n records of size bytes, key i % len(keys), with PutRecords (500 a
     call, failed entries sent again)."""
@@ -578,6 +603,20 @@ def scale_main(a, kncat):
                 res[what].append((cpu / mb, rss, wall))
                 print(f"round {r + 1}/{a.rounds}: {what:<7} CPU {cpu / mb:.4f} s/MB, "
                       f"peak RSS {rss:.1f} MB, {wall:.0f} s", flush=True)
+        idle = {"consume": [], "group": []}
+        if a.idle_seconds > 0:
+            for what in ("consume", "group"):
+                if what == "consume":
+                    cmd = [kncat, "-q", "consume", stream, "-o", "latest"]
+                else:
+                    app = unique("idleapp")
+                    cmd = [kncat, "-q", "group", stream, "--app", app, "--leases",
+                           f"sqlite:{os.path.join(tmp, app + '.db')}", "-o", "latest"]
+                cpu, rss = run_for(cmd, env, a.idle_seconds)
+                idle[what] = (cpu * 60.0 / a.idle_seconds, rss)
+                print(f"at the tip, no records, {a.idle_seconds:.0f} s: {what:<7} "
+                      f"CPU {idle[what][0]:.1f} s/min, peak RSS {rss:.1f} MB",
+                      flush=True)
     cc = statistics.median(x[0] for x in res["consume"])
     gc = statistics.median(x[0] for x in res["group"])
     cr = max(x[1] for x in res["consume"])
@@ -591,6 +630,10 @@ def scale_main(a, kncat):
             ("CPU s/MB, kncat consume", f"{cc:.4f}", "-", True),
             ("CPU s/MB, kncat group", f"{gc:.4f} ({gc / cc:.2f} of consume)",
              f"< {TARGET_CPU_RATIO:.2f}x consume", gc / cc < TARGET_CPU_RATIO)]
+    if idle["group"]:
+        rows += [("CPU s/min at the tip, consume", f"{idle['consume'][0]:.1f}", "-", True),
+                 ("CPU s/min at the tip, group", f"{idle['group'][0]:.1f} "
+                  f"({idle['group'][0] / idle['consume'][0]:.2f} of consume)", "-", True)]
     w = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  " + "  ".join(r[i].ljust(w[i]) for i in range(3)) + "  "
@@ -624,11 +667,15 @@ def main():
     ap.add_argument("--scale-shards", type=int, default=1000)
     ap.add_argument("--mb", type=float, default=32)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--idle-seconds", type=float, default=60,
+                    help="--scale: also run group and consume at the tip of "
+                         "the stream for this long (0: not)")
     ap.add_argument("--scale-leases", choices=("sqlite", "dynamodb"), default="sqlite")
     a = ap.parse_args()
     if a.quick:
         a.shards, a.workers, a.steady, a.window = 16, 4, 60, 30
         a.mb, a.rounds = min(a.mb, 8), min(a.rounds, 1)
+        a.idle_seconds = min(a.idle_seconds, 20)
     kncat = os.environ.get("KNCAT") or os.path.join(a.build, "kncat")
     if not os.access(kncat, os.X_OK):
         raise SystemExit(f"bench: {kncat} not found")
