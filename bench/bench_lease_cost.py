@@ -317,7 +317,8 @@ def per_action(snap, S, seconds):
                    f"{t.items_read / S / m:8.2f} read/shard/min  "
                    f"{t.rcu / S / m:7.3f} RCU/shard/min  "
                    f"{t.items_written / S / m:6.2f} written/lease/min  "
-                   f"{t.total_wcu / S / m:6.2f} WCU/lease/min"
+                   f"{t.total_wcu / S / m:6.2f} WCU/lease/min  "
+                   f"{(t.bytes_read + t.bytes_written) / m / 1024:7.1f} KB/min"
                    + (f"  ({t.failed_writes} failed conditions)"
                       if t.failed_writes else "")
                    + (f"  ({t.errors} errors)" if t.errors - t.failed_writes > 0
