@@ -126,7 +126,7 @@ import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 from groupkit import Producer, Worker, leases_json, spread_keys  # noqa: E402
 from wirecount import (READ_UNIT, DynamoCounter, Tally, diff,  # noqa: E402
-                       total, write_units)
+                       item_size, total, write_units)
 
 TARGET_RSS_MB = 128.0
 TARGET_CPU_RATIO = 1.10
@@ -404,7 +404,6 @@ def wire_run(a, kncat):
                 for w in workers.values():
                     w.stop(30)
             shadow = counter.table(table).items.values()
-            from wirecount import item_size
             sizes = [item_size(i) for i in shadow]
             b = round(sum(sizes) / len(sizes)) if sizes else DEFAULT_ITEM_BYTES
     return phases, b
@@ -441,25 +440,27 @@ def print_block(title, rows):
     KCL 2.x and KCL 3.x."""
     ref2 = next((f for n, f, _ in rows if n.startswith("KCL 2.x")), None)
     ref3 = next((f for n, f, _ in rows if n.startswith("KCL 3.x")), None)
-    print(f"\n{title}")
     head = ["", *[c[1] for c in COLS], "reads/KCL2", "reads/KCL3", "RCU/KCL3",
             "WCU/KCL3"]
-    lines = [head]
+    table = [head]
+    for name, f, _ in rows:
+        if f is not None:
+            table.append([name, *[fmt(f[c]) for c, _ in COLS],
+                          ratio(f["items_read"], ref2 and ref2["items_read"]),
+                          ratio(f["items_read"], ref3 and ref3["items_read"]),
+                          ratio(f["rcu"], ref3 and ref3["rcu"]),
+                          ratio(f["wcu"], ref3 and ref3["wcu"])])
+    w = [max(len(r[i]) for r in table) for i in range(len(head))]
+    w[0] = max([w[0]] + [len(n) for n, _, _ in rows])
+    print(f"\n{title}")
+    print("  " + "  ".join(c.rjust(w[i]) if i else c.ljust(w[i])
+                           for i, c in enumerate(head)))
+    it = iter(table[1:])
     for name, f, note in rows:
         if f is None:
-            lines.append([name, note or "-"] + [""] * (len(head) - 2))
-            continue
-        lines.append([name, *[fmt(f[c]) for c, _ in COLS],
-                      ratio(f["items_read"], ref2 and ref2["items_read"]),
-                      ratio(f["items_read"], ref3 and ref3["items_read"]),
-                      ratio(f["rcu"], ref3 and ref3["rcu"]),
-                      ratio(f["wcu"], ref3 and ref3["wcu"])])
-    w = [max(len(r[i]) for r in lines if len(r) > i and not
-             (r[2:] == [""] * (len(head) - 2) and i == 1)) for i in range(len(head))]
-    for r in lines:
-        if r[2:] == [""] * (len(head) - 2):
-            print("  " + r[0].ljust(w[0]) + "  " + r[1])
+            print("  " + name.ljust(w[0]) + "  " + (note or "-"))
         else:
+            r = next(it)
             print("  " + "  ".join(c.rjust(w[i]) if i else c.ljust(w[i])
                                    for i, c in enumerate(r)))
 
