@@ -37,6 +37,7 @@ when a test failed.
 from __future__ import annotations
 
 import json
+from collections import Counter
 import os
 import re
 import shutil
@@ -509,6 +510,56 @@ class GroupBase:
         self.assertIn("taken back", a2.stderr())
         for w in (a2, b):
             self.assertEqual(w.stop(), 0, w.stderr())
+
+    # -- planned moves --
+
+    def joins_and_leaves(self, kind):
+        """Workers join and leave one by one while records flow, nobody is
+        killed: every lease moved from a live worker is handed over at the
+        last record it wrote, so every record arrives exactly once."""
+        stream, app = unique(f"handoff{kind}"), unique(f"handoffapp{kind}")
+        env = self.env()
+        store = self.store(kind, app)
+        kncat(env, "create", stream, "--shards", 4)
+        prod = Producer(self.boto, stream, spread_keys(self.keys, "h"),
+                        interval=self.interval)
+        prod.start()
+        live = [self.start_worker(env, stream, app, store, "A")]
+        self.wait_balanced(env, app, store, stream, live, stable=1)
+        steps = [("join", "B"), ("join", "C"), ("leave", "A"), ("join", "D"),
+                 ("leave", "B"), ("join", "E")]
+        for what, wid in steps:
+            if what == "join":
+                live.append(self.start_worker(env, stream, app, store, wid))
+            else:
+                w = next(w for w in live if w.wid == wid)
+                live.remove(w)
+                self.assertEqual(w.stop(), 0, w.stderr())
+            self.wait_balanced(env, app, store, stream, live, stable=2)
+        produced = prod.finish()
+        want = [r["i"] for r in produced]
+        self.wait_for("every record",
+                      lambda: set(want) <= self.delivered_ids(self.workers),
+                      90)
+        time.sleep(1)  # anything read twice would show up by now
+        for w in live:
+            self.assertEqual(w.stop(), 0, w.stderr())
+        seen = Counter(payload(r)["i"] for w in self.workers
+                       for _, r in w.records())
+        twice = sorted(i for i, n in seen.items() if n > 1)
+        handed = sum(w.stderr().count("handed shard") for w in self.workers)
+        print(f"\n  {len(want)} records, {len(steps)} joins and leaves, "
+              f"{handed} hand-offs, {len(twice)} delivered twice",
+              file=sys.stderr)
+        self.assertEqual(twice, [], "records delivered twice")
+        self.assertEqual(set(seen), set(want))
+        self.assertGreater(handed, 0, "no lease was handed over")
+
+    def test_joins_and_leaves_sqlite(self):
+        self.joins_and_leaves("sqlite")
+
+    def test_joins_and_leaves_dynamodb(self):
+        self.joins_and_leaves("dynamodb")
 
     # -- backpressure --
 
