@@ -732,6 +732,58 @@ class GroupBase:
         rows = leases_json(KNCAT, env, app, f"dynamodb:{app}")
         self.assertEqual({r["shard"] for r in rows}, set(after) - {"Leader"})
 
+    def test_kcl3_handoffs_in_table(self):
+        """A table in which KCL 3.x workers left hand-offs half done (as
+        boto3 writes their items): one asked of a KCL worker that is gone
+        for this worker (leaseOwner kn-1, checkpointOwner kcl-3), one asked
+        of this worker's earlier run by a KCL worker that is gone too.  The
+        worker takes both once nobody renews them, reads each from its
+        checkpoint exactly once, and leaves no hand-off behind."""
+        stream, app = unique("kcl3"), unique("kcl3app")
+        env = self.env()
+        kncat(env, "create", stream, "--shards", 2)
+        shards = {s["ShardId"]: s for s in list_shards(self.boto, stream)}
+        s0, s1 = sorted(shards)
+        for sid in (s0, s1):
+            self.put(stream, shards[sid], 12, f"h{sid[-1]}")
+        seqs = {sid: [r["SequenceNumber"] for r in self.boto.get_records(
+            ShardIterator=self.boto.get_shard_iterator(
+                StreamName=stream, ShardId=sid,
+                ShardIteratorType="TRIM_HORIZON")["ShardIterator"])["Records"]]
+            for sid in (s0, s1)}
+        hk = lambda sid: {
+            "startingHashKey": {"S": shards[sid]["HashKeyRange"]["StartingHashKey"]},
+            "endingHashKey": {"S": shards[sid]["HashKeyRange"]["EndingHashKey"]}}
+        items = [
+            {"leaseKey": {"S": s0}, "leaseOwner": {"S": "kn-1"},
+             "checkpointOwner": {"S": "kcl-3"}, "leaseCounter": {"N": "9"},
+             "ownerSwitchesSinceCheckpoint": {"N": "0"},
+             "checkpoint": {"S": seqs[s0][3]},
+             "checkpointSubSequenceNumber": {"N": "0"}, **hk(s0)},
+            {"leaseKey": {"S": s1}, "leaseOwner": {"S": "kcl-4"},
+             "checkpointOwner": {"S": "kn-1"}, "leaseCounter": {"N": "4"},
+             "ownerSwitchesSinceCheckpoint": {"N": "0"},
+             "checkpoint": {"S": seqs[s1][6]},
+             "checkpointSubSequenceNumber": {"N": "0"}, **hk(s1)},
+        ]
+        self.create_kcl_table(app)
+        for it in items:
+            self.ddb.put_item(TableName=app, Item=it)
+        props = {**PROPS, "lease.duration.ms": 2000,
+                 "lease.renew.interval.ms": 500}
+        want = {s0: seqs[s0][4:], s1: seqs[s1][7:]}
+        recs = self.run_until(env, stream, app, f"dynamodb:{app}",
+                              sum(map(len, want.values())), props)
+        got = defaultdict(list)
+        for r in recs:
+            got[r["shard"]].append(r["seq"])
+        for sid, w in want.items():
+            self.assertEqual(got[sid], w, sid)  # from the checkpoint on, once
+        after = self.scan(app)
+        for sid in (s0, s1):
+            self.assertNotIn("checkpointOwner", after[sid], sid)
+            self.assertEqual(after[sid]["checkpoint"], {"S": seqs[sid][-1]}, sid)
+
     def test_kcl_aggregated_resume(self):
         stream, app = unique("kclagg"), unique("kclaggapp")
         env = self.env()
