@@ -35,15 +35,17 @@ minute, items written and WCU per lease per minute.
 
 Formulas (per minute, S shards, W workers, b bytes a lease item, taken
 from the wire run; reads of a Scan are rounded to 4 KB per 1 MB page):
-  libkinesis today   every worker scans the table (strongly consistent) on
+  libkinesis         every worker scans the table (strongly consistent) on
                      every take round, lease.take.interval.ms = 2000, and
                      twice on every shard sync, shard.sync.interval.ms =
                      30000: W * (60/2 + 2*60/30) = 34 W items per shard.
                      A lease is renewed lease.renew.interval.ms (0: a
                      third of lease.duration.ms 10000) after its last
-                     write, and checkpointed every checkpoint.interval.ms
-                     5000 when it moved (a checkpoint renews): 18 writes
-                     per lease idle, 24 busy.
+                     write, the checkpoint riding on the renewal: 18
+                     writes per lease.  (--ckpt-separate: the design
+                     before commit a803a72, a checkpoint written every
+                     checkpoint.interval.ms 5000 on its own while records
+                     flowed, renewing the lease: 24 writes busy.)
   KCL 2.x (v2.7.3)   LeaseManagementConfig: failoverTimeMillis 10000,
                      epsilonMillis 25, consistentReads false;
                      DynamoDBLeaseCoordinator: takerIntervalMillis =
@@ -80,8 +82,11 @@ from the wire run; reads of a Scan are rounded to 4 KB per 1 MB page):
 
 Note that "items read" and "read units" differ by a factor of up to 16 to
 32: a 4 KB unit reads about 16 lease items of 250 bytes, 32 eventually
-consistent.  The KCL's "~8 reads per shard per minute" at 1,000 x 50 is
-in units; in items the KCL 2.x reads about 160 and the 3.x about 10.
+consistent.  The KCL figures of DESIGN.md section 7 at 1,000 x 50 (about
+8 reads per shard per minute for the 2.x, 0.4 for the 3.x) are read
+units (the 8 as if strongly consistent); in items the KCL 2.x reads about
+160 per shard per minute and the 3.x about 10 (3 from the leader's scans,
+6 from each owner's index queries).
 
 Simulator.  If `build/tests/sim/kn_sim --help` mentions --cost, the rows
 "simulator" at 1,000 x 50 and 10,000 x 200 come from
@@ -168,10 +173,14 @@ def scan_rcu(items, item_bytes, consistent):
     return units if consistent else units / 2.0
 
 
-def libkn_writes_per_min(renew_ms, ckpt_ms, busy):
+def libkn_writes_per_min(renew_ms, ckpt_ms, busy, separate=False):
     """Writes of one lease a minute: a renewal renew_ms after the last
-    write; with records flowing, a checkpoint every ckpt_ms (which counts
-    as a renewal)."""
+    write, carrying the checkpoint if one is due.  separate: the design
+    before checkpoints rode on renewals (commit a803a72), when a
+    checkpoint was written every ckpt_ms on its own while records flowed,
+    and counted as a renewal."""
+    if not separate:
+        return 60000.0 / renew_ms
     t, last, n = 0.0, 0.0, 0
     next_ck = ckpt_ms if busy else float("inf")
     horizon = 600000.0
@@ -188,7 +197,8 @@ def libkn_writes_per_min(renew_ms, ckpt_ms, busy):
 
 def libkn_today(S, W, b, p):
     scans = W * (60000.0 / p["take_ms"] + 2 * 60000.0 / p["sync_ms"])
-    writes = libkn_writes_per_min(p["renew_ms"], p["ckpt_ms"], p["busy"])
+    writes = libkn_writes_per_min(p["renew_ms"], p["ckpt_ms"], p["busy"],
+                                  p["separate"])
     return {"items_read": scans, "rcu": scans * scan_rcu(S, b, True) / S,
             "items_written": writes, "wcu": writes * write_units(b)}
 
@@ -468,7 +478,8 @@ def print_block(title, rows):
 def params_of(a):
     renew = a.renew_ms or a.duration_ms / 3.0
     return {"take_ms": a.take_ms, "sync_ms": a.sync_ms, "renew_ms": renew,
-            "ckpt_ms": a.ckpt_ms, "busy": not a.idle}
+            "ckpt_ms": a.ckpt_ms, "busy": not a.idle,
+            "separate": a.ckpt_separate}
 
 
 def cost_main(a, kncat):
@@ -484,7 +495,7 @@ def cost_main(a, kncat):
     print(f"\nlease item: {b} bytes (average on the wire); checkpoints "
           f"{'none (idle)' if a.idle else f'every {a.ckpt_ms} ms (the KCL rows add them at the same rate, {ckpt:.0f}/min)'}")
     S, W = a.shards, a.workers
-    rows = [("libkinesis today (formula)", libkn_today(S, W, b, p), None)]
+    rows = [("libkinesis (formula)", libkn_today(S, W, b, p), None)]
     for name, el, d_, _ in phases:
         rows.append((f"libkinesis wire: {name}", rates(total(d_), S, el), None))
     rows += [("KCL 2.x (formula)", kcl2(S, W, b, ckpt), None),
@@ -492,7 +503,7 @@ def cost_main(a, kncat):
     print_block(f"{S} shards x {W} workers", rows)
     for S, W in SIZES:
         sim, why = sim_figures(a.build, S, W, a.sim_seconds)
-        rows = [("libkinesis today (formula)", libkn_today(S, W, b, p), None),
+        rows = [("libkinesis (formula)", libkn_today(S, W, b, p), None),
                 ("KCL 2.x (formula)", kcl2(S, W, b, ckpt), None),
                 ("KCL 3.x (formula)", kcl3(S, W, b, ckpt), None),
                 ("simulator (new design)", sim, why)]
@@ -664,6 +675,9 @@ def main():
     ap.add_argument("--duration-ms", type=float, default=10000)
     ap.add_argument("--renew-ms", type=float, default=0)
     ap.add_argument("--ckpt-ms", type=float, default=5000)
+    ap.add_argument("--ckpt-separate", action="store_true",
+                    help="formula: checkpoints written on their own timer "
+                         "(the design before a803a72)")
     ap.add_argument("--scale", action="store_true",
                     help="one worker on --scale-shards shards: RSS and CPU/MB")
     ap.add_argument("--scale-shards", type=int, default=1000)
