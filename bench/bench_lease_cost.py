@@ -57,8 +57,9 @@ from the wire run; reads of a Scan are rounded to 4 KB per 1 MB page):
                      (ELECTION_SCHEDULING_INTERVAL_MILLIS); the leader's
                      PeriodicShardSyncManager scans every 2 min
                      (DEFAULT_PERIODIC_SHARD_SYNC_INTERVAL_MILLIS).
-                     Checkpoints are the application's: counted at the
-                     same rate as kncat's, on top of renewals.
+                     Checkpoints are the application's: a last row adds
+                     them at kncat's rate (every checkpoint.interval.ms),
+                     on top of renewals.
   KCL 3.x (v3.5.1)   LeaseManagementConfig: leaseAssignmentIntervalMillis
                      = 2 * failoverTimeMillis = 20000: only the leader's
                      LeaseAssignmentManager scans the lease table
@@ -482,6 +483,14 @@ def params_of(a):
             "separate": a.ckpt_separate}
 
 
+def kcl_rows(S, W, b, ckpt):
+    rows = [("KCL 2.x (formula)", kcl2(S, W, b, 0.0), None),
+            ("KCL 3.x (formula)", kcl3(S, W, b, 0.0), None)]
+    if ckpt:
+        rows.append((f"KCL 3.x + {ckpt:.0f} checkpoints/min", kcl3(S, W, b, ckpt), None))
+    return rows
+
+
 def cost_main(a, kncat):
     p = params_of(a)
     ckpt = 0.0 if a.idle else 60000.0 / a.ckpt_ms
@@ -492,22 +501,22 @@ def cost_main(a, kncat):
         for name, el, d_, note in phases:
             print(f"  {name} ({el:.0f} s{note}):")
             print(per_action(d_, a.shards, el))
-    print(f"\nlease item: {b} bytes (average on the wire); checkpoints "
-          f"{'none (idle)' if a.idle else f'every {a.ckpt_ms} ms (the KCL rows add them at the same rate, {ckpt:.0f}/min)'}")
+    print(f"\nlease item: {b} bytes (average on the wire).  The KCL rows count "
+          f"renewals; its checkpoints are the application's (the last row "
+          f"adds one every {a.ckpt_ms / 1000:g} s, kncat's rate, which kncat "
+          f"writes with its renewals)" if ckpt else
+          f"\nlease item: {b} bytes (average on the wire); no records: no "
+          f"checkpoints")
     S, W = a.shards, a.workers
     rows = [("libkinesis (formula)", libkn_today(S, W, b, p), None)]
     for name, el, d_, _ in phases:
         rows.append((f"libkinesis wire: {name}", rates(total(d_), S, el), None))
-    rows += [("KCL 2.x (formula)", kcl2(S, W, b, ckpt), None),
-             ("KCL 3.x (formula)", kcl3(S, W, b, ckpt), None)]
-    print_block(f"{S} shards x {W} workers", rows)
+    print_block(f"{S} shards x {W} workers", rows + kcl_rows(S, W, b, ckpt))
     for S, W in SIZES:
         sim, why = sim_figures(a.build, S, W, a.sim_seconds)
         rows = [("libkinesis (formula)", libkn_today(S, W, b, p), None),
-                ("KCL 2.x (formula)", kcl2(S, W, b, ckpt), None),
-                ("KCL 3.x (formula)", kcl3(S, W, b, ckpt), None),
                 ("simulator (new design)", sim, why)]
-        print_block(f"{S} shards x {W} workers", rows)
+        print_block(f"{S} shards x {W} workers", rows + kcl_rows(S, W, b, ckpt))
     print("\nratios: items read against the KCL 2.x and 3.x; read and write "
           "units against the KCL 3.x.  Reads are items evaluated (a Scan's "
           "ScannedCount); RCU in 4 KB units, halved for eventually consistent "
