@@ -494,9 +494,10 @@ def kcl_rows(S, W, b, ckpt):
 def cost_main(a, kncat):
     p = params_of(a)
     ckpt = 0.0 if a.idle else 60000.0 / a.ckpt_ms
-    phases, b = [], DEFAULT_ITEM_BYTES
+    phases, b = [], a.item_bytes or DEFAULT_ITEM_BYTES
     if not a.formulas_only:
         phases, b = wire_run(a, kncat)
+        b = a.item_bytes or b
         print("\nper action (wire):")
         for name, el, d_, note in phases:
             print(f"  {name} ({el:.0f} s{note}):")
@@ -677,6 +678,9 @@ def main():
     ap.add_argument("--idle", action="store_true", help="no records produced")
     ap.add_argument("--no-events", action="store_true", help="steady state only")
     ap.add_argument("--formulas-only", action="store_true")
+    ap.add_argument("--item-bytes", type=int, default=0,
+                    help="lease item size for the formulas (default: the "
+                         "average on the wire, 250 without a wire run)")
     ap.add_argument("--sim-seconds", type=int, default=600)
     # the design's defaults, for the formula
     ap.add_argument("--take-ms", type=float, default=2000)
