@@ -342,7 +342,9 @@ def wire_run(a, kncat):
     phases = []
     with lab.Kinesalite() as k, lab.Dynalite() as d:
         table = unique("leases")
-        counter = DynamoCounter(tables=[table])
+        # Only the workers talk through the proxy: everything is counted,
+        # tables of their own besides the lease table included.
+        counter = DynamoCounter()
         with FaultProxy(d, observer=counter.observe, keep_log=False) as proxy:
             direct = lab.env_for(kinesis=k, dynamodb=d)
             wenv = lab.env_for(kinesis=k, dynamodb=proxy.endpoint)
@@ -413,10 +415,20 @@ def wire_run(a, kncat):
                 if prod:
                     prod.stop_ev.set()
                 for w in workers.values():
+                    if w.proc.poll() is not None:
+                        print(f"  worker {w.wid} exited early ({w.proc.returncode}): "
+                              f"{w.stderr()[-500:]}", flush=True)
                     w.stop(30)
             shadow = counter.table(table).items.values()
             sizes = [item_size(i) for i in shadow]
             b = round(sum(sizes) / len(sizes)) if sizes else DEFAULT_ITEM_BYTES
+            tables = {n: t for n, t in counter.by_table().items() if n != "-"}
+            if set(tables) - {table}:
+                print("\ntables the workers used (whole run):")
+                for n, t in sorted(tables.items()):
+                    print(f"  {n}{' (leases)' if n == table else ''}: {t.requests} "
+                          f"requests, {t.items_read} items read, {t.rcu:.1f} RCU, "
+                          f"{t.items_written} written, {t.total_wcu} WCU")
     return phases, b
 
 
@@ -701,10 +713,12 @@ def main():
                          "the stream for this long (0: not)")
     ap.add_argument("--scale-leases", choices=("sqlite", "dynamodb"), default="sqlite")
     a = ap.parse_args()
-    if a.quick:
-        a.shards, a.workers, a.steady, a.window = 16, 4, 60, 30
-        a.mb, a.rounds = min(a.mb, 8), min(a.rounds, 1)
-        a.idle_seconds = min(a.idle_seconds, 20)
+    if a.quick:   # smaller defaults; what is given explicitly stays
+        for name, v in (("shards", 16), ("workers", 4), ("steady", 60),
+                        ("window", 30), ("mb", 8), ("rounds", 1),
+                        ("idle_seconds", 20)):
+            if getattr(a, name) == ap.get_default(name):
+                setattr(a, name, v)
     kncat = os.environ.get("KNCAT") or os.path.join(a.build, "kncat")
     if not os.access(kncat, os.X_OK):
         raise SystemExit(f"bench: {kncat} not found")

@@ -330,6 +330,7 @@ class DynamoCounter:
         self.only = set(tables) if tables else None
         self._lock = threading.Lock()
         self._tally: dict[str, Tally] = {}
+        self._by_table: dict[str, Tally] = {}
         self._tables: dict[str, _Table] = {}
 
     def watch(self, table: str):
@@ -338,8 +339,14 @@ class DynamoCounter:
                 self.only.add(table)
 
     def snapshot(self) -> dict:
+        """{action: Tally} so far (a copy)."""
         with self._lock:
             return {a: copy.copy(t) for a, t in self._tally.items()}
+
+    def by_table(self) -> dict:
+        """{table name: Tally} so far (a copy); "-" for requests naming none."""
+        with self._lock:
+            return {a: copy.copy(t) for a, t in self._by_table.items()}
 
     def table(self, name: str) -> _Table:
         t = self._tables.get(name)
@@ -369,13 +376,12 @@ class DynamoCounter:
         with self._lock:
             if self.only is not None and name not in self.only and name is not None:
                 return
-            t = self._tally.setdefault(action, Tally())
-            t.requests += 1
-            if status != 200:
-                t.errors += 1
+            t = Tally(requests=1, errors=int(status != 200))
             handler = getattr(self, "_" + action, None)
             if handler is not None:
                 handler(t, name, req, resp, status)
+            self._tally.setdefault(action, Tally()).add(t)
+            self._by_table.setdefault(name or "-", Tally()).add(t)
 
     # -- per action (called with the lock held)
 
