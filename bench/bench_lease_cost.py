@@ -6,13 +6,16 @@ today's libkinesis design as formulas, at the measured size and at
 
   python3 bench/bench_lease_cost.py [--quick] [--shards 64] [--workers 8]
           [--steady 180] [--window 60] [--idle] [--no-events]
+  python3 bench/bench_lease_cost.py --formulas-only [--shards S --workers W]
+          [--item-bytes 250] [--ckpt-separate]
   python3 bench/bench_lease_cost.py --scale [--scale-shards 1000] [--mb 32]
           [--rounds 3] [--idle-seconds 60] [--scale-leases sqlite|dynamodb]
 
 Wire counts.  kinesalite serves the stream; dynalite the lease table,
 behind a FaultProxy (tests/lab/faultproxy.py) whose observer,
 DynamoCounter (tests/lab/wirecount.py), reads every request and response
-of the lease table: per action (Scan, Query, GetItem, PutItem,
+of the workers (the lease table's, and those of any other table they
+use, listed apart): per action (Scan, Query, GetItem, PutItem,
 UpdateItem, DeleteItem, ...) requests, items read (ScannedCount for Scan
 and Query, one per GetItem hit), items written, the items' bytes, and the
 read and write capacity units DynamoDB would bill (reads in 4 KB units
@@ -91,7 +94,7 @@ units (the 8 as if strongly consistent); in items the KCL 2.x reads about
 
 Simulator.  If `build/tests/sim/kn_sim --help` mentions --cost, the rows
 "simulator" at 1,000 x 50 and 10,000 x 200 come from
-  kn_sim --cost --shards S --workers W [--seconds T]
+  kn_sim --cost --shards S --workers W --seconds T   (T: --sim-seconds)
 which prints one JSON line with at least {"seconds": T, "items_read": n,
 "rcu": x, "items_written": n, "wcu": x} (counts over the whole run for S
 shards) or the per-minute figures themselves ("items_read_per_shard_min",
