@@ -12,7 +12,7 @@
 static const kc_command_t *const commands[] = {
     &kc_cmd_create,  &kc_cmd_delete, &kc_cmd_list,    &kc_cmd_split,
     &kc_cmd_merge,   &kc_cmd_produce, &kc_cmd_consume, &kc_cmd_group,
-    &kc_cmd_leases,  &kc_cmd_efo,
+    &kc_cmd_leases,  &kc_cmd_efo,    &kc_cmd_multilang,
 };
 
 static const char global_help[] =
