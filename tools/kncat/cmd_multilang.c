@@ -144,6 +144,10 @@ typedef struct shard {
   int failures;      /* consecutive */
   int64_t restart_at;
   int starting;      /* no child: one starts at restart_at */
+  /* A failure found while the child's output is being read: handled once
+   * the read returns (the read owns the buffers until then). */
+  int deferred;
+  char deferred_why[512];
 } shard_t;
 
 typedef struct ml {
@@ -169,6 +173,7 @@ typedef struct ml {
   int64_t next_status;
   long long last_records;
   int64_t last_status_ms;
+  shard_t *reading; /* the shard whose stdout is being read */
 } ml_t;
 
 static int64_t now_ms(void) {
@@ -393,6 +398,12 @@ static void fail_child(ml_t *m, shard_t *s, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(why, sizeof(why), fmt, ap);
   va_end(ap);
+  if (m->reading == s) {
+    if (!s->deferred)
+      snprintf(s->deferred_why, sizeof(s->deferred_why), "%s", why);
+    s->deferred = 1;
+    return;
+  }
   close_child(s);
   s->failures++;
   m->failures_total++;
@@ -593,7 +604,7 @@ static void on_stdout_line(void *opaque, const char *line, size_t len) {
   line_ctx_t *lc = opaque;
   ml_t *m = lc->m;
   shard_t *s = lc->s;
-  if (s->child.pid <= 0) return; /* failed on an earlier line */
+  if (s->child.pid <= 0 || s->deferred) return; /* failed already */
   kc_ml_in_t in;
   char why[128];
   int rc = kc_ml_decode(line, len, &in, why, sizeof(why));
@@ -846,9 +857,14 @@ static int loop(ml_t *m) {
       shard_t *s = owner[i];
       line_ctx_t lc = {m, s};
       if (which[i] == 1 && s->child.out_fd == pfd[i].fd) {
+        m->reading = s;
         int rc = kc_ml_child_read(&s->child.out_fd, &s->child.obuf, MAX_LINE,
                                   on_stdout_line, &lc);
-        if (rc != 0 && s->child.pid > 0 && !s->done)
+        m->reading = NULL;
+        if (s->deferred) {
+          s->deferred = 0;
+          fail_child(m, s, "%s", s->deferred_why);
+        } else if (rc != 0 && s->child.pid > 0 && !s->done)
           fail_child(m, s, "exited (or closed its standard output)");
       } else if (which[i] == 2 && s->child.err_fd == pfd[i].fd) {
         kc_ml_child_read(&s->child.err_fd, &s->child.ebuf, 65536,

@@ -88,6 +88,8 @@ static char *unescape(const char *s, size_t n, int *bad) {
   return out;
 }
 
+static void errf(char *err, size_t errsz, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void errf(char *err, size_t errsz, const char *fmt, ...) {
   if (!errsz) return;
   va_list ap;
