@@ -99,7 +99,8 @@ class Daemon:
         return self.proc.wait(timeout)
 
     def stderr(self) -> str:
-        self.err.flush()
+        if not self.err.closed:
+            self.err.flush()
         return self.err_path.read_text(errors="replace")
 
 
@@ -286,9 +287,11 @@ class Base:
         wait_for("every record processed", all_seen, TIMEOUT,
                  lambda: f"{len(prod.sent - {r['data'] for r in read_jsonl(f'{out}/rec-*')})} missing")
 
+        # SHARD_END, or the lease already cleaned up once the children
+        # started.
         def ended():
             ls = self.leases(app)
-            return all(ls.get(s, {}).get("checkpoint", {}).get("S") == "SHARD_END"
+            return all(s not in ls or ls[s].get("checkpoint", {}).get("S") == "SHARD_END"
                        for s in closed)
 
         wait_for("SHARD_END on the closed shards", ended, TIMEOUT,
@@ -302,7 +305,9 @@ class Base:
         self.assertIn("dying", kinds)
         self.assertTrue({"shardEnded-checkpoint", "shutdown"} & kinds, kinds)
         self.assertIn("shutdownRequested-checkpoint", kinds)
-        self.assertFalse([e for e in events if e["ev"] == "checkpoint-error"])
+        # A lease moved to the other worker answers ShutdownException.
+        self.assertFalse([e for e in events if e["ev"] == "checkpoint-error"
+                          and e["err"] != "ShutdownException"])
         recs = read_jsonl(f"{out}/rec-*")
         self.assertTrue(any(r["sub"] > 0 for r in recs), "no aggregated records")
         self.assertIn("record processor failed", w1.stderr())
