@@ -244,15 +244,17 @@ class Base:
         env = self.env()
         prod = Producer(self.boto, env, stream, keys)
         prod.start()
-        # Worker 1: the leaseLost/shardEnded style, one child dies
-        # mid-batch; worker 2: the shutdown(reason) style.
+        # Worker 1: the leaseLost/shardEnded style; worker 2: the
+        # shutdown(reason) style; one child of either dies mid-batch.
         w1 = self.start(self.env(ML_OUT=out, ML_STYLE="v2", ML_EVERY=10,
-                                 ML_DIE_AFTER=3), self.props(stream, app, node), "w1")
-        w2 = self.start(self.env(ML_OUT=out, ML_STYLE="v1", ML_EVERY=10),
-                        self.props(stream, app, node), "w2")
+                                 ML_DIE_AFTER=2), self.props(stream, app, node), "w1")
+        w2 = self.start(self.env(ML_OUT=out, ML_STYLE="v1", ML_EVERY=10,
+                                 ML_DIE_AFTER=2), self.props(stream, app, node), "w2")
         try:
             wait_for("records flowing", lambda: len(read_jsonl(f"{out}/rec-*")) > 50,
                      TIMEOUT)
+            wait_for("a child killed mid-batch", lambda: any(
+                e["ev"] == "dying" for e in read_jsonl(f"{out}/events-*")), TIMEOUT)
             shards = self.shards(stream)
             s0, s1 = sorted(shards)
             r0 = shards[s0]["HashKeyRange"]
@@ -310,7 +312,7 @@ class Base:
                           and e["err"] != "ShutdownException"])
         recs = read_jsonl(f"{out}/rec-*")
         self.assertTrue(any(r["sub"] > 0 for r in recs), "no aggregated records")
-        self.assertIn("record processor failed", w1.stderr())
+        self.assertIn("record processor failed", w1.stderr() + w2.stderr())
 
 
 class Kinesalite(Base, unittest.TestCase):
