@@ -86,6 +86,15 @@ while True:
             time.sleep(30)
         if MODE == "silent":
             time.sleep(30)
+        if MODE == "slow" and recs and batches == 1:
+            # The test takes the lease away meanwhile.
+            open(os.path.join(OUT, "slow.flag"), "w").write(shard)
+            while not os.path.exists(os.path.join(OUT, "stolen.flag")):
+                time.sleep(0.1)
+            time.sleep(float(os.environ.get("ML_SLOW", "8")))
+            last = recs[-1]
+            log(ev="probe", case="after-loss",
+                reply=checkpoint(last["sequenceNumber"], last["subSequenceNumber"]))
         for i, r in enumerate(recs):
             if MODE == "exit" and i == len(recs) // 2:
                 RECS.flush()
@@ -95,7 +104,7 @@ while True:
                                    "data": base64.b64decode(r["data"]).decode(),
                                    "ts": r["approximateArrivalTimestamp"]}) + "\n")
         RECS.flush()
-        if recs and not probed and MODE == "good":
+        if recs and not probed and MODE == "good" and not os.environ.get("ML_NO_PROBE"):
             probed = True
             last, first = recs[-1], recs[0]
             big = str(int(last["sequenceNumber"]) + 1)
@@ -107,7 +116,7 @@ while True:
             if first is not last:
                 log(ev="probe", case="before-checkpoint",
                     reply=checkpoint(first["sequenceNumber"], first["subSequenceNumber"]))
-        elif recs:
+        elif recs and MODE != "slow":
             last = recs[-1]
             log(ev="ckpt", reply=checkpoint(last["sequenceNumber"], last["subSequenceNumber"]))
         send({"action": "status", "responseFor": "processRecords"})

@@ -44,6 +44,7 @@ LAB_DIR = SOURCE_DIR / "tests" / "lab"
 sys.path.insert(0, str(LAB_DIR))
 sys.path.insert(0, str(HERE))
 import lab  # noqa: E402
+from faultproxy import FaultProxy  # noqa: E402
 from groupkit import spread_keys, test_failed, unique, wait_for  # noqa: E402
 
 SERVERS: dict[str, lab.Server] = {}
@@ -79,14 +80,14 @@ def read_jsonl(pattern: str) -> list[dict]:
 class Daemon:
     """One `kncat multilang` worker."""
 
-    def __init__(self, env, props: dict, workdir: Path, name: str):
+    def __init__(self, env, props: dict, workdir: Path, name: str, xprops=None):
         self.name = name
         self.path = workdir / f"{name}.properties"
         self.path.write_text("# written by test_multilang.py\n" + "".join(
             f"{k} = {v}\n" for k, v in props.items()))
         self.err_path = workdir / f"{name}.stderr"
         args = [KNCAT]
-        for k, v in XPROPS.items():
+        for k, v in {**XPROPS, **(xprops or {})}.items():
             args += ["-X", f"{k}={v}"]
         args += ["multilang", "--properties-file", str(self.path)]
         self.err = open(self.err_path, "wb")
@@ -227,8 +228,8 @@ class Base:
         p.update(extra)
         return p
 
-    def start(self, env, props, name) -> Daemon:
-        d = Daemon(env, props, self.dir, name)
+    def start(self, env, props, name, xprops=None) -> Daemon:
+        d = Daemon(env, props, self.dir, name, xprops)
         self.daemons.append(d)
         return d
 
@@ -387,6 +388,65 @@ class Kinesalite(Base, unittest.TestCase):
                            capture_output=True, timeout=30)
         self.assertEqual(p.returncode, 2)
         self.assertIn(b"line 4: failoverTimeMillis", p.stderr)
+
+
+    def test_store_errors_and_lost_lease(self):
+        """ThrottlingException and KinesisClientLibDependencyException from
+        a failing lease table; ShutdownException once the lease is gone,
+        InvalidStateException during leaseLost."""
+        stream = self.create(1)
+        app = unique("mlstore", self.server_name)
+        out = self.dir / "out"
+        out.mkdir()
+        prod = Producer(self.boto, self.env(), stream, spread_keys(4, "q"))
+        exe = f"{sys.executable} {HERE / 'ml_raw.py'}"
+        with FaultProxy(self.dynalite) as proxy:
+            env = lab.env_for(kinesis=self.server, dynamodb=proxy.endpoint)
+            env.update(KN_LAB_DIR=str(LAB_DIR), ML_OUT=str(out), ML_MODES="slow",
+                       ML_NO_PROBE="1", ML_SLOW="7")
+            d = self.start(env, self.props(stream, app, exe), "store",
+                           {"retry.max.attempts": 1})
+            prod.put_round()
+            # The first child sleeps in its first batch while the lease is
+            # taken away under it.
+            wait_for("the slow child", lambda: (out / "slow.flag").exists(), TIMEOUT)
+            item = self.leases(app)[(out / "slow.flag").read_text()]
+            self.ddb.update_item(
+                TableName=app, Key={"leaseKey": item["leaseKey"]},
+                UpdateExpression="SET leaseOwner = :o, leaseCounter = :c",
+                ExpressionAttributeValues={
+                    ":o": {"S": "another-worker"},
+                    ":c": {"N": str(int(item["leaseCounter"]["N"]) + 100)}})
+            (out / "stolen.flag").write_text("1")
+
+            def probe(case):
+                return [x["reply"]["error"] for x in read_jsonl(f"{out}/log-*")
+                        if x.get("case") == case]
+            wait_for("the checkpoint after the loss", lambda: probe("after-loss"), TIMEOUT)
+            self.assertEqual(probe("after-loss"), ["ShutdownException"])
+            lost = wait_for("leaseLost", lambda: [
+                x for x in read_jsonl(f"{out}/log-*") if x["ev"] == "leaseLost"], TIMEOUT)
+            self.assertEqual(lost[0]["reply"]["error"], "InvalidStateException")
+            # The stolen lease expires (nobody renews it) and comes back.
+            def ckpts():
+                return [x["reply"]["error"] for x in read_jsonl(f"{out}/log-*")
+                        if x["ev"] == "ckpt"]
+            prod.put_round()
+            wait_for("a checkpoint of the new child", lambda: None in ckpts(), TIMEOUT)
+            for error, rule in (("ThrottlingException",
+                                 dict(error="ProvisionedThroughputExceededException")),
+                                ("KinesisClientLibDependencyException",
+                                 dict(status=500, error="InternalServerError"))):
+                r = proxy.add_rule("status", "UpdateItem", count=1000, **rule)
+                prod.put_round()
+                wait_for(error, lambda: error in ckpts(), TIMEOUT)
+                proxy.remove_rule(r)
+            n = len(ckpts())
+            prod.put_round()
+            wait_for("checkpoints again", lambda: None in ckpts()[n:], TIMEOUT)
+            wait_for("every record", lambda: prod.sent <= {
+                r["data"] for r in read_jsonl(f"{out}/rec-*")}, TIMEOUT)
+            self.assertEqual(d.stop(), 0, d.stderr())
 
 
 class KinesisLocal(Base, unittest.TestCase):

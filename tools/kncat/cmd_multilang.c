@@ -555,9 +555,9 @@ static void on_checkpoint(ml_t *m, shard_t *s, const kc_ml_in_t *in) {
                                                         : -1;
   pos_t p;
   int write = 0;
-  if (s->pending == A_INIT || s->pending == A_LEASE_LOST || s->retired) {
+  if (s->pending == A_INIT || s->pending == A_LEASE_LOST) {
     error = "InvalidStateException";
-  } else if (s->lost) {
+  } else if (s->lost || s->retired) {
     error = "ShutdownException";
   } else if (!in->has_seq ||
              (s->pending == A_SHARD_ENDED && !strcmp(in->seq, "SHARD_END"))) {
