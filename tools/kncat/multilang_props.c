@@ -466,9 +466,15 @@ int kc_ml_conf_build(const kc_ml_props_t *p, kn_conf_t *conf,
     return -1;
   const char *table = val(&b, "tableName", NULL);
   if (table && !*table) table = NULL;
-  snprintf(msg, sizeof(msg), "dynamodb:%s", table ? table : out->app);
-  if (set(&b, table ? "tableName" : "applicationName", "lease.store", msg))
-    return -1;
+  /* -X lease.store=... (e.g. a SQLite file) wins over the file. */
+  char cur[512];
+  size_t cur_len = sizeof(cur);
+  if (kn_conf_get(conf, "lease.store", cur, &cur_len) != KN_CONF_OK ||
+      strcmp(cur, "none") == 0) {
+    snprintf(msg, sizeof(msg), "dynamodb:%s", table ? table : out->app);
+    if (set(&b, table ? "tableName" : "applicationName", "lease.store", msg))
+      return -1;
+  }
   const char *region = val(&b, "regionName", NULL);
   if (region && *region && set(&b, "regionName", "region", region)) return -1;
   const char *arn = val(&b, "streamArn", NULL);
