@@ -37,6 +37,8 @@
  * child cannot be replaced and the daemon stops (as the Java one does). */
 #define RETAIN_MAX ((size_t)32 << 20)
 #define MAX_LINE ((size_t)1 << 20)
+/* Encoded bytes of a batch buffered ahead of the pipe. */
+#define STREAM_AHEAD ((size_t)64 << 10)
 /* After its last message a child has this long to exit (or the shutdown
  * grace, if longer) before it is killed. */
 #define EXIT_GRACE_MS 5000
@@ -144,6 +146,11 @@ typedef struct shard {
   int failures;      /* consecutive */
   int64_t restart_at;
   int starting;      /* no child: one starts at restart_at */
+  /* processRecords being written: the batch is encoded a piece at a time
+   * as the pipe takes it, so a big batch never sits whole in memory twice.
+   * stream_it is not freed while set. */
+  item_t *stream_it;
+  size_t stream_idx, stream_n;
   /* A failure found while the child's output is being read: handled once
    * the read returns (the read owns the buffers until then). */
   int deferred;
@@ -308,16 +315,21 @@ static void item_free(ml_t *m, shard_t *s, item_t *it, int sent) {
   free(it);
 }
 
-/* Frees every item. */
+/* Frees every item, but the batch being written to the child (its line
+ * must be finished) unless the child is gone too. */
 static void drop_items(ml_t *m, shard_t *s) {
   int sent = 1;
+  item_t *keep = s->child.pid > 0 ? s->stream_it : NULL;
   for (item_t *it = s->head, *nx; it; it = nx) {
     nx = it->next;
     if (it == s->next_send) sent = 0;
-    item_free(m, s, it, sent);
+    if (it != keep) item_free(m, s, it, sent);
   }
-  s->head = s->tail = s->next_send = NULL;
-  s->retained = 0;
+  s->head = s->tail = keep;
+  s->next_send = NULL;
+  s->retained = keep ? keep->bytes : 0;
+  if (keep) keep->next = NULL;
+  s->stream_it = keep;
 }
 
 /* Frees the items not sent yet (a shutdown does not deliver them). */
@@ -338,8 +350,8 @@ static void drop_unsent(ml_t *m, shard_t *s) {
 /* After a checkpoint at p: batches wholly at or below it are not needed
  * for a replay any more. */
 static void release_upto(ml_t *m, shard_t *s, const pos_t *p) {
-  while (s->head && s->head != s->next_send && s->head->batch &&
-         pos_cmp(&s->head->last, p) <= 0) {
+  while (s->head && s->head != s->next_send && s->head != s->stream_it &&
+         s->head->batch && pos_cmp(&s->head->last, p) <= 0) {
     item_t *it = s->head;
     s->head = it->next;
     if (!s->head) s->tail = NULL;
@@ -386,6 +398,7 @@ static int start_child(ml_t *m, shard_t *s) {
 }
 
 static void close_child(shard_t *s) {
+  s->stream_it = NULL;
   kc_ml_child_kill(&s->child);
   kc_ml_child_reap(&s->child, 1);
   kc_ml_child_free(&s->child);
@@ -456,8 +469,8 @@ static shard_t *shard_new(ml_t *m, const char *id) {
 }
 
 static void shard_free(ml_t *m, shard_t *s) {
-  drop_items(m, s);
   close_child(s);
+  drop_items(m, s);
   free(s->id);
   free(s);
 }
@@ -466,7 +479,9 @@ static void shard_free(ml_t *m, shard_t *s) {
 
 /* Sends the next item of an idle child, if any. */
 static void dispatch(ml_t *m, shard_t *s) {
-  if (s->child.pid <= 0 || s->pending != A_NONE || s->final_sent) return;
+  if (s->child.pid <= 0 || s->pending != A_NONE || s->final_sent ||
+      s->stream_it)
+    return;
   kc_ml_buf_t *w = &s->child.wbuf;
   if (s->lost) {
     if (kc_ml_enc_action(w, "leaseLost") == 0) {
@@ -491,49 +506,76 @@ static void dispatch(ml_t *m, shard_t *s) {
       }
       return;
     }
-    /* Records at or below the checkpoint are not sent again. */
-    size_t mark = w->len, n = 0;
-    if (kc_ml_enc_records_begin(w)) return;
-    for (size_t i = 0; i < kn_batch_count(it->batch); i++) {
-      const kn_record_t *r = kn_batch_record(it->batch, i);
+    /* Records at or below the checkpoint are not sent again (a replay
+     * after a failure); they are the batch's first ones. */
+    size_t count = kn_batch_count(it->batch), first = 0;
+    while (s->has_ckpt && first < count) {
       pos_t p;
-      pos_of(&p, r);
-      if (s->has_ckpt && pos_cmp(&p, &s->ckpt) <= 0) continue;
-      kc_ml_rec_t mr;
-      mr.data = kn_record_data(r, &mr.len);
-      mr.key = kn_record_partition_key(r);
-      mr.seq = kn_record_sequence_number(r);
-      mr.subseq = kn_record_subsequence_number(r);
-      mr.arrival_ms = kn_record_arrival_ms(r);
-      if (kc_ml_enc_record(w, n == 0, &mr)) {
-        w->len = mark;
-        return;
-      }
-      n++;
-    }
-    if (kc_ml_enc_records_end(w, kn_batch_millis_behind(it->batch))) {
-      w->len = mark;
-      return;
+      pos_of(&p, kn_batch_record(it->batch, first));
+      if (pos_cmp(&p, &s->ckpt) > 0) break;
+      first++;
     }
     s->next_send = it->next;
     unsent_sub(m, it->bytes);
     s->retained += it->bytes;
-    if (n == 0 && !m->conf.call_empty) {
-      w->len = mark;
-      continue;
+    if (first == count && !m->conf.call_empty) continue;
+    if (kc_ml_enc_records_begin(w)) {
+      fail_child(m, s, "out of memory");
+      return;
     }
+    s->stream_it = it;
+    s->stream_idx = first;
+    s->stream_n = 0;
     s->delivered = it->last;
     s->has_delivered = 1;
-    m->records_sent += (long long)n;
+    m->records_sent += (long long)(count - first);
     send_buf(m, s, A_RECORDS);
     /* Bound what is kept for a replay. */
-    while (s->retained > RETAIN_MAX && s->head != s->next_send) {
+    while (s->retained > RETAIN_MAX && s->head != s->next_send &&
+           s->head != s->stream_it) {
       item_t *old = s->head;
       s->head = old->next;
       item_free(m, s, old, 1);
       s->gap = 1;
     }
     return;
+  }
+}
+
+/* Encodes more of the batch being sent, up to STREAM_AHEAD buffered. */
+static int pump(shard_t *s) {
+  kc_ml_buf_t *w = &s->child.wbuf;
+  while (s->stream_it && w->len < STREAM_AHEAD) {
+    const kn_batch_t *b = s->stream_it->batch;
+    if (s->stream_idx == kn_batch_count(b)) {
+      if (kc_ml_enc_records_end(w, kn_batch_millis_behind(b))) return -1;
+      s->stream_it = NULL;
+      break;
+    }
+    const kn_record_t *r = kn_batch_record(b, s->stream_idx);
+    kc_ml_rec_t mr;
+    mr.data = kn_record_data(r, &mr.len);
+    mr.key = kn_record_partition_key(r);
+    mr.seq = kn_record_sequence_number(r);
+    mr.subseq = kn_record_subsequence_number(r);
+    mr.arrival_ms = kn_record_arrival_ms(r);
+    if (kc_ml_enc_record(w, s->stream_n == 0, &mr)) return -1;
+    s->stream_idx++;
+    s->stream_n++;
+  }
+  return 0;
+}
+
+/* Writes what the child's stdin takes, encoding more as it goes.  0, or
+ * -1 when the child's stdin is gone; *oom set on out of memory. */
+static int feed(shard_t *s, int *oom) {
+  for (;;) {
+    if (pump(s)) {
+      *oom = 1;
+      return 0;
+    }
+    if (kc_ml_child_flush(&s->child)) return -1;
+    if (s->child.wbuf.len || !s->stream_it) return 0;
   }
 }
 
@@ -773,8 +815,11 @@ static int loop(ml_t *m) {
         fail_child(m, s, "no answer to %s within timeoutInSeconds",
                    act_names[s->pending]);
       if (s->child.pid > 0 && !s->done) dispatch(m, s);
-      if (s->child.pid > 0 && kc_ml_child_flush(&s->child) && !s->done)
+      int oom = 0;
+      if (s->child.pid > 0 && feed(s, &oom) && !s->done)
         fail_child(m, s, "its standard input is closed");
+      else if (oom)
+        fail_child(m, s, "out of memory");
       if (s->done && s->child.pid > 0) {
         if (kc_ml_child_reap(&s->child, 0)) {
           kc_ml_child_free(&s->child);
@@ -839,7 +884,7 @@ static int loop(ml_t *m) {
         owner[nfd] = s;
         which[nfd++] = 2;
       }
-      if (s->child.in_fd >= 0 && s->child.wbuf.len) {
+      if (s->child.in_fd >= 0 && (s->child.wbuf.len || s->stream_it)) {
         pfd[nfd] = (struct pollfd){s->child.in_fd, POLLOUT, 0};
         owner[nfd] = s;
         which[nfd++] = 3;

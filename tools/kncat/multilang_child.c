@@ -89,6 +89,9 @@ int kc_ml_child_flush(kc_ml_child_t *c) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
     return -1;
   }
+  /* A big batch's line is not kept for the next, smaller ones: with many
+   * children that would add up. */
+  if (c->wbuf.cap > ((size_t)256 << 10)) kc_ml_buf_free(&c->wbuf);
   return 0;
 }
 
