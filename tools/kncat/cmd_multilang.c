@@ -181,6 +181,11 @@ typedef struct ml {
   long long last_records;
   int64_t last_status_ms;
   shard_t *reading; /* the shard whose stdout is being read */
+  /* poll(2) sets, grown as needed; owned */
+  struct pollfd *pfd;
+  shard_t **owner;
+  int *which;
+  size_t cap;
 } ml_t;
 
 static int64_t now_ms(void) {
@@ -781,10 +786,6 @@ static void status_line(ml_t *m, int64_t now) {
 /* ---- the loop ---- */
 
 static int loop(ml_t *m) {
-  struct pollfd *pfd = NULL;
-  shard_t **owner = NULL;
-  int *which = NULL;
-  size_t cap = 0;
   for (;;) {
     int64_t now = now_ms();
     if (kc_signal_received() && !m->shutting_down) start_shutdown(m);
@@ -852,22 +853,23 @@ static int loop(ml_t *m) {
     /* wait */
     size_t nfd = 1;
     for (shard_t *s = m->shards; s; s = s->next) nfd += 3;
-    if (nfd > cap) {
-      cap = nfd * 2;
-      free(pfd);
-      free(owner);
-      free(which);
-      pfd = malloc(cap * sizeof(*pfd));
-      owner = malloc(cap * sizeof(*owner));
-      which = malloc(cap * sizeof(*which));
-      if (!pfd || !owner || !which) {
+    if (nfd > m->cap) {
+      m->cap = nfd * 2;
+      free(m->pfd);
+      free(m->owner);
+      free(m->which);
+      m->pfd = malloc(m->cap * sizeof(*m->pfd));
+      m->owner = malloc(m->cap * sizeof(*m->owner));
+      m->which = malloc(m->cap * sizeof(*m->which));
+      if (!m->pfd || !m->owner || !m->which) {
         logf_(m, 0, "out of memory");
-        free(pfd);
-        free(owner);
-        free(which);
+        m->cap = 0;
         return 1;
       }
     }
+    struct pollfd *pfd = m->pfd;
+    shard_t **owner = m->owner;
+    int *which = m->which;
     nfd = 0;
     pfd[nfd].fd = m->wake[0];
     pfd[nfd].events = POLLIN;
@@ -1076,6 +1078,9 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
     if (rc == KC_EXIT_OK) rc = KC_EXIT_RUNTIME;
   }
   kn_consumer_destroy(m.kc);
+  free(m.pfd);
+  free(m.owner);
+  free(m.which);
   pthread_mutex_destroy(&m.mu);
   pthread_cond_destroy(&m.cv);
   close(m.wake[0]);
