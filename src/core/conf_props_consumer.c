@@ -116,4 +116,13 @@ const kn_prop_t kn_props_consumer[] = {
     {"lease.max.steal", "lease", KN_PROP_INT, "1", 0, 100000, NULL,
      "Most leases taken per round from the busiest worker to balance the "
      "load; 0 never steals."},
+    {"lease.handoff.timeout.ms", "lease", KN_PROP_INT, "30000", 0, MS_MAX,
+     NULL,
+     "A lease taken from a live worker to balance the load is asked for "
+     "(the KCL 3.x's checkpointOwner): its owner stops reading, lets the "
+     "application finish what it was handed, checkpoints exactly that and "
+     "passes the lease on, so nothing is delivered twice. An owner that "
+     "has not done so after this long (or has stopped renewing for a "
+     "lease duration) loses the lease the ordinary way. 0: take it at "
+     "once (read again from its last checkpoint)."},
     {NULL, NULL, 0, NULL, 0, 0, NULL, NULL}};
