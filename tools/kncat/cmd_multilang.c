@@ -102,7 +102,22 @@ static void pos_of(pos_t *p, const kn_record_t *r) {
 
 /* ---- events from the intake thread ---- */
 
-typedef enum ev_kind { EV_BATCH, EV_ACQUIRED, EV_LOST, EV_ENDED } ev_kind_t;
+typedef enum ev_kind {
+  EV_BATCH,
+  EV_ACQUIRED,
+  EV_LOST,
+  EV_ENDED,
+  EV_HANDOFF
+} ev_kind_t;
+
+/* A hand-off the intake thread waits on (inside the lease callback, so the
+ * lease is still this worker's): the child finishes and checkpoints
+ * first.  Fields under ml_t.mu; freed by whichever side lets go last
+ * (handoff_release). */
+typedef struct handoff {
+  int done;      /* the main thread is finished with it */
+  int abandoned; /* the intake stopped waiting */
+} handoff_t;
 
 typedef struct ev {
   struct ev *next;
@@ -113,6 +128,7 @@ typedef struct ev {
   pos_t ckpt;        /* EV_ACQUIRED: the lease's checkpoint */
   int has_ckpt;
   kn_err_t reason;   /* EV_LOST */
+  handoff_t *hand;   /* EV_HANDOFF */
 } ev_t;
 
 /* ---- shards ---- */
@@ -131,6 +147,8 @@ typedef struct shard {
   int retired;       /* lease gone or shard finished: only the child's exit
                         is awaited */
   int lost;          /* leaseLost still to be sent */
+  handoff_t *hand;   /* asked for by another worker: shutdownRequested,
+                        then the intake is told (handoff_done) */
   int final_sent;    /* leaseLost, shardEnded or shutdownRequested sent */
   int done;          /* the final message answered; stdin closed */
   int64_t exit_by;   /* kill the child if it has not exited by then */
@@ -166,6 +184,7 @@ typedef struct ml {
   pthread_t intake;
   pthread_mutex_t mu;
   pthread_cond_t cv;
+  pthread_cond_t hand_cv;  /* a hand-off is done */
   ev_t *ev_head, *ev_tail; /* [mu] */
   size_t unsent;           /* [mu] bytes queued or unsent */
   int intake_stop;         /* [mu] */
@@ -250,9 +269,59 @@ static void on_acquired(kn_consumer_t *kc, const char *shard, int64_t token,
 static void on_lost(kn_consumer_t *kc, const char *shard, kn_err_t reason,
                     void *opaque) {
   (void)kc;
-  ev_t *e = new_ev(EV_LOST, shard);
-  if (e) e->reason = reason;
-  push(opaque, e);
+  ml_t *m = opaque;
+  if (reason != KN_ERR__HANDOFF) {
+    ev_t *e = new_ev(EV_LOST, shard);
+    if (e) e->reason = reason;
+    push(m, e);
+    return;
+  }
+  /* Another worker asked for the shard: the lease passes when this
+   * returns, so wait (within the grace period) for the child to answer
+   * shutdownRequested and checkpoint what it finished. */
+  handoff_t *h = calloc(1, sizeof(*h));
+  ev_t *e = h ? new_ev(EV_HANDOFF, shard) : NULL;
+  if (!e) {
+    free(h);
+    return;
+  }
+  e->hand = h;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  int64_t wait_ms = m->conf.grace_ms > 25000 ? 25000 : m->conf.grace_ms;
+  until.tv_sec += wait_ms / 1000;
+  until.tv_nsec += (wait_ms % 1000) * 1000000;
+  if (until.tv_nsec >= 1000000000) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000;
+  }
+  pthread_mutex_lock(&m->mu);
+  push_locked(m, e);
+  while (!h->done && !m->intake_stop)
+    if (pthread_cond_timedwait(&m->hand_cv, &m->mu, &until) == ETIMEDOUT)
+      break;
+  if (h->done) free(h);
+  else h->abandoned = 1;
+  pthread_mutex_unlock(&m->mu);
+}
+
+/* The main thread is finished with h (NULL accepted). */
+static void handoff_release(ml_t *m, handoff_t *h) {
+  if (!h) return;
+  pthread_mutex_lock(&m->mu);
+  if (h->abandoned) {
+    free(h);
+  } else {
+    h->done = 1;
+    pthread_cond_broadcast(&m->hand_cv);
+  }
+  pthread_mutex_unlock(&m->mu);
+}
+
+/* The child of s is finished with a hand-off: let the intake go on. */
+static void handoff_done(ml_t *m, shard_t *s) {
+  handoff_release(m, s->hand);
+  s->hand = NULL;
 }
 
 static void on_ended(kn_consumer_t *kc, const char *shard, void *opaque) {
@@ -427,7 +496,7 @@ static void fail_child(ml_t *m, shard_t *s, const char *fmt, ...) {
   m->failures_total++;
   if (s->failures >= FAILING_AFTER) m->ever_failing = 1;
   s->pending = A_NONE;
-  if (s->retired || s->lost || m->shutting_down || s->done) {
+  if (s->retired || s->lost || s->hand || m->shutting_down || s->done) {
     logf_(m, 0, "shard %s: record processor failed (%s)", s->id, why);
     s->retired = 1;
     s->starting = 0;
@@ -473,7 +542,10 @@ static shard_t *shard_new(ml_t *m, const char *id) {
   return s;
 }
 
+static void handoff_done(ml_t *m, shard_t *s);
+
 static void shard_free(ml_t *m, shard_t *s) {
+  handoff_done(m, s);
   close_child(s);
   drop_items(m, s);
   free(s->id);
@@ -495,7 +567,7 @@ static void dispatch(ml_t *m, shard_t *s) {
     }
     return;
   }
-  if (m->shutting_down) {
+  if (m->shutting_down || s->hand) {
     if (kc_ml_enc_action(w, "shutdownRequested") == 0) {
       s->final_sent = 1;
       send_buf(m, s, A_SHUTDOWN);
@@ -717,6 +789,17 @@ static void apply(ml_t *m, ev_t *e) {
             e->has_ckpt ? e->ckpt.seq : "none");
       start_child(m, s);
       break;
+    case EV_HANDOFF:
+      if (!s || s->child.pid <= 0) {
+        handoff_release(m, e->hand);
+        if (s) s->retired = 1;
+        break;
+      }
+      logf_(m, 1, "shard %s: another worker asked for it: "
+            "shutdownRequested", s->id);
+      drop_unsent(m, s);
+      s->hand = e->hand;
+      break;
     case EV_LOST:
       if (!s) break;
       drop_items(m, s);
@@ -831,6 +914,8 @@ static int loop(ml_t *m) {
           close_child(s);
         }
       }
+      if (s->hand && (s->done || s->retired || s->child.pid <= 0))
+        handoff_done(m, s);
       if (s->retired && s->child.pid <= 0) {
         *pp = s->next;
         shard_free(m, s);
@@ -1035,6 +1120,7 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
   }
   pthread_mutex_init(&m.mu, NULL);
   pthread_cond_init(&m.cv, NULL);
+  pthread_cond_init(&m.hand_cv, NULL);
   m.last_status_ms = now_ms();
   m.next_status = m.last_status_ms + STATUS_EVERY_MS;
   kc_noticef(ctx, "%s: stream %s, %s, record processor %s", m.conf.app,
@@ -1067,6 +1153,7 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
   }
   for (ev_t *e = m.ev_head, *nx; e; e = nx) {
     nx = e->next;
+    handoff_release(&m, e->hand);
     kn_batch_destroy(e->batch);
     free(e->shard);
     free(e);
@@ -1083,6 +1170,7 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
   free(m.which);
   pthread_mutex_destroy(&m.mu);
   pthread_cond_destroy(&m.cv);
+  pthread_cond_destroy(&m.hand_cv);
   close(m.wake[0]);
   close(m.wake[1]);
   kc_ml_conf_free(&m.conf);
