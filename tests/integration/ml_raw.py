@@ -124,6 +124,10 @@ while True:
     if act in ("shardEnded", "shutdownRequested"):
         log(ev=act, reply=checkpoint(None, with_sub=False))
         send({"action": "status", "responseFor": act})
+        if MODE == "linger":  # does not exit when its stdin closes
+            log(ev="lingering")
+            while True:
+                time.sleep(1)
         continue
     if act == "leaseLost":
         log(ev="leaseLost", reply=checkpoint(None))

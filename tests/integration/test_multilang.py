@@ -364,9 +364,12 @@ class Kinesalite(Base, unittest.TestCase):
         self.assertIn("exited", err)
         self.assertIn("within timeoutInSeconds", err)
         self.assertIn("skipped a line from the record processor (not a JSON object)", err)
-        # An aggregated record's sub-sequence number reached the table.
+        # Aggregated records, and checkpoints inside them.
         recs = read_jsonl(f"{out}/rec-*")
         self.assertTrue(any(r["sub"] > 0 for r in recs))
+        self.assertTrue([x for x in logs if x["ev"] in ("ckpt", "probe")
+                         and (x["reply"]["subSequenceNumber"] or 0) > 0
+                         and x["reply"]["error"] is None])
         ls = self.leases(app)
         self.assertEqual(len(ls), 3)
         for item in ls.values():
@@ -381,6 +384,21 @@ class Kinesalite(Base, unittest.TestCase):
                  TIMEOUT)
         self.assertEqual(d.stop(), 1, d.stderr())
         self.assertIn("kept failing", d.stderr())
+        # A processor that does not exit after its last message is killed
+        # once the grace period is over; the stop is still clean.
+        out = self.dir / "out"
+        out.mkdir()
+        exe = f"{sys.executable} {HERE / 'ml_raw.py'}"
+        d = self.start(self.env(ML_OUT=out, ML_MODES="linger", ML_NO_PROBE=1),
+                       self.props(stream, app + "-l", exe, shutdownGraceMillis=2000),
+                       "linger")
+        wait_for("the processor", lambda: read_jsonl(f"{out}/log-*"), TIMEOUT)
+        self.assertEqual(d.stop(), 0, d.stderr())
+        log = read_jsonl(f"{out}/log-*")
+        self.assertIn("lingering", [x["ev"] for x in log])
+        self.assertIn("still running after shutdownGraceMillis; killed", d.stderr())
+        with self.assertRaises(ProcessLookupError):
+            os.kill(log[0]["pid"], 0)
         bad = self.dir / "bad.properties"
         bad.write_text("executableName = x\napplicationName = a\nstreamName = s\n"
                        "failoverTimeMillis = soon\n")
