@@ -48,7 +48,7 @@ static void print_global_help(void) {
   char list[1024];
   size_t n = 0;
   for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-    int w = snprintf(list + n, sizeof(list) - n, "  %-9s%s\n",
+    int w = snprintf(list + n, sizeof(list) - n, "  %-10s%s\n",
                      commands[i]->name, commands[i]->summary);
     if (w > 0 && (size_t)w < sizeof(list) - n) n += (size_t)w;
   }
