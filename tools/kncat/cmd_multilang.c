@@ -441,8 +441,8 @@ static shard_t *find(ml_t *m, const char *id) {
   return NULL;
 }
 
-static void send_buf(ml_t *m, shard_t *s, act_t a) {
-  (void)m;
+/* The action just queued for the child waits for its status. */
+static void set_pending(shard_t *s, act_t a) {
   s->pending = a;
   s->pending_since = now_ms();
 }
@@ -464,7 +464,7 @@ static int start_child(ml_t *m, shard_t *s) {
     fail_child(m, s, "out of memory");
     return -1;
   }
-  send_buf(m, s, A_INIT);
+  set_pending(s, A_INIT);
   s->next_send = s->head; /* everything after the checkpoint, again */
   s->has_delivered = 0;
   s->retained = 0;
@@ -563,14 +563,14 @@ static void dispatch(ml_t *m, shard_t *s) {
   if (s->lost) {
     if (kc_ml_enc_action(w, "leaseLost") == 0) {
       s->final_sent = 1;
-      send_buf(m, s, A_LEASE_LOST);
+      set_pending(s, A_LEASE_LOST);
     }
     return;
   }
   if (m->shutting_down || s->hand) {
     if (kc_ml_enc_action(w, "shutdownRequested") == 0) {
       s->final_sent = 1;
-      send_buf(m, s, A_SHUTDOWN);
+      set_pending(s, A_SHUTDOWN);
     }
     return;
   }
@@ -579,7 +579,7 @@ static void dispatch(ml_t *m, shard_t *s) {
     if (!it->batch) {
       if (kc_ml_enc_action(w, "shardEnded") == 0) {
         s->final_sent = 1;
-        send_buf(m, s, A_SHARD_ENDED);
+        set_pending(s, A_SHARD_ENDED);
       }
       return;
     }
@@ -606,7 +606,7 @@ static void dispatch(ml_t *m, shard_t *s) {
     s->delivered = it->last;
     s->has_delivered = 1;
     m->records_sent += (long long)(count - first);
-    send_buf(m, s, A_RECORDS);
+    set_pending(s, A_RECORDS);
     /* Bound what is kept for a replay. */
     while (s->retained > RETAIN_MAX && s->head != s->next_send &&
            s->head != s->stream_it) {
@@ -775,7 +775,8 @@ static void apply(ml_t *m, ev_t *e) {
   switch (e->kind) {
     case EV_ACQUIRED:
       if (m->shutting_down) break;
-      if (s) { /* should not happen: a new tenure replaces the old */
+      if (s) { /* a lease lost unnoticed: the new tenure replaces it */
+        drop_items(m, s);
         s->retired = 1;
         s->lost = 1;
       }
@@ -889,7 +890,6 @@ static int loop(ml_t *m) {
     }
     if (consumer_failed || m->fatal) return consumer_failed ? 2 : 1;
     /* children: restarts, deadlines, sends, reaping */
-    int active = 0;
     for (shard_t **pp = &m->shards; *pp;) {
       shard_t *s = *pp;
       if (s->starting && !s->retired && now >= s->restart_at)
@@ -921,7 +921,6 @@ static int loop(ml_t *m) {
         shard_free(m, s);
         continue;
       }
-      if (!s->retired) active++;
       pp = &s->next;
     }
     if (m->shutting_down) {
@@ -1003,7 +1002,6 @@ static int loop(ml_t *m) {
                          on_stderr_line, &lc);
       }
     }
-    (void)active;
   }
 }
 
