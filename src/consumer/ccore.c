@@ -346,13 +346,16 @@ static void pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
   int wait = l->failed_write && now < l->next_renew_ms;
   int has_work = l->processed[0] && !l->shard_end_written &&
                  after_ckpt(l, l->processed, l->processed_sub);
-  if (has_work && (final || l->flush_due || leaving)) {
+  /* A flush rides on the lease's next renewal (the checkpoint renews it):
+   * a lease costs one write per renewal interval, records or not. */
+  int flush_now = l->flush_due && now >= l->next_renew_ms;
+  if (has_work && (final || flush_now || leaving)) {
     if (wait) return;
     l->flush_due = 0;
     write_ckpt(c, l, l->processed, l->processed_sub, NULL, now);
     return;
   }
-  l->flush_due = 0;
+  if (!has_work) l->flush_due = 0;
   if (l->shard_end_written || final || leaving) {
     if (wait) return;
     kn_cc_op_t op = l->handoff_to && !l->shard_end_written ? KN_CC_HANDOFF_DONE

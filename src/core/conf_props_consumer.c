@@ -28,7 +28,9 @@ const kn_prop_t kn_props_consumer[] = {
      "application asked for the next batch)."},
     {"checkpoint.interval.ms", "consumer", KN_PROP_INT, "5000", 10, MS_MAX,
      NULL, "Interval of automatic checkpoints and of flushing asynchronous "
-     "ones."},
+     "ones. With a lease store the checkpoint is written with the lease's "
+     "next renewal after it (and renews it), so a lease costs one write per "
+     "renewal interval."},
     {"buffer.max.records", "consumer", KN_PROP_INT, "20000", 1, 10000000, NULL,
      "Records buffered per shard before its retrieval pauses."},
     {"buffer.max.bytes", "consumer", KN_PROP_INT, "2097152", 1024,

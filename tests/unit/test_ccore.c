@@ -375,21 +375,26 @@ static void test_worker_life(void) {
   kn_cc_tick(c, 3001);
   run(c, &t, "w1", 3001, &s, NULL);
   KT_CHECK(t.v[0].counter == 2 && s.extend == 1);
-  /* Records handed out and processed: the flush checkpoints them. */
+  /* Records handed out and processed: the flush checkpoints them, in
+   * place of the next renewal (one write per renewal interval). */
   kn_cc_pos_t p = {"100", 0};
   kn_cc_delivered(c, "s0", 1, &p, 0, 3100);
   kn_cc_processed(c, "s0", 1, &p, 3100);
   kn_cc_tick(c, 4001);
   run(c, &t, "w1", 4001, &s, NULL);
+  KT_CHECK(t.v[0].counter == 2 && strcmp(t.v[0].checkpoint, "100") != 0);
+  kn_cc_tick(c, 6001);
+  run(c, &t, "w1", 6001, &s, NULL);
   KT_CHECK(t.v[0].checkpoint && strcmp(t.v[0].checkpoint, "100") == 0);
+  KT_CHECK(t.v[0].counter == 3);
   /* A report of another tenure changes nothing. */
-  kn_cc_shard_ended(c, "s0", 7, NULL, 0, 4100);
-  kn_cc_shard_expired(c, "s0", 7, 4100);
-  run(c, &t, "w1", 4100, &s, NULL);
+  kn_cc_shard_ended(c, "s0", 7, NULL, 0, 6100);
+  kn_cc_shard_expired(c, "s0", 7, 6100);
+  run(c, &t, "w1", 6100, &s, NULL);
   KT_CHECK(s.stop == 0 && kn_cc_held(c) == 1);
   /* The store unreachable: reading stops at the deadline. */
   kn_error_t *down = kn_error_new(KN_ERR__TRANSPORT, "unreachable");
-  int64_t now = 4100;
+  int64_t now = 6100;
   while (s.stop == 0 && now < 30000) {
     now = kn_cc_wake_ms(c);
     kn_cc_tick(c, now);
@@ -397,7 +402,7 @@ static void test_worker_life(void) {
   }
   kn_error_destroy(down);
   KT_CHECK(s.stop == 1 && s.stop_reason == KN_ERR__TIMED_OUT);
-  KT_CHECK(now >= 4001 + 10000 - 1500 && now < 4001 + 10000);
+  KT_CHECK(now >= 6001 + 10000 - 1500 && now < 6001 + 10000);
   /* The next take round takes it back under a new tenure. */
   kn_cc_tick(c, now + 2000);
   run(c, &t, "w1", now + 2000, &s, NULL);
