@@ -8,7 +8,7 @@
   merge, a child killed mid-batch, one worker SIGKILLed and replaced,
   SIGTERM at the end: every record reaches a processor, SHARD_END is
   written on the closed shards, every lease is released, exit 0.
-- Protocol (kinesalite): a processor speaking the protocol by hand gets
+- Protocol (both servers): a processor speaking the protocol by hand gets
   InvalidStateException during initialize, IllegalArgumentException for a
   checkpoint past the last record, below the last checkpoint or
   malformed; a checkpoint inside an aggregated record is stored with its
@@ -315,11 +315,6 @@ class Base:
         self.assertTrue(any(r["sub"] > 0 for r in recs), "no aggregated records")
         self.assertIn("record processor failed", w1.stderr() + w2.stderr())
 
-
-class Kinesalite(Base, unittest.TestCase):
-    server_name = "kinesalite"
-    retrieval = "POLLING"
-
     def test_protocol(self):
         stream = self.create(3)
         app = unique("mlproto", self.server_name)
@@ -375,6 +370,11 @@ class Kinesalite(Base, unittest.TestCase):
         for item in ls.values():
             self.assertNotIn("leaseOwner", item)
             self.assertRegex(item["checkpoint"]["S"], r"^\d+$")
+
+
+class Kinesalite(Base, unittest.TestCase):
+    server_name = "kinesalite"
+    retrieval = "POLLING"
 
     def test_failing_processor_and_bad_file(self):
         stream = self.create(1)
