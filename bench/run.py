@@ -32,6 +32,8 @@ BENCHES = [
      ["--quick"]),
     ("scale", [sys.executable, "bench/bench_lease_cost.py", "--build", "{build}",
                "--scale"], ["--scale-shards", "200", "--mb", "4", "--rounds", "1"]),
+    ("multilang", [sys.executable, "bench/bench_multilang.py", "--build", "{build}"],
+     ["--quick"]),
 ]
 
 
