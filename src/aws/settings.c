@@ -140,10 +140,14 @@ static int true_flag(const char *v) { return v && kn_str_ieq(v, "true"); }
 static void configured_endpoint(svc_t *sv, const kn_conf_t *conf,
                                 const kn_aws_profile_t *pf, int ignore) {
   source_t *src = &sv->src;
-  /* Properties set by the application (or kncat --endpoint) beat the
-   * environment, as the AWS CLI's --endpoint-url does. */
+  /* Properties set by the application beat the environment, as the AWS
+   * CLI's --endpoint-url does.  The generic `endpoint` (kncat --endpoint)
+   * is the Kinesis endpoint only: the lease table and STS, which receives
+   * web identity tokens, are never sent to it by accident. */
   if (take_prop(src, conf, sv->prop)) return;
-  if (take(src, prop(conf, "endpoint"), "property endpoint")) return;
+  if (strcmp(sv->name, "kinesis") == 0 &&
+      take(src, prop(conf, "endpoint"), "property endpoint"))
+    return;
   if (ignore) return;
   if (take(src, env(sv->env), sv->env)) return;
   if (take(src, env("AWS_ENDPOINT_URL"), "AWS_ENDPOINT_URL")) return;

@@ -11,7 +11,7 @@
  *   profile's `region`; us-east-1 when an endpoint URL is configured;
  *   else a KN_ERR__CONF error.
  * - endpoint of service S (kinesis, dynamodb, sts): property
- *   `S.endpoint`, property `endpoint`, AWS_ENDPOINT_URL_S,
+ *   `S.endpoint`, property `endpoint` (kinesis only), AWS_ENDPOINT_URL_S,
  *   AWS_ENDPOINT_URL, the profile's services section (`S =` /
  *   `endpoint_url = ...`), the profile's `endpoint_url`, else
  *   https://S.REGION.amazonaws.com (.amazonaws.com.cn in cn- regions).

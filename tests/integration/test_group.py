@@ -564,6 +564,22 @@ class GroupBase:
         self.assertEqual(w.stop(), 0, w.stderr())
         return [r for _, r in w.records()]
 
+    def test_endpoint_option_is_kinesis_only(self):
+        """`--endpoint` names the Kinesis server; the lease table's DynamoDB
+        server comes from AWS_ENDPOINT_URL_DYNAMODB (as with the AWS CLI's
+        --endpoint-url), even when --endpoint is given."""
+        stream, app = unique("ep"), unique("epapp")
+        env = self.env()
+        kncat(env, "create", stream, "--shards", 1)
+        kncat(env, "produce", stream, input=b"a\nb\nc\n")
+        env = dict(env)
+        del env["AWS_ENDPOINT_URL_KINESIS"]
+        p = kncat(env, "--endpoint", self.server.endpoint, "group", stream,
+                  "--app", app, "--leases", f"dynamodb:{app}", "-c", 3,
+                  *[x for k, v in PROPS.items() for x in ("-X", f"{k}={v}")])
+        self.assertEqual(p.stdout.split(), [b"a", b"b", b"c"])
+        self.assertIn(app, self.ddb.list_tables()["TableNames"])
+
     def test_kcl_table_resumed(self):
         stream, app = unique("kcl"), unique("kclapp")
         env = self.env()

@@ -215,12 +215,31 @@ static void test_endpoints(void) {
   LOAD_OK(&s, kv);
   KT_CHECK_STR(s.kinesis_endpoint, "http://prop-global:5");
   kn_aws_settings_clear(&s);
-  /* An explicit property beats the environment, service-specific or not. */
+  /* The endpoint property (kncat --endpoint) beats the environment for
+   * Kinesis only; DynamoDB and STS keep theirs. */
   setenv("AWS_ENDPOINT_URL_KINESIS", "http://env-kinesis:6", 1);
+  setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://env-dynamodb:9", 1);
   LOAD_OK(&s, kv);
   KT_CHECK_STR(s.kinesis_endpoint, "http://prop-global:5");
-  KT_CHECK_STR(s.dynamodb_endpoint, "http://prop-global:5");
+  KT_CHECK_STR(s.dynamodb_endpoint, "http://env-dynamodb:9");
+  KT_CHECK_STR(s.sts_endpoint, "http://env-global:4");
   kn_aws_settings_clear(&s);
+  unsetenv("AWS_ENDPOINT_URL_DYNAMODB");
+  unsetenv("AWS_ENDPOINT_URL");
+  LOAD_OK(&s, kv);
+  KT_CHECK_STR(s.dynamodb_endpoint, "http://profile-global:1");
+  KT_CHECK_STR(s.sts_endpoint, "http://profile-sts:3");
+  kn_aws_settings_clear(&s);
+  kt_write(".aws/config", "");
+  LOAD_OK(&s, kv);
+  KT_CHECK_STR(s.dynamodb_endpoint, "https://dynamodb.eu-west-1.amazonaws.com");
+  KT_CHECK_STR(s.sts_endpoint, "https://sts.eu-west-1.amazonaws.com");
+  kn_aws_settings_clear(&s);
+  kt_write(".aws/config",
+           "[default]\nservices = local\nendpoint_url = http://profile-global:1\n"
+           "[services local]\nkinesis =\n  endpoint_url = http://profile-kinesis:2\n"
+           "sts =\n  endpoint_url = http://profile-sts:3\n");
+  setenv("AWS_ENDPOINT_URL", "http://env-global:4", 1);
   LOAD_OK(&s, NULL);
   KT_CHECK_STR(s.kinesis_endpoint, "http://env-kinesis:6");
   KT_CHECK_STR(s.dynamodb_endpoint, "http://env-global:4");
@@ -231,7 +250,7 @@ static void test_endpoints(void) {
   LOAD_OK(&s, kv2);
   KT_CHECK_STR(s.kinesis_endpoint, "http://prop-kinesis:7");
   KT_CHECK_STR(s.dynamodb_endpoint, "http://prop-dynamodb:8");
-  KT_CHECK_STR(s.sts_endpoint, "http://prop-global:5");
+  KT_CHECK_STR(s.sts_endpoint, "http://env-global:4");
   kn_aws_settings_clear(&s);
   /* Ignoring configured endpoints keeps properties only. */
   setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true", 1);
