@@ -63,17 +63,34 @@ typedef struct kn_creds_provider kn_creds_provider_t;
 kn_creds_provider_t *kn_creds_provider_new(const struct kn_aws_settings *s,
                                            kn_error_t **errp);
 
-/* Thread-safe.  Copies valid credentials into *out (zeroed or cleared by
- * the caller; clear it after use).  The first call walks the chain; later
- * calls return the cached value, refreshing it (blocking, through the
- * provider that gave it) when it expires within KN_CREDS_REFRESH_MS, at
- * most once per KN_CREDS_REFRESH_INTERVAL_MS while it is still usable.  A
+/* The chain runs on a thread of the provider's own (started on first
+ * use), never on the caller's: a credential_process, STS or instance
+ * metadata that answers slowly holds up nobody who still has usable
+ * credentials.  The first fetch walks the chain; later ones go through
+ * the provider that gave the cached value.  The cache is refreshed ahead
+ * of expiry: on the refresher's own when the credentials leave the
+ * KN_CREDS_REFRESH_MS window (plus a little jitter), or when a caller
+ * finds them inside it, at most once per KN_CREDS_REFRESH_INTERVAL_MS.  A
  * refresh failure while the cached credentials are still usable keeps
  * them and logs a warning; then the next attempt waits
  * KN_CREDS_RETRY_AFTER_MS.  Credentials with less than
- * KN_CREDS_MIN_VALID_MS left are never returned.  Errors (KN_ERR__CREDENTIALS
- * and others) name the provider, file and line at fault. */
+ * KN_CREDS_MIN_VALID_MS left are never returned.  Errors
+ * (KN_ERR__CREDENTIALS and others) name the provider, file and line at
+ * fault. */
+
+/* Thread-safe; blocks until the credentials are there when none are
+ * usable (never call it on an I/O thread).  Copies valid credentials into
+ * *out (zeroed or cleared by the caller; clear it after use). */
 kn_error_t *kn_creds_get(kn_creds_provider_t *p, kn_creds_t *out);
+
+/* Thread-safe and never blocks on a fetch.  *ticket is 0 on a caller's
+ * first try.  Returns NULL with *out filled when usable credentials are
+ * cached; NULL with *out left empty (access_key_id NULL) while a fetch is
+ * under way: try again later with the same *ticket; an error when the
+ * fetch that followed the first try failed.  *ticket is reset to 0 when
+ * the answer is final. */
+kn_error_t *kn_creds_get_nowait(kn_creds_provider_t *p, kn_creds_t *out,
+                                uint64_t *ticket);
 
 #define KN_CREDS_REFRESH_MS (5 * 60 * 1000)
 #define KN_CREDS_MIN_VALID_MS (10 * 1000)

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "aws/creds.h"
 #include "aws/creds_int.h"
@@ -380,6 +381,23 @@ static const char *get_id(kn_creds_provider_t *p) {
   return id;
 }
 
+/* get_id until it returns want, for at most 20 s (a refresh runs on the
+ * provider's thread). */
+static const char *get_id_until(kn_creds_provider_t *p, const char *want) {
+  const char *id = "";
+  for (int i = 0; i < 400; i++) {
+    id = get_id(p);
+    if (strcmp(id, want) == 0) break;
+    kn_sleep_ms(50);
+  }
+  return id;
+}
+
+static void wait_runs(int n) {
+  for (int i = 0; i < 400 && runs() < n; i++) kn_sleep_ms(50);
+  KT_CHECK_INT(runs(), n);
+}
+
 static void test_cache_and_refresh(void) {
   kt_aws_reset();
   /* Far from expiry: cached, the process runs once. */
@@ -391,14 +409,16 @@ static void test_cache_and_refresh(void) {
   KT_CHECK_INT(runs(), 1);
   kn_creds_provider_destroy(p);
 
-  /* Within the refresh window: refreshed, but not more than once a second. */
+  /* Within the refresh window: refreshed in the background (the caller
+   * goes on with the cached keys), but not more than once a second. */
   expiring_script(120 * 1000, 99);
   p = provider();
   KT_CHECK_STR(get_id(p), "AKID1");
   KT_CHECK_STR(get_id(p), "AKID1");
   KT_CHECK_INT(runs(), 1);
   kn_sleep_ms(KN_CREDS_REFRESH_INTERVAL_MS + 100);
-  KT_CHECK_STR(get_id(p), "AKID2");
+  KT_CHECK_STR(get_id(p), "AKID1"); /* asks for the refresh */
+  KT_CHECK_STR(get_id_until(p, "AKID2"), "AKID2");
   KT_CHECK_INT(runs(), 2);
   kn_creds_provider_destroy(p);
 
@@ -408,7 +428,10 @@ static void test_cache_and_refresh(void) {
   p = provider();
   KT_CHECK_STR(get_id(p), "AKID1");
   kn_sleep_ms(KN_CREDS_REFRESH_INTERVAL_MS + 100);
-  KT_CHECK_STR(get_id(p), "AKID1"); /* run 2 failed */
+  KT_CHECK_STR(get_id(p), "AKID1"); /* asks for run 2, which fails */
+  wait_runs(2);
+  kn_sleep_ms(200); /* the failure recorded */
+  KT_CHECK_STR(get_id(p), "AKID1");
   KT_CHECK_INT(runs(), 2);
   KT_CHECK_STR(get_id(p), "AKID1"); /* no new attempt yet */
   KT_CHECK_INT(runs(), 2);
@@ -420,6 +443,61 @@ static void test_cache_and_refresh(void) {
   KT_CHECK_STR(get_id(p), "error");
   kn_creds_provider_destroy(p);
   kn_creds_provider_destroy(NULL);
+}
+
+/* A refresh that hangs holds up nobody while the cached credentials are
+ * usable: the caller gets them at once, again and again, and a
+ * non-blocking caller with nothing cached is told to come back. */
+static void test_refresh_off_caller(void) {
+  kt_aws_reset();
+  char exp[21], body[1024];
+  kn_iso8601_format(kn_wall_ms() + 120 * 1000, exp);
+  snprintf(body, sizeof(body),
+           "if [ $n -eq 2 ]; then i=0; while [ ! -e go ] && [ $i -lt 600 ]; do "
+           "sleep 0.05; i=$((i+1)); done; fi\n"
+           "printf '{\"Version\":1,\"AccessKeyId\":\"AKID%%s\",\"SecretAccessKey\":\"S\","
+           "\"SessionToken\":\"T\",\"Expiration\":\"%s\"}' $n",
+           exp);
+  use_process(script("files/hang.sh", body));
+  remove(kt_path("files/go"));
+  kn_creds_provider_t *p = provider();
+  if (!p) return;
+  /* Nothing cached: the non-blocking form asks and comes back. */
+  uint64_t ticket = 0;
+  kn_creds_t c = {0};
+  kn_error_t *e = kn_creds_get_nowait(p, &c, &ticket);
+  KT_CHECK(e == NULL);
+  for (int i = 0; i < 400 && !e && !c.access_key_id; i++) {
+    kn_sleep_ms(50);
+    e = kn_creds_get_nowait(p, &c, &ticket);
+  }
+  KT_CHECK(e == NULL);
+  KT_CHECK_STR(c.access_key_id ? c.access_key_id : "", "AKID1");
+  KT_CHECK_INT((int)ticket, 0);
+  kn_creds_clear(&c);
+  kn_error_destroy(e);
+  kn_sleep_ms(KN_CREDS_REFRESH_INTERVAL_MS + 100);
+  KT_CHECK_STR(get_id(p), "AKID1"); /* starts run 2, which hangs */
+  wait_runs(2);
+  for (int i = 0; i < 5; i++) KT_CHECK_STR(get_id(p), "AKID1");
+  KT_CHECK(access(kt_path("files/go"), F_OK) != 0); /* still hanging */
+  kt_write("files/go", "");
+  KT_CHECK_STR(get_id_until(p, "AKID2"), "AKID2");
+  kn_creds_provider_destroy(p);
+
+  /* A fetch that fails is the error of the non-blocking form too. */
+  kt_write(".aws/config", "[default]\ncredential_process = /nonexistent/program\n");
+  p = provider();
+  ticket = 0;
+  e = kn_creds_get_nowait(p, &c, &ticket);
+  for (int i = 0; i < 400 && !e && !c.access_key_id; i++) {
+    kn_sleep_ms(50);
+    e = kn_creds_get_nowait(p, &c, &ticket);
+  }
+  KT_CHECK(e != NULL && strstr(kn_error_string(e), "exited with status 127"));
+  KT_CHECK(c.access_key_id == NULL);
+  kn_error_destroy(e);
+  kn_creds_provider_destroy(p);
 }
 
 /* Many threads asking at once get the same credentials from one run. */
@@ -577,6 +655,7 @@ int main(void) {
   KT_RUN(test_container_config);
   KT_RUN(test_process);
   KT_RUN(test_cache_and_refresh);
+  KT_RUN(test_refresh_off_caller);
   KT_RUN(test_threads);
   KT_RUN(test_json_docs);
   KT_RUN(test_xml);
