@@ -41,7 +41,10 @@ static const struct step {
 } chain[] = {
     {"properties (aws.access.key.id)", kn_creds_from_properties},
     {"environment (AWS_ACCESS_KEY_ID)", kn_creds_from_env},
-    {"web identity (AWS_WEB_IDENTITY_TOKEN_FILE)", kn_creds_from_web_identity},
+    {"role (role_arn with source_profile or credential_source)", kn_creds_from_role},
+    {"web identity (AWS_WEB_IDENTITY_TOKEN_FILE, web_identity_token_file)",
+     kn_creds_from_web_identity},
+    {"IAM Identity Center (sso_account_id, sso_role_name)", kn_creds_from_sso},
     {"shared files", kn_creds_from_profile},
     {"container (AWS_CONTAINER_CREDENTIALS_*_URI)", kn_creds_from_container},
     {"EC2 instance metadata", kn_creds_from_imds},
@@ -134,6 +137,9 @@ static void ctx_clear(kn_creds_ctx_t *ctx) {
   kn_aws_profile_destroy(ctx->profile);
   free(ctx->region);
   free(ctx->sts_endpoint);
+  free(ctx->sso_endpoint);
+  free(ctx->sso_oidc_endpoint);
+  free(ctx->sso_cache_dir);
   free(ctx->user_agent_header);
   free(ctx->ca_file);
   for (int i = 0; i < KN_CENV__COUNT; i++) free(ctx->env[i]);
@@ -150,6 +156,9 @@ static kn_error_t *ctx_init(kn_creds_ctx_t *ctx, const kn_aws_settings_t *s) {
   fail |= s->session_token && !(ctx->session_token = strdup(s->session_token));
   fail |= s->region && !(ctx->region = strdup(s->region));
   fail |= s->sts_endpoint && !(ctx->sts_endpoint = strdup(s->sts_endpoint));
+  fail |= s->sso_endpoint && !(ctx->sso_endpoint = strdup(s->sso_endpoint));
+  fail |= s->sso_oidc_endpoint && !(ctx->sso_oidc_endpoint = strdup(s->sso_oidc_endpoint));
+  fail |= s->sso_cache_dir && !(ctx->sso_cache_dir = strdup(s->sso_cache_dir));
   fail |= !(ctx->user_agent_header =
                 kn_asprintf("User-Agent: %s", s->user_agent ? s->user_agent
                                                             : "libkinesis"));

@@ -2,21 +2,28 @@
  * before expiry.
  *
  * Order (the first provider that is configured wins; one that is
- * configured but fails stops the chain with its error):
+ * configured but fails stops the chain with its error), botocore's:
  * 1. explicit properties (aws.access.key.id, ...);
  * 2. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN;
- * 3. web identity: AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (and
- *    AWS_ROLE_SESSION_NAME), via STS AssumeRoleWithWebIdentity;
- * 4. the profile in the shared credentials and config files:
- *    role_arn + web_identity_token_file (STS as above); role_arn +
- *    source_profile or credential_source is reported as unsupported;
- *    static keys (aws_access_key_id, aws_secret_access_key,
- *    aws_session_token); credential_process (run with /bin/sh -c);
- * 5. the container endpoint: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI
+ * 3. the profile's role_arn with source_profile (a chain of profiles,
+ *    loops reported) or credential_source (Environment,
+ *    Ec2InstanceMetadata, EcsContainer), through STS AssumeRole with
+ *    role_session_name, external_id and duration_seconds (creds_role.c);
+ * 4. web identity: AWS_WEB_IDENTITY_TOKEN_FILE or the profile's
+ *    web_identity_token_file, with AWS_ROLE_ARN or role_arn (and
+ *    AWS_ROLE_SESSION_NAME or role_session_name), via STS
+ *    AssumeRoleWithWebIdentity;
+ * 5. IAM Identity Center: the profile's sso_account_id and sso_role_name
+ *    with an sso_session section or the legacy sso_start_url/sso_region,
+ *    the token cached by `aws sso login` (refreshed through SSO-OIDC when
+ *    it can be), SSO GetRoleCredentials (creds_sso.c);
+ * 6. the profile in the shared files: keys of the credentials file,
+ *    credential_process (run with /bin/sh -c), keys of the config file;
+ * 7. the container endpoint: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI
  *    (on 169.254.170.2) or _FULL_URI (https, or http to a loopback or the
  *    ECS/EKS addresses), with AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE or
  *    _TOKEN as the Authorization header;
- * 6. EC2 instance metadata, IMDSv2 (unless AWS_EC2_METADATA_DISABLED=true;
+ * 8. EC2 instance metadata, IMDSv2 (unless AWS_EC2_METADATA_DISABLED=true;
  *    AWS_EC2_METADATA_SERVICE_ENDPOINT overrides the address).
  * The environment and the shared files are read once, when the provider
  * is made.  Secrets are never logged. */
@@ -48,6 +55,8 @@ int kn_creds_copy(kn_creds_t *dst, const kn_creds_t *src);
 #define KN_CREDS_SRC_ENV "environment"
 #define KN_CREDS_SRC_WEB_IDENTITY "web-identity"
 #define KN_CREDS_SRC_PROFILE "profile"
+#define KN_CREDS_SRC_ASSUME_ROLE "assume-role"
+#define KN_CREDS_SRC_SSO "sso"
 #define KN_CREDS_SRC_PROCESS "process"
 #define KN_CREDS_SRC_CONTAINER "container"
 #define KN_CREDS_SRC_IMDS "imds"

@@ -90,6 +90,7 @@ static kn_error_t *resolve_files(kn_aws_settings_t *s) {
     fail |= !(s->credentials_file = kn_path_expand_home(crd));
   else if (home)
     fail |= !(s->credentials_file = kn_asprintf("%s/.aws/credentials", home));
+  if (home) fail |= !(s->sso_cache_dir = kn_asprintf("%s/.aws/sso/cache", home));
   free(home);
   return fail ? nomem() : NULL;
 }
@@ -144,7 +145,7 @@ static void configured_endpoint(svc_t *sv, const kn_conf_t *conf,
    * CLI's --endpoint-url does.  The generic `endpoint` (kncat --endpoint)
    * is the Kinesis endpoint only: the lease table and STS, which receives
    * web identity tokens, are never sent to it by accident. */
-  if (take_prop(src, conf, sv->prop)) return;
+  if (sv->prop && take_prop(src, conf, sv->prop)) return;
   if (strcmp(sv->name, "kinesis") == 0 &&
       take(src, prop(conf, "endpoint"), "property endpoint"))
     return;
@@ -181,14 +182,19 @@ static kn_error_t *resolve_region_endpoints(kn_aws_settings_t *s,
       {"kinesis", "kinesis.endpoint", "AWS_ENDPOINT_URL_KINESIS", &s->kinesis_endpoint, {0}},
       {"dynamodb", "dynamodb.endpoint", "AWS_ENDPOINT_URL_DYNAMODB", &s->dynamodb_endpoint, {0}},
       {"sts", "sts.endpoint", "AWS_ENDPOINT_URL_STS", &s->sts_endpoint, {0}},
+      /* IAM Identity Center: the default depends on the profile's
+       * sso_region, so it is left to the credentials chain. */
+      {"sso", NULL, "AWS_ENDPOINT_URL_SSO", &s->sso_endpoint, {0}},
+      {"sso_oidc", NULL, "AWS_ENDPOINT_URL_SSO_OIDC", &s->sso_oidc_endpoint, {0}},
   };
+  const size_t n_svcs = sizeof(svcs) / sizeof(svcs[0]);
   int any_endpoint = 0;
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < n_svcs; i++) {
     configured_endpoint(&svcs[i], conf, pf, ignore);
     if (svcs[i].src.value) {
       kn_error_t *e = check_endpoint(svcs[i].name, &svcs[i].src);
       if (e) return e;
-      any_endpoint = 1;
+      any_endpoint |= i < 3;
     }
   }
 
@@ -218,6 +224,9 @@ static kn_error_t *resolve_region_endpoints(kn_aws_settings_t *s,
 
   const char *dns = kn_str_has_prefix(s->region, "cn-") ? "amazonaws.com.cn"
                                                         : "amazonaws.com";
+  for (size_t i = 3; i < n_svcs; i++)
+    if (svcs[i].src.value && !(*svcs[i].field = strdup(svcs[i].src.value)))
+      return nomem();
   for (size_t i = 0; i < 3; i++) {
     *svcs[i].field = svcs[i].src.value
                          ? strdup(svcs[i].src.value)
@@ -385,6 +394,9 @@ void kn_aws_settings_clear(kn_aws_settings_t *s) {
   free(s->kinesis_endpoint);
   free(s->dynamodb_endpoint);
   free(s->sts_endpoint);
+  free(s->sso_endpoint);
+  free(s->sso_oidc_endpoint);
+  free(s->sso_cache_dir);
   free(s->access_key_id);
   free(s->secret_access_key);
   free(s->session_token);

@@ -10,7 +10,8 @@
  * - region: property `region`, AWS_REGION, AWS_DEFAULT_REGION, the
  *   profile's `region`; us-east-1 when an endpoint URL is configured;
  *   else a KN_ERR__CONF error.
- * - endpoint of service S (kinesis, dynamodb, sts): property
+ * - endpoint of service S (kinesis, dynamodb, sts; sso and sso_oidc,
+ *   which have no property and no default here): property
  *   `S.endpoint`, property `endpoint` (kinesis only), AWS_ENDPOINT_URL_S,
  *   AWS_ENDPOINT_URL, the profile's services section (`S =` /
  *   `endpoint_url = ...`), the profile's `endpoint_url`, else
@@ -44,6 +45,9 @@ typedef struct kn_aws_settings {
   char *kinesis_endpoint;   /* full URL, e.g. https://kinesis.us-east-1.amazonaws.com */
   char *dynamodb_endpoint;
   char *sts_endpoint;
+  char *sso_endpoint;       /* configured IAM Identity Center endpoints, */
+  char *sso_oidc_endpoint;  /* or NULL: the profile's sso_region decides */
+  char *sso_cache_dir;      /* $HOME/.aws/sso/cache, or NULL */
   char *access_key_id;      /* explicit properties, or NULL */
   char *secret_access_key;
   char *session_token;

@@ -184,14 +184,77 @@ static void test_roles(void) {
                           "[profile wi]\nrole_arn = arn:aws:iam::1:role/r\n"
                           "web_identity_token_file = ~/files/missing-token\n");
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
-             "role_arn of profile \"default\" (~/.aws/config:2): assuming a role with "
-             "source_profile is not supported yet");
+             "role_arn of profile \"default\" (~/.aws/config:2): source_profile \"base\" "
+             "is in neither shared file");
   setenv("AWS_PROFILE", "cs", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "with credential_source is not supported yet");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "credential_source Ec2InstanceMetadata found no credentials");
   setenv("AWS_PROFILE", "bare", 1);
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "role_arn needs web_identity_token_file");
   setenv("AWS_PROFILE", "wi", 1);
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "web identity token file ~/files/missing-token: No such file");
+  /* Chains of source profiles: loops and bad settings are reported before
+   * anything is asked of STS. */
+  kt_write(".aws/config",
+           "[profile a]\nrole_arn = arn:aws:iam::1:role/a\nsource_profile = b\n"
+           "[profile b]\nrole_arn = arn:aws:iam::1:role/b\nsource_profile = c\n"
+           "[profile c]\nrole_arn = arn:aws:iam::1:role/c\nsource_profile = a\n"
+           "[profile self]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = self\n"
+           "[profile both]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = a\n"
+           "credential_source = Environment\n"
+           "[profile env]\nrole_arn = arn:aws:iam::1:role/s\ncredential_source = Environment\n"
+           "[profile odd]\nrole_arn = arn:aws:iam::1:role/s\ncredential_source = Shell\n"
+           "[profile dur]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = k\n"
+           "duration_seconds = 60\n"
+           "[profile mfa]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = k\n"
+           "mfa_serial = arn:aws:iam::1:mfa/u\n"
+           "[profile empty]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = nothing\n"
+           "[profile nothing]\nregion = us-east-1\n"
+           "[profile k]\naws_access_key_id = AKIDK\naws_secret_access_key = SK\n");
+  setenv("AWS_PROFILE", "a", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "source_profile makes a loop: a -> b -> c -> a");
+  setenv("AWS_PROFILE", "self", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "source_profile makes a loop: self -> self");
+  setenv("AWS_PROFILE", "both", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "has both source_profile and credential_source");
+  setenv("AWS_PROFILE", "env", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "credential_source Environment found no credentials: it needs AWS_ACCESS_KEY_ID");
+  setenv("AWS_PROFILE", "odd", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "credential_source \"Shell\" is not one of");
+  setenv("AWS_PROFILE", "dur", 1);
+  EXPECT_ERR(NULL, KN_ERR__CONF, "duration_seconds = \"60\" of profile \"dur\" "
+                                 "(~/.aws/config:26): expected seconds from 900 to 43200");
+  setenv("AWS_PROFILE", "mfa", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "mfa_serial is not supported");
+  setenv("AWS_PROFILE", "empty", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "source_profile \"nothing\" has no credentials");
+  /* SSO profiles: what is missing, and the login to run. */
+  kt_write(".aws/config",
+           "[profile s1]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+           "sso_session = nosuch\n"
+           "[profile s2]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+           "sso_start_url = https://x.awsapps.com/start\n"
+           "[profile s3]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+           "sso_start_url = https://x.awsapps.com/start\nsso_region = eu-west-1\n"
+           "[profile s4]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+           "sso_session = dev\nsso_region = us-east-1\n"
+           "[profile s5]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+           "sso_session = dev\n"
+           "[sso-session dev]\nsso_start_url = https://x.awsapps.com/start\n"
+           "sso_region = eu-west-1\n");
+  setenv("AWS_PROFILE", "s1", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "sso_session \"nosuch\" has no [sso-session nosuch]");
+  setenv("AWS_PROFILE", "s2", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "profile \"s2\": missing sso_region");
+  setenv("AWS_PROFILE", "s3", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "no cached token (~/.aws/sso/cache/");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "run `aws sso login --profile s3`");
+  setenv("AWS_PROFILE", "s4", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "sso_region is \"us-east-1\" in the profile but "
+                                        "\"eu-west-1\" in [sso-session dev]");
+  setenv("AWS_PROFILE", "s5", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "run `aws sso login --sso-session dev`");
   /* Environment web identity: a token file needs a role. */
   unsetenv("AWS_PROFILE");
   kt_write(".aws/config", "");
