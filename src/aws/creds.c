@@ -40,7 +40,7 @@ static const struct step {
   kn_creds_fetch_fn *fetch;
 } chain[] = {
     {"properties (aws.access.key.id)", kn_creds_from_properties},
-    {"environment (AWS_ACCESS_KEY_ID)", kn_creds_from_env},
+    {"environment (AWS_ACCESS_KEY_ID)", kn_creds_from_env_chain},
     {"role (role_arn with source_profile or credential_source)", kn_creds_from_role},
     {"web identity (AWS_WEB_IDENTITY_TOKEN_FILE, web_identity_token_file)",
      kn_creds_from_web_identity},
@@ -168,6 +168,7 @@ static kn_error_t *ctx_init(kn_creds_ctx_t *ctx, const kn_aws_settings_t *s) {
     fail |= v && *v && !(ctx->env[i] = strdup(v));
   }
   if (fail) return kn_error_new(KN_ERR__NOMEM, "out of memory");
+  ctx->env_keys_off = s->profile_explicit;
   ctx->http = s->http;
   ctx->http.ca_file = ctx->ca_file;
   ctx->log = s->http.log;

@@ -4,7 +4,9 @@
  * Order (the first provider that is configured wins; one that is
  * configured but fails stops the chain with its error), botocore's:
  * 1. explicit properties (aws.access.key.id, ...);
- * 2. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN;
+ * 2. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN,
+ *    unless the `profile` property names the profile (as the AWS CLI's
+ *    --profile: then the profile's credentials are used);
  * 3. the profile's role_arn with source_profile (a chain of profiles,
  *    loops reported) or credential_source (Environment,
  *    Ec2InstanceMetadata, EcsContainer), through STS AssumeRole with

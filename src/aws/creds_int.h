@@ -39,6 +39,7 @@ typedef struct kn_creds_ctx {
   char *secret_access_key;
   char *session_token;
   kn_aws_profile_t *profile;  /* the shared files as read at creation */
+  int env_keys_off;           /* a profile named by property: no env keys */
   char *region;
   char *sts_endpoint;
   char *sso_endpoint;         /* configured, or NULL: from sso_region */
@@ -70,7 +71,8 @@ typedef kn_creds_res_t(kn_creds_fetch_fn)(kn_creds_ctx_t *ctx, kn_creds_t *out,
                                           kn_error_t **errp);
 
 kn_creds_fetch_fn kn_creds_from_properties;   /* creds_static.c */
-kn_creds_fetch_fn kn_creds_from_env;
+kn_creds_fetch_fn kn_creds_from_env;          /* the keys, always */
+kn_creds_fetch_fn kn_creds_from_env_chain;    /* unless env_keys_off */
 kn_creds_fetch_fn kn_creds_from_role;         /* creds_role.c */
 kn_creds_fetch_fn kn_creds_from_web_identity; /* creds_sts.c */
 kn_creds_fetch_fn kn_creds_from_sso;          /* creds_sso.c */

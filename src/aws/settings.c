@@ -102,6 +102,7 @@ static kn_error_t *resolve_profile(kn_aws_settings_t *s, const kn_conf_t *conf,
                  take(&src, env("AWS_PROFILE"), "AWS_PROFILE") ||
                  take(&src, env("AWS_DEFAULT_PROFILE"), "AWS_DEFAULT_PROFILE");
   if (!explicit) src.value = "default";
+  s->profile_explicit = prop(conf, "profile") != NULL;
   if (!(s->profile = strdup(src.value))) return nomem();
   kn_error_t *e = kn_aws_profile_load(s->config_file, s->credentials_file,
                                       s->profile, pf);

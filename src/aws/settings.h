@@ -5,6 +5,8 @@
  * Each value comes from the first source that has it:
  * - profile: property `profile`, AWS_PROFILE, AWS_DEFAULT_PROFILE,
  *   "default".  A profile named explicitly must exist in one of the files.
+ *   The property, like the AWS CLI's --profile, also turns the
+ *   AWS_ACCESS_KEY_ID keys of the environment off (creds.h).
  * - files: AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, else
  *   $HOME/.aws/config and $HOME/.aws/credentials ("~/" expanded).
  * - region: property `region`, AWS_REGION, AWS_DEFAULT_REGION, the
@@ -40,6 +42,7 @@
 typedef struct kn_aws_settings {
   char *region;
   char *profile;            /* effective profile name */
+  int profile_explicit;     /* from the profile property (kncat --profile) */
   char *config_file;        /* effective paths of the shared files, or NULL */
   char *credentials_file;   /* (no HOME and no variable) */
   char *kinesis_endpoint;   /* full URL, e.g. https://kinesis.us-east-1.amazonaws.com */
