@@ -9,7 +9,9 @@ const kn_prop_t kn_props_client[] = {
      "region; us-east-1 when an endpoint is set and no region is found."},
     {"profile", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "Profile of the shared config and credentials files. Default: "
-     "AWS_PROFILE, AWS_DEFAULT_PROFILE, then \"default\"."},
+     "AWS_PROFILE, AWS_DEFAULT_PROFILE, then \"default\". When set, as the "
+     "AWS CLI's --profile, the keys in AWS_ACCESS_KEY_ID and "
+     "AWS_SECRET_ACCESS_KEY are not used (the profile's credentials are)."},
     {"endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "Kinesis endpoint URL, as the AWS CLI's --endpoint-url (DynamoDB and "
      "STS do not use it); beats the environment. Each service's endpoint "
