@@ -2,10 +2,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "aws/profile.h"
@@ -361,6 +364,43 @@ static kn_error_t *resolve_keys(kn_aws_settings_t *s, const kn_conf_t *conf) {
   return NULL;
 }
 
+/* ssl.verify=false (kncat --no-verify-ssl) is worth a warning that names
+ * what it exposes: every https endpoint, credentials included.  Once per
+ * process for each set of endpoints (a consumer loads its settings for
+ * Kinesis and again for its lease table). */
+static void warn_no_verify(const kn_aws_settings_t *s, const kn_logger_t *log) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static uint64_t warned[16];
+  static size_t n_warned;
+  const char *eps[] = {s->kinesis_endpoint, s->dynamodb_endpoint, s->sts_endpoint,
+                       s->sso_endpoint, s->sso_oidc_endpoint};
+  char list[1200] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < sizeof(eps) / sizeof(eps[0]); i++) {
+    if (!eps[i] || strncasecmp(eps[i], "https://", 8) != 0) continue;
+    if (len && strstr(list, eps[i])) continue; /* the same URL twice */
+    int w = snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "", eps[i]);
+    if (w < 0 || (size_t)w >= sizeof(list) - len) break;
+    len += (size_t)w;
+  }
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a of the list */
+  for (const char *p = list; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  pthread_mutex_lock(&mu);
+  int seen = 0;
+  for (size_t i = 0; i < n_warned; i++) seen |= warned[i] == h;
+  if (!seen && n_warned < sizeof(warned) / sizeof(warned[0])) warned[n_warned++] = h;
+  pthread_mutex_unlock(&mu);
+  if (seen) return;
+  kn_warn(log, FAC,
+          "TLS certificate verification is off (ssl.verify=false, --no-verify-ssl): "
+          "%s%s%s",
+          len ? "the servers at " : "no https endpoint is configured", list,
+          len ? " are not authenticated: signed requests and credentials sent to "
+                "them could reach anyone on the path (credential endpoints over https "
+                "too: STS, IAM Identity Center, container)"
+              : "; credential endpoints over https are not authenticated");
+}
+
 kn_error_t *kn_aws_settings_load(kn_aws_settings_t *s, const kn_conf_t *conf,
                                  const kn_logger_t *log) {
   memset(s, 0, sizeof(*s));
@@ -378,6 +418,7 @@ kn_error_t *kn_aws_settings_load(kn_aws_settings_t *s, const kn_conf_t *conf,
     kn_aws_settings_clear(s);
     return e;
   }
+  if (!s->http.verify_tls) warn_no_verify(s, log);
   kn_dbg(log, FAC,
          "profile %s, region %s, kinesis %s, dynamodb %s, sts %s, CA %s, "
          "verify %s",

@@ -281,6 +281,54 @@ static void test_endpoints(void) {
   LOAD_ERR(&s, NULL, "(from ~/.aws/config:2)");
 }
 
+static char warnings[4096];
+
+static void capture(void *opaque, int level, const char *facility, const char *message) {
+  (void)opaque, (void)facility;
+  if (level <= KN_LOG_WARN)
+    snprintf(warnings + strlen(warnings), sizeof(warnings) - strlen(warnings), "%s\n",
+             message);
+}
+
+/* ssl.verify=false is announced at warning level, once for a set of
+ * endpoints, naming the https ones. */
+static void test_no_verify_warning(void) {
+  kn_aws_settings_t s;
+  kt_aws_reset();
+  setenv("AWS_REGION", "us-east-1", 1);
+  setenv("AWS_ENDPOINT_URL_DYNAMODB", "https://ddb.example:8443", 1);
+  kn_logger_t log = {KN_LOG_DEBUG, capture, NULL, "t"};
+  const char *kv[] = {"ssl.verify", "false", "kinesis.endpoint",
+                      "https://kinesis.example:4567", "sts.endpoint", "http://sts.example",
+                      NULL};
+  warnings[0] = '\0';
+  kn_conf_t *c = conf_of(kv);
+  kn_error_t *e = kn_aws_settings_load(&s, c, &log);
+  KT_CHECK(e == NULL);
+  kn_aws_settings_clear(&s);
+  KT_CHECK_MSG(strstr(warnings, "TLS certificate verification is off") &&
+                   strstr(warnings, "https://kinesis.example:4567, https://ddb.example:8443 "
+                                    "are not authenticated") &&
+                   !strstr(warnings, "http://sts.example"),
+               "%s", warnings);
+  /* The same endpoints again (the lease table's client): no repeat. */
+  warnings[0] = '\0';
+  e = kn_aws_settings_load(&s, c, &log);
+  KT_CHECK(e == NULL);
+  kn_aws_settings_clear(&s);
+  KT_CHECK_STR(warnings, "");
+  kn_conf_destroy(c);
+  /* Verification on: nothing. */
+  const char *kv2[] = {"kinesis.endpoint", "https://other.example", NULL};
+  c = conf_of(kv2);
+  e = kn_aws_settings_load(&s, c, &log);
+  KT_CHECK(e == NULL);
+  kn_aws_settings_clear(&s);
+  kn_conf_destroy(c);
+  KT_CHECK_STR(warnings, "");
+  unsetenv("AWS_ENDPOINT_URL_DYNAMODB");
+}
+
 static void test_tls_and_numbers(void) {
   kn_aws_settings_t s;
   kt_aws_reset();
@@ -436,6 +484,7 @@ int main(void) {
   KT_RUN(test_files);
   KT_RUN(test_endpoints);
   KT_RUN(test_tls_and_numbers);
+  KT_RUN(test_no_verify_warning);
   KT_RUN(test_explicit_keys);
   KT_RUN(test_urls);
   KT_RUN(test_profile_api);
