@@ -317,6 +317,8 @@ class Imds:
             if not ttl or not ttl.isdigit() or not 1 <= int(ttl) <= 21600:
                 return 400, {}, "Bad Request"
             tok = "imds-token-%d" % (len(self.tokens) + 1)
+            if self.mode == "ctl-token":
+                tok += "\r\nX-Injected: yes"
             self.tokens.append(tok)
             return 200, {"X-aws-ec2-metadata-token-ttl-seconds": ttl}, tok
         if req["method"] != "GET":
@@ -429,6 +431,18 @@ def case_imds_unreachable_is_fast(lab):
 
 # --- expiry and refresh ---------------------------------------------------
 
+def case_imds_token_with_control_characters(lab):
+    # A token that would add header lines is refused, never sent.
+    imds = Imds(mode="ctl-token")
+    try:
+        rc, gets, err, out = lab.run(imds_env(lab, imds))
+        check(rc == 1 and err and "session token holds control characters" in err, out)
+        check(imds.r.count("GET") == 0, "nothing asked with the token")
+        check(not any("x-injected" in r["headers"] for r in imds.r.requests), "no injection")
+    finally:
+        imds.r.stop()
+
+
 def case_refresh(lab):
     # Credentials expiring within the 5-minute window are fetched again in
     # the background when a get finds them there (the tool waits past the
@@ -498,7 +512,8 @@ def case_credential_process(lab):
 
 CASES = [case_sts_env, case_sts_generated_session_and_profile, case_sts_errors,
          case_container, case_imds, case_imds_stale_token, case_imds_token_required,
-         case_imds_v1, case_imds_no_role, case_imds_unreachable_is_fast, case_refresh,
+         case_imds_v1, case_imds_no_role, case_imds_unreachable_is_fast,
+         case_imds_token_with_control_characters, case_refresh,
          case_refresh_failure_keeps_valid, case_credential_process]
 
 
