@@ -14,6 +14,7 @@
 #include "util/clock.h"
 #include "util/iso8601.h"
 #include "util/rand.h"
+#include "util/secure.h"
 #include "util/str.h"
 
 #define FAC "creds"
@@ -72,11 +73,7 @@ struct kn_creds_provider {
   int64_t next_attempt_mono_ms; /* earliest refresh while the cache is usable */
 };
 
-static void wipe_free(char *s) {
-  if (!s) return;
-  explicit_bzero(s, strlen(s));
-  free(s);
-}
+static void wipe_free(char *s) { kn_secure_free_str(s); }
 
 void kn_creds_clear(kn_creds_t *c) {
   if (!c) return;

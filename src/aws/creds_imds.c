@@ -201,7 +201,7 @@ static kn_creds_res_t fetch(kn_creds_ctx_t *ctx, const char *base, kn_creds_t *o
     out->source = KN_CREDS_SRC_IMDS;
     res = KN_CREDS_FOUND;
   }
-  if (resp.body.p) explicit_bzero(resp.body.p, resp.body.len);
+  if (resp.body.p) kn_secure_wipe(resp.body.p, resp.body.len);
   kn_http_resp_clear(&resp);
 out:
   free(role);

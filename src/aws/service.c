@@ -12,6 +12,7 @@
 #include "util/clock.h"
 #include "util/crypto.h"
 #include "util/hex.h"
+#include "util/secure.h"
 #include "util/str.h"
 
 const kn_svc_def_t kn_svc_kinesis = {"kinesis", "Kinesis_20131202",
@@ -243,10 +244,7 @@ static kn_error_t *send_attempt(kn_call_t *c) {
   else if (c->paused) kn_http_pause(c->xfer);
 
 out:
-  for (int i = 0; i < 4; i++) {
-    if (lines[i]) memset(lines[i], 0, strlen(lines[i])); /* signature, token */
-    free(lines[i]);
-  }
+  for (int i = 0; i < 4; i++) kn_secure_free_str(lines[i]); /* signature, token */
   kn_sigv4_result_clear(&sig);
   kn_creds_clear(&cr);
   return err;
