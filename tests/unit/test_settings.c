@@ -268,6 +268,22 @@ static void test_endpoints(void) {
   KT_CHECK_STR(s.kinesis_endpoint, "https://kinesis.eu-west-1.amazonaws.com");
   kn_aws_settings_clear(&s);
   kt_write(".aws/config", "");
+  /* IAM Identity Center endpoints: configured or NULL (the profile's
+   * sso_region decides); --endpoint never reaches them. */
+  const char *kvk[] = {"endpoint", "http://prop-global:5", NULL};
+  LOAD_OK(&s, kvk);
+  KT_CHECK(s.sso_endpoint == NULL && s.sso_oidc_endpoint == NULL);
+  kn_aws_settings_clear(&s);
+  kt_write(".aws/config", "[default]\nservices = local\n"
+                          "[services local]\nsso_oidc =\n  endpoint_url = http://profile-oidc:3\n");
+  setenv("AWS_ENDPOINT_URL_SSO", "http://env-sso:2", 1);
+  LOAD_OK(&s, NULL);
+  KT_CHECK_STR(s.sso_endpoint, "http://env-sso:2");
+  KT_CHECK_STR(s.sso_oidc_endpoint, "http://profile-oidc:3");
+  KT_CHECK_STR(s.kinesis_endpoint, "https://kinesis.eu-west-1.amazonaws.com");
+  kn_aws_settings_clear(&s);
+  unsetenv("AWS_ENDPOINT_URL_SSO");
+  kt_write(".aws/config", "");
   /* Invalid URLs name their source. */
   setenv("AWS_ENDPOINT_URL_KINESIS", "localhost:4567", 1);
   LOAD_ERR(&s, NULL, "kinesis endpoint \"localhost:4567\" (from AWS_ENDPOINT_URL_KINESIS) "
