@@ -108,6 +108,8 @@ kn_error_t *kn_creds_get_nowait(kn_creds_provider_t *p, kn_creds_t *out,
 #define KN_CREDS_REFRESH_INTERVAL_MS 1000
 #define KN_CREDS_RETRY_AFTER_MS 5000
 
-void kn_creds_provider_destroy(kn_creds_provider_t *p); /* accepts NULL */
+/* Accepts NULL.  A fetch under way is waited for (it ends within its own
+ * time-outs: credential.process.timeout.ms, the HTTP request time-out). */
+void kn_creds_provider_destroy(kn_creds_provider_t *p);
 
 #endif
