@@ -76,6 +76,23 @@ KN_API kn_error_t *kn_consumer_checkpoint(kn_consumer_t *kc,
 /* The same for the last record of the batch. */
 KN_API kn_error_t *kn_consumer_checkpoint_batch(kn_consumer_t *kc,
                                                 const kn_batch_t *b);
+/* The same at a position given by value: sequence number seq (decimal)
+ * and sub-sequence number subseq of shard_id, for applications that keep
+ * positions rather than records (`kncat multilang`).  The position is not
+ * checked against what was delivered: the caller does that. */
+KN_API kn_error_t *kn_consumer_checkpoint_seq(kn_consumer_t *kc,
+                                              const char *shard_id,
+                                              const char *seq,
+                                              uint64_t subseq);
+/* The checkpoint of shard_id's lease as this worker last knew it (when it
+ * took the lease, or its own last write): a decimal sequence number or
+ * TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END, copied into seq (size
+ * bytes, 128 are enough), its sub-sequence number into *subseq.  Returns
+ * 0, or -1 if this worker does not hold the shard, there is no lease
+ * store, or seq is too small. */
+KN_API int kn_consumer_lease_checkpoint(kn_consumer_t *kc,
+                                        const char *shard_id, char *seq,
+                                        size_t size, uint64_t *subseq);
 /* Queues the checkpoint and returns at once; the outcome reaches the
  * checkpoint callback (if set) inside a later poll. */
 KN_API kn_err_t kn_consumer_checkpoint_async(kn_consumer_t *kc,

@@ -1041,7 +1041,8 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
     const cc_lease_t *l = lease_find(c, w[i].key);
     int held = l && l->held;
     if (!held && is_me(c, w[i].checkpoint_owner) && !is_me(c, w[i].owner) &&
-        !in_flight(c, KN_CC_HANDOFF_DONE, w[i].key)) {
+        !in_flight(c, KN_CC_HANDOFF_DONE, w[i].key) &&
+        !in_flight(c, KN_CC_TAKE, w[i].key)) {
       /* Asked for while an earlier run of this worker id held it: nothing
        * was handed out here, so it is passed on at once. */
       cc_op_t *o = op_new(c, KN_CC_HANDOFF_DONE, w[i].key, -1, now);

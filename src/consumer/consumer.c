@@ -464,16 +464,16 @@ static kn_error_t *request_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
   return req.err;
 }
 
-static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
-                                 const void *state, size_t state_len,
-                                 int prepare) {
-  if (!r || !r->batch || !r->batch->shard_id)
-    return kn_error_new(KN_ERR__INVALID_ARG, "not a record of this consumer");
+static kn_error_t *checkpoint_pos(kn_consumer_t *kc, const char *shard_id,
+                                  const char *seq, uint64_t subseq,
+                                  const void *state, size_t state_len,
+                                  int prepare) {
   kn_pos_t p;
-  if (kn_pos_set_seq(&p, KN_ITER_AT_SEQUENCE_NUMBER, r->seq, r->subseq, 1))
+  if (!seq || !*seq ||
+      kn_pos_set_seq(&p, KN_ITER_AT_SEQUENCE_NUMBER, seq, subseq, 1))
     return kn_error_new(KN_ERR__INVALID_ARG, "bad sequence number");
   pthread_mutex_lock(&kc->mu);
-  kn_cshard_t *cs = kn_shard_table_find(kc, r->batch->shard_id);
+  kn_cshard_t *cs = kn_shard_table_find(kc, shard_id);
   if (cs && !leases_on(kc)) {
     cs->processed = p;
     cs->has_processed = 1;
@@ -481,8 +481,7 @@ static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
   pthread_mutex_unlock(&kc->mu);
   if (!cs)
     return kn_error_new(KN_ERR__LEASE_LOST,
-                        "shard %s is not read by this consumer",
-                        r->batch->shard_id);
+                        "shard %s is not read by this consumer", shard_id);
   if (!leases_on(kc)) {
     if (prepare)
       return kn_error_new(KN_ERR__STATE,
@@ -490,6 +489,38 @@ static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
     return NULL;
   }
   return request_checkpoint(kc, cs, &p, state, state_len, prepare);
+}
+
+static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
+                                 const void *state, size_t state_len,
+                                 int prepare) {
+  if (!r || !r->batch || !r->batch->shard_id)
+    return kn_error_new(KN_ERR__INVALID_ARG, "not a record of this consumer");
+  return checkpoint_pos(kc, r->batch->shard_id, r->seq, r->subseq, state,
+                        state_len, prepare);
+}
+
+kn_error_t *kn_consumer_checkpoint_seq(kn_consumer_t *kc, const char *shard_id,
+                                       const char *seq, uint64_t subseq) {
+  if (!shard_id)
+    return kn_error_new(KN_ERR__INVALID_ARG, "no shard id");
+  return checkpoint_pos(kc, shard_id, seq, subseq, NULL, 0, 0);
+}
+
+int kn_consumer_lease_checkpoint(kn_consumer_t *kc, const char *shard_id,
+                                 char *seq, size_t size, uint64_t *subseq) {
+  int rc = -1;
+  if (!shard_id || !seq || !leases_on(kc)) return -1;
+  pthread_mutex_lock(&kc->mu);
+  kn_cshard_t *cs = kn_shard_table_find(kc, shard_id);
+  if (cs && cs->fencing_token >= 0 && cs->view.held &&
+      strlen(cs->view.ckpt) < size) {
+    strcpy(seq, cs->view.ckpt);
+    if (subseq) *subseq = cs->view.ckpt_subseq;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&kc->mu);
+  return rc;
 }
 
 kn_error_t *kn_consumer_checkpoint(kn_consumer_t *kc, const kn_record_t *r) {
