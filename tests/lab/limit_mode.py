@@ -63,6 +63,7 @@ class LimitEnforcer:
         self.shard_maps: dict = {}   # stream -> (ShardMap, fetched at)
         self._lock = threading.Lock()
         self._stats: dict = {}
+        self._shards: dict = {}   # (action, stream, shard) -> counts
 
     # -- statistics
 
@@ -73,14 +74,39 @@ class LimitEnforcer:
             for k, v in add.items():
                 s[k] = s.get(k, 0) + v
 
+    def count_shard(self, action: str, key: tuple, now: float, nbytes: int = 0,
+                    records: int = 0, throttled: int = 0) -> None:
+        """Per shard: data moved, and when the first and last data moved
+        (so a benchmark can tell the rate a shard was read or written at,
+        start-up and tail excluded)."""
+        with self._lock:
+            s = self._shards.get((action,) + key)
+            if s is None:
+                s = self._shards[(action,) + key] = {
+                    "action": action, "stream": key[0], "shard": key[1],
+                    "bytes": 0, "records": 0, "throttled": 0, "first": None,
+                    "last": None, "last_bytes": 0, "last_records": 0}
+            s["throttled"] += throttled
+            if nbytes or records:
+                s["bytes"] += nbytes
+                s["records"] += records
+                if s["first"] is None:
+                    s["first"] = now
+                if s["last"] is None or now > s["last"]:
+                    s["last"], s["last_bytes"], s["last_records"] = now, 0, 0
+                s["last_bytes"] += nbytes
+                s["last_records"] += records
+
     def stats(self) -> dict:
         with self._lock:
             return {"limits": self.limits.to_dict(),
-                    **{k: dict(v) for k, v in self._stats.items()}}
+                    **{k: dict(v) for k, v in self._stats.items()},
+                    "shards": [dict(v) for v in self._shards.values()]}
 
     def clear_stats(self) -> None:
         with self._lock:
             self._stats.clear()
+            self._shards.clear()
 
     # -- dispatch
 
@@ -157,6 +183,7 @@ class LimitEnforcer:
         self.count("GetRecords", calls=1)
         if not meter.admit(admitted):
             self.count("GetRecords", throttled=1)
+            self.count_shard("GetRecords", key, admitted, throttled=1)
             return await self._throttle(request, entry, writer,
                                         f"Shard - {key[1]} in stream {key[0]}")
         body = request.body
@@ -181,6 +208,7 @@ class LimitEnforcer:
                 self.count("GetRecords", capped=1)
             meter.charge(nbytes, admitted)
             self.count("GetRecords", records=len(records), bytes=nbytes)
+            self.count_shard("GetRecords", key, admitted, nbytes, len(records))
             if result is not None:
                 self._remember(result.get("NextShardIterator"), key)
         return await self._reply(writer, entry, status, response, raw)
@@ -247,8 +275,10 @@ class LimitEnforcer:
                 meter = self.write_meters[(stream, shard)] = WriteMeter(self.limits, now)
             if meter.admit(size, now):
                 admitted_bytes += size
+                self.count_shard("PutRecords", (stream, shard), now, size, 1)
             else:
                 refused[i] = shard
+                self.count_shard("PutRecords", (stream, shard), now, throttled=1)
         self.count(action, calls=1, throttled=len(refused),
                    records=len(records) - len(refused), bytes=admitted_bytes)
         if action == "PutRecord":
@@ -306,6 +336,8 @@ class LimitEnforcer:
                         self.count("SubscribeToShard", held_ms=int(wait * 1000))
                         await asyncio.sleep(wait)
                     self.count("SubscribeToShard", records=len(records), bytes=nbytes)
+                    self.count_shard("SubscribeToShard", key, self.clock(), nbytes,
+                                     len(records))
                 due.append(message)
             await emit(b"".join(due))
 
