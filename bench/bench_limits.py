@@ -74,8 +74,8 @@ CASES = {
     "poll-4-100": ("poll", 4, 100, 0.125, {}),
     "poll-4-1k": ("poll", 4, 1000, 0.5, {}),
     "poll-4-50k-kpl": ("poll", 4, 500, 0.5, {"kpl": True}),
-    "poll-64-1k": ("poll", 64, 1000, 1 / 32, {}),
-    "poll-64-50k-kpl": ("poll", 64, 500, 1 / 32, {"kpl": True}),
+    "poll-64-1k": ("poll", 64, 1000, 1 / 64, {}),
+    "poll-64-50k-kpl": ("poll", 64, 500, 1 / 64, {"kpl": True}),
     "poll-64-100": ("poll", 64, 100, 1 / 128, {}),
     "efo-1": ("efo", 1, 1000, 1 / 16, {}),
     "put-bytes": ("put", 4, 10000, 0.25, {}),
@@ -153,6 +153,9 @@ def write_fraction(stats, limits):
             total_r / span if span else None)
 
 
+EXTRA_PROPS = []
+
+
 def kncat_props(kind, limits, scale, opts):
     props = []
     if kind in ("poll", "efo"):
@@ -162,7 +165,7 @@ def kncat_props(kind, limits, scale, opts):
     else:
         props += ["shard.bytes.per.second=%d" % limits.write_bytes_per_s,
                   "shard.records.per.second=%d" % max(1, limits.write_records_per_s)]
-    return props
+    return props + EXTRA_PROPS   # later ones win
 
 
 class Bench:
@@ -172,18 +175,6 @@ class Bench:
         self.tmp = tempfile.mkdtemp(prefix="bench_limits.")
         self.results = []
         self.failed = False
-
-    def run_client(self, client, cmd, server, limits, stdout=None):
-        with FaultProxy(server, limits=limits) as proxy:
-            env = lab.env_for(kinesis=proxy)
-            env["KN_SOURCE_DIR"] = SRC
-            r = run_measured(cmd, env, stdout)
-            r["stats"] = proxy.limit_stats()
-        if r["rc"]:
-            sys.stderr.write(r["err"])
-            print("  %s failed (exit %d)" % (LABELS.get(client, client), r["rc"]))
-            self.failed = True
-        return r
 
     def fill(self, server, stream, shards, n, size, kpl, props=()):
         client = lab.boto3_client("kinesis", server)
@@ -225,7 +216,6 @@ class Bench:
 
     def poll_case(self, name, shards, size, scale, opts, server):
         limits = Limits().scaled(scale)
-        per_record = 50 * 1024 if opts.get("kpl") else size
         seconds = self.a.seconds
         n = int(limits.read_bytes_per_s * shards * seconds / size)
         stream = "lim-" + name
@@ -235,7 +225,6 @@ class Bench:
                                      scale, limits.read_bytes_per_s / 1024, seconds),
               flush=True)
         self.fill(server, stream, shards, n, size, opts.get("kpl"))
-        del per_record
         props = kncat_props("poll", limits, scale, opts)
         cmds = {
             "kncat": [self.kncat, "-q", "consume", stream, "-e", "-J"]
@@ -429,6 +418,8 @@ def main():
                     help="backlog / run length at the limit (default 30)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--clients", default="kncat,js")
+    ap.add_argument("-X", dest="props", action="append", default=[],
+                    help="extra kncat property (experiments)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: a few cases, 8 s each, one round")
     a = ap.parse_args()
@@ -438,6 +429,7 @@ def main():
     for c in cases:
         if c not in CASES:
             ap.error("unknown case %r" % c)
+    EXTRA_PROPS.extend(a.props)
     b = Bench(a)
     if not os.path.exists(b.kncat):
         print("kncat not found at %s" % b.kncat)
