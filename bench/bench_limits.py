@@ -13,6 +13,8 @@ with the ratios kncat / JS.  Cases (names for --cases):
 
   poll-S-SIZE    drain a backlog of S shards (1, 4, 64) of SIZE records:
                  100 (bytes), 1k, 50k-kpl (KPL aggregates of 50 KB)
+  poll-share     poll-1-1k read by two kncat at once, each with
+                 poll.share=50: together at most the limit (kncat only)
   efo-1          the same with enhanced fan-out, 1 shard of 1 KB records,
                  on kinesis-local (kncat only; polling kncat next to it)
   put-bytes      4 shards, 10 KB records: bound by 1 MiB/s
@@ -68,15 +70,16 @@ LABELS = {"kncat": "kncat", "js": "JS SDK v3", "kncat-poll": "kncat poll"}
 
 # name -> (kind, shards, record size, scale, options)
 CASES = {
-    "poll-1-100": ("poll", 1, 100, 0.5, {}),
+    "poll-1-100": ("poll", 1, 100, 0.25, {}),
     "poll-1-1k": ("poll", 1, 1000, 1.0, {}),
     "poll-1-50k-kpl": ("poll", 1, 500, 1.0, {"kpl": True}),
     "poll-4-100": ("poll", 4, 100, 0.125, {}),
     "poll-4-1k": ("poll", 4, 1000, 0.5, {}),
     "poll-4-50k-kpl": ("poll", 4, 500, 0.5, {"kpl": True}),
     "poll-64-1k": ("poll", 64, 1000, 1 / 64, {}),
-    "poll-64-50k-kpl": ("poll", 64, 500, 1 / 64, {"kpl": True}),
+    "poll-64-50k-kpl": ("poll", 64, 500, 1 / 16, {"kpl": True}),
     "poll-64-100": ("poll", 64, 100, 1 / 128, {}),
+    "poll-share": ("share", 1, 1000, 1.0, {}),
     "efo-1": ("efo", 1, 1000, 1 / 16, {}),
     "put-bytes": ("put", 4, 10000, 0.25, {}),
     "put-count": ("put", 4, 100, 0.25, {}),
@@ -115,8 +118,9 @@ def read_fraction(stats, rate):
     for s in stats.get("shards", []):
         if s["action"] not in ("GetRecords", "SubscribeToShard") or s["first"] is None:
             continue
-        total_b += s["bytes"]
-        total_r += s["records"]
+        # As for the fraction: the last response's data came after the span.
+        total_b += s["bytes"] - s["last_bytes"]
+        total_r += s["records"] - s["last_records"]
         first = s["first"] if first is None else min(first, s["first"])
         last = s["last"] if last is None else max(last, s["last"])
         window = s["last"] - s["first"]
@@ -183,7 +187,8 @@ class Bench:
         make_input(data, n, size)
         t = time.time()
         cmd = [self.kncat, "-q", "produce", stream, data, "-K", "\\t",
-               "-X", "shard.rate.percent=10000"] + list(props)
+               "-X", "shard.rate.percent=10000",
+               "-X", "message.timeout.ms=900000"] + list(props)
         if kpl:
             cmd.append("--aggregate")
         env = lab.env_for(kinesis=server)
@@ -250,6 +255,47 @@ class Bench:
                 fraction, mbps, rps = read_fraction(stats, limits.read_bytes_per_s)
                 self.report(name, c, r, fraction, mbps, rps, g.get("bytes", 0),
                             g.get("throttled", 0))
+
+    def share_case(self, name, shards, size, scale, opts, server):
+        """Two applications at poll.share=50 on the same shards: the proxy
+        meters the shard for both, as the service does."""
+        limits = Limits().scaled(scale)
+        seconds = self.a.seconds
+        n = int(limits.read_bytes_per_s * shards * seconds / size / 2)
+        stream = "lim-" + name
+        print("%s: two kncat at poll.share=50, %d shard(s), %d B records, %d s at "
+              "the limit together" % (name, shards, size, seconds), flush=True)
+        self.fill(server, stream, shards, n, size, False)
+        props = kncat_props("poll", limits, scale, opts) + ["poll.share=50"]
+        cmd = [self.kncat, "-q", "consume", stream, "-e", "-J"] + \
+            [x for p in props for x in ("-X", p)]
+        import threading
+        for rnd in range(self.a.rounds):
+            with FaultProxy(server, limits=limits) as proxy:
+                env = lab.env_for(kinesis=proxy)
+                runs = [None, None]
+
+                def one(i):
+                    with open(os.devnull, "wb") as devnull:
+                        runs[i] = run_measured(cmd, env, devnull)
+                threads = [threading.Thread(target=one, args=(i,)) for i in (0, 1)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                stats = proxy.limit_stats()
+            if any(r["rc"] for r in runs):
+                for r in runs:
+                    sys.stderr.write(r["err"])
+                print("  kncat failed")
+                self.failed = True
+                continue
+            g = stats.get("GetRecords", {})
+            fraction, mbps, rps = read_fraction(stats, limits.read_bytes_per_s)
+            both = dict(runs[0], cpu=runs[0]["cpu"] + runs[1]["cpu"],
+                        wall=max(r["wall"] for r in runs))
+            self.report(name, "kncat", both, fraction, mbps, rps, g.get("bytes", 0),
+                        g.get("throttled", 0))
 
     def efo_case(self, name, shards, size, scale, opts, server):
         limits = Limits().scaled(scale)
@@ -344,7 +390,7 @@ class Bench:
 
     def run(self, cases):
         self.clients = [c for c in self.a.clients.split(",") if c]
-        polls = [c for c in cases if CASES[c][0] in ("poll", "put")]
+        polls = [c for c in cases if CASES[c][0] in ("poll", "put", "share")]
         efos = [c for c in cases if CASES[c][0] == "efo"]
         if polls:
             with lab.Kinesalite() as k:
