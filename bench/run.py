@@ -28,6 +28,9 @@ BENCHES = [
      ["--runs", "1", "--mb", "8", "--rounds", "1"]),
     ("efo", [sys.executable, "bench/bench_efo.py", "--build", "{build}"],
      ["--records", "1000", "--rounds", "1", "--latency", "30"]),
+    ("efo_decode", ["{build}/bench/bench_efo_decode"], ["50"]),
+    ("limits", [sys.executable, "bench/bench_limits.py", "--build", "{build}"],
+     ["--quick"]),
 ]
 
 
