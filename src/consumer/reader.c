@@ -46,7 +46,7 @@ typedef struct kn_reader {
   kn_timer_t *timer;
   kn_tbucket_t calls_tb, bytes_tb;
   int64_t sent_us;         /* when the GetRecords in flight was sent */
-  double guard_s;          /* pacing guard per call, see KN_PACE_GUARD */
+  double guard_s;          /* pacing guard per call (KN_PACE_GUARD_*) */
   kn_backoff_t backoff;
   double avg_rec_bytes;    /* response bytes per record, smoothed */
   size_t reserved;         /* bytes reserved in kc->total_bytes in flight */
