@@ -31,6 +31,8 @@ BENCHES = [
     ("efo_decode", ["{build}/bench/bench_efo_decode"], ["50"]),
     ("limits", [sys.executable, "bench/bench_limits.py", "--build", "{build}"],
      ["--quick"]),
+    ("multilang", [sys.executable, "bench/bench_multilang.py", "--build", "{build}"],
+     ["--quick"]),
 ]
 
 
