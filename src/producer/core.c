@@ -391,7 +391,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
  * what it may grow to), and a little more: the service fills its buckets
  * from when calls reach it, which is not quite when they were filled here.
  * Waiting for a higher level costs no rate, only keeps a reserve. */
-#define KN_PRODUCE_GUARD_S 0.05
+#define KN_PRODUCE_GUARD_S 0.1
 
 /* Microseconds until ps's buckets allow its head record, 0: now. */
 static int64_t bucket_wait(const kn_pcore_t *c, kn_pshard_t *ps,
