@@ -368,7 +368,7 @@ static void test_transport_errors(void) {
   KT_CHECK(strstr(kn_error_string(o.resp.error), "127.0.0.1") != NULL);
   KT_CHECK(strstr(kn_error_string(o.resp.error), "secret") == NULL);
   KT_CHECK_INT(o.resp.status, 0);
-  KT_CHECK(kn_mono_ms() - t0 < 2000);
+  KT_CHECK(kn_mono_ms() - t0 < KT_PROMPT_MS);
   one_fini(&o);
 
   /* The server never answers: timed out after the request timeout. */
@@ -378,7 +378,7 @@ static void test_transport_errors(void) {
   one_run(&o);
   int64_t took = kn_mono_ms() - t0;
   KT_CHECK_INT(kn_error_code(o.resp.error), KN_ERR__TIMED_OUT);
-  KT_CHECK_MSG(took >= 290 && took < 2000, "took %lld ms", (long long)took);
+  KT_CHECK_MSG(took >= 290 && took < KT_PROMPT_MS, "took %lld ms", (long long)took);
   one_fini(&o);
 
   /* The server drops the connection unanswered. */
@@ -483,7 +483,7 @@ static void test_blocking(void) {
   int64_t t0 = kn_mono_ms();
   do_blocking(&b);
   KT_CHECK_INT(b.rc, KN_ERR__TIMED_OUT);
-  KT_CHECK(kn_mono_ms() - t0 < 4000);
+  KT_CHECK(kn_mono_ms() - t0 < KT_PROMPT_MS);
 }
 
 static void test_redact(void) {
