@@ -154,12 +154,16 @@ static int code_is_retriable(kn_err_t code, int http_status) {
   }
 }
 
+/* Every message may carry a server's text (an error message, a name it
+ * returned), and a message ends up on terminals and in logs: control and
+ * escape characters never get that far. */
 static kn_error_t *error_alloc(kn_err_t code, char *string) {
   kn_error_t *e = calloc(1, sizeof(*e));
   if (!e) {
     free(string);
     return NULL;
   }
+  kn_text_sanitize(string);
   e->code = code;
   e->string = string;
   e->throttling = code_is_throttling(code);
@@ -189,6 +193,7 @@ kn_error_t *kn_error_remote(int http_status, const char *type,
     size_t n = strcspn(bare, ":");
     bare_dup = kn_strndup(bare, n);
     if (!bare_dup) return NULL;
+    kn_text_sanitize(bare_dup);
   }
   kn_err_t code = kn_err_from_aws_type(bare_dup);
   if (code == KN_ERR_HTTP && http_status >= 500)
@@ -210,6 +215,7 @@ kn_error_t *kn_error_remote(int http_status, const char *type,
   e->type = bare_dup;
   e->http_status = http_status;
   e->request_id = request_id ? strdup(request_id) : NULL;
+  kn_text_sanitize(e->request_id);
   e->retriable = code_is_retriable(code, http_status);
   return e;
 }
@@ -224,6 +230,7 @@ kn_error_t *kn_error_prefix(kn_error_t *error, const char *fmt, ...) {
   char *s = kn_asprintf("%s: %s", pre, error->string);
   free(pre);
   if (s) {
+    kn_text_sanitize(s);
     free(error->string);
     error->string = s;
   }

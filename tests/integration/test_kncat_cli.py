@@ -707,6 +707,64 @@ class E2E:
             self.assertRegex(p.stderr.decode(), r"0 records sent, 1 failed, [1-9]\d* retr")
             self.assertIn("ProvisionedThroughputExceededException", p.stderr.decode())
 
+    # -- text from a hostile server --
+
+    def assert_terminal_safe(self, data: bytes, what):
+        """No byte a terminal acts on: C0 but the line ends, DEL, C1,
+        direction overrides, no invalid UTF-8."""
+        text = data.decode("utf-8")  # raises on invalid UTF-8
+        for ch in text:
+            o = ord(ch)
+            self.assertFalse(o < 0x20 and ch != "\n" or 0x7f <= o < 0xa0
+                             or 0x202a <= o <= 0x202e or 0x2066 <= o <= 0x2069,
+                             f"{what}: U+{o:04X} in {text!r}")
+
+    def test_hostile_text(self):
+        evil = "\u001b]0;owned\u0007\u001b[31mred\u009b2J\r\nfake line\u202e"
+        with FaultProxy(self.server) as proxy:
+            env = lab.env_for(kinesis=proxy.endpoint)
+            # An error type and message full of escapes.
+            proxy.add_rule("status", "ListStreams", status=400,
+                           error="Bad\u001b[2JException", message=evil)
+            p = run(["list"], env=env)
+            self.assertNotIn(p.returncode, (0, 2), p.stderr)
+            self.assertEqual(len(err_lines(p)), 1, p.stderr)
+            self.assertIn("fake line", p.stderr.decode())
+            self.assert_terminal_safe(p.stderr, "list error")
+            # A raw body, not even UTF-8.
+            proxy.clear_rules()
+            proxy.add_rule("status", "ListStreams", status=400,
+                           body=b"\x1b[2J\xc2\x9b\xff oops\n<html>")
+            p = run(["list"], env=env)
+            self.assertEqual(len(err_lines(p)), 1, p.stderr)
+            self.assert_terminal_safe(p.stderr, "list error body")
+            # Names in an answer: a shard listing, as text and as JSON.
+            proxy.clear_rules()
+            shard = {"ShardId": "shardId-0\u001b[31m\u009b",
+                     "HashKeyRange": {"StartingHashKey": "0",
+                                      "EndingHashKey": "1"},
+                     "SequenceNumberRange": {"StartingSequenceNumber": "1" + evil}}
+            proxy.add_rule("status", "ListShards", status=200,
+                           body=json.dumps({"Shards": [shard]}).encode())
+            p = run(["list", "s"], env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assert_terminal_safe(p.stdout, "list s")
+            self.assertEqual(len(p.stdout.decode().splitlines()), 2, p.stdout)
+            p = run(["list", "s", "-J"], env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assert_terminal_safe(p.stdout, "list s -J")
+            self.assertEqual(json.loads(p.stdout)["shard"], shard["ShardId"])
+            # Per-record errors of PutRecords.
+            proxy.clear_rules()
+            s = self.create(1)
+            proxy.add_rule("putrecords_partial", indices=[0], drop=True,
+                           error_code="Evil\u001b[2J", error_message=evil)
+            p = run(["produce", s, "-k", "k", "-X", "retry.backoff.ms=1",
+                     "-X", "message.timeout.ms=500"], env=env, input=b"only\n")
+            self.assertEqual(p.returncode, 5, p.stderr)
+            self.assertIn("not delivered", p.stderr.decode())
+            self.assert_terminal_safe(p.stderr, "produce")
+
     # -- interoperability --
 
     def test_boto3_interop(self):

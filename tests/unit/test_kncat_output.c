@@ -44,7 +44,16 @@ static size_t ref_escape(char *d, const uint8_t *s, size_t n) {
     else if (c == '\b') p += sprintf(p, "\\b");
     else if (c == '\f') p += sprintf(p, "\\f");
     else if (c < 0x20) p += sprintf(p, "\\u%04x", c);
-    else *p++ = (char)c;
+    else if (c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] < 0xA0)
+      p += sprintf(p, "\\u%04x", s[++i]); /* C1 */
+    else if (c == 0xE2 && i + 2 < n &&
+             ((s[i + 1] == 0x80 && (s[i + 2] == 0x8E || s[i + 2] == 0x8F ||
+                                    (s[i + 2] >= 0xAA && s[i + 2] <= 0xAE))) ||
+              (s[i + 1] == 0x81 && s[i + 2] >= 0xA6 && s[i + 2] <= 0xA9))) {
+      p += sprintf(p, "\\u%04x", 0x2000u | (s[i + 1] & 0x3Fu) << 6 |
+                                      (s[i + 2] & 0x3Fu)); /* direction */
+      i += 2;
+    } else *p++ = (char)c;
   }
   return (size_t)(p - d);
 }
@@ -88,10 +97,32 @@ static void test_utf8_edges(void) {
 
 /* Random strings built from a palette that hits every path, checked
  * against the references. */
+/* What a terminal would act on comes out as \u escapes. */
+static void test_escape_terminal(void) {
+  static const struct { const char *in, *out; } cases[] = {
+      {"a\x1b[2Jb", "a\\u001b[2Jb"},
+      {"\xC2\x9B" "2J", "\\u009b2J"},
+      {"\xC2\x80\xC2\x9F\xC2\xA0", "\\u0080\\u009f\xC2\xA0"},
+      {"x\xE2\x80\xAEy", "x\\u202ey"},
+      {"\xE2\x80\x8E\xE2\x80\x8F\xE2\x80\xAA", "\\u200e\\u200f\\u202a"},
+      {"\xE2\x81\xA6\xE2\x81\xA9\xE2\x81\xAA", "\\u2066\\u2069\xE2\x81\xAA"},
+      {"\xE2\x80\x94", "\xE2\x80\x94"}, /* an em dash stays */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char out[128];
+    char *e = kc_json_escape(out, (const uint8_t *)cases[i].in, strlen(cases[i].in));
+    KT_CHECK(e != NULL);
+    if (!e) continue;
+    *e = '\0';
+    KT_CHECK_STR(out, cases[i].out);
+  }
+}
+
 static void test_escape_random(void) {
   static const uint8_t palette[] = {'a', 'Z', ' ', '~', 0x7f, '"', '\\', '\n',
                                     0, 0x1f, 0x80, 0xBF, 0xC2, 0xDF, 0xE0,
-                                    0xED, 0xA0, 0xF0, 0xF4, 0x90, 0x8F, 0xF5};
+                                    0xED, 0xA0, 0xF0, 0xF4, 0x90, 0x8F, 0xF5,
+                                    0xE2, 0x81, 0xAE, 0xA6, 0x9B, 0x8E};
   uint8_t in[160];
   char out[160 * 6 + 1], ref[160 * 6 + 1];
   for (int iter = 0; iter < 200000; iter++) {
@@ -347,6 +378,7 @@ static void test_reader(void) {
 int main(void) {
   signal(SIGPIPE, SIG_IGN); /* a closed reader must be an EPIPE */
   KT_RUN(test_utf8_edges);
+  KT_RUN(test_escape_terminal);
   KT_RUN(test_escape_random);
   KT_RUN(test_base64);
   KT_RUN(test_json_record);

@@ -158,8 +158,20 @@ static inline char *escape_unit(char *d, const uint8_t **sp,
   if (c >= 0x80) {
     size_t k = utf8_seq(s, end);
     if (!k) return NULL;
-    memcpy(d, s, k); /* JSON carries UTF-8 as is */
     *sp = s + k;
+    /* C1 controls and direction overrides, which terminals act on, as
+     * \u escapes (of U+0080..U+009F, U+200E..U+206F). */
+    if ((k == 2 && c == 0xC2 && s[1] < 0xA0) ||
+        (k == 3 && c == 0xE2 &&
+         ((s[1] == 0x80 && (s[2] == 0x8E || s[2] == 0x8F ||
+                            (s[2] >= 0xAA && s[2] <= 0xAE))) ||
+          (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9)))) {
+      unsigned u = k == 2 ? s[1] : 0x2000u | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
+      memcpy(d, "\\u", 2);
+      for (int i = 0; i < 4; i++) d[2 + i] = hexdig[(u >> (12 - 4 * i)) & 15];
+      return d + 6;
+    }
+    memcpy(d, s, k); /* JSON carries UTF-8 as is */
     return d + k;
   }
   *sp = s + 1;
@@ -411,6 +423,24 @@ static char *put_text(char *d, const char *text) {
     s += ok + 1;
     n -= ok + 1;
   }
+}
+
+void kc_json_str(FILE *fp, const char *s) {
+  if (!s) {
+    fputs("null", fp);
+    return;
+  }
+  char *buf = malloc(6 * strlen(s) + 3);
+  if (!buf) {
+    fputs("null", fp);
+    return;
+  }
+  char *d = buf;
+  *d++ = '"';
+  d = put_text(d, s);
+  *d++ = '"';
+  fwrite(buf, 1, (size_t)(d - buf), fp);
+  free(buf);
 }
 
 size_t kc_json_prefix(char *dst, size_t cap, const char *stream,

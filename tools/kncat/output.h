@@ -10,6 +10,7 @@
 #define KNCAT_OUTPUT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef struct kc_out {
@@ -47,6 +48,10 @@ typedef struct kc_json_rec {
   const void *data;
   size_t len;
 } kc_json_rec_t;
+
+/* Writes s as a JSON string ("null" for NULL): escaped, C1 controls as
+ * \u escapes, a byte that is not UTF-8 as U+FFFD. */
+void kc_json_str(FILE *fp, const char *s);
 
 /* Builds `{"stream":"S","shard":"ID","seq":"` into dst (cap bytes, escaped
  * as needed); returns its length, 0 if it did not fit. */
