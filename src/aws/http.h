@@ -32,7 +32,14 @@ typedef struct kn_http_opts {
                                   connections open to one host (more
                                   HTTP/1.1 transfers queue) */
   const kn_logger_t *log;      /* not owned; must outlive the loop */
+  /* Largest response body kept (every body but a streamed 2xx one, whose
+   * format bounds it); a larger one fails the transfer with
+   * KN_ERR__BAD_MSG, before it is all read when Content-Length says so.
+   * 0: KN_HTTP_MAX_RESPONSE_DEFAULT. */
+  size_t max_response_bytes;
 } kn_http_opts_t;
+
+#define KN_HTTP_MAX_RESPONSE_DEFAULT ((size_t)64 << 20)
 
 typedef struct kn_loop kn_loop_t;
 typedef struct kn_timer kn_timer_t;

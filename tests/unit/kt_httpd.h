@@ -197,7 +197,7 @@ static size_t kt_httpd_resp(char *out, size_t size, int status,
 /* A loopback port where connections are refused: bound (so no other
  * process can take it meanwhile) but never listening.  The socket stays
  * open for the life of the process. */
-static int kt_closed_port(void) {
+__attribute__((unused)) static int kt_closed_port(void) {
   static int fd = -1;
   static int port;
   if (fd >= 0) return port;
