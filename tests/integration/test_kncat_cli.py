@@ -707,6 +707,45 @@ class E2E:
             self.assertRegex(p.stderr.decode(), r"0 records sent, 1 failed, [1-9]\d* retr")
             self.assertIn("ProvisionedThroughputExceededException", p.stderr.decode())
 
+    # -- long names --
+
+    def test_json_long_names(self):
+        """-J with a 128-character stream name and a 128-character shard id
+        (a server's choice) prints valid JSON lines naming both."""
+        s = ("kncat-long-%d-" % os.getpid()).ljust(128, "x")
+        self.kncat("create", s, "--shards", "1")
+        shard = "shardId-" + "7" * 120
+        data = [base64.b64encode(b"r%d" % i).decode() for i in range(3)]
+        with FaultProxy(self.server) as proxy:
+            env = lab.env_for(kinesis=proxy.endpoint)
+            answers = {
+                "ListShards": {"Shards": [{
+                    "ShardId": shard,
+                    "HashKeyRange": {"StartingHashKey": "0",
+                                     "EndingHashKey": str(2**128 - 1)},
+                    "SequenceNumberRange": {"StartingSequenceNumber": "1"}}]},
+                "GetShardIterator": {"ShardIterator": "it-1"},
+                "GetRecords": {"Records": [
+                    {"Data": d, "PartitionKey": "k", "SequenceNumber": str(10 + i),
+                     "ApproximateArrivalTimestamp": 1.7e9}
+                    for i, d in enumerate(data)],
+                    "NextShardIterator": "it-2", "MillisBehindLatest": 0},
+            }
+            for action, body in answers.items():
+                proxy.add_rule("status", action, status=200,
+                               body=json.dumps(body).encode())
+            for cmd in (["consume", s, "-J", "-c", "3"],
+                        ["group", s, "--app", self.name("longapp"), "-J", "-c", "3",
+                         "--leases", "memory:x"]):
+                p = run(cmd, env=env)
+                self.assertEqual(p.returncode, 0, (cmd, p.stderr))
+                lines = p.stdout.decode().splitlines()
+                self.assertEqual(len(lines), 3, (cmd, p.stdout))
+                for i, line in enumerate(lines):
+                    rec = json.loads(line)
+                    self.assertEqual((rec["stream"], rec["shard"], rec["seq"]),
+                                     (s, shard, str(10 + i)), cmd)
+
     # -- text from a hostile server --
 
     def assert_terminal_safe(self, data: bytes, what):

@@ -221,6 +221,21 @@ static char *slurp(int fd, size_t *n) {
   return buf;
 }
 
+/* The longest names fit the room kc_json_prefix_cap() asks for, escaped
+ * throughout. */
+static void test_json_prefix_long(void) {
+  char stream[129], shard[129];
+  memset(stream, '"', 128);
+  memset(shard, '\x01', 128);
+  stream[128] = shard[128] = '\0';
+  size_t cap = kc_json_prefix_cap(stream, shard);
+  char *buf = malloc(cap);
+  size_t n = kc_json_prefix(buf, cap, stream, shard);
+  KT_CHECK(n > 0 && n <= cap);
+  KT_CHECK_INT(kc_json_prefix(buf, cap - 1, stream, shard), 0);
+  free(buf);
+}
+
 static void test_json_record(void) {
   int p[2];
   KT_CHECK(pipe(p) == 0);
@@ -379,6 +394,7 @@ int main(void) {
   signal(SIGPIPE, SIG_IGN); /* a closed reader must be an EPIPE */
   KT_RUN(test_utf8_edges);
   KT_RUN(test_escape_terminal);
+  KT_RUN(test_json_prefix_long);
   KT_RUN(test_escape_random);
   KT_RUN(test_base64);
   KT_RUN(test_json_record);

@@ -443,10 +443,13 @@ void kc_json_str(FILE *fp, const char *s) {
   free(buf);
 }
 
+size_t kc_json_prefix_cap(const char *stream, const char *shard) {
+  return 40 + 6 * (strlen(stream) + strlen(shard));
+}
+
 size_t kc_json_prefix(char *dst, size_t cap, const char *stream,
                       const char *shard) {
-  size_t need = 40 + 6 * (strlen(stream) + strlen(shard));
-  if (cap < need) return 0;
+  if (cap < kc_json_prefix_cap(stream, shard)) return 0;
   char *d = dst;
   d = LIT(d, "{\"stream\":\"");
   d = put_text(d, stream);

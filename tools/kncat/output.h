@@ -54,7 +54,9 @@ typedef struct kc_json_rec {
 void kc_json_str(FILE *fp, const char *s);
 
 /* Builds `{"stream":"S","shard":"ID","seq":"` into dst (cap bytes, escaped
- * as needed); returns its length, 0 if it did not fit. */
+ * as needed); returns its length, 0 if cap is less than
+ * kc_json_prefix_cap(stream, shard). */
+size_t kc_json_prefix_cap(const char *stream, const char *shard);
 size_t kc_json_prefix(char *dst, size_t cap, const char *stream,
                       const char *shard);
 /* One JSON line: prefix, then seq, subseq, key, ts, and data or data_b64. */
