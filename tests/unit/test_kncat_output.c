@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "kn/base64.h"
 #include "kt.h"
 #include "output.h"
 #include "reader.h"
@@ -176,14 +177,14 @@ static void test_base64(void) {
                                        "Zm9vYmE=", "Zm9vYmFy"};
   char out[16];
   for (size_t n = 0; n <= 6; n++) {
-    size_t len = kc_base64_encode(out, (const uint8_t *)"foobar", n);
+    size_t len = kn_base64_encode(out, (const uint8_t *)"foobar", n);
     out[len] = '\0';
     KT_CHECK_STR(out, expect[n]);
   }
   uint8_t all[256];
   for (int i = 0; i < 256; i++) all[i] = (uint8_t)i;
   char b64[400];
-  size_t len = kc_base64_encode(b64, all, 256);
+  size_t len = kn_base64_encode(b64, all, 256);
   KT_CHECK_INT(len, 344);
   b64[len] = '\0';
   KT_CHECK(!strncmp(b64, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4v", 64));
@@ -196,7 +197,7 @@ static void test_base64(void) {
   for (int iter = 0; iter < 3000; iter++) {
     size_t n = (size_t)iter % 300;
     for (size_t i = 0; i < n; i++) in[i] = (uint8_t)next();
-    size_t gl = kc_base64_encode(got, in, n), rl = 0;
+    size_t gl = kn_base64_encode(got, in, n), rl = 0;
     for (size_t i = 0; i < n; i += 3) {
       uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
                    (i + 2 < n ? in[i + 2] : 0);

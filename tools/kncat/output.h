@@ -76,8 +76,5 @@ int kc_out_raw_record(kc_out_t *o, const char *key, const char *key_delim,
 char *kc_json_escape(char *dst, const uint8_t *src, size_t n);
 /* Non-zero if src is valid UTF-8 (same rules). */
 int kc_utf8_valid(const uint8_t *src, size_t n);
-/* Standard base64 with padding; dst needs (n + 2) / 3 * 4 bytes.  Returns
- * the length written. */
-size_t kc_base64_encode(char *dst, const uint8_t *src, size_t n);
 
 #endif
