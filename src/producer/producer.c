@@ -204,6 +204,7 @@ kn_err_t kn_producer_flush(kn_producer_t *kp, int timeout_ms) {
 }
 
 size_t kn_producer_outq_len(kn_producer_t *kp) {
+  if (!kp) return 0;
   pthread_mutex_lock(&kp->mu);
   size_t n = kp->outq_records;
   pthread_mutex_unlock(&kp->mu);

@@ -127,7 +127,13 @@ static void test_new_needs_stream(void) {
   KT_CHECK(kn_producer_new(c, err, sizeof(err)) == NULL);
   KT_CHECK(strstr(err, "stream") != NULL);
   kn_conf_destroy(c);
+  /* NULL handles are accepted everywhere. */
   kn_producer_destroy(NULL);
+  KT_CHECK_INT(kn_producer_outq_len(NULL), 0);
+  KT_CHECK_INT(kn_producer_poll(NULL, 0), 0);
+  KT_CHECK_INT(kn_producer_flush(NULL, 0), KN_ERR__INVALID_ARG);
+  KT_CHECK(kn_producer_close(NULL) == NULL);
+  KT_CHECK_INT(kn_producer_counter(NULL, KN_PC_SENT), 0);
 }
 
 int main(void) {
