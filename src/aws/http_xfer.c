@@ -317,11 +317,11 @@ void kn_xfer_finish(struct kn_http_xfer *x, CURLcode rc) {
     err = kn_error_new(KN_ERR__TRANSPORT,
                        "%s %s: the server did not agree to HTTP/2 (http.version=2)",
                        x->method, url);
-    if (err) err->retriable = 0;
+    kn_error_set_retriable(err, 0);
   } else {
     const char *why = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
     err = kn_error_new(code_of(rc), "%s %s: %s", x->method, url, why);
-    if (err && is_permanent(rc)) err->retriable = 0;
+    if (is_permanent(rc)) kn_error_set_retriable(err, 0);
   }
   x->resp.error = err;
   /* Status 0 without an error means out of memory building the error. */

@@ -154,14 +154,24 @@ static int code_is_retriable(kn_err_t code, int http_status) {
   }
 }
 
+/* Returned instead of NULL when an error cannot be allocated. */
+static kn_error_t oom_error = {.code = KN_ERR__NOMEM, .string = (char *)"out of memory"};
+
+kn_error_t *kn_error_nomem(void) { return &oom_error; }
+
+void kn_error_set_retriable(kn_error_t *error, int retriable) {
+  if (error && error != &oom_error) error->retriable = retriable;
+}
+
 /* Every message may carry a server's text (an error message, a name it
  * returned), and a message ends up on terminals and in logs: control and
  * escape characters never get that far. */
 static kn_error_t *error_alloc(kn_err_t code, char *string) {
+  if (!string) return &oom_error;
   kn_error_t *e = calloc(1, sizeof(*e));
   if (!e) {
     free(string);
-    return NULL;
+    return &oom_error;
   }
   kn_text_sanitize(string);
   e->code = code;
@@ -176,7 +186,6 @@ kn_error_t *kn_error_new(kn_err_t code, const char *fmt, ...) {
   va_start(ap, fmt);
   char *s = kn_vasprintf(fmt, ap);
   va_end(ap);
-  if (!s) return NULL;
   return error_alloc(code, s);
 }
 
@@ -192,7 +201,7 @@ kn_error_t *kn_error_remote(int http_status, const char *type,
   if (bare && *bare) {
     size_t n = strcspn(bare, ":");
     bare_dup = kn_strndup(bare, n);
-    if (!bare_dup) return NULL;
+    if (!bare_dup) return &oom_error;
     kn_text_sanitize(bare_dup);
   }
   kn_err_t code = kn_err_from_aws_type(bare_dup);
@@ -207,10 +216,10 @@ kn_error_t *kn_error_remote(int http_status, const char *type,
       "%s%s%s (%s%s%s)", bare_dup ? bare_dup : kn_err2str(code),
       message && *message ? ": " : "", message ? message : "", status,
       request_id ? ", request id " : "", request_id ? request_id : "");
-  kn_error_t *e = s ? error_alloc(code, s) : NULL;
-  if (!e) {
+  kn_error_t *e = error_alloc(code, s);
+  if (e == &oom_error) {
     free(bare_dup);
-    return NULL;
+    return e;
   }
   e->type = bare_dup;
   e->http_status = http_status;
@@ -221,7 +230,7 @@ kn_error_t *kn_error_remote(int http_status, const char *type,
 }
 
 kn_error_t *kn_error_prefix(kn_error_t *error, const char *fmt, ...) {
-  if (!error) return NULL;
+  if (!error || error == &oom_error) return error;
   va_list ap;
   va_start(ap, fmt);
   char *pre = kn_vasprintf(fmt, ap);
@@ -239,8 +248,9 @@ kn_error_t *kn_error_prefix(kn_error_t *error, const char *fmt, ...) {
 
 kn_error_t *kn_error_copy(const kn_error_t *error) {
   if (!error) return NULL;
+  if (error == &oom_error) return &oom_error;
   kn_error_t *e = calloc(1, sizeof(*e));
-  if (!e) return NULL;
+  if (!e) return &oom_error;
   *e = *error;
   e->string = strdup(error->string);
   e->type = error->type ? strdup(error->type) : NULL;
@@ -248,7 +258,7 @@ kn_error_t *kn_error_copy(const kn_error_t *error) {
   if (!e->string || (error->type && !e->type) ||
       (error->request_id && !e->request_id)) {
     kn_error_destroy(e);
-    return NULL;
+    return &oom_error;
   }
   return e;
 }
@@ -288,7 +298,7 @@ int kn_error_is_throttling(const kn_error_t *error) {
 }
 
 void kn_error_destroy(kn_error_t *error) {
-  if (!error) return;
+  if (!error || error == &oom_error) return;
   free(error->type);
   free(error->request_id);
   free(error->string);

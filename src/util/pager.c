@@ -44,7 +44,7 @@ kn_error_t *kn_pager_error(const kn_pager_t *p, int rc, const char *what) {
                                "%s: more than %zu pages: the server does not "
                                "end the listing", what,
                                p->limit ? p->limit : (size_t)KN_PAGE_LIMIT);
-  if (e) e->retriable = 0;
+  kn_error_set_retriable(e, 0);
   return e;
 }
 

@@ -175,6 +175,22 @@ static void test_sanitize(void) {
   kn_error_destroy(e);
 }
 
+/* The shared out-of-memory error: what constructors return instead of a
+ * NULL that would read as success; never freed nor changed. */
+static void test_nomem_error(void) {
+  kn_error_t *e = kn_error_nomem();
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__NOMEM);
+  KT_CHECK_STR(kn_error_string(e), "out of memory");
+  KT_CHECK(kn_error_prefix(e, "context %d", 1) == e);
+  KT_CHECK_STR(kn_error_string(e), "out of memory");
+  KT_CHECK(kn_error_copy(e) == e);
+  kn_error_set_retriable(e, 1);
+  KT_CHECK(!kn_error_is_retriable(e));
+  kn_error_destroy(e);
+  kn_error_destroy(e);
+  KT_CHECK_INT(kn_error_code(kn_error_nomem()), KN_ERR__NOMEM);
+}
+
 static void test_budget(void) {
   kn_retry_budget_t b;
   kn_retry_budget_init(&b, 500);
@@ -254,6 +270,7 @@ int main(void) {
   KT_RUN(test_decode_cases);
   KT_RUN(test_decode_snippet);
   KT_RUN(test_sanitize);
+  KT_RUN(test_nomem_error);
   KT_RUN(test_budget);
   KT_RUN(test_decide);
   return KT_DONE();
