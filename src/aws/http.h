@@ -58,11 +58,13 @@ kn_loop_t *kn_loop_new(const kn_http_opts_t *opts, kn_error_t **errp);
 void kn_loop_destroy(kn_loop_t *loop);
 
 /* Any thread: queue fn(arg) to run on the I/O thread.  Returns 0, or -1
- * when the loop is stopping, in which case fn is never called. */
+ * when the loop is stopping or memory ran out, in which case fn is never
+ * called. */
 int kn_loop_post(kn_loop_t *loop, void (*fn)(void *arg), void *arg);
 
 /* Any thread: run fn(arg) on the I/O thread and wait for it to return
- * (directly when called on the I/O thread).  Returns as kn_loop_post. */
+ * (directly when called on the I/O thread).  Allocates nothing: -1 only
+ * when the loop is stopping (fn then does not run). */
 int kn_loop_call(kn_loop_t *loop, void (*fn)(void *arg), void *arg);
 
 int kn_loop_on_thread(const kn_loop_t *loop);
