@@ -31,7 +31,7 @@ unit: build
 # (label torture_quick: a few tests, about 150 runs each).
 asan:
 	CC=clang cmake -S . -B $(ASAN_BUILD) -DKN_WERROR=ON -DKN_SANITIZE=ON -DKN_BUILD_SHARED=OFF \
-	  -DKN_TORTURE=ON
+	  -DKN_TORTURE=ON -DKN_TORTURE_ALL=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure
@@ -45,7 +45,7 @@ asan:
 TORTURE_TESTS ?= .
 torture:
 	CC=clang cmake -S . -B $(ASAN_BUILD) -DKN_WERROR=ON -DKN_SANITIZE=ON -DKN_BUILD_SHARED=OFF \
-	  -DKN_TORTURE=ON
+	  -DKN_TORTURE=ON -DKN_TORTURE_ALL=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) -L '^torture$$' -R '$(TORTURE_TESTS)' --output-on-failure -j 2
