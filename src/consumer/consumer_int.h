@@ -27,6 +27,7 @@
 #include "lease/taker.h"
 #include "kinesis/hashkey.h"
 #include "util/log.h"
+#include "util/strmap.h"
 
 typedef enum kn_cshard_state {
   KN_CS_WAITING,  /* known, not started: parents unfinished or not ours */
@@ -92,7 +93,11 @@ typedef struct kn_cshard {
 /* Events for the application's callbacks, run inside kn_consumer_poll. */
 typedef enum kn_app_ev_kind {
   KN_APP_EV_ACQUIRED,
-  KN_APP_EV_LOST
+  KN_APP_EV_LOST,
+  /* Another worker asked for the shard: the application is told, may
+   * checkpoint, and the driver hears back (KN_CTL_YIELDED) when the
+   * callback returns. */
+  KN_APP_EV_HANDOFF
 } kn_app_ev_kind_t;
 
 typedef struct kn_app_ev {
@@ -147,6 +152,9 @@ typedef enum kn_ctl_kind {
   KN_CTL_PROCESSED,     /* lease mode: cs's records up to pos are processed */
   KN_CTL_CHECKPOINT,    /* lease mode: req waits for a checkpoint */
   KN_CTL_STORE_DONE,    /* lease mode: a store call or listing finished */
+  KN_CTL_YIELDED,       /* lease mode: the application is done with what it
+                           was handed of cs (tenure) before its hand-off;
+                           pos: the last record (auto-checkpoint) or none */
   KN_CTL_CLOSE
 } kn_ctl_kind_t;
 
@@ -158,7 +166,7 @@ typedef struct kn_ctl_msg {
                                  lease store) */
   kn_error_t *err;            /* owned by the message */
   kn_shard_list_t *children;  /* owned by the message, or NULL */
-  kn_pos_t pos;               /* DELIVERED, PROCESSED */
+  kn_pos_t pos;               /* DELIVERED, PROCESSED, YIELDED */
   int end;                    /* DELIVERED */
   kn_ckpt_req_t *req;         /* CHECKPOINT: borrowed, answered */
   struct kn_store_job *job;   /* STORE_DONE: owned by the message */
@@ -194,6 +202,7 @@ struct kn_consumer_s {
   /* [mu] */
   kn_cshard_t **shards;
   size_t n_shards, cap_shards;
+  kn_strmap_t shard_map;      /* id -> shards entry */
   kn_dentry_t *q_head, *q_tail;
   size_t q_len;
   size_t total_bytes;         /* buffered + reserved in flight */
@@ -221,7 +230,7 @@ struct kn_consumer_s {
   int ctl_open;               /* [mu] the control thread takes requests */
   int taker_idle;             /* [mu] the core has nothing left to take */
   struct {
-    int64_t duration_ms, renew_ms, take_ms;
+    int64_t duration_ms, renew_ms, take_ms, handoff_ms;
     /* How long after a good write this worker reads on without another
      * (the core's rule, for messages): duration - renew / 2. */
     int64_t grace_ms;
@@ -230,6 +239,7 @@ struct kn_consumer_s {
   int64_t next_stats_ms;      /* poll thread */
   struct {                    /* [mu] worker statistics */
     uint64_t taken, lost, renewals, renew_failures;
+    uint64_t handed_over;     /* passed on at another worker's request */
     int64_t renew_last_us, renew_max_us;
   } lstats;
 };

@@ -37,6 +37,7 @@ when a test failed.
 from __future__ import annotations
 
 import json
+from collections import Counter
 import os
 import re
 import shutil
@@ -510,6 +511,55 @@ class GroupBase:
         for w in (a2, b):
             self.assertEqual(w.stop(), 0, w.stderr())
 
+    # -- planned moves --
+
+    def joins_and_leaves(self, kind):
+        """Workers join and leave one by one while records flow, nobody is
+        killed: every lease moved from a live worker is handed over at the
+        last record it wrote, so every record arrives exactly once."""
+        stream, app = unique(f"handoff{kind}"), unique(f"handoffapp{kind}")
+        env = self.env()
+        store = self.store(kind, app)
+        kncat(env, "create", stream, "--shards", 4)
+        prod = Producer(self.boto, stream, spread_keys(self.keys, "h"),
+                        interval=self.interval)
+        prod.start()
+        live = [self.start_worker(env, stream, app, store, "A")]
+        self.wait_balanced(env, app, store, stream, live, stable=1)
+        steps = [("join", "B"), ("join", "C"), ("leave", "A"), ("join", "D")]
+        for what, wid in steps:
+            if what == "join":
+                live.append(self.start_worker(env, stream, app, store, wid))
+            else:
+                w = next(w for w in live if w.wid == wid)
+                live.remove(w)
+                self.assertEqual(w.stop(), 0, w.stderr())
+            self.wait_balanced(env, app, store, stream, live, stable=1.5)
+        produced = prod.finish()
+        want = [r["i"] for r in produced]
+        self.wait_for("every record",
+                      lambda: set(want) <= self.delivered_ids(self.workers),
+                      90)
+        time.sleep(1)  # anything read twice would show up by now
+        for w in live:
+            self.assertEqual(w.stop(), 0, w.stderr())
+        seen = Counter(payload(r)["i"] for w in self.workers
+                       for _, r in w.records())
+        twice = sorted(i for i, n in seen.items() if n > 1)
+        handed = sum(w.stderr().count("handed shard") for w in self.workers)
+        print(f"\n  {len(want)} records, {len(steps)} joins and leaves, "
+              f"{handed} hand-offs, {len(twice)} delivered twice",
+              file=sys.stderr)
+        self.assertEqual(twice, [], "records delivered twice")
+        self.assertEqual(set(seen), set(want))
+        self.assertGreater(handed, 0, "no lease was handed over")
+
+    def test_joins_and_leaves_sqlite(self):
+        self.joins_and_leaves("sqlite")
+
+    def test_joins_and_leaves_dynamodb(self):
+        self.joins_and_leaves("dynamodb")
+
     # -- backpressure --
 
     def test_slow_reader(self):
@@ -563,6 +613,22 @@ class GroupBase:
         time.sleep(settle)
         self.assertEqual(w.stop(), 0, w.stderr())
         return [r for _, r in w.records()]
+
+    def test_endpoint_option_is_kinesis_only(self):
+        """`--endpoint` names the Kinesis server; the lease table's DynamoDB
+        server comes from AWS_ENDPOINT_URL_DYNAMODB (as with the AWS CLI's
+        --endpoint-url), even when --endpoint is given."""
+        stream, app = unique("ep"), unique("epapp")
+        env = self.env()
+        kncat(env, "create", stream, "--shards", 1)
+        kncat(env, "produce", stream, input=b"a\nb\nc\n")
+        env = dict(env)
+        del env["AWS_ENDPOINT_URL_KINESIS"]
+        p = kncat(env, "--endpoint", self.server.endpoint, "group", stream,
+                  "--app", app, "--leases", f"dynamodb:{app}", "-c", 3,
+                  *[x for k, v in PROPS.items() for x in ("-X", f"{k}={v}")])
+        self.assertEqual(p.stdout.split(), [b"a", b"b", b"c"])
+        self.assertIn(app, self.ddb.list_tables()["TableNames"])
 
     def test_kcl_table_resumed(self):
         stream, app = unique("kcl"), unique("kclapp")
@@ -649,10 +715,11 @@ class GroupBase:
             for name in ("leaseCounter", "ownerSwitchesSinceCheckpoint",
                          "checkpointSubSequenceNumber"):
                 self.assertRegex(it[name]["N"], r"^\d+$", (key, name))
-        # the KCL 3.x attributes survive take, renew, checkpoint, release
+        # the KCL 3.x attributes survive take, renew, checkpoint, release;
+        # the take ended the hand-off the KCL 3.x had begun
         x = after[c2]
         self.assertEqual(x["throughputKBps"], {"N": "3.5"})
-        self.assertEqual(x["checkpointOwner"], {"S": "kcl-worker-2"})
+        self.assertNotIn("checkpointOwner", x)
         self.assertEqual(x["entityType"], {"S": "LEASE"})
         # a checkpoint past the prepared one clears it
         for name in ("pendingCheckpoint", "pendingCheckpointSubSequenceNumber",
@@ -679,6 +746,58 @@ class GroupBase:
         # and kncat leases shows the leases only
         rows = leases_json(KNCAT, env, app, f"dynamodb:{app}")
         self.assertEqual({r["shard"] for r in rows}, set(after) - {"Leader"})
+
+    def test_kcl3_handoffs_in_table(self):
+        """A table in which KCL 3.x workers left hand-offs half done (as
+        boto3 writes their items): one asked of a KCL worker that is gone
+        for this worker (leaseOwner kn-1, checkpointOwner kcl-3), one asked
+        of this worker's earlier run by a KCL worker that is gone too.  The
+        worker takes both once nobody renews them, reads each from its
+        checkpoint exactly once, and leaves no hand-off behind."""
+        stream, app = unique("kcl3"), unique("kcl3app")
+        env = self.env()
+        kncat(env, "create", stream, "--shards", 2)
+        shards = {s["ShardId"]: s for s in list_shards(self.boto, stream)}
+        s0, s1 = sorted(shards)
+        for sid in (s0, s1):
+            self.put(stream, shards[sid], 12, f"h{sid[-1]}")
+        seqs = {sid: [r["SequenceNumber"] for r in self.boto.get_records(
+            ShardIterator=self.boto.get_shard_iterator(
+                StreamName=stream, ShardId=sid,
+                ShardIteratorType="TRIM_HORIZON")["ShardIterator"])["Records"]]
+            for sid in (s0, s1)}
+        hk = lambda sid: {
+            "startingHashKey": {"S": shards[sid]["HashKeyRange"]["StartingHashKey"]},
+            "endingHashKey": {"S": shards[sid]["HashKeyRange"]["EndingHashKey"]}}
+        items = [
+            {"leaseKey": {"S": s0}, "leaseOwner": {"S": "kn-1"},
+             "checkpointOwner": {"S": "kcl-3"}, "leaseCounter": {"N": "9"},
+             "ownerSwitchesSinceCheckpoint": {"N": "0"},
+             "checkpoint": {"S": seqs[s0][3]},
+             "checkpointSubSequenceNumber": {"N": "0"}, **hk(s0)},
+            {"leaseKey": {"S": s1}, "leaseOwner": {"S": "kcl-4"},
+             "checkpointOwner": {"S": "kn-1"}, "leaseCounter": {"N": "4"},
+             "ownerSwitchesSinceCheckpoint": {"N": "0"},
+             "checkpoint": {"S": seqs[s1][6]},
+             "checkpointSubSequenceNumber": {"N": "0"}, **hk(s1)},
+        ]
+        self.create_kcl_table(app)
+        for it in items:
+            self.ddb.put_item(TableName=app, Item=it)
+        props = {**PROPS, "lease.duration.ms": 2000,
+                 "lease.renew.interval.ms": 500}
+        want = {s0: seqs[s0][4:], s1: seqs[s1][7:]}
+        recs = self.run_until(env, stream, app, f"dynamodb:{app}",
+                              sum(map(len, want.values())), props)
+        got = defaultdict(list)
+        for r in recs:
+            got[r["shard"]].append(r["seq"])
+        for sid, w in want.items():
+            self.assertEqual(got[sid], w, sid)  # from the checkpoint on, once
+        after = self.scan(app)
+        for sid in (s0, s1):
+            self.assertNotIn("checkpointOwner", after[sid], sid)
+            self.assertEqual(after[sid]["checkpoint"], {"S": seqs[sid][-1]}, sid)
 
     def test_kcl_aggregated_resume(self):
         stream, app = unique("kclagg"), unique("kclaggapp")
@@ -772,6 +891,7 @@ class Faults(GroupBase, unittest.TestCase):
     test_chaos_sqlite = test_chaos_dynamodb = test_slow_reader = None
     test_restart_same_worker_id = None
     test_kcl_table_resumed = test_kcl_aggregated_resume = None
+    test_endpoint_option_is_kinesis_only = None
 
     worker_extra: tuple = ()
     takeover_extra = 0.0   # seconds the server may add to a take-over
@@ -987,6 +1107,65 @@ class Faults(GroupBase, unittest.TestCase):
                 self.assertEqual(w.stop(), 0, w.stderr())
             print(f"\n  GetRecords: {len(throttled)} of {len(gets)} throttled",
                   file=sys.stderr)
+
+    def test_slow_credential_refresh(self):
+        """Worker A's credentials come from a credential_process whose
+        refresh hangs (for longer than a lease lasts) while A reads with
+        DynamoDB leases: A goes on renewing and delivering with the cached
+        keys (the refresh runs off the I/O thread), loses no lease, and
+        picks the new keys up once the process answers."""
+        d = self.dir
+        script = d / "creds.sh"
+        # Expiring 302 s out: the refresh is due 2 s (plus jitter) after
+        # each fetch, so the process runs every few seconds.
+        script.write_text(f"""#!/bin/sh
+cd '{d}' || exit 9
+n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count
+if [ -e slow ] && [ ! -e slow.done ]; then
+  echo $n > slow.started
+  i=0; while [ ! -e slow.go ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done
+  touch slow.done
+fi
+exp=$(date -u -d '+302 seconds' +%Y-%m-%dT%H:%M:%SZ)
+printf '{{"Version":1,"AccessKeyId":"AKIDSLOW%s","SecretAccessKey":"x","SessionToken":"t","Expiration":"%s"}}' $n "$exp"
+""")
+        script.chmod(0o755)
+        cfg = d / "aws-config"
+        cfg.write_text(f"[default]\ncredential_process = {script}\n")
+        env_b = self.env()
+        env_a = {k: v for k, v in env_b.items()
+                 if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        env_a["AWS_CONFIG_FILE"] = str(cfg)
+        stream, app, store, a, b, prod, owners = self.setup_group(
+            lambda app: f"dynamodb:{app}", env_a, env_b)
+        mine = {s for s, o in owners.items() if o == "A"}
+        self.assertTrue(mine)
+        lost_before = [w.stderr().count("lost the lease") for w in (a, b)]
+        (d / "slow").touch()
+        self.wait_for("the hanging refresh", (d / "slow.started").exists, 60)
+        t0 = time.monotonic()
+        # Twice the lease duration: a stalled worker would have lost its
+        # leases to B by now.
+        time.sleep(2 * FAULT_PROPS["lease.duration.ms"] / 1000)
+        t1 = time.monotonic()
+        self.assertFalse((d / "slow.done").exists())
+        got = self.delivered_in(a, mine, t0 + 1, t1)
+        self.assertEqual(set(got), mine, f"A stopped delivering while its "
+                         f"credentials were refreshed: {dict(got)}")
+        now = {r["shard"]: r["owner"] for r in leases_json(KNCAT, self.env(), app, store)}
+        self.assertEqual(now, owners)
+        self.assertEqual([w.stderr().count("lost the lease") for w in (a, b)],
+                         lost_before)
+        (d / "slow.go").touch()
+        self.wait_for("the refresh to end", (d / "slow.done").exists, 30)
+        slow_run = (d / "slow.started").read_text().strip()
+        self.wait_for("the keys of the slow run in use",
+                      lambda: f"key AKIDSLOW{slow_run}," in a.stderr(), 30)
+        self.drain_and_check(prod, [a, b], first_dup_after=float("inf"))
+        self.assertEqual([w.stderr().count("lost the lease") for w in (a, b)],
+                         lost_before)
+        for w in (a, b):
+            self.assertEqual(w.stop(), 0, w.stderr())
 
 class FaultsFanOut(Faults):
     """The DynamoDB faults with enhanced fan-out (kinesis-local): a worker

@@ -12,7 +12,7 @@
 static const kc_command_t *const commands[] = {
     &kc_cmd_create,  &kc_cmd_delete, &kc_cmd_list,    &kc_cmd_split,
     &kc_cmd_merge,   &kc_cmd_produce, &kc_cmd_consume, &kc_cmd_group,
-    &kc_cmd_leases,  &kc_cmd_efo,
+    &kc_cmd_leases,  &kc_cmd_efo,    &kc_cmd_multilang,
 };
 
 static const char global_help[] =
@@ -25,7 +25,7 @@ static const char global_help[] =
     "%s"
     "\n"
     "Global options (before the command, or after it):\n"
-    "  --endpoint URL   endpoint URL of every service (property endpoint)\n"
+    "  --endpoint URL   Kinesis endpoint URL (property endpoint)\n"
     "  --region R       AWS region (property region)\n"
     "  --profile P      profile of the shared AWS config and credentials files\n"
     "  --no-verify-ssl  do not verify TLS certificates (ssl.verify=false)\n"
@@ -48,7 +48,7 @@ static void print_global_help(void) {
   char list[1024];
   size_t n = 0;
   for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-    int w = snprintf(list + n, sizeof(list) - n, "  %-9s%s\n",
+    int w = snprintf(list + n, sizeof(list) - n, "  %-10s%s\n",
                      commands[i]->name, commands[i]->summary);
     if (w > 0 && (size_t)w < sizeof(list) - n) n += (size_t)w;
   }
