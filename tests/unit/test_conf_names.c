@@ -11,27 +11,47 @@
 #include "core/conf.h"
 #include "kt.h"
 
-/* Functions taking a property name, and which argument it is (from 0). */
+/* Functions taking a property name, which argument it is (from 0), and
+ * the one file where a helper of that name means this (NULL: all the
+ * files without such an entry). */
 static const struct {
   const char *fn;
   int arg;
+  const char *file;
 } takers[] = {
-    {"kn_conf_str", 1},    {"kn_conf_int", 1},  {"kn_conf_bool", 1},
-    {"kn_conf_is_set", 1}, {"kn_conf_set", 1},  {"kn_prop_find", 0},
-    {"prop", 1},        /* src/aws/settings.c */
-    {"int_setting", 2}, /* src/aws/settings.c */
-    {"set_prop", 1},    /* tools/kncat/main.c */
-    {"set", 1},         /* tools/kncat/cmd_*.c */
-    {"set_conf", 2},    /* tools/kncat/cmd_produce.c */
+    {"kn_conf_str", 1, NULL},    {"kn_conf_int", 1, NULL},
+    {"kn_conf_bool", 1, NULL},   {"kn_conf_is_set", 1, NULL},
+    {"kn_conf_set", 1, NULL},    {"kn_prop_find", 0, NULL},
+    {"prop", 1, "src/aws/settings.c"},
+    {"int_setting", 2, "src/aws/settings.c"},
+    {"set_prop", 1, "tools/kncat/main.c"},
+    {"set_conf", 2, "tools/kncat/cmd_produce.c"},
+    {"set", 2, "tools/kncat/multilang_props.c"}, /* (b, KCL key, name, v) */
+    {"map_int", 2, "tools/kncat/multilang_props.c"},
+    {"set", 1, NULL}, /* tools/kncat/cmd_*.c: (ctx, name, value) */
 };
 
 static int names_checked, names_unknown;
 
-static int taker_arg(const char *id, size_t n) {
+static int ends_with(const char *s, const char *tail) {
+  size_t n = strlen(s), t = strlen(tail);
+  return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+static int taker_arg(const char *path, const char *id, size_t n) {
+  int fallback = -1;
+  for (size_t i = 0; i < sizeof(takers) / sizeof(takers[0]); i++) {
+    if (strlen(takers[i].fn) != n || memcmp(takers[i].fn, id, n) != 0) continue;
+    if (takers[i].file && ends_with(path, takers[i].file)) return takers[i].arg;
+    if (!takers[i].file && fallback < 0) fallback = takers[i].arg;
+  }
+  /* A name with a file of its own means something else elsewhere only
+   * when it also has a general entry. */
   for (size_t i = 0; i < sizeof(takers) / sizeof(takers[0]); i++)
-    if (strlen(takers[i].fn) == n && memcmp(takers[i].fn, id, n) == 0)
-      return takers[i].arg;
-  return -1;
+    if (fallback < 0 && strlen(takers[i].fn) == n &&
+        memcmp(takers[i].fn, id, n) == 0 && takers[i].file)
+      return -1;
+  return fallback;
 }
 
 /* Skips a comment, string or character literal at p; returns p itself
@@ -111,7 +131,7 @@ static int scan_text(const char *path, const char *text) {
     while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
            (*p >= '0' && *p <= '9') || *p == '_')
       p++;
-    int want = taker_arg(id, (size_t)(p - id));
+    int want = taker_arg(path, id, (size_t)(p - id));
     const char *q = p;
     while (*q == ' ' || *q == '\n' || *q == '\t') q++;
     char name[256];
@@ -158,7 +178,7 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 /* The scanner itself finds names wherever a call puts them. */
 static void test_scanner(void) {
   int before = names_checked;
-  KT_CHECK_INT(scan_text("(sample)",
+  KT_CHECK_INT(scan_text("(sample) src/aws/settings.c",
                          "x = kn_conf_int(conf, \"log.level\");\n"
                          "y = kn_conf_str(\n    conf,\n    \"no.such.property\");\n"
                          "/* kn_conf_bool(conf, \"in.a.comment\") */\n"
