@@ -298,6 +298,14 @@ static void submit(drv_t *d, const kn_cc_action_t *a) {
 /* Carries out one action. */
 static void act(drv_t *d, const kn_cc_action_t *a) {
   kn_consumer_t *kc = d->kc;
+  int keyed = a->op != KN_CC_LIST_LEASES && a->op != KN_CC_LIST_SHARDS &&
+              a->op != KN_CC_CREATE && a->op < KN_CC_REPLY;
+  if (keyed && !a->key) {
+    /* The core ran out of memory copying the shard id. */
+    set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory (%s)",
+                               kn_cc_op_name(a->op)));
+    return;
+  }
   switch (a->op) {
     case KN_CC_LIST_LEASES:
     case KN_CC_LIST_SHARDS:
