@@ -1,0 +1,21 @@
+/* The consumer's metrics (docs/METRICS.md) and health: the counters the
+ * statistics do not keep already, and kn_consumer_metrics() /
+ * kn_consumer_health(). */
+#ifndef KN_CONSUMER_METRICS_H
+#define KN_CONSUMER_METRICS_H
+
+#include <stdint.h>
+
+#include "consumer/consumer_int.h"
+#include "consumer/store_pool.h"
+
+/* A lease-store call or listing finished (driver.c, control thread):
+ * counts it, its duration, what it did to leases (released, stolen), the
+ * table's shape after a listing and a checkpoint's position.  mu held. */
+void kn_metrics_store_done_locked(kn_consumer_t *kc, const kn_store_job_t *j,
+                                  int64_t now_ms);
+/* poll handed out a batch of cs (records_delivered already counted), for
+ * the checkpoint lag.  Lease mode; mu held. */
+void kn_metrics_delivered_locked(kn_cshard_t *cs);
+
+#endif
