@@ -298,7 +298,7 @@ void kn_mw_u64_2(kn_mw_t *w, const char *l1, const char *v1, const char *l2,
 static void put_double(kn_mw_t *w, double v) {
   if (isnan(v)) w->rc |= kn_buf_append_str(w->b, "NaN\n");
   else if (isinf(v)) w->rc |= kn_buf_append_str(w->b, v > 0 ? "+Inf\n" : "-Inf\n");
-  else w->rc |= kn_buf_printf(w->b, "%.17g\n", v);
+  else w->rc |= kn_buf_printf(w->b, "%.15g\n", v);
 }
 
 void kn_mw_f64(kn_mw_t *w, const char *lname, const char *lvalue, double v) {

@@ -1,0 +1,446 @@
+#!/usr/bin/env python3
+"""kncat --metrics end to end: the real Prometheus server scrapes a
+`kncat group` worker on loopback; promtool checks what is served; the
+health endpoints through a lease-store outage and a fatal error.
+
+- Scrape (kinesalite, SQLite leases): worker A alone on a 2-shard stream,
+  a split, worker B joins, B is killed (SIGKILL).  Prometheus (scraping
+  every second) has a lag series for every shard A holds at each step, and
+  A's lease gauges and counters follow: 2 held, 3 after the split,
+  fewer while B holds some, 3 again once B's leases expired; taken, lost
+  and the table's size move with them.
+- Outage (dynalite behind the fault proxy): /readyz turns 503 once the
+  lease store has not answered for the grace period, /healthz stays 200;
+  both 200 again after the outage; the store errors are counted.
+- Fatal error: the stream deleted under a worker: /healthz and /readyz
+  answer 503 with the reason while kncat lingers (--metrics-linger), and
+  kn_consumer_failed is 1.
+- consume and produce serve their metrics too; promtool check metrics
+  passes on every document.
+
+Environment: KNCAT (the binary), KN_SOURCE_DIR.  Needs prometheus and
+promtool (Debian's prometheus package; scripts/install-deps.sh).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+SOURCE_DIR = Path(os.environ.get("KN_SOURCE_DIR",
+                                 Path(__file__).resolve().parents[2]))
+KNCAT = os.environ.get("KNCAT", str(SOURCE_DIR / "build" / "kncat"))
+sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lab  # noqa: E402
+from faultproxy import FaultProxy  # noqa: E402
+from groupkit import (Producer, leases_json, list_shards, run_kncat,  # noqa: E402
+                      spread_keys, unique, wait_for)
+
+DURATION_MS = 4000
+RENEW_MS = 1000
+PROPS = {
+    "lease.duration.ms": DURATION_MS,
+    "lease.renew.interval.ms": RENEW_MS,
+    "lease.take.interval.ms": 1000,
+    "checkpoint.interval.ms": 1000,
+    "poll.idle.ms": 200,
+    "shard.sync.interval.ms": 2000,
+}
+TMP = Path(tempfile.mkdtemp(prefix="kn-metrics-"))
+SERVERS: dict[str, lab.Server] = {}
+
+
+def setUpModule():
+    SERVERS["kinesalite"] = lab.Kinesalite().start()
+    SERVERS["dynalite"] = lab.Dynalite().start()
+
+
+def tearDownModule():
+    for s in SERVERS.values():
+        s.stop()
+    if os.environ.get("KN_KEEP_LOGS") != "1":
+        shutil.rmtree(TMP, ignore_errors=True)
+
+
+def kncat(env, *args, **kw):
+    return run_kncat(KNCAT, env, *args, **kw)
+
+
+class Served:
+    """A kncat process started with --metrics 127.0.0.1:0: the port it
+    printed, its stderr in a file, its stdout discarded."""
+
+    def __init__(self, env, *args, stdin=None, name="kncat"):
+        self.err_path = TMP / f"{name}-{os.getpid()}-{time.monotonic_ns()}.err"
+        self.err = open(self.err_path, "wb")
+        argv = [KNCAT, "--metrics", "127.0.0.1:0", *map(str, args)]
+        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=self.err,
+                                     stdin=stdin if stdin is not None
+                                     else subprocess.DEVNULL)
+        m = wait_for("the metrics port on stderr",
+                     lambda: re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics",
+                                       self.stderr()), 30, self.stderr)
+        self.port = int(m.group(1))
+
+    def stderr(self) -> str:
+        return self.err_path.read_text(errors="replace")
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}",
+                                        timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def wait(self, timeout=60) -> int:
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.err.close()
+        return rc
+
+    def stop(self) -> int:
+        self.signal(signal.SIGTERM)
+        return self.wait()
+
+
+def promtool_check(text: str):
+    p = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
+                       capture_output=True, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError("promtool check metrics: "
+                             + (p.stdout + p.stderr).decode(errors="replace"))
+
+
+def samples(text: str, name: str) -> dict[frozenset, float]:
+    """{labels: value} of one metric in a text document."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        out[labels] = float(m.group(4))
+    return out
+
+
+def value(text: str, name: str, **want) -> float | None:
+    for labels, v in samples(text, name).items():
+        d = dict(labels)
+        if all(d.get(k) == str(x) for k, x in want.items()):
+            return v
+    return None
+
+
+class Prometheus:
+    """Debian's Prometheus server on a free loopback port, scraping the
+    given targets every second."""
+
+    def __init__(self, targets: list[str]):
+        self.dir = Path(tempfile.mkdtemp(prefix="prom-", dir=TMP))
+        self.port = lab.free_port()
+        cfg = self.dir / "prometheus.yml"
+        cfg.write_text(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+            "scrape_configs:\n  - job_name: kncat\n    static_configs:\n"
+            f"      - targets: {json.dumps(targets)}\n")
+        self.log = open(self.dir / "prometheus.log", "wb")
+        self.proc = subprocess.Popen(
+            ["prometheus", f"--config.file={cfg}",
+             f"--storage.tsdb.path={self.dir / 'data'}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
+        wait_for("prometheus to be ready", self._ready, 60, self.log_tail)
+
+    def log_tail(self):
+        return (self.dir / "prometheus.log").read_text(errors="replace")[-3000:]
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("prometheus exited: " + self.log_tail())
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready",
+                                        timeout=5) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def query(self, q: str) -> list[dict]:
+        url = (f"http://127.0.0.1:{self.port}/api/v1/query?"
+               + urllib.parse.urlencode({"query": q}))
+        with urllib.request.urlopen(url, timeout=10) as r:
+            doc = json.load(r)
+        if doc.get("status") != "success":
+            raise AssertionError(f"query {q}: {doc}")
+        return doc["data"]["result"]
+
+    def scalar(self, q: str) -> float | None:
+        res = self.query(q)
+        return float(res[0]["value"][1]) if res else None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+class Metrics(unittest.TestCase):
+    def setUp(self):
+        self.kin = SERVERS["kinesalite"]
+        self.env = lab.env_for(kinesis=self.kin, dynamodb=SERVERS["dynalite"])
+        self.kinesis = lab.boto3_client("kinesis", self.kin)
+        self.cleanup: list = []
+
+    def tearDown(self):
+        for f in reversed(self.cleanup):
+            try:
+                f()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+
+    def stream(self, shards: int) -> str:
+        name = unique("met", "s")
+        kncat(self.env, "create", name, "--shards", shards)
+        return name
+
+    def worker(self, stream, app, store, wid, env=None, extra=()):
+        args = []
+        for k, v in PROPS.items():
+            args += ["-X", f"{k}={v}"]
+        w = Served(env or self.env, *args, "group", stream, "--app", app,
+                   "--leases", store, "--worker", wid, "-q", *extra,
+                   name=f"worker-{wid}")
+        self.cleanup.append(w.stop)
+        return w
+
+    def held_by(self, app, store, wid) -> set[str]:
+        return {r["shard"] for r in leases_json(KNCAT, self.env, app, store)
+                if r.get("owner") == wid}
+
+    # ---- the Prometheus server ----
+
+    def test_prometheus_scrape(self):
+        stream = self.stream(2)
+        app = unique("met", "app")
+        store = f"sqlite:{TMP / (app + '.db')}"
+        prod = Producer(self.kinesis, stream, spread_keys(8, "k"), 0.2)
+        prod.start()
+        self.cleanup.append(prod.finish)
+        a = self.worker(stream, app, store, "A")
+        prom = Prometheus([f"127.0.0.1:{a.port}"])
+        self.cleanup.append(prom.stop)
+        A = 'worker="A"'
+
+        def lag_shards():
+            return {r["metric"]["shard"] for r in
+                    prom.query(f"kn_consumer_shard_lag_seconds{{{A}}}")}
+
+        def held_gauge():
+            return prom.scalar(f"kn_consumer_leases_held{{{A}}}")
+
+        def lag_matches_held(n):
+            """Prometheus's lag series are A's held shards, n of them."""
+            def check():
+                held = self.held_by(app, store, "A")
+                return len(held) == n and lag_shards() == held and \
+                    held_gauge() == n and held
+            return check
+
+        def why():
+            return (f"lag series {sorted(lag_shards())}, held gauge "
+                    f"{held_gauge()}, table {sorted(self.held_by(app, store, 'A'))}")
+
+        first = wait_for("A's two shards in Prometheus", lag_matches_held(2), 60, why)
+        self.assertEqual(prom.scalar(f"kn_consumer_ready{{{A}}}"), 1)
+        self.assertEqual(prom.scalar(f"kn_consumer_lease_table_leases{{{A}}}"), 2)
+        wait_for("records counted", lambda: (prom.scalar(
+            f"sum(kn_consumer_shard_records_total{{{A}}})") or 0) > 0, 30)
+
+        # A split: the parent finishes, both children are taken and read.
+        parent = sorted(first)[0]
+        kncat(self.env, "split", stream, parent)
+        children = {s["ShardId"] for s in list_shards(self.kinesis, stream)
+                    if s.get("ParentShardId") == parent}
+        self.assertEqual(len(children), 2)
+        after_split = wait_for("A's three open shards in Prometheus",
+                               lag_matches_held(3), 90, why)
+        self.assertTrue(children <= after_split, after_split)
+        self.assertGreaterEqual(prom.scalar(
+            f"max_over_time(kn_consumer_lease_table_leases{{{A}}}[5m])"), 4)
+        self.assertEqual(prom.scalar(
+            f"kn_consumer_shard_lease_held{{{A},shard=\"{parent}\"}}"), 0)
+        self.assertGreaterEqual(prom.scalar(
+            f"kn_consumer_leases_released_total{{{A}}}"), 1)
+
+        # B joins and takes its share from A.
+        lost0 = prom.scalar(f"kn_consumer_leases_lost_total{{{A}}}")
+        b = self.worker(stream, app, store, "B")
+        shared = wait_for("A at fewer leases with B running",
+                          lambda: (len(self.held_by(app, store, "B")) >= 1
+                                   and lag_matches_held(len(self.held_by(app, store, "A")))()),
+                          90, why)
+        self.assertLess(len(shared), 3)
+        wait_for("A's lost leases counted", lambda: prom.scalar(
+            f"kn_consumer_leases_lost_total{{{A}}}") > lost0, 30)
+
+        # SIGKILL of B: A takes its leases once they expire.
+        taken0 = prom.scalar(f"kn_consumer_leases_taken_total{{{A}}}")
+        b.signal(signal.SIGKILL)
+        b.wait()
+        final = wait_for("A holding all three again", lag_matches_held(3), 90, why)
+        self.assertEqual(final, after_split)
+        self.assertGreater(prom.scalar(f"kn_consumer_leases_taken_total{{{A}}}"),
+                           taken0)
+        # The gauge went down and up again: Prometheus kept the history.
+        self.assertEqual(prom.scalar(
+            f"min_over_time(kn_consumer_leases_held{{{A}}}[5m])") < 3, True)
+        self.assertEqual(prom.scalar(
+            f"max_over_time(kn_consumer_leases_held{{{A}}}[5m])"), 3)
+        self.assertEqual(prom.scalar(f"kn_consumer_failed{{{A}}}"), 0)
+        # with records flowing the checkpoints keep the leases: no renewal
+        self.assertGreater(prom.scalar(
+            f"sum(kn_consumer_lease_store_call_duration_seconds_count{{{A}}})"), 0)
+        status, text = a.get("/metrics")
+        self.assertEqual(status, 200)
+        promtool_check(text)
+        # every Prometheus target was up the whole time
+        self.assertEqual(prom.scalar("min_over_time(up[5m])"), 1)
+
+    # ---- health through a lease-store outage ----
+
+    def test_health_store_outage(self):
+        stream = self.stream(2)
+        app = unique("met", "ddb")
+        with FaultProxy(SERVERS["dynalite"]) as proxy:
+            env = lab.env_for(kinesis=self.kin, dynamodb=proxy.endpoint)
+            a = self.worker(stream, app, f"dynamodb:{app}", "A", env=env)
+            wait_for("ready", lambda: a.get("/readyz")[0] == 200, 60,
+                     lambda: a.get("/readyz"))
+            self.assertEqual(a.get("/healthz"), (200, "ok\n"))
+            rule = proxy.add_rule("status", "*", status=500)
+            t0 = time.monotonic()
+            code, body = wait_for("not ready during the outage",
+                                  lambda: (lambda r: r if r[0] == 503 else None)(
+                                      a.get("/readyz")), 60)
+            # not before the grace period
+            self.assertGreaterEqual(time.monotonic() - t0,
+                                    (DURATION_MS - RENEW_MS / 2) / 1000 - 0.5)
+            self.assertIn("lease store", body)
+            self.assertEqual(a.get("/healthz")[0], 200)
+            _, text = a.get("/metrics")
+            promtool_check(text)
+            self.assertEqual(value(text, "kn_consumer_ready"), 0)
+            self.assertGreater(value(text, "kn_consumer_lease_store_seconds_since_success"),
+                               (DURATION_MS - RENEW_MS / 2) / 1000)
+
+            def errors():
+                _, t = a.get("/metrics")
+                return sum(samples(t, "kn_consumer_lease_store_errors_total").values())
+            wait_for("the store's errors counted", errors, 60)
+            proxy.remove_rule(rule)
+            wait_for("ready again", lambda: a.get("/readyz")[0] == 200, 60,
+                     lambda: a.get("/readyz"))
+            self.assertEqual(a.get("/healthz")[0], 200)
+            self.assertEqual(a.stop(), 0)
+
+    # ---- a fatal error ----
+
+    def test_health_fatal(self):
+        stream = self.stream(1)
+        app = unique("met", "fatal")
+        store = f"sqlite:{TMP / (app + '.db')}"
+        a = self.worker(stream, app, store, "A", extra=["--metrics-linger", "60"])
+        wait_for("ready", lambda: a.get("/readyz")[0] == 200, 60,
+                 lambda: a.get("/readyz"))
+        kncat(self.env, "delete", stream)
+        code, body = wait_for("healthz 503 after the stream is gone",
+                              lambda: (lambda r: r if r[0] == 503 else None)(
+                                  a.get("/healthz")), 60, a.stderr)
+        self.assertIn("failed", body)
+        self.assertEqual(a.get("/readyz")[0], 503)
+        _, text = a.get("/metrics")
+        promtool_check(text)
+        # the last document, rendered when the consumer stopped
+        self.assertEqual(value(text, "kn_consumer_failed"), 1)
+        self.assertIsNone(a.proc.poll(), "kncat lingers")
+        self.assertEqual(a.stop(), 3)  # stream not found
+
+    # ---- consume and produce ----
+
+    def test_consume_and_produce(self):
+        stream = self.stream(2)
+        lines = b"".join(b"k%d:%d\n" % (i, i) for i in range(50))
+        p = Served(self.env, "--metrics-linger", "60", "produce", stream, "-K",
+                   ":", stdin=subprocess.PIPE, name="produce")
+        self.cleanup.append(p.stop)
+        wait_for("producer ready", lambda: p.get("/readyz")[0] == 200, 30,
+                 lambda: p.get("/readyz"))
+        p.proc.stdin.write(lines)
+        p.proc.stdin.close()
+        # the command ends; the endpoint lingers with the last numbers
+        wait_for("produce finished", lambda: p.get("/healthz")[0] == 503, 60,
+                 p.stderr)
+        _, text = p.get("/metrics")
+        promtool_check(text)
+        self.assertEqual(value(text, "kn_producer_records_delivered_total",
+                               stream=stream), 50)
+        self.assertEqual(value(text, "kn_producer_records_failed_total"), 0)
+        self.assertGreaterEqual(value(text, "kn_producer_put_records_duration_seconds_count"), 1)
+        self.assertEqual(p.stop(), 0)
+
+        c = Served(self.env, "consume", stream, "-o", "trim_horizon",
+                   name="consume")
+        self.cleanup.append(c.stop)
+
+        def all_read():
+            _, t = c.get("/metrics")
+            return t if value(t, "kn_consumer_records_total") == 50 else None
+        text = wait_for("consume's records counted", all_read, 60)
+        promtool_check(text)
+        self.assertEqual(len(samples(text, "kn_consumer_shard_lag_seconds")), 2)
+        self.assertIsNone(value(text, "kn_consumer_leases_held"))
+        self.assertEqual(c.get("/readyz")[0], 200)
+        self.assertEqual(c.get("/nothing")[0], 404)
+        self.assertEqual(c.stop(), 0)
+
+
+def main():
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    if len(sys.argv) > 1:
+        suite = unittest.defaultTestLoader.loadTestsFromNames(sys.argv[1:],
+                                                              sys.modules[__name__])
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    failed = len(result.failures) + len(result.errors)
+    passed = result.testsRun - failed - len(result.skipped)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
