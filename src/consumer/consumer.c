@@ -378,7 +378,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
         report_locked(kc, KN_CTL_DELIVERED, cs, &cs->delivered, 0);
       cs->records_delivered += b->n;
       cs->bytes_delivered += b->bytes;
-      if (leases_on(kc)) kn_metrics_delivered_locked(cs);
+      if (leases_on(kc)) kn_metrics_delivered_locked(cs, b->n);
       mark_dirty_locked(kc, cs);
       kn_readers_wake_locked(kc);
       pthread_mutex_unlock(&kc->mu);

@@ -22,10 +22,9 @@ static void ckpt_reset_if_new_tenure(kn_cshard_t *cs, uint64_t base) {
   cs->ck_records = base;
 }
 
-void kn_metrics_delivered_locked(kn_cshard_t *cs) {
-  /* What this batch added is not counted against the new tenure's start:
-   * the records of a batch are the first ones after the take. */
-  ckpt_reset_if_new_tenure(cs, cs->records_delivered);
+void kn_metrics_delivered_locked(kn_cshard_t *cs, size_t n_records) {
+  /* The first batch of a tenure: the lag counts from before it. */
+  ckpt_reset_if_new_tenure(cs, cs->records_delivered - n_records);
   if (!cs->has_delivered) return;
   int n = (int)(sizeof(cs->ck_marks) / sizeof(cs->ck_marks[0]));
   if (cs->ck_n == n) { /* the oldest goes; a later checkpoint passes it */

@@ -4,6 +4,7 @@
 #ifndef KN_CONSUMER_METRICS_H
 #define KN_CONSUMER_METRICS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "consumer/consumer_int.h"
@@ -14,8 +15,8 @@
  * table's shape after a listing and a checkpoint's position.  mu held. */
 void kn_metrics_store_done_locked(kn_consumer_t *kc, const kn_store_job_t *j,
                                   int64_t now_ms);
-/* poll handed out a batch of cs (records_delivered already counted), for
- * the checkpoint lag.  Lease mode; mu held. */
-void kn_metrics_delivered_locked(kn_cshard_t *cs);
+/* poll handed out a batch of n_records records of cs (already added to
+ * records_delivered), for the checkpoint lag.  Lease mode; mu held. */
+void kn_metrics_delivered_locked(kn_cshard_t *cs, size_t n_records);
 
 #endif
