@@ -111,8 +111,6 @@ void kn_metrics_store_done_locked(kn_consumer_t *kc, const kn_store_job_t *j,
 
 /* ---- health ---- */
 
-static int leases_on(const kn_consumer_t *kc) { return kc->ls != NULL; }
-
 static size_t held_locked(const kn_consumer_t *kc) {
   size_t held = 0;
   for (size_t i = 0; i < kc->n_shards; i++) held += kc->shards[i]->view.held;
@@ -128,7 +126,7 @@ static void health_locked(kn_consumer_t *kc, kn_consumer_health_t *h,
              kn_error_string(kc->fatal));
     return;
   }
-  if (kc->closing || kc->closed) {
+  if (kc->closing) {
     snprintf(h->reason, sizeof(h->reason), "closing");
     return;
   }
@@ -140,7 +138,7 @@ static void health_locked(kn_consumer_t *kc, kn_consumer_health_t *h,
                         : "the first shard listing is not done");
     return;
   }
-  if (lease_mode && leases_on(kc)) {
+  if (lease_mode) {
     int64_t since = now - kc->lstats.store_ok_ms;
     if (kc->lstats.store_ok_ms && since > kc->lease.grace_ms) {
       snprintf(h->reason, sizeof(h->reason),

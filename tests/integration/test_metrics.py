@@ -15,8 +15,9 @@ health endpoints through a lease-store outage and a fatal error.
 - Fatal error: the stream deleted under a worker: /healthz and /readyz
   answer 503 with the reason while kncat lingers (--metrics-linger), and
   kn_consumer_failed is 1.
-- consume and produce serve their metrics too; promtool check metrics
-  passes on every document.
+- consume and produce serve their metrics too, consume also while
+  scrapers hold every connection with half-sent requests; promtool check
+  metrics passes on every document.
 
 Environment: KNCAT (the binary), KN_SOURCE_DIR.  Needs prometheus and
 promtool (Debian's prometheus package; scripts/install-deps.sh).
@@ -29,6 +30,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -84,10 +86,13 @@ class Served:
     printed, its stderr in a file, its stdout discarded."""
 
     def __init__(self, env, *args, stdin=None, name="kncat"):
-        self.err_path = TMP / f"{name}-{os.getpid()}-{time.monotonic_ns()}.err"
+        base = TMP / f"{name}-{os.getpid()}-{time.monotonic_ns()}"
+        self.err_path = base.with_suffix(".err")
+        self.out_path = base.with_suffix(".out")
         self.err = open(self.err_path, "wb")
+        self.out = open(self.out_path, "wb")
         argv = [KNCAT, "--metrics", "127.0.0.1:0", *map(str, args)]
-        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(argv, env=env, stdout=self.out,
                                      stderr=self.err,
                                      stdin=stdin if stdin is not None
                                      else subprocess.DEVNULL)
@@ -98,6 +103,9 @@ class Served:
 
     def stderr(self) -> str:
         return self.err_path.read_text(errors="replace")
+
+    def stdout_lines(self) -> int:
+        return self.out_path.read_bytes().count(b"\n")
 
     def get(self, path: str) -> tuple[int, str]:
         try:
@@ -118,6 +126,7 @@ class Served:
             self.proc.kill()
             rc = self.proc.wait()
         self.err.close()
+        self.out.close()
         return rc
 
     def stop(self) -> int:
@@ -272,11 +281,20 @@ class Metrics(unittest.TestCase):
                     held_gauge() == n and held
             return check
 
+        def seen(step):
+            print(f"  prometheus, {step}: lag series {sorted(lag_shards())}, "
+                  f"held {held_gauge()}, taken "
+                  f"{prom.scalar(f'kn_consumer_leases_taken_total{{{A}}}')}, lost "
+                  f"{prom.scalar(f'kn_consumer_leases_lost_total{{{A}}}')}, table "
+                  f"{prom.scalar(f'kn_consumer_lease_table_leases{{{A}}}')}",
+                  flush=True)
+
         def why():
             return (f"lag series {sorted(lag_shards())}, held gauge "
                     f"{held_gauge()}, table {sorted(self.held_by(app, store, 'A'))}")
 
         first = wait_for("A's two shards in Prometheus", lag_matches_held(2), 60, why)
+        seen("A alone")
         self.assertEqual(prom.scalar(f"kn_consumer_ready{{{A}}}"), 1)
         self.assertEqual(prom.scalar(f"kn_consumer_lease_table_leases{{{A}}}"), 2)
         wait_for("records counted", lambda: (prom.scalar(
@@ -290,6 +308,7 @@ class Metrics(unittest.TestCase):
         self.assertEqual(len(children), 2)
         after_split = wait_for("A's three open shards in Prometheus",
                                lag_matches_held(3), 90, why)
+        seen(f"after the split of {parent}")
         self.assertTrue(children <= after_split, after_split)
         self.assertGreaterEqual(prom.scalar(
             f"max_over_time(kn_consumer_lease_table_leases{{{A}}}[5m])"), 4)
@@ -305,6 +324,7 @@ class Metrics(unittest.TestCase):
                           lambda: (len(self.held_by(app, store, "B")) >= 1
                                    and lag_matches_held(len(self.held_by(app, store, "A")))()),
                           90, why)
+        seen("with B")
         self.assertLess(len(shared), 3)
         wait_for("A's lost leases counted", lambda: prom.scalar(
             f"kn_consumer_leases_lost_total{{{A}}}") > lost0, 30)
@@ -314,6 +334,7 @@ class Metrics(unittest.TestCase):
         b.signal(signal.SIGKILL)
         b.wait()
         final = wait_for("A holding all three again", lag_matches_held(3), 90, why)
+        seen("after SIGKILL of B")
         self.assertEqual(final, after_split)
         self.assertGreater(prom.scalar(f"kn_consumer_leases_taken_total{{{A}}}"),
                            taken0)
@@ -417,6 +438,24 @@ class Metrics(unittest.TestCase):
         c = Served(self.env, "consume", stream, "-o", "trim_horizon",
                    name="consume")
         self.cleanup.append(c.stop)
+        # Hostile scrapers: more connections than the server serves, each
+        # sending half a request, and one that asks and never reads.  The
+        # records are read and written all the same.
+        socks = []
+        for i in range(24):
+            try:
+                so = socket.create_connection(("127.0.0.1", c.port), timeout=5)
+            except OSError:
+                break
+            so.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n" if i else
+                       b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 50)
+            socks.append(so)
+        self.cleanup.append(lambda: [so.close() for so in socks])
+        wait_for("consume's output with the scrapers stalled",
+                 lambda: c.stdout_lines() == 50, 60,
+                 lambda: f"{c.stdout_lines()} lines")
+        for so in socks:
+            so.close()
 
         def all_read():
             _, t = c.get("/metrics")
