@@ -217,7 +217,9 @@ static int take_snapshot(kn_consumer_t *kc, snap_t *s) {
       break;
     }
     s->n++;
-    o->held = s->lease_mode ? cs->view.held : cs->state != KN_CS_STOPPED;
+    o->held = s->lease_mode ? cs->view.held
+                            : cs->state != KN_CS_STOPPED &&
+                                  cs->state != KN_CS_DONE;
     o->reading = cs->state == KN_CS_READING || cs->state == KN_CS_ENDED;
     o->millis_behind = cs->millis_behind;
     o->records = cs->records_delivered;

@@ -88,8 +88,8 @@ static const kn_metric_def_t defs[KN_M__COUNT] = {
         "parent lease not yet at SHARD_END."},
 
     [KN_M_S_LEASE_HELD] = {"kn_consumer_shard_lease_held", KN_MK_GAUGE, S,
-        "1 while this worker holds the shard's lease (always, without a "
-        "lease store)",
+        "1 while this worker holds the shard's lease (without a lease "
+        "store: until the shard is finished)",
         "Shards this worker has read stay listed with 0 after their lease "
         "went elsewhere."},
     [KN_M_S_LAG] = {"kn_consumer_shard_lag_seconds", KN_MK_GAUGE, S,

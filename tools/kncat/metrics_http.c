@@ -49,6 +49,10 @@ static char *render_locked(kc_metrics_t *m, size_t *len) {
       *len = m->last_len;
       return buf;
     }
+    if (n == 0 && (m->kc || m->kp)) { /* out of memory */
+      free(buf);
+      return NULL;
+    }
     if (n < size) {
       *len = n;
       return buf;
