@@ -329,6 +329,12 @@ class Metrics(unittest.TestCase):
         wait_for("A's lost leases counted", lambda: prom.scalar(
             f"kn_consumer_leases_lost_total{{{A}}}") > lost0, 30)
 
+        # B had none free to take: it stole from A
+        _, btext = b.get("/metrics")
+        promtool_check(btext)
+        self.assertGreaterEqual(value(btext, "kn_consumer_leases_stolen_total"), 1)
+        self.assertGreaterEqual(value(btext, "kn_consumer_leases_held"), 1)
+
         # SIGKILL of B: A takes its leases once they expire.
         taken0 = prom.scalar(f"kn_consumer_leases_taken_total{{{A}}}")
         b.signal(signal.SIGKILL)
