@@ -253,7 +253,8 @@ struct kn_consumer_s {
     uint64_t store_calls[KN_STORE_OPS], store_errors[KN_STORE_OPS],
         store_cond[KN_STORE_OPS];
     kn_hist_t store_hist[KN_STORE_OPS];
-    int64_t store_ok_ms;       /* monotonic: last answer (0: none yet) */
+    int64_t store_ok_ms;       /* monotonic: when the last call answered
+                                  was sent (0: none yet) */
     int64_t table_leases;      /* at the last listing; -1: none yet */
     int64_t waiting_parents;   /* -1: none yet */
   } lstats;

@@ -73,8 +73,8 @@ static void table_shape_locked(kn_consumer_t *kc, const kn_store_job_t *j) {
   kc->lstats.waiting_parents = waiting;
 }
 
-void kn_metrics_store_done_locked(kn_consumer_t *kc, const kn_store_job_t *j,
-                                  int64_t now_ms) {
+void kn_metrics_store_done_locked(kn_consumer_t *kc,
+                                  const kn_store_job_t *j) {
   if (j->stream_check || (unsigned)j->op >= KN_STORE_OPS ||
       j->op == KN_CC_LIST_SHARDS)
     return;
@@ -85,7 +85,9 @@ void kn_metrics_store_done_locked(kn_consumer_t *kc, const kn_store_job_t *j,
   if (cond) kc->lstats.store_cond[op]++;
   else if (j->err) kc->lstats.store_errors[op]++;
   kn_hist_observe(&kc->lstats.store_hist[op], (double)j->took_us / 1e6);
-  if (!j->err || cond) kc->lstats.store_ok_ms = now_ms;
+  /* From when the call was sent, as the core counts its grace period. */
+  if ((!j->err || cond) && j->sent_ms > kc->lstats.store_ok_ms)
+    kc->lstats.store_ok_ms = j->sent_ms;
   if (j->err) return;
   switch (j->op) {
     case KN_CC_TAKE:

@@ -75,8 +75,8 @@ static const kn_metric_def_t defs[KN_M__COUNT] = {
         KN_MK_HISTOGRAM, W ", op", "Duration of lease-store calls", NULL},
     [KN_M_C_STORE_SINCE_OK] = {
         "kn_consumer_lease_store_seconds_since_success", KN_MK_GAUGE, W,
-        "Time since the lease store last answered (a success or a failed "
-        "condition)",
+        "Time since the last lease-store call that was answered (a success "
+        "or a failed condition) was sent",
         "Past the grace period (`lease.duration.ms` less half the renewal "
         "interval) the worker is not ready."},
     [KN_M_C_TABLE_LEASES] = {"kn_consumer_lease_table_leases", KN_MK_GAUGE,

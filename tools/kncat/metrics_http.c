@@ -196,7 +196,10 @@ kc_metrics_t *kc_metrics_open(const char *addr, char *err, size_t size) {
     return NULL;
   }
   pthread_mutex_init(&m->mu, NULL);
-  unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD;
+  /* poll(), not epoll: with epoll this libmicrohttpd (0.9.75) stopped
+   * accepting once the connection limit had been reached, until a
+   * time-out freed a slot. */
+  unsigned flags = MHD_USE_POLL_INTERNAL_THREAD;
   if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
   /* The server's thread takes no SIGINT or SIGTERM: they must interrupt
    * the main thread's blocking reads. */
