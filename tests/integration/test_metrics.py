@@ -15,6 +15,8 @@ health endpoints through a lease-store outage and a fatal error.
 - Fatal error: the stream deleted under a worker: /healthz and /readyz
   answer 503 with the reason while kncat lingers (--metrics-linger), and
   kn_consumer_failed is 1.
+- Fan-out (kinesis-local, HTTP/2): consume --efo has each shard's
+  subscription state and counters.
 - consume and produce serve their metrics too, consume also while
   scrapers hold every connection with half-sent requests; promtool check
   metrics passes on every document.
@@ -488,6 +490,41 @@ class Metrics(unittest.TestCase):
         self.assertEqual(c.get("/readyz")[0], 200)
         self.assertEqual(c.get("/nothing")[0], 404)
         self.assertEqual(c.stop(), 0)
+
+
+class FanOut(unittest.TestCase):
+    """consume --efo over HTTP/2 (kinesis-local's TLS port): the fan-out
+    families of each shard."""
+
+    def test_fanout(self):
+        with lab.KinesisLocal() as server:
+            url = server.tls_endpoint
+            env = lab.env_for(kinesis=url)
+            stream = unique("met", "efo")
+            kncat(env, "--no-verify-ssl", "create", stream, "--shards", 1)
+            kncat(env, "--no-verify-ssl", "produce", stream, "-K", ":",
+                  input=b"".join(b"k%d:%d\n" % (i, i) for i in range(20)))
+            c = Served(env, "--no-verify-ssl", "consume", stream, "-o",
+                       "trim_horizon", "--efo", "met", name="efo")
+            try:
+                def streamed():
+                    _, t = c.get("/metrics")
+                    ok = value(t, "kn_consumer_records_total") == 20 and \
+                        value(t, "kn_consumer_shard_fanout_state",
+                              state="streaming") == 1
+                    return t if ok else None
+                text = wait_for("records read by subscription", streamed, 90,
+                                lambda: c.get("/metrics")[1][-3000:])
+                promtool_check(text)
+                self.assertGreaterEqual(
+                    value(text, "kn_consumer_shard_fanout_subscriptions_total"), 1)
+                self.assertGreaterEqual(
+                    value(text, "kn_consumer_shard_fanout_events_total"), 1)
+                self.assertEqual(value(text, "kn_consumer_shard_fanout_state",
+                                       state="polling"), 0)
+                self.assertEqual(c.stop(), 0)
+            finally:
+                c.stop()
 
 
 def main():
