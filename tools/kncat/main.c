@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
    * and ends the output quietly instead of killing kncat. */
   signal(SIGPIPE, SIG_IGN);
   int rc = run(&ctx, argc - 1, argv + 1);
-  if (ctx.metrics_addr && !ctx.metrics_tried && ctx.cmd)
+  if (ctx.metrics_addr && !ctx.metrics_tried && ctx.cmd && rc == KC_EXIT_OK)
     kc_errorf(&ctx, "--metrics is served by group, consume and produce "
               "only");
   kc_metrics_finish(&ctx);

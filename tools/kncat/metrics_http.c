@@ -209,12 +209,23 @@ kc_metrics_t *kc_metrics_open(const char *addr, char *err, size_t size) {
   sigaddset(&block, SIGTERM);
   sigaddset(&block, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &block, &old);
-  m->d = MHD_start_daemon(
-      flags, (uint16_t)port, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR,
-      ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-      MHD_OPTION_END);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (host[0]) {
+    m->d = MHD_start_daemon(
+        flags, (uint16_t)port, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR,
+        ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+        MHD_OPTION_END);
+  } else {
+    /* Every address: IPv6 and IPv4 on one socket, or IPv4 alone on a host
+     * without IPv6. */
+    for (int v6 = 1; v6 >= 0 && !m->d; v6--)
+      m->d = MHD_start_daemon(
+          (flags & ~(unsigned)MHD_USE_IPv6) | (v6 ? MHD_USE_DUAL_STACK : 0),
+          (uint16_t)port, NULL, NULL, on_request, m,
+          MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
+          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+          MHD_OPTION_END);
+  }
   freeaddrinfo(ai);
   if (!m->d) {
     snprintf(err, size, "--metrics %s: cannot listen there (in use, or not "
