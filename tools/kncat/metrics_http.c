@@ -226,6 +226,7 @@ kc_metrics_t *kc_metrics_open(const char *addr, char *err, size_t size) {
           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
           MHD_OPTION_END);
   }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   freeaddrinfo(ai);
   if (!m->d) {
     snprintf(err, size, "--metrics %s: cannot listen there (in use, or not "
