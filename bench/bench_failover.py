@@ -8,6 +8,10 @@ SQLite file):
                  shards delivered by another worker (the figure is the
                  last of its shards to get there)
   hand-over      SIGTERM of a worker -> the same
+  hand-off       a worker joins and balances: for each shard moved to it
+                 from a live worker, the gap between the old owner's last
+                 record and the new owner's first, and the records both
+                 delivered (a planned move should deliver none twice)
   memory         peak RSS (wait4) of one worker reading 64 shards to
                  their end (-e)
   CPU per MB     `kncat group -e` next to `kncat consume -e` on the same
@@ -39,12 +43,15 @@ sys.path.insert(0, os.path.join(SRC, "tests", "lab"))
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 import lab  # noqa: E402
 from groupkit import (Producer, Worker, is_open, leases_json,  # noqa: E402
-                      list_shards, spread_keys)
+                      list_shards, payload, spread_keys)
 
 KCL_FAILOVER_S = 30.0   # lease 10 s + take cycle 20 s
 KCL_HANDOVER_S = 20.0   # no release: the next take cycle after expiry
 TARGET_FAILOVER_S = 15.0
 TARGET_HANDOVER_S = 5.0
+# A hand-off: the owner's next renewal (lease.renew.interval.ms, 3.3 s by
+# default) plus the application's poll and two writes.
+TARGET_HANDOFF_S = 3.3 + 1.0
 TARGET_RSS_MB = 48.0
 TARGET_CPU_RATIO = 1.10
 
@@ -105,6 +112,20 @@ def first_elsewhere(shards, workers, t0, timeout=60):
     return max(first.values())
 
 
+def handoff_gaps(moved, old, new):
+    """For each shard moved from worker old to worker new: seconds from
+    old's last record of it to new's first, and records both delivered."""
+    gaps, twice = [], 0
+    for sid in moved:
+        o = [(t, payload(r)["i"]) for t, r in old.records() if r["shard"] == sid]
+        n = [(t, payload(r)["i"]) for t, r in new.records() if r["shard"] == sid]
+        if not o or not n:
+            raise SystemExit(f"bench: no records of {sid} on both sides")
+        gaps.append(min(t for t, _ in n) - max(t for t, _ in o))
+        twice += len({i for _, i in o} & {i for _, i in n})
+    return max(gaps), twice
+
+
 def one_run(kncat, k, tmp, boto, rnd):
     stream, app = unique("fo"), unique("app")
     env = lab.env_for(kinesis=k)
@@ -133,7 +154,9 @@ def one_run(kncat, k, tmp, boto, rnd):
         failover = first_elsewhere(mine, [b], t)
         c = start("c")
         owners = wait_held(kncat, env, app, store, stream, boto, {"b": 2, "c": 2})
-        time.sleep(4 + rnd.uniform(0, 2.0))
+        time.sleep(1)
+        handoff = handoff_gaps({s for s, o in owners.items() if o == "c"}, b, c)
+        time.sleep(3 + rnd.uniform(0, 2.0))
         mine = {s for s, o in owners.items() if o == "b"}
         t = b.signal(signal.SIGTERM)
         handover = first_elsewhere(mine, [c], t)
@@ -145,7 +168,7 @@ def one_run(kncat, k, tmp, boto, rnd):
             w.stop(30)
     if prod.ident:
         prod.finish()
-    return failover, handover
+    return failover, handover, handoff
 
 
 TIME = "/usr/bin/time"
@@ -203,14 +226,16 @@ def main():
         env = lab.env_for(kinesis=k)
         boto = lab.boto3_client("kinesis", k, attempts=5)
 
-        fo, ho = [], []
+        fo, ho, hf, dup = [], [], [], 0
         rnd = random.Random(1)
         for i in range(a.runs):
-            f, h = one_run(kncat, k, tmp, boto, rnd)
+            f, h, (g, d) = one_run(kncat, k, tmp, boto, rnd)
             fo.append(f)
             ho.append(h)
-            print(f"run {i + 1}/{a.runs}: failover {f:.1f} s, hand-over {h:.1f} s",
-                  flush=True)
+            hf.append(g)
+            dup += d
+            print(f"run {i + 1}/{a.runs}: failover {f:.1f} s, hand-over {h:.1f} s, "
+                  f"hand-off {g:.1f} s ({d} records twice)", flush=True)
 
         # Memory: one worker, 64 shards, read to their end.
         s64 = unique("rss")
@@ -249,6 +274,7 @@ def main():
 
     fmed, fmax = statistics.median(fo), max(fo)
     hmed, hmax = statistics.median(ho), max(ho)
+    gmed_ho, gmax_ho = statistics.median(hf), max(hf)
     cmed, gmed = statistics.median(cpu["consume"]), statistics.median(cpu["group"])
     ratio = gmed / cmed
     rows = [
@@ -264,6 +290,13 @@ def main():
         ("hand-over (SIGTERM), max", fmt_s(hmax), "~20 s",
          f"{hmax / KCL_HANDOVER_S:.2f}", f"<= {TARGET_HANDOVER_S:.0f} s",
          hmax <= TARGET_HANDOVER_S),
+        ("hand-off (a worker joins), median", fmt_s(gmed_ho),
+         "up to 30 s (KCL 3.x graceful hand-off)", f"{gmed_ho / 30.0:.2f}",
+         f"<= {TARGET_HANDOFF_S:.1f} s", gmed_ho <= TARGET_HANDOFF_S),
+        ("hand-off (a worker joins), max", fmt_s(gmax_ho), "up to 30 s",
+         f"{gmax_ho / 30.0:.2f}", f"<= {TARGET_HANDOFF_S:.1f} s",
+         gmax_ho <= TARGET_HANDOFF_S),
+        ("records twice in hand-offs", str(dup), "-", "-", "0", dup == 0),
         ("peak RSS, 64 shards", f"{rss:.1f} MB", "-",
          f"{rss / rss_consume:.2f} of consume ({rss_consume:.1f} MB)",
          f"< {TARGET_RSS_MB:.0f} MB", rss < TARGET_RSS_MB),

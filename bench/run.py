@@ -28,6 +28,8 @@ BENCHES = [
      ["--runs", "1", "--mb", "8", "--rounds", "1"]),
     ("efo", [sys.executable, "bench/bench_efo.py", "--build", "{build}"],
      ["--records", "1000", "--rounds", "1", "--latency", "30"]),
+    ("multilang", [sys.executable, "bench/bench_multilang.py", "--build", "{build}"],
+     ["--quick"]),
 ]
 
 

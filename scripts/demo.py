@@ -296,9 +296,9 @@ def group_part(demo, kncat, env, tmp):
     print(f"  duplicated          {len(dups)}: {by_kill} read again after the kill "
           f"(the killed worker had delivered them after its last checkpoint),")
     print(f"                      {len(dups) - by_kill} when the restarted worker "
-          f"took its share back (a lease taken from a live")
-    print("                      worker is read again from its last checkpoint; "
-          "checkpoint.interval.ms 5000)")
+          f"took its share back (a lease moved from a live")
+    print("                      worker is handed over at the last record it "
+          "wrote: lease.handoff.timeout.ms)")
     print(f"  per-key order kept  {'yes' if order_ok else 'NO'} (within every worker)")
     if failover:
         print(f"  failover            {max(failover):.1f} s from the kill until worker-b read "

@@ -18,8 +18,13 @@
  * Threads: the consumer's I/O runs on an internal thread; every callback
  * runs inside kn_consumer_poll() on the application's thread.
  *
- * Delivery is at-least-once: after a failover a shard is read again from
- * its last checkpoint. */
+ * Delivery is at-least-once: after a failover (a worker killed, frozen or
+ * cut off from the lease store) a shard is read again from its last
+ * checkpoint.  Planned moves deliver nothing twice: a worker that joins,
+ * or balances the load, asks for a lease (lease.handoff.timeout.ms); its
+ * owner stops reading, lets the application finish what it was handed and
+ * checkpoints exactly that before passing the lease on; a worker that
+ * closes checkpoints what it handed out before releasing its leases. */
 #ifndef KN_CONSUMER_H
 #define KN_CONSUMER_H
 
@@ -71,6 +76,23 @@ KN_API kn_error_t *kn_consumer_checkpoint(kn_consumer_t *kc,
 /* The same for the last record of the batch. */
 KN_API kn_error_t *kn_consumer_checkpoint_batch(kn_consumer_t *kc,
                                                 const kn_batch_t *b);
+/* The same at a position given by value: sequence number seq (decimal)
+ * and sub-sequence number subseq of shard_id, for applications that keep
+ * positions rather than records (`kncat multilang`).  The position is not
+ * checked against what was delivered: the caller does that. */
+KN_API kn_error_t *kn_consumer_checkpoint_seq(kn_consumer_t *kc,
+                                              const char *shard_id,
+                                              const char *seq,
+                                              uint64_t subseq);
+/* The checkpoint of shard_id's lease as this worker last knew it (when it
+ * took the lease, or its own last write): a decimal sequence number or
+ * TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END, copied into seq (size
+ * bytes, 128 are enough), its sub-sequence number into *subseq.  Returns
+ * 0, or -1 if this worker does not hold the shard, there is no lease
+ * store, or seq is too small. */
+KN_API int kn_consumer_lease_checkpoint(kn_consumer_t *kc,
+                                        const char *shard_id, char *seq,
+                                        size_t size, uint64_t *subseq);
 /* Queues the checkpoint and returns at once; the outcome reaches the
  * checkpoint callback (if set) inside a later poll. */
 KN_API kn_err_t kn_consumer_checkpoint_async(kn_consumer_t *kc,
@@ -141,7 +163,12 @@ KN_API void kn_conf_set_lease_acquired_cb(
     void *opaque);
 
 /* This worker stopped reading shard_id: KN_ERR__LEASE_LOST when another
- * worker took it or it expired, KN_ERR__DESTROY when released at close. */
+ * worker took it or it expired, KN_ERR__DESTROY when released at close,
+ * KN_ERR__HANDOFF when another worker asked for it.  With a hand-off the
+ * lease is still held while the callback runs: checkpoints made in it
+ * (or before it) are what the next owner continues from.  With
+ * auto-checkpoint every record returned by earlier polls counts as
+ * processed and is checkpointed; nothing more of the shard is returned. */
 KN_API void kn_conf_set_lease_lost_cb(
     kn_conf_t *conf,
     void (*cb)(kn_consumer_t *kc, const char *shard_id, kn_err_t reason,

@@ -35,6 +35,7 @@ typedef enum kn_err_t {
   KN_ERR__NOT_FOUND = -85,       /* a local lookup found nothing */
   KN_ERR__UNSUPPORTED = -84,     /* the server does not support this */
   KN_ERR__PARTIAL = -83,         /* some items of a batch failed */
+  KN_ERR__HANDOFF = -82,         /* the lease is handed to another worker */
 
   KN_ERR_NO_ERROR = 0,
 

@@ -35,6 +35,7 @@ typedef struct cc_lease {
   int64_t next_renew_ms;
   uint64_t busy;        /* id of our write in flight, 0: none */
   int flush_due;
+  int failed_write;     /* the last write failed: the next waits a while */
   char ckpt[SEQ_CAP];   /* in the table */
   int64_t ckpt_sub;
   char processed[SEQ_CAP];
@@ -43,13 +44,31 @@ typedef struct cc_lease {
   int64_t delivered_sub;
   int ended, end_popped, shard_end_written;
   cc_req_t *reqs, *reqs_tail;
+  /* Handing off: to whom, since when; yielded: the application is done
+   * with what it was handed. */
+  char *handoff_to;
+  int64_t handoff_since;
+  int yielded;
 } cc_lease_t;
+
+/* A lease asked for from its owner (HANDOFF), watched until passed on. */
+typedef struct cc_in {
+  char *key;
+  int64_t counter;      /* as last seen */
+  int64_t since_ms;     /* asked at */
+  int64_t changed_ms;   /* the counter last changed (observed) */
+  int64_t next_ms;      /* next look */
+  uint64_t busy;        /* GET in flight */
+} cc_in_t;
 
 /* What a listing is for.  A sync lists the leases, the shards, then the
  * leases again, and plans on both lease listings: one older than the
  * shard listing (a shard open in the listing and leaseless before it was
  * never finished) and one newer (a closed shard's family as it is now). */
 enum { P_NONE, P_SYNC_LEASES1, P_SYNC_SHARDS, P_SYNC_LEASES2, P_TAKE };
+/* What a TAKE is: a free or expired lease, a steal, the end of a
+ * hand-off. */
+enum { T_TAKE, T_STEAL, T_HANDED };
 
 /* A call in flight. */
 typedef struct cc_op {
@@ -76,6 +95,9 @@ struct kn_cc {
   size_t n_ops, cap_ops;
   cc_lease_t **ls;
   size_t n_ls, cap_ls;
+  cc_in_t *in;           /* hand-offs asked for */
+  size_t n_in, cap_in;
+  int64_t watch_ms;
   kn_lease_observer_t obs;
   /* shard sync */
   int synced, syncing, resync;
@@ -102,8 +124,9 @@ static int is_seq(const char *s) { return s && *s >= '0' && *s <= '9'; }
 const char *kn_cc_op_name(kn_cc_op_t op) {
   static const char *names[] = {
       "LIST_LEASES", "LIST_SHARDS", "CREATE", "TAKE",  "RENEW",
-      "CHECKPOINT",  "RELEASE",     "REMOVE", "SET_CHILDREN", "START",
-      "STOP",        "EXTEND",      "DONE",   "REPLY", "FATAL",
+      "CHECKPOINT",  "RELEASE",     "REMOVE", "SET_CHILDREN", "GET",
+      "HANDOFF",     "HANDOFF_DONE", "START",
+      "STOP",        "EXTEND",      "DONE",   "YIELD", "REPLY", "FATAL",
       "CLOSED",      "LOG"};
   return (unsigned)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
 }
@@ -253,6 +276,8 @@ static void stop_reading(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
 static void drop(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
   stop_reading(c, l, reason);
   l->held = 0;
+  free(l->handoff_to);
+  l->handoff_to = NULL;
   c->idle = 0; /* a take round decides what happens to it */
   fail_reqs(c, l, KN_ERR__LEASE_LOST);
 }
@@ -314,16 +339,28 @@ static void pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
     return;
   }
   int final = c->closing || c->fatal;
+  /* Handing off: once the application is done, what it processed is
+   * checkpointed and the lease passed on. */
+  int leaving = l->handoff_to && (l->yielded || final);
+  /* After a failed write, the next waits (renewals keep their pace). */
+  int wait = l->failed_write && now < l->next_renew_ms;
   int has_work = l->processed[0] && !l->shard_end_written &&
                  after_ckpt(l, l->processed, l->processed_sub);
-  if (has_work && (final || l->flush_due)) {
+  /* A flush rides on the lease's next renewal (the checkpoint renews it):
+   * a lease costs one write per renewal interval, records or not. */
+  int flush_now = l->flush_due && now >= l->next_renew_ms;
+  if (has_work && (final || flush_now || leaving)) {
+    if (wait) return;
     l->flush_due = 0;
     write_ckpt(c, l, l->processed, l->processed_sub, NULL, now);
     return;
   }
-  l->flush_due = 0;
-  if (l->shard_end_written || final) {
-    cc_op_t *o = op_new(c, KN_CC_RELEASE, l->key, l->tenure, now);
+  if (!has_work) l->flush_due = 0;
+  if (l->shard_end_written || final || leaving) {
+    if (wait) return;
+    kn_cc_op_t op = l->handoff_to && !l->shard_end_written ? KN_CC_HANDOFF_DONE
+                                                           : KN_CC_RELEASE;
+    cc_op_t *o = op_new(c, op, l->key, l->tenure, now);
     cc_act_t *x = o ? call(c, o) : NULL;
     if (x) x->a.counter = l->counter;
     if (o) l->busy = o->id;
@@ -346,7 +383,8 @@ static void pump_all(kn_cc_t *c, int64_t now) {
 static int writes_in_flight(const kn_cc_t *c) {
   for (size_t i = 0; i < c->n_ops; i++) {
     kn_cc_op_t op = c->ops[i]->op;
-    if (op != KN_CC_LIST_LEASES && op != KN_CC_LIST_SHARDS) return 1;
+    if (op != KN_CC_LIST_LEASES && op != KN_CC_LIST_SHARDS && op != KN_CC_GET)
+      return 1;
   }
   return 0;
 }
@@ -412,6 +450,11 @@ kn_cc_t *kn_cc_new(const kn_cc_cfg_t *cfg, int64_t now_ms) {
    * it was sent: stopping half a renewal before the duration keeps two
    * readers of a shard apart. */
   c->grace_ms = cfg->duration_ms - cfg->renew_ms / 2;
+  /* How often a lease asked for is looked at: a fraction of a renewal,
+   * so the hand-off ends soon after its owner lets go. */
+  c->watch_ms = cfg->renew_ms / 4;
+  if (c->watch_ms > 500) c->watch_ms = 500;
+  if (c->watch_ms < 50) c->watch_ms = 50;
   kn_lease_observer_init(&c->obs);
   c->sync_at = now_ms;
   c->take_at = now_ms;
@@ -442,10 +485,13 @@ void kn_cc_destroy(kn_cc_t *c) {
       l->reqs = r->next;
       req_free(r);
     }
+    free(l->handoff_to);
     free(l->key);
     free(l);
   }
   free(c->ls);
+  for (size_t i = 0; i < c->n_in; i++) free(c->in[i].key);
+  free(c->in);
   kn_lease_observer_free(&c->obs);
   shards_free(c->shards, c->n_shards);
   kn_lease_array_free(c->snap, c->n_snap);
@@ -464,11 +510,14 @@ int64_t kn_cc_wake_ms(const kn_cc_t *c) {
     if (!c->syncing) t = min64(t, c->sync_at);
     if (c->synced && !c->taking) t = min64(t, c->take_at);
     t = min64(t, c->flush_at);
+    for (size_t i = 0; i < c->n_in; i++)
+      if (!c->in[i].busy) t = min64(t, c->in[i].next_ms);
   }
   for (size_t i = 0; i < c->n_ls; i++) {
     const cc_lease_t *l = c->ls[i];
     if (!l->held) continue;
     t = min64(t, l->until_ms);
+    if (l->handoff_to) t = min64(t, l->handoff_since + c->cfg.handoff_ms);
     if (!l->busy) t = min64(t, l->next_renew_ms);
   }
   return t;
@@ -481,7 +530,7 @@ size_t kn_cc_held(const kn_cc_t *c) {
 }
 
 int kn_cc_idle(const kn_cc_t *c) {
-  return c->synced && c->idle && !c->syncing && !c->resync;
+  return c->synced && c->idle && !c->syncing && !c->resync && !c->n_in;
 }
 
 int kn_cc_synced(const kn_cc_t *c) { return c->synced; }
@@ -504,6 +553,8 @@ static void start_take(kn_cc_t *c, int64_t now) {
   c->taking = 1;
 }
 
+static void watch_handoffs(kn_cc_t *c, int64_t now);
+
 void kn_cc_tick(kn_cc_t *c, int64_t now) {
   cc_retire(&c->q);
   for (size_t i = 0; i < c->n_ls; i++) {
@@ -513,9 +564,18 @@ void kn_cc_tick(kn_cc_t *c, int64_t now) {
             "shard %s: lease not renewed within %lld ms: stopped reading it",
             l->key, (long long)c->grace_ms);
       drop(c, l, KN_ERR__TIMED_OUT);
+    } else if (l->held && l->handoff_to && !l->yielded &&
+               now - l->handoff_since >= c->cfg.handoff_ms) {
+      /* The application has not finished in time: what it processed is
+       * checkpointed, the rest is read again by the next owner. */
+      logf_(c, KN_CC_LOG_WARN, "shard %s: the application did not finish "
+            "within %lld ms: handing it over as it is", l->key,
+            (long long)c->cfg.handoff_ms);
+      l->yielded = 1;
     }
   }
   if (!c->closing && !c->fatal) {
+    watch_handoffs(c, now);
     if (!c->syncing && now >= c->sync_at) start_sync(c, now);
     if (c->synced && !c->taking && now >= c->take_at) start_take(c, now);
     if (now >= c->flush_at) {
@@ -787,11 +847,149 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
 
 /* ---- taking ---- */
 
-static int take_in_flight(const kn_cc_t *c, const char *key) {
+static int in_flight(const kn_cc_t *c, kn_cc_op_t op, const char *key) {
   for (size_t i = 0; i < c->n_ops; i++)
-    if (c->ops[i]->op == KN_CC_TAKE && strcmp(c->ops[i]->key, key) == 0)
-      return 1;
+    if (c->ops[i]->op == op && strcmp(c->ops[i]->key, key) == 0) return 1;
   return 0;
+}
+
+static int take_in_flight(const kn_cc_t *c, const char *key) {
+  return in_flight(c, KN_CC_TAKE, key) || in_flight(c, KN_CC_HANDOFF, key);
+}
+
+static int is_me(const kn_cc_t *c, const char *who) {
+  return who && strcmp(who, c->worker) == 0;
+}
+
+/* ---- hand-offs ---- */
+
+static cc_in_t *in_find(kn_cc_t *c, const char *key) {
+  for (size_t i = 0; i < c->n_in; i++)
+    if (strcmp(c->in[i].key, key) == 0) return &c->in[i];
+  return NULL;
+}
+
+static void in_remove(kn_cc_t *c, const char *key) {
+  cc_in_t *x = in_find(c, key);
+  if (!x) return;
+  free(x->key);
+  *x = c->in[--c->n_in];
+}
+
+/* Starts watching a lease asked for. */
+static void in_add(kn_cc_t *c, const char *key, int64_t counter,
+                   int64_t now) {
+  if (in_find(c, key)) return;
+  if (c->n_in == c->cap_in) {
+    size_t cap = c->cap_in ? c->cap_in * 2 : 8;
+    cc_in_t *v = realloc(c->in, cap * sizeof(*v));
+    if (!v) return; /* the lease expires and is taken the ordinary way */
+    c->in = v;
+    c->cap_in = cap;
+  }
+  cc_in_t *x = &c->in[c->n_in];
+  memset(x, 0, sizeof(*x));
+  if (!(x->key = strdup(key))) return;
+  x->counter = counter;
+  x->since_ms = x->changed_ms = now;
+  x->next_ms = now + c->watch_ms;
+  c->n_in++;
+}
+
+static void watch_handoffs(kn_cc_t *c, int64_t now) {
+  for (size_t i = 0; i < c->n_in; i++) {
+    cc_in_t *x = &c->in[i];
+    if (x->busy || now < x->next_ms) continue;
+    cc_op_t *o = op_new(c, KN_CC_GET, x->key, -1, now);
+    if (o && call(c, o)) x->busy = o->id;
+  }
+}
+
+/* Takes a lease in this worker's name at the end of a hand-off. */
+static void take_handed(kn_cc_t *c, const kn_lease_t *t, int64_t now) {
+  cc_op_t *o = op_new(c, KN_CC_TAKE, t->key, -1, now);
+  if (!o) return;
+  o->purpose = T_HANDED;
+  if (kn_lease_copy(&o->lease, t)) {
+    op_free(op_take(c, o->id));
+    return;
+  }
+  cc_act_t *x = call(c, o);
+  if (!x) return;
+  x->a.counter = t->counter;
+  cc_own(x, &x->a.old_owner, c->worker);
+}
+
+void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
+                     const kn_lease_t *t, int64_t now) {
+  cc_retire(&c->q);
+  cc_op_t *o = op_take(c, id);
+  if (!o) return;
+  cc_in_t *x = in_find(c, o->key);
+  op_free(o);
+  if (!x || x->busy != id) return;
+  x->busy = 0;
+  x->next_ms = now + c->watch_ms;
+  if (c->closing || c->fatal) {
+    maybe_closed(c);
+    return;
+  }
+  if (err && kn_error_code(err) != KN_ERR__NOT_FOUND) return; /* again */
+  if (err || !t || !is_me(c, t->owner)) {
+    logf_(c, KN_CC_LOG_INFO, "shard %s: no longer handed to this worker%s%s",
+          x->key, t && t->owner ? " (now " : "",
+          t && t->owner ? t->owner : "");
+    in_remove(c, x->key);
+    return;
+  }
+  if (t->counter != x->counter) {
+    x->counter = t->counter;
+    x->changed_ms = now;
+  }
+  int passed = !t->checkpoint_owner;
+  int silent = now - x->changed_ms >= c->cfg.duration_ms;
+  int late = now - x->since_ms >= c->cfg.handoff_ms;
+  if (!passed && !silent && !late) return;
+  if (!passed)
+    logf_(c, KN_CC_LOG_WARN, "shard %s: %s did not hand it over (%s): "
+          "taking it", t->key, t->checkpoint_owner,
+          silent ? "no renewal for a lease duration" : "hand-off too long");
+  in_remove(c, t->key);
+  if (!take_in_flight(c, t->key)) take_handed(c, t, now);
+}
+
+/* The owner's side: another worker asked for l. */
+static void begin_handoff(kn_cc_t *c, cc_lease_t *l, const char *to,
+                          int64_t now) {
+  if (l->handoff_to || !l->held) return;
+  if (!(l->handoff_to = strdup(to))) return;
+  l->handoff_since = now;
+  l->yielded = !l->reading;
+  logf_(c, KN_CC_LOG_INFO, "shard %s: %s asks for it: handing it over",
+        l->key, to);
+  if (!l->reading) return;
+  l->reading = 0;
+  cc_act_t *x = cc_push(&c->q, KN_CC_YIELD);
+  if (!x) return;
+  x->a.tenure = l->tenure;
+  cc_own(x, &x->a.key, l->key);
+  cc_own(x, &x->a.old_owner, to);
+}
+
+void kn_cc_yielded(kn_cc_t *c, const char *key, int64_t tenure,
+                   const kn_cc_pos_t *pos, int64_t now) {
+  cc_retire(&c->q);
+  cc_lease_t *l = lease_find(c, key);
+  if (!l || !l->held || l->tenure != tenure || !l->handoff_to) return;
+  if (pos && pos->seq &&
+      (!l->processed[0] || kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq,
+                                         l->processed,
+                                         (uint64_t)l->processed_sub) > 0)) {
+    set_str(l->processed, pos->seq);
+    l->processed_sub = pos->subseq;
+  }
+  l->yielded = 1;
+  pump(c, l, now);
 }
 
 static const kn_lease_t *lease_in(const kn_lease_t *v, size_t n,
@@ -810,6 +1008,11 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
     cc_lease_t *l = c->ls[i];
     if (!l->held || l->shard_end_written || emit_ms < l->since_ms) continue;
     const kn_lease_t *t = lease_in(v, n, l->key);
+    if (t && t->owner && is_me(c, t->checkpoint_owner) &&
+        !is_me(c, t->owner)) {
+      begin_handoff(c, l, t->owner, now);
+      continue;
+    }
     if (!t || ((!t->owner || strcmp(t->owner, c->worker) != 0) &&
                t->counter >= l->counter)) {
       logf_(c, KN_CC_LOG_WARN, "lost the lease of shard %s%s%s: stopped "
@@ -836,8 +1039,26 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
   }
   for (size_t i = 0; i < n; i++) {
     const cc_lease_t *l = lease_find(c, w[i].key);
-    if (w[i].owner && strcmp(w[i].owner, c->worker) == 0 && !(l && l->held) &&
-        !take_in_flight(c, w[i].key)) {
+    int held = l && l->held;
+    if (!held && is_me(c, w[i].checkpoint_owner) && !is_me(c, w[i].owner) &&
+        !in_flight(c, KN_CC_HANDOFF_DONE, w[i].key) &&
+        !in_flight(c, KN_CC_TAKE, w[i].key)) {
+      /* Asked for while an earlier run of this worker id held it: nothing
+       * was handed out here, so it is passed on at once. */
+      cc_op_t *o = op_new(c, KN_CC_HANDOFF_DONE, w[i].key, -1, now);
+      cc_act_t *x = o ? call(c, o) : NULL;
+      if (x) x->a.counter = w[i].counter;
+      continue;
+    }
+    if (is_me(c, w[i].owner) && w[i].checkpoint_owner && !held &&
+        !is_me(c, w[i].checkpoint_owner)) {
+      /* Asked for by this worker (maybe by an earlier run of it): it is
+       * watched until handed over, not taken. */
+      in_add(c, w[i].key, w[i].counter, now);
+      continue;
+    }
+    if (w[i].owner && strcmp(w[i].owner, c->worker) == 0 && !held &&
+        !take_in_flight(c, w[i].key) && !in_find(c, w[i].key)) {
       ours[i] = w[i].owner;
       w[i].owner = NULL;
     }
@@ -860,8 +1081,15 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
     for (size_t k = 0; k < cnt; k++) {
       const kn_lease_t *t = &v[idx[k]];
       const cc_lease_t *l = lease_find(c, t->key);
-      if ((l && l->held) || take_in_flight(c, t->key)) continue;
-      cc_op_t *o = op_new(c, KN_CC_TAKE, t->key, -1, now);
+      if ((l && l->held) || take_in_flight(c, t->key) || in_find(c, t->key))
+        continue;
+      /* A lease being handed over is not asked for again. */
+      if (pass && t->checkpoint_owner) continue;
+      /* A live worker's lease is asked for: it hands it over once its
+       * application is done with what it was handed. */
+      int ask = pass && c->cfg.handoff_ms > 0 && t->owner && !ours[idx[k]];
+      cc_op_t *o = op_new(c, ask ? KN_CC_HANDOFF : KN_CC_TAKE, t->key, -1,
+                          now);
       if (!o) continue;
       o->purpose = pass;
       if (kn_lease_copy(&o->lease, t)) {
@@ -893,6 +1121,10 @@ static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
   l->next_renew_ms = sent + c->cfg.renew_ms;
   l->busy = 0;
   l->flush_due = 0;
+  l->failed_write = 0;
+  free(l->handoff_to);
+  l->handoff_to = NULL;
+  l->yielded = 0;
   set_str(l->ckpt, is_seq(t->checkpoint) || (t->checkpoint &&
           strcmp(t->checkpoint, KN_CKPT_SHARD_END) == 0) ? t->checkpoint : "");
   l->ckpt_sub = t->checkpoint_subseq > 0 ? t->checkpoint_subseq : 0;
@@ -906,7 +1138,10 @@ static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
   }
   l->reading = 1;
   logf_(c, KN_CC_LOG_INFO, "%s shard %s (counter %lld, from %s)",
-        o->purpose ? "stole" : "took", o->key, (long long)counter,
+        o->purpose == T_STEAL    ? "stole"
+        : o->purpose == T_HANDED ? "was handed"
+                                 : "took",
+        o->key, (long long)counter,
         t->checkpoint ? t->checkpoint : "the start");
   cc_act_t *x = cc_push(&c->q, KN_CC_START);
   if (!x) return;
@@ -927,7 +1162,8 @@ static int is_cond(const kn_error_t *err) {
 }
 
 static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
-                             int64_t counter, int64_t sent, int64_t now) {
+                             int64_t counter, const char *handoff_to,
+                             int64_t sent, int64_t now) {
   cc_lease_t *l = lease_find(c, o->key);
   cc_req_t *req = o->req;
   o->req = NULL;
@@ -962,7 +1198,9 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     logf_(c, KN_CC_LOG_WARN, "shard %s: %s: %s%s", l->key,
           kn_cc_op_name(o->op), kn_error_string(err),
           o->op == KN_CC_RENEW ? " (still held)" : "");
-    if (o->op == KN_CC_RELEASE && (c->closing || c->fatal)) {
+    l->failed_write = 1;
+    if ((o->op == KN_CC_RELEASE || o->op == KN_CC_HANDOFF_DONE) &&
+        (c->closing || c->fatal)) {
       l->held = 0; /* given up: it expires in the others' eyes */
       fail_reqs(c, l, KN_ERR__LEASE_LOST);
       return;
@@ -973,6 +1211,7 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     return;
   }
   l->counter = counter;
+  l->failed_write = 0;
   if (sent + c->grace_ms > l->until_ms) l->until_ms = sent + c->grace_ms;
   l->next_renew_ms = sent + c->cfg.renew_ms;
   if (l->reading) {
@@ -995,6 +1234,16 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     }
     if (req) reply(c, req->req, KN_ERR_NO_ERROR, NULL);
     req_free(req);
+  } else if (o->op == KN_CC_HANDOFF_DONE) {
+    l->held = 0;
+    fail_reqs(c, l, KN_ERR__LEASE_LOST);
+    logf_(c, KN_CC_LOG_INFO, "handed shard %s over to %s at %s", l->key,
+          l->handoff_to ? l->handoff_to : "?", l->ckpt[0] ? l->ckpt : "its "
+          "checkpoint");
+    free(l->handoff_to);
+    l->handoff_to = NULL;
+  } else if (o->op == KN_CC_RENEW && handoff_to && l->held) {
+    begin_handoff(c, l, handoff_to, now);
   } else if (o->op == KN_CC_RELEASE) {
     l->held = 0;
     fail_reqs(c, l, KN_ERR__LEASE_LOST);
@@ -1014,7 +1263,8 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
 }
 
 void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
-                      int64_t new_counter, int64_t sent_ms, int64_t now) {
+                      int64_t new_counter, const char *handoff_to,
+                      int64_t sent_ms, int64_t now) {
   cc_retire(&c->q);
   cc_op_t *o = op_take(c, id);
   if (!o) return;
@@ -1048,13 +1298,34 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
       if (err) {
         logf_(c, KN_CC_LOG_DEBUG, "take %s: %s", o->key, kn_error_string(err));
       } else {
+        in_remove(c, o->key);
         took(c, o, new_counter, sent_ms, now);
       }
+      break;
+    case KN_CC_HANDOFF:
+      if (err) {
+        logf_(c, KN_CC_LOG_DEBUG, "asking for %s: %s", o->key,
+              kn_error_string(err));
+      } else if (!c->closing && !c->fatal) {
+        logf_(c, KN_CC_LOG_INFO, "asked %s for shard %s",
+              o->lease.owner ? o->lease.owner : "?", o->key);
+        in_add(c, o->key, o->lease.counter, now);
+        c->idle = 0;
+      }
+      break;
+    case KN_CC_HANDOFF_DONE:
+      if (o->tenure < 0) {
+        if (!err)
+          logf_(c, KN_CC_LOG_INFO, "shard %s: passed on (asked for while "
+                "an earlier run held it)", o->key);
+        break;
+      }
+      lease_write_done(c, o, err, new_counter, NULL, sent_ms, now);
       break;
     case KN_CC_RENEW:
     case KN_CC_CHECKPOINT:
     case KN_CC_RELEASE:
-      lease_write_done(c, o, err, new_counter, sent_ms, now);
+      lease_write_done(c, o, err, new_counter, handoff_to, sent_ms, now);
       break;
     case KN_CC_REMOVE:
       if (!err)

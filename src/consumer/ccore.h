@@ -32,6 +32,14 @@
  * - checkpoints: conditional on the counter; SHARD_END once the application
  *   has been handed (and, with manual checkpoints, has checkpointed) the
  *   last record of a closed shard; then the lease is released.
+ * - hand-off (handoff_ms > 0): a lease taken from a live worker is asked
+ *   for, not stolen (HANDOFF: the KCL 3.x's checkpointOwner).  Its owner
+ *   learns it from its next renewal, stops reading (YIELD), lets the
+ *   application finish what it was handed (kn_cc_yielded), checkpoints
+ *   exactly that and passes the lease on (HANDOFF_DONE).  The asking
+ *   worker watches the lease (GET) and takes it once passed on, or
+ *   without waiting any longer when its owner wrote nothing for a lease
+ *   duration or the hand-off lasted handoff_ms.
  *
  * Ownership: strings in actions point into the core (or into the event
  * that caused them) and are valid until the next call into the core;
@@ -59,6 +67,7 @@ typedef struct kn_cc_cfg {
    * KN_CKPT_TRIM_HORIZON, KN_CKPT_LATEST or KN_CKPT_AT_TIMESTAMP. */
   const char *initial;
   int auto_checkpoint;       /* checkpoint.auto */
+  int64_t handoff_ms;        /* lease.handoff.timeout.ms; 0: steal */
 } kn_cc_cfg_t;
 
 /* One shard of a listing (ListShards or ChildShards). */
@@ -86,11 +95,18 @@ typedef enum kn_cc_op {
   KN_CC_RELEASE,       /* store release(key, counter, worker) */
   KN_CC_REMOVE,        /* store remove(key, counter) */
   KN_CC_SET_CHILDREN,  /* store set_children(key, children) */
+  KN_CC_GET,           /* store get(key); answer kn_cc_lease_got */
+  KN_CC_HANDOFF,       /* store handoff(key, counter, old_owner, worker) */
+  KN_CC_HANDOFF_DONE,  /* store handoff_done(key, counter, worker) */
   /* Not store calls: */
   KN_CC_START,         /* start reading shard `key` for tenure at `start` */
   KN_CC_STOP,          /* stop reading `key` (tenure ended); reason */
   KN_CC_EXTEND,        /* `key` may be read until until_ms (tenure) */
   KN_CC_DONE,          /* `key` is finished: SHARD_END written, released */
+  KN_CC_YIELD,         /* stop reading `key` (tenure): it is handed to
+                          old_owner (the next owner).  Queued records are
+                          dropped; the application finishes what it was
+                          handed, then kn_cc_yielded */
   KN_CC_REPLY,         /* answer to kn_cc_checkpoint's request `req` */
   KN_CC_FATAL,         /* the worker cannot go on: err_msg; it has stopped
                           reading and releases its leases */
@@ -104,10 +120,11 @@ typedef struct kn_cc_action {
   kn_cc_op_t op;
   uint64_t id;               /* store calls and listings: echo it back */
   const char *key;           /* shard id */
-  int64_t tenure;            /* START, STOP, EXTEND, DONE; store calls
-                                made for a held lease; else -1 */
+  int64_t tenure;            /* START, STOP, EXTEND, DONE, YIELD; store
+                                calls made for a held lease; else -1 */
   int64_t counter;           /* condition of TAKE..REMOVE */
-  const char *old_owner;     /* TAKE: NULL for a free lease */
+  const char *old_owner;     /* TAKE: NULL for a free lease; HANDOFF: the
+                                owner asked; YIELD: the next owner */
   int steal;                 /* TAKE: from a live worker, to balance */
   const kn_lease_t *lease;   /* CREATE: the new lease; START: the lease as
                                 taken (checkpoint, pending state, parents,
@@ -162,10 +179,16 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
 void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                        const kn_cc_shard_t *v, size_t n, int64_t now_ms);
 /* Answer to any other store call.  new_counter for TAKE, RENEW,
- * CHECKPOINT and RELEASE.  sent_ms: when the call was sent (the reading
- * deadline counts from it). */
+ * CHECKPOINT, RELEASE and HANDOFF_DONE.  handoff_to: RENEW found another
+ * worker asking for the lease (store.h), or NULL.  sent_ms: when the call
+ * was sent (the reading deadline counts from it). */
 void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
-                      int64_t new_counter, int64_t sent_ms, int64_t now_ms);
+                      int64_t new_counter, const char *handoff_to,
+                      int64_t sent_ms, int64_t now_ms);
+/* Answer to GET: the lease (borrowed), or err (KN_ERR__NOT_FOUND when it
+ * is gone). */
+void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
+                     const kn_lease_t *l, int64_t now_ms);
 
 /* The reader of (key, tenure) reached the end of the shard; children from
  * ChildShards (n 0: the server did not say, a sync will find them). */
@@ -183,6 +206,12 @@ void kn_cc_shard_expired(kn_cc_t *c, const char *key, int64_t tenure,
  * (poll).  end: it also polled past the end of the shard. */
 void kn_cc_delivered(kn_cc_t *c, const char *key, int64_t tenure,
                      const kn_cc_pos_t *pos, int end, int64_t now_ms);
+/* After YIELD: the application is done with what it was handed of (key,
+ * tenure).  pos: with auto-checkpoint, the last record handed out (all of
+ * it is processed), else NULL (its own checkpoints, requested before
+ * this, say what is done). */
+void kn_cc_yielded(kn_cc_t *c, const char *key, int64_t tenure,
+                   const kn_cc_pos_t *pos, int64_t now_ms);
 /* Records up to pos are processed and may be checkpointed with the next
  * flush (auto-checkpoint at the next poll, checkpoint_async). */
 void kn_cc_processed(kn_cc_t *c, const char *key, int64_t tenure,
@@ -202,8 +231,8 @@ void kn_cc_close(kn_cc_t *c, int64_t now_ms);
 
 /* Leases held now. */
 size_t kn_cc_held(const kn_cc_t *c);
-/* The last take round found nothing to take or steal, and the first sync
- * is done. */
+/* The last take round found nothing to take or steal, no hand-off to
+ * this worker is under way, and the first sync is done. */
 int kn_cc_idle(const kn_cc_t *c);
 /* Non-zero once the first sync has succeeded. */
 int kn_cc_synced(const kn_cc_t *c);

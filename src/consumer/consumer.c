@@ -88,6 +88,7 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
   kc->lease.grace_ms = kc->lease.duration_ms - kc->lease.renew_ms / 2;
   kc->lstats.table_leases = kc->lstats.waiting_parents = -1;
   kc->lease.take_ms = kn_conf_int(c, "lease.take.interval.ms");
+  kc->lease.handoff_ms = kn_conf_int(c, "lease.handoff.timeout.ms");
   kc->lease.max_leases = (int)kn_conf_int(c, "lease.max.per.worker");
   kc->lease.max_steal = (int)kn_conf_int(c, "lease.max.steal");
   const char *wid = kn_conf_str(c, "worker.id");
@@ -241,6 +242,23 @@ static void app_event_free(kn_app_ev_t *e) {
   free(e);
 }
 
+static void report_locked(kn_consumer_t *kc, kn_ctl_kind_t kind,
+                          kn_cshard_t *cs, const kn_pos_t *pos, int end);
+
+/* After the hand-off callback: the application is done with what it was
+ * handed of the shard.  With auto-checkpoint all of it counts as
+ * processed (this poll marked it so), and is what the next owner starts
+ * after. */
+static void yielded_locked(kn_consumer_t *kc, const kn_app_ev_t *e) {
+  kn_cshard_t *cs = kn_shard_table_find(kc, e->shard_id);
+  if (!cs || cs->fencing_token != e->token) return;
+  int pos = kc->cfg.auto_checkpoint && cs->has_delivered;
+  report_locked(kc, KN_CTL_YIELDED, cs, pos ? &cs->delivered : NULL, 0);
+  cs->fencing_token = -1;
+  cs->lease_until_ms = 0;
+  cs->view.held = 0;
+}
+
 /* Runs queued callbacks; called with mu held, returns with mu held. */
 static void dispatch_events_locked(kn_consumer_t *kc) {
   typedef void (*acq_cb_t)(kn_consumer_t *, const char *, int64_t,
@@ -255,11 +273,12 @@ static void dispatch_events_locked(kn_consumer_t *kc) {
       ((acq_cb_t)kc->conf->cbs[KN_CB_LEASE_ACQUIRED])(
           kc, e->shard_id, e->token, e->state, e->state_len,
           kc->conf->cb_opaque[KN_CB_LEASE_ACQUIRED]);
-    else if (e->kind == KN_APP_EV_LOST && kc->conf->cbs[KN_CB_LEASE_LOST])
+    else if (e->kind != KN_APP_EV_ACQUIRED && kc->conf->cbs[KN_CB_LEASE_LOST])
       ((lost_cb_t)kc->conf->cbs[KN_CB_LEASE_LOST])(
           kc, e->shard_id, e->reason, kc->conf->cb_opaque[KN_CB_LEASE_LOST]);
-    app_event_free(e);
     pthread_mutex_lock(&kc->mu);
+    if (e->kind == KN_APP_EV_HANDOFF) yielded_locked(kc, e);
+    app_event_free(e);
   }
 }
 
@@ -448,16 +467,16 @@ static kn_error_t *request_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
   return req.err;
 }
 
-static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
-                                 const void *state, size_t state_len,
-                                 int prepare) {
-  if (!r || !r->batch || !r->batch->shard_id)
-    return kn_error_new(KN_ERR__INVALID_ARG, "not a record of this consumer");
+static kn_error_t *checkpoint_pos(kn_consumer_t *kc, const char *shard_id,
+                                  const char *seq, uint64_t subseq,
+                                  const void *state, size_t state_len,
+                                  int prepare) {
   kn_pos_t p;
-  if (kn_pos_set_seq(&p, KN_ITER_AT_SEQUENCE_NUMBER, r->seq, r->subseq, 1))
+  if (!seq || !*seq ||
+      kn_pos_set_seq(&p, KN_ITER_AT_SEQUENCE_NUMBER, seq, subseq, 1))
     return kn_error_new(KN_ERR__INVALID_ARG, "bad sequence number");
   pthread_mutex_lock(&kc->mu);
-  kn_cshard_t *cs = kn_shard_table_find(kc, r->batch->shard_id);
+  kn_cshard_t *cs = kn_shard_table_find(kc, shard_id);
   if (cs && !leases_on(kc)) {
     cs->processed = p;
     cs->has_processed = 1;
@@ -465,8 +484,7 @@ static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
   pthread_mutex_unlock(&kc->mu);
   if (!cs)
     return kn_error_new(KN_ERR__LEASE_LOST,
-                        "shard %s is not read by this consumer",
-                        r->batch->shard_id);
+                        "shard %s is not read by this consumer", shard_id);
   if (!leases_on(kc)) {
     if (prepare)
       return kn_error_new(KN_ERR__STATE,
@@ -474,6 +492,38 @@ static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
     return NULL;
   }
   return request_checkpoint(kc, cs, &p, state, state_len, prepare);
+}
+
+static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
+                                 const void *state, size_t state_len,
+                                 int prepare) {
+  if (!r || !r->batch || !r->batch->shard_id)
+    return kn_error_new(KN_ERR__INVALID_ARG, "not a record of this consumer");
+  return checkpoint_pos(kc, r->batch->shard_id, r->seq, r->subseq, state,
+                        state_len, prepare);
+}
+
+kn_error_t *kn_consumer_checkpoint_seq(kn_consumer_t *kc, const char *shard_id,
+                                       const char *seq, uint64_t subseq) {
+  if (!shard_id)
+    return kn_error_new(KN_ERR__INVALID_ARG, "no shard id");
+  return checkpoint_pos(kc, shard_id, seq, subseq, NULL, 0, 0);
+}
+
+int kn_consumer_lease_checkpoint(kn_consumer_t *kc, const char *shard_id,
+                                 char *seq, size_t size, uint64_t *subseq) {
+  int rc = -1;
+  if (!shard_id || !seq || !leases_on(kc)) return -1;
+  pthread_mutex_lock(&kc->mu);
+  kn_cshard_t *cs = kn_shard_table_find(kc, shard_id);
+  if (cs && cs->fencing_token >= 0 && cs->view.held &&
+      strlen(cs->view.ckpt) < size) {
+    strcpy(seq, cs->view.ckpt);
+    if (subseq) *subseq = cs->view.ckpt_subseq;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&kc->mu);
+  return rc;
 }
 
 kn_error_t *kn_consumer_checkpoint(kn_consumer_t *kc, const kn_record_t *r) {

@@ -42,8 +42,8 @@ const char *kn_cshard_state_name(kn_cshard_state_t s);
 struct kn_reader;
 
 /* Lease-store operations counted by the metrics: KN_CC_LIST_LEASES ..
- * KN_CC_SET_CHILDREN of consumer/ccore.h. */
-#define KN_STORE_OPS 9
+ * KN_CC_HANDOFF_DONE of consumer/ccore.h. */
+#define KN_STORE_OPS 12
 struct kn_efo_reader;
 struct kn_efo;
 
@@ -108,7 +108,11 @@ typedef struct kn_cshard {
 /* Events for the application's callbacks, run inside kn_consumer_poll. */
 typedef enum kn_app_ev_kind {
   KN_APP_EV_ACQUIRED,
-  KN_APP_EV_LOST
+  KN_APP_EV_LOST,
+  /* Another worker asked for the shard: the application is told, may
+   * checkpoint, and the driver hears back (KN_CTL_YIELDED) when the
+   * callback returns. */
+  KN_APP_EV_HANDOFF
 } kn_app_ev_kind_t;
 
 typedef struct kn_app_ev {
@@ -163,6 +167,9 @@ typedef enum kn_ctl_kind {
   KN_CTL_PROCESSED,     /* lease mode: cs's records up to pos are processed */
   KN_CTL_CHECKPOINT,    /* lease mode: req waits for a checkpoint */
   KN_CTL_STORE_DONE,    /* lease mode: a store call or listing finished */
+  KN_CTL_YIELDED,       /* lease mode: the application is done with what it
+                           was handed of cs (tenure) before its hand-off;
+                           pos: the last record (auto-checkpoint) or none */
   KN_CTL_CLOSE
 } kn_ctl_kind_t;
 
@@ -174,7 +181,7 @@ typedef struct kn_ctl_msg {
                                  lease store) */
   kn_error_t *err;            /* owned by the message */
   kn_shard_list_t *children;  /* owned by the message, or NULL */
-  kn_pos_t pos;               /* DELIVERED, PROCESSED */
+  kn_pos_t pos;               /* DELIVERED, PROCESSED, YIELDED */
   int end;                    /* DELIVERED */
   kn_ckpt_req_t *req;         /* CHECKPOINT: borrowed, answered */
   struct kn_store_job *job;   /* STORE_DONE: owned by the message */
@@ -237,7 +244,7 @@ struct kn_consumer_s {
   int ctl_open;               /* [mu] the control thread takes requests */
   int taker_idle;             /* [mu] the core has nothing left to take */
   struct {
-    int64_t duration_ms, renew_ms, take_ms;
+    int64_t duration_ms, renew_ms, take_ms, handoff_ms;
     /* How long after a good write this worker reads on without another
      * (the core's rule, for messages): duration - renew / 2. */
     int64_t grace_ms;
@@ -246,9 +253,10 @@ struct kn_consumer_s {
   int64_t next_stats_ms;      /* poll thread */
   struct kn_lease_stats {     /* [mu] worker statistics */
     uint64_t taken, lost, renewals, renew_failures;
+    uint64_t handed_over;     /* passed on at another worker's request */
     int64_t renew_last_us, renew_max_us;
     /* consumer/metrics.c: per lease-store operation (kn_cc_op_t up to
-     * KN_CC_SET_CHILDREN; ListShards not counted) */
+     * KN_CC_HANDOFF_DONE; ListShards not counted) */
     uint64_t stolen, released;
     uint64_t store_calls[KN_STORE_OPS], store_errors[KN_STORE_OPS],
         store_cond[KN_STORE_OPS];

@@ -167,6 +167,31 @@ static void stop_shard(drv_t *d, const kn_cc_action_t *a) {
          kn_err2str(a->reason));
 }
 
+/* The shard is asked for by another worker: the reader stops and what it
+ * queued is dropped (never handed out: the next owner reads it); the
+ * application hears of it in its next poll, finishes what it was handed,
+ * and the driver is told (KN_CTL_YIELDED).  The tenure stays until then:
+ * the application may still checkpoint. */
+static void yield_shard(drv_t *d, const kn_cc_action_t *a) {
+  kn_consumer_t *kc = d->kc;
+  kn_cshard_t *cs = find(kc, a->key);
+  if (!cs) return;
+  pthread_mutex_lock(&kc->mu);
+  int ours = cs->fencing_token == a->tenure;
+  pthread_mutex_unlock(&kc->mu);
+  if (!ours) return;
+  kn_reader_stop(kc, cs);
+  pthread_mutex_lock(&kc->mu);
+  kn_delivery_purge(kc, cs);
+  cs->state = KN_CS_STOPPED;
+  cs->caught_up = 0;
+  kn_app_event_locked(kc, KN_APP_EV_HANDOFF, cs->id, a->tenure,
+                      KN_ERR__HANDOFF, NULL, 0);
+  pthread_mutex_unlock(&kc->mu);
+  kn_dbg(&kc->log, "COORD", "shard %s: stopped reading it for %s", cs->id,
+         a->old_owner ? a->old_owner : "another worker");
+}
+
 static void start_shard(drv_t *d, const kn_cc_action_t *a) {
   kn_consumer_t *kc = d->kc;
   const kn_lease_t *l = a->lease;
@@ -284,7 +309,13 @@ static void act(drv_t *d, const kn_cc_action_t *a) {
     case KN_CC_RELEASE:
     case KN_CC_REMOVE:
     case KN_CC_SET_CHILDREN:
+    case KN_CC_GET:
+    case KN_CC_HANDOFF:
+    case KN_CC_HANDOFF_DONE:
       submit(d, a);
+      break;
+    case KN_CC_YIELD:
+      yield_shard(d, a);
       break;
     case KN_CC_START:
       start_shard(d, a);
@@ -381,8 +412,11 @@ static void count_store(drv_t *d, const kn_store_job_t *j) {
       cs->view.counter = j->new_counter;
     if (j->op == KN_CC_CHECKPOINT && j->checkpoint)
       view_ckpt_locked(cs, j->checkpoint, j->subseq);
-    if (j->op == KN_CC_RELEASE) cs->view.held = 0;
+    if (j->op == KN_CC_RELEASE || j->op == KN_CC_HANDOFF_DONE)
+      cs->view.held = 0;
   }
+  if (j->op == KN_CC_HANDOFF_DONE && !j->err && j->tenure >= 0)
+    kc->lstats.handed_over++;
   pthread_mutex_unlock(&kc->mu);
 }
 
@@ -436,8 +470,12 @@ static void store_done(drv_t *d, kn_store_job_t *j) {
         j->list = NULL;
       }
       break;
+    case KN_CC_GET:
+      kn_cc_lease_got(d->cc, j->id, j->err, j->err ? NULL : &j->got, now);
+      break;
     default:
-      kn_cc_store_done(d->cc, j->id, j->err, j->new_counter, j->sent_ms, now);
+      kn_cc_store_done(d->cc, j->id, j->err, j->new_counter, j->handoff_to,
+                       j->sent_ms, now);
       break;
   }
   drain(d);
@@ -569,6 +607,14 @@ static void handle(drv_t *d, kn_ctl_msg_t *m) {
     case KN_CTL_PROCESSED:
       progress(d, m);
       break;
+    case KN_CTL_YIELDED:
+      if (live(d)) {
+        kn_cc_pos_t p = {m->pos.seq, (int64_t)m->pos.subseq};
+        kn_cc_yielded(d->cc, m->cs->id, m->tenure, m->pos.seq[0] ? &p : NULL,
+                      kn_mono_ms());
+        drain(d);
+      }
+      break;
     case KN_CTL_CHECKPOINT:
       checkpoint_req(d, m->req);
       m->req = NULL;
@@ -632,6 +678,7 @@ static kn_error_t *start(drv_t *d) {
       .max_steal = kc->lease.max_steal,
       .initial = initial_checkpoint(kc),
       .auto_checkpoint = kc->cfg.auto_checkpoint,
+      .handoff_ms = kc->lease.handoff_ms,
   };
   d->cc = kn_cc_new(&cfg, kn_mono_ms());
   if (!d->cc) return kn_error_new(KN_ERR__NOMEM, "out of memory");

@@ -91,6 +91,7 @@ void kn_metrics_store_done_locked(kn_consumer_t *kc,
   if (j->err) return;
   switch (j->op) {
     case KN_CC_TAKE:
+    case KN_CC_HANDOFF: /* asked of a live worker: a steal by hand-off */
       kc->lstats.stolen += j->steal != 0;
       break;
     case KN_CC_RELEASE:
@@ -248,8 +249,11 @@ static int take_snapshot(kn_consumer_t *kc, snap_t *s) {
 }
 
 static const char *const op_names[KN_STORE_OPS] = {
-    "list", NULL, "create", "take", "renew", "checkpoint", "release",
-    "remove", "set_children"};
+    "list",   NULL,   "create",       "take", "renew",   "checkpoint",
+    "release", "remove", "set_children", "get", "handoff", "handoff_done"};
+_Static_assert(KN_CC_HANDOFF_DONE == KN_STORE_OPS - 1 &&
+                   KN_CC_LIST_SHARDS == 1 && KN_CC_GET == 9,
+               "op_names follows kn_cc_op_t");
 
 static void per_op_u64(kn_mw_t *w, kn_metric_id_t id, const uint64_t *v) {
   kn_mw_family(w, id);
@@ -277,6 +281,7 @@ static void render_worker(kn_mw_t *w, const snap_t *s) {
       {KN_M_C_LEASES_STOLEN, s->ls.stolen},
       {KN_M_C_LEASES_LOST, s->ls.lost},
       {KN_M_C_LEASES_RELEASED, s->ls.released},
+      {KN_M_C_LEASES_HANDED_OVER, s->ls.handed_over},
       {KN_M_C_RENEWALS, s->ls.renewals},
       {KN_M_C_RENEWAL_FAILURES, s->ls.renew_failures},
   };

@@ -58,11 +58,13 @@ char *kn_consumer_stats_json(kn_consumer_t *kc) {
       ",\"records\":%llu,\"bytes\":%llu,\"max_millis_behind\":%lld,"
       "\"queued_batches\":%zu,\"buffered_bytes\":%zu,"
       "\"leases\":{\"held\":%zu,\"taken\":%llu,\"lost\":%llu,"
+      "\"handed_over\":%llu,"
       "\"renewals\":%llu,\"renew_failures\":%llu,\"renew_last_ms\":%.3f,"
       "\"renew_max_ms\":%.3f},\"shards\":[",
       (unsigned long long)records, (unsigned long long)bytes,
       (long long)max_behind, kc->q_len, kc->total_bytes, held,
       (unsigned long long)kc->lstats.taken, (unsigned long long)kc->lstats.lost,
+      (unsigned long long)kc->lstats.handed_over,
       (unsigned long long)kc->lstats.renewals,
       (unsigned long long)kc->lstats.renew_failures,
       (double)kc->lstats.renew_last_us / 1000.0,

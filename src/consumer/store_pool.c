@@ -81,6 +81,8 @@ void kn_store_job_free(kn_store_job_t *j) {
   for (size_t i = 0; i < j->n_children; i++) free(j->children[i]);
   free(j->children);
   kn_error_destroy(j->err);
+  free(j->handoff_to);
+  kn_lease_clear(&j->got);
   kn_lease_array_free(j->leases, j->n_leases);
   kn_shard_list_destroy(j->list);
   free(j->shards);
@@ -143,7 +145,17 @@ static void run(kn_consumer_t *kc, kn_store_job_t *j) {
       err = o->take(ls, j->key, j->counter, j->old_owner, w, &j->new_counter);
       break;
     case KN_CC_RENEW:
-      err = o->renew(ls, j->key, j->counter, w, &j->new_counter);
+      err = o->renew(ls, j->key, j->counter, w, &j->new_counter,
+                     &j->handoff_to);
+      break;
+    case KN_CC_GET:
+      err = o->get(ls, j->key, &j->got);
+      break;
+    case KN_CC_HANDOFF:
+      err = o->handoff(ls, j->key, j->counter, j->old_owner, w);
+      break;
+    case KN_CC_HANDOFF_DONE:
+      err = o->handoff_done(ls, j->key, j->counter, w, &j->new_counter);
       break;
     case KN_CC_CHECKPOINT:
       err = o->checkpoint(ls, j->key, j->counter, w, j->checkpoint, j->subseq,
@@ -248,8 +260,11 @@ kn_store_pool_t *kn_store_pool_new(kn_consumer_t *kc, int n) {
 void kn_store_pool_submit(kn_store_pool_t *p, kn_store_job_t *j) {
   j->next = NULL;
   pthread_mutex_lock(&p->mu);
-  kn_store_job_t **h = j->op == KN_CC_RENEW ? &p->urgent : &p->head;
-  kn_store_job_t **t = j->op == KN_CC_RENEW ? &p->urgent_tail : &p->tail;
+  /* Renewals first; a hand-off's look is as urgent (its end waits on
+   * it). */
+  int urgent = j->op == KN_CC_RENEW || j->op == KN_CC_GET;
+  kn_store_job_t **h = urgent ? &p->urgent : &p->head;
+  kn_store_job_t **t = urgent ? &p->urgent_tail : &p->tail;
   if (*t)
     (*t)->next = j;
   else

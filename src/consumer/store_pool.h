@@ -45,6 +45,8 @@ typedef struct kn_store_job {
   int64_t took_us;
   kn_error_t *err;             /* owned */
   int64_t new_counter;
+  char *handoff_to;            /* RENEW: a hand-off asked for; owned */
+  kn_lease_t got;              /* GET: the lease (owned) */
   kn_lease_t *leases;          /* LIST_LEASES: owned */
   size_t n_leases;
   kn_shard_list_t *list;       /* LIST_SHARDS: owned ... */
@@ -52,7 +54,7 @@ typedef struct kn_store_job {
   size_t n_shards;
 } kn_store_job_t;
 
-/* A job for a store action (LIST_LEASES .. SET_CHILDREN, LIST_SHARDS),
+/* A job for a store action (LIST_LEASES .. HANDOFF_DONE, LIST_SHARDS),
  * copied; NULL on out-of-memory. */
 kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a);
 /* A stream check for cs's reader of `tenure`; NULL on out-of-memory. */

@@ -28,7 +28,9 @@ const kn_prop_t kn_props_consumer[] = {
      "application asked for the next batch)."},
     {"checkpoint.interval.ms", "consumer", KN_PROP_INT, "5000", 10, MS_MAX,
      NULL, "Interval of automatic checkpoints and of flushing asynchronous "
-     "ones."},
+     "ones. With a lease store the checkpoint is written with the lease's "
+     "next renewal after it (and renews it), so a lease costs one write per "
+     "renewal interval."},
     {"buffer.max.records", "consumer", KN_PROP_INT, "20000", 1, 10000000, NULL,
      "Records buffered per shard before its retrieval pauses."},
     {"buffer.max.bytes", "consumer", KN_PROP_INT, "2097152", 1024,
@@ -116,4 +118,13 @@ const kn_prop_t kn_props_consumer[] = {
     {"lease.max.steal", "lease", KN_PROP_INT, "1", 0, 100000, NULL,
      "Most leases taken per round from the busiest worker to balance the "
      "load; 0 never steals."},
+    {"lease.handoff.timeout.ms", "lease", KN_PROP_INT, "30000", 0, MS_MAX,
+     NULL,
+     "A lease taken from a live worker to balance the load is asked for "
+     "(the KCL 3.x's checkpointOwner): its owner stops reading, lets the "
+     "application finish what it was handed, checkpoints exactly that and "
+     "passes the lease on, so nothing is delivered twice. An owner that "
+     "has not done so after this long (or has stopped renewing for a "
+     "lease duration) loses the lease the ordinary way. 0: take it at "
+     "once (read again from its last checkpoint)."},
     {NULL, NULL, 0, NULL, 0, 0, NULL, NULL}};

@@ -36,6 +36,7 @@ static const struct err_desc err_descs[] = {
     {KN_ERR__NOT_FOUND, "_NOT_FOUND", "Not found"},
     {KN_ERR__UNSUPPORTED, "_UNSUPPORTED", "Not supported by the server"},
     {KN_ERR__PARTIAL, "_PARTIAL", "Some items failed"},
+    {KN_ERR__HANDOFF, "_HANDOFF", "Lease handed to another worker"},
     {KN_ERR_NO_ERROR, "NO_ERROR", "Success"},
     {KN_ERR_RESOURCE_NOT_FOUND, "RESOURCE_NOT_FOUND", "Resource not found"},
     {KN_ERR_RESOURCE_IN_USE, "RESOURCE_IN_USE", "Resource in use"},

@@ -41,14 +41,22 @@ static const kn_metric_def_t defs[KN_M__COUNT] = {
         "Statistics: `leases.taken`."},
     [KN_M_C_LEASES_STOLEN] = {"kn_consumer_leases_stolen_total",
         KN_MK_COUNTER, W,
-        "Of the leases taken, those stolen from a live worker to balance the "
-        "load", NULL},
+        "Leases asked of or taken from a live worker to balance the load",
+        "With hand-offs (`lease.handoff.timeout.ms`) a steal is a request the other "
+        "worker answers by handing the lease over; it is counted when the "
+        "request is written, and in `kn_consumer_leases_taken_total` when "
+        "the lease passes."},
     [KN_M_C_LEASES_LOST] = {"kn_consumer_leases_lost_total", KN_MK_COUNTER,
         W, "Leases lost to another worker or to expiry",
         "Statistics: `leases.lost`."},
     [KN_M_C_LEASES_RELEASED] = {"kn_consumer_leases_released_total",
         KN_MK_COUNTER, W,
         "Leases handed back by this worker (shutdown, shard finished)", NULL},
+    [KN_M_C_LEASES_HANDED_OVER] = {"kn_consumer_leases_handed_over_total",
+        KN_MK_COUNTER, W,
+        "Leases passed to another worker at its request, once the "
+        "application had finished what it was handed",
+        "Statistics: `leases.handed_over`."},
     [KN_M_C_RENEWALS] = {"kn_consumer_lease_renewals_total", KN_MK_COUNTER,
         W, "Lease renewal writes answered", "Statistics: `leases.renewals`."},
     [KN_M_C_RENEWAL_FAILURES] = {"kn_consumer_lease_renewal_failures_total",
@@ -59,7 +67,7 @@ static const kn_metric_def_t defs[KN_M__COUNT] = {
         KN_MK_COUNTER, W ", op",
         "Lease-store calls answered or failed, by operation",
         "`op`: `list`, `create`, `take`, `renew`, `checkpoint`, `release`, "
-        "`remove`, `set_children`."},
+        "`remove`, `set_children`, `get`, `handoff`, `handoff_done`."},
     [KN_M_C_STORE_ERRORS] = {"kn_consumer_lease_store_errors_total",
         KN_MK_COUNTER, W ", op",
         "Lease-store calls that failed other than by a failed condition "
@@ -370,8 +378,9 @@ void kn_metrics_markdown(FILE *out) {
         "`kn_consumer_metrics()` and `kn_producer_metrics()` render these "
         "metrics in the Prometheus text exposition format (version 0.0.4) "
         "into the caller's buffer, from the same counters as the JSON "
-        "statistics (`STATISTICS.md`); `kncat group`, `consume` and "
-        "`produce` serve them with `--metrics HOST:PORT` (`kncat.md`).\n\n"
+        "statistics (`STATISTICS.md`); `kncat group`, `consume`, "
+        "`produce` and `multilang` serve them with `--metrics HOST:PORT` "
+        "(`kncat.md`).\n\n"
         "Names start with `kn_`, are in base units (seconds, bytes) and "
         "counters end in `_total`. Counters count from the start of the "
         "consumer or producer. Labels: `stream` (the stream name), `app` "

@@ -60,7 +60,7 @@ static const char *const known[] = {
     KN_DDB_OWNER_SWITCHES, KN_DDB_CHECKPOINT,     KN_DDB_CHECKPOINT_SUBSEQ,
     KN_DDB_PENDING,        KN_DDB_PENDING_SUBSEQ, KN_DDB_PENDING_STATE,
     KN_DDB_PARENTS,        KN_DDB_CHILDREN,       KN_DDB_HASH_START,
-    KN_DDB_HASH_END,
+    KN_DDB_HASH_END,       KN_DDB_CHECKPOINT_OWNER,
 };
 
 static int is_known(const char *name) {
@@ -109,6 +109,8 @@ json_t *kn_ddb_item_from_lease(const kn_lease_t *l, kn_error_t **errp) {
       rc |= put(item, KN_DDB_PENDING_STATE,
                 kn_ddb_b(l->pending_state, l->pending_state_len));
   }
+  if (l->checkpoint_owner)
+    rc |= put(item, KN_DDB_CHECKPOINT_OWNER, kn_ddb_s(l->checkpoint_owner));
   if (l->n_parents)
     rc |= put(item, KN_DDB_PARENTS, kn_ddb_ss(l->parents, l->n_parents));
   if (l->n_children)
@@ -242,6 +244,7 @@ int kn_ddb_item_to_lease(json_t *item, kn_lease_t *out, kn_error_t **errp) {
   rc |= get_ss(item, KN_DDB_CHILDREN, &out->children, &out->n_children);
   rc |= get_s(item, KN_DDB_HASH_START, &out->hash_start);
   rc |= get_s(item, KN_DDB_HASH_END, &out->hash_end);
+  rc |= get_s(item, KN_DDB_CHECKPOINT_OWNER, &out->checkpoint_owner);
   rc |= get_extra(item, &out->extra);
   if (rc) {
     kn_lease_clear(out);

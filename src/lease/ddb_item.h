@@ -24,6 +24,7 @@
 #define KN_DDB_CHILDREN "childShardIds"
 #define KN_DDB_HASH_START "startingHashKey"
 #define KN_DDB_HASH_END "endingHashKey"
+#define KN_DDB_CHECKPOINT_OWNER "checkpointOwner"
 /* Written by KCL 3.x; items of another entity type than LEASE are not
  * leases and are skipped. */
 #define KN_DDB_ENTITY_TYPE "entityType"

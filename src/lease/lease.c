@@ -22,6 +22,7 @@ void kn_lease_clear(kn_lease_t *l) {
   free_strv(l->children, l->n_children);
   free(l->hash_start);
   free(l->hash_end);
+  free(l->checkpoint_owner);
   free(l->extra);
   memset(l, 0, sizeof(*l));
 }
@@ -58,6 +59,7 @@ int kn_lease_copy(kn_lease_t *dst, const kn_lease_t *src) {
            dup0(&dst->pending, src->pending) |
            dup0(&dst->hash_start, src->hash_start) |
            dup0(&dst->hash_end, src->hash_end) |
+           dup0(&dst->checkpoint_owner, src->checkpoint_owner) |
            dup0(&dst->extra, src->extra);
   if (!rc && src->pending_state) {
     /* One spare byte so that a zero-length state still allocates. */
@@ -89,4 +91,8 @@ void kn_lease_array_free(kn_lease_t *v, size_t n) {
 
 int kn_lease_is_shard_end(const kn_lease_t *l) {
   return l && l->checkpoint && strcmp(l->checkpoint, KN_CKPT_SHARD_END) == 0;
+}
+
+const char *kn_lease_actual_owner(const kn_lease_t *l) {
+  return l->checkpoint_owner ? l->checkpoint_owner : l->owner;
 }

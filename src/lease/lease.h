@@ -32,8 +32,12 @@ typedef struct kn_lease {
   size_t n_children;
   char *hash_start;          /* startingHashKey (S, decimal), or NULL */
   char *hash_end;            /* endingHashKey (S, decimal), or NULL */
+  /* checkpointOwner (S), as the KCL 3.x writes it: during a graceful
+   * hand-off, the worker that still reads and checkpoints the shard
+   * while `owner` names the worker it is handed to; NULL otherwise. */
+  char *checkpoint_owner;
   /* Attributes this library does not interpret (written by other KCL
-   * versions: throughputKBps, checkpointOwner, entityType, ...): a JSON
+   * versions: throughputKBps, entityType, ...): a JSON
    * object of DynamoDB attribute values, e.g.
    * {"throughputKBps":{"N":"12.5"}}, or NULL when there are none.  Every
    * store keeps it verbatim; updates never touch it. */
@@ -52,5 +56,8 @@ int kn_lease_copy(kn_lease_t *dst, const kn_lease_t *src);
 void kn_lease_array_free(kn_lease_t *v, size_t n);
 /* Non-zero if the checkpoint is SHARD_END. */
 int kn_lease_is_shard_end(const kn_lease_t *l);
+/* The worker with the right to write the lease: its checkpoint owner
+ * during a hand-off, else its owner (NULL when free). */
+const char *kn_lease_actual_owner(const kn_lease_t *l);
 
 #endif

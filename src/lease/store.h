@@ -48,20 +48,27 @@ typedef struct kn_lease_store_ops {
   kn_error_t *(*create)(kn_lease_store_t *ls, const kn_lease_t *l);
   /* Takes the lease for owner if its counter is still `counter` and its
    * owner still `old_owner` (NULL meaning free): owner set, counter + 1,
+   * any hand-off under way ended (checkpointOwner removed),
    * ownerSwitchesSinceCheckpoint + 1 when old_owner is not NULL and not
    * owner (as the KCL counts). */
   kn_error_t *(*take)(kn_lease_store_t *ls, const char *key,
                       int64_t counter, const char *old_owner,
                       const char *owner, int64_t *new_counter);
-  /* Renews owner's lease: counter + 1 if counter and owner match. */
+  /* Renews owner's lease: counter + 1 if the counter matches and owner is
+   * its actual owner (kn_lease_actual_owner: during a hand-off, the
+   * checkpoint owner).  *handoff_to: when another worker has asked for
+   * the lease (owner is its checkpointOwner, leaseOwner someone else),
+   * that worker's id, malloc'ed for the caller; else NULL. */
   kn_error_t *(*renew)(kn_lease_store_t *ls, const char *key,
                        int64_t counter, const char *owner,
-                       int64_t *new_counter);
-  /* Releases owner's lease: owner removed, counter + 1. */
+                       int64_t *new_counter, char **handoff_to);
+  /* Releases owner's lease (actual owner, as for renew): leaseOwner and
+   * checkpointOwner removed, counter + 1. */
   kn_error_t *(*release)(kn_lease_store_t *ls, const char *key,
                          int64_t counter, const char *owner,
                          int64_t *new_counter);
-  /* Writes owner's checkpoint, counter + 1, if counter and owner match.
+  /* Writes owner's checkpoint, counter + 1, if the counter matches and
+   * owner is the actual owner.
    * checkpoint not NULL: checkpoint and checkpointSubSequenceNumber set,
    * ownerSwitchesSinceCheckpoint reset to 0.  checkpoint NULL: they are
    * left as they are (a prepared checkpoint only).  pending not NULL sets
@@ -78,6 +85,21 @@ typedef struct kn_lease_store_ops {
    * changed. */
   kn_error_t *(*set_children)(kn_lease_store_t *ls, const char *key,
                               char *const *children, size_t n);
+  /* Graceful hand-off, as the KCL 3.x writes it.  handoff asks for the
+   * lease of old_owner for new_owner: if the counter is still `counter`,
+   * leaseOwner is old_owner and no hand-off is under way, leaseOwner
+   * becomes new_owner and checkpointOwner old_owner.  The counter is left
+   * as it is, so the current owner goes on renewing while it finishes.
+   * handoff_done is the current owner's answer once it has checkpointed:
+   * if the counter matches and owner is the checkpointOwner,
+   * checkpointOwner is removed, counter + 1 and
+   * ownerSwitchesSinceCheckpoint + 1: the lease is leaseOwner's. */
+  kn_error_t *(*handoff)(kn_lease_store_t *ls, const char *key,
+                         int64_t counter, const char *old_owner,
+                         const char *new_owner);
+  kn_error_t *(*handoff_done)(kn_lease_store_t *ls, const char *key,
+                              int64_t counter, const char *owner,
+                              int64_t *new_counter);
   /* Deletes a lease if its counter is still `counter`. */
   kn_error_t *(*remove)(kn_lease_store_t *ls, const char *key,
                         int64_t counter);

@@ -300,7 +300,9 @@ static int str_eq(const char *a, const char *b) {
 }
 
 static int outcome_matches(const kn_lease_t *l, const outcome_t *w) {
-  if (l->counter != w->counter || !str_eq(l->owner, w->owner)) return 0;
+  if (l->counter != w->counter ||
+      !str_eq(kn_lease_actual_owner(l), w->owner))
+    return 0;
   if (!w->checkpointed) return 1;
   if (w->checkpoint && (!str_eq(l->checkpoint, w->checkpoint) ||
                         l->checkpoint_subseq != w->subseq))
@@ -326,17 +328,31 @@ static int outcome_seen(ddb_store_t *d, const char *key,
   return ok;
 }
 
-/* Sends an UpdateItem on key built from e (freed here). */
-static kn_error_t *update(ddb_store_t *d, const char *op, const char *key,
-                          expr_t *e, const outcome_t *want) {
-  json_t *req = keyed_request(d, key);
-  if (!req || expr_apply(e, req)) {
+/* Sends an UpdateItem on key built from e (freed here); with item, asks
+ * for the item as it is after the change (*item NULL when the answer
+ * had none, or after a retried call found its change done). */
+static kn_error_t *update_item(ddb_store_t *d, const char *op,
+                               const char *key, expr_t *e,
+                               const outcome_t *want, json_t **item) {
+  json_t *req = keyed_request(d, key), *resp = NULL;
+  if (item) *item = NULL;
+  if (!req || expr_apply(e, req) ||
+      (item &&
+       json_object_set_new(req, "ReturnValues", json_string("ALL_NEW")))) {
     json_decref(req);
     expr_free(e);
     return nomem(d);
   }
   expr_free(e);
-  kn_error_t *err = call(d, "UpdateItem", req, NULL);
+  kn_error_t *err = call(d, "UpdateItem", req, item ? &resp : NULL);
+  if (!err && item) {
+    *item = json_object_get(resp, "Attributes");
+    if (json_is_object(*item))
+      json_incref(*item);
+    else
+      *item = NULL;
+  }
+  json_decref(resp);
   if (err && want &&
       kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED &&
       outcome_seen(d, key, want)) {
@@ -346,14 +362,21 @@ static kn_error_t *update(ddb_store_t *d, const char *op, const char *key,
   return err ? context(d, err, op, key) : NULL;
 }
 
-/* The condition every owner's call shares: counter and owner. */
+static kn_error_t *update(ddb_store_t *d, const char *op, const char *key,
+                          expr_t *e, const outcome_t *want) {
+  return update_item(d, op, key, e, want, NULL);
+}
+
+/* The condition every owner's call shares: the counter, and owner is the
+ * actual owner (the checkpoint owner during a hand-off). */
 static void owned_by(expr_t *e, int64_t counter, const char *owner) {
   name(e, "#c", KN_DDB_LEASE_COUNTER);
   name(e, "#o", KN_DDB_LEASE_OWNER);
+  name(e, "#co", KN_DDB_CHECKPOINT_OWNER);
   value(e, ":c", kn_ddb_n(counter));
   value(e, ":o", kn_ddb_s(owner));
   COND(e, "#c = :c");
-  COND(e, "#o = :o");
+  COND(e, "((#o = :o AND attribute_not_exists(#co)) OR #co = :o)");
 }
 
 /* leaseCounter + 1, written as a value (as the KCL does) so that the new
@@ -389,6 +412,9 @@ static kn_error_t *ddb_take(kn_lease_store_t *ls, const char *key,
   value(&e, ":o", kn_ddb_s(owner));
   SET(&e, "#o = :o");
   bump(&e, counter);
+  /* A take ends any hand-off under way (as the KCL 3.x's). */
+  name(&e, "#co", KN_DDB_CHECKPOINT_OWNER);
+  REMOVE(&e, "#co");
   /* As the KCL counts: a steal is a switch, taking a free lease is not. */
   if (old_owner && strcmp(old_owner, owner) != 0) {
     name(&e, "#sw", KN_DDB_OWNER_SWITCHES);
@@ -403,16 +429,28 @@ static kn_error_t *ddb_take(kn_lease_store_t *ls, const char *key,
 
 static kn_error_t *ddb_renew(kn_lease_store_t *ls, const char *key,
                              int64_t counter, const char *owner,
-                             int64_t *new_counter) {
+                             int64_t *new_counter, char **handoff_to) {
   ddb_store_t *d = store_of(ls);
+  *handoff_to = NULL;
   if (!owner) return no_owner(d, "renew", key);
   expr_t e;
   expr_init(&e);
   owned_by(&e, counter, owner);
   bump(&e, counter);
   outcome_t want = {.owner = owner, .counter = counter + 1};
-  kn_error_t *err = update(d, "renew", key, &e, &want);
-  if (!err) *new_counter = counter + 1;
+  /* The item as renewed says whether a hand-off was asked: a write
+   * answer, no read. */
+  json_t *item = NULL;
+  kn_error_t *err = update_item(d, "renew", key, &e, &want, &item);
+  if (!err) {
+    *new_counter = counter + 1;
+    const char *to = json_string_value(json_object_get(
+        json_object_get(item, KN_DDB_LEASE_OWNER), "S"));
+    if (to && json_object_get(item, KN_DDB_CHECKPOINT_OWNER) &&
+        strcmp(to, owner) != 0 && !(*handoff_to = strdup(to)))
+      err = nomem(d); /* renewed all the same */
+  }
+  json_decref(item);
   return err;
 }
 
@@ -426,6 +464,7 @@ static kn_error_t *ddb_release(kn_lease_store_t *ls, const char *key,
   owned_by(&e, counter, owner);
   bump(&e, counter);
   REMOVE(&e, "#o");
+  REMOVE(&e, "#co");
   outcome_t want = {.owner = NULL, .counter = counter + 1};
   kn_error_t *err = update(d, "release", key, &e, &want);
   if (!err) *new_counter = counter + 1;
@@ -486,6 +525,53 @@ static kn_error_t *ddb_checkpoint(kn_lease_store_t *ls, const char *key,
                     .state = pending ? state : NULL,
                     .state_len = state_len};
   kn_error_t *err = update(d, "checkpoint", key, &e, &want);
+  if (!err) *new_counter = counter + 1;
+  return err;
+}
+
+static kn_error_t *ddb_handoff(kn_lease_store_t *ls, const char *key,
+                               int64_t counter, const char *old_owner,
+                               const char *new_owner) {
+  ddb_store_t *d = store_of(ls);
+  if (!old_owner || !new_owner) return no_owner(d, "handoff", key);
+  expr_t e;
+  expr_init(&e);
+  name(&e, "#c", KN_DDB_LEASE_COUNTER);
+  name(&e, "#o", KN_DDB_LEASE_OWNER);
+  name(&e, "#co", KN_DDB_CHECKPOINT_OWNER);
+  value(&e, ":c", kn_ddb_n(counter));
+  value(&e, ":old", kn_ddb_s(old_owner));
+  value(&e, ":new", kn_ddb_s(new_owner));
+  COND(&e, "#c = :c");
+  COND(&e, "#o = :old");
+  COND(&e, "attribute_not_exists(#co)");
+  SET(&e, "#o = :new");
+  SET(&e, "#co = :old");
+  /* No outcome check: a retry that finds its own request in place fails
+   * its condition and is reported as such; the next take round sees the
+   * lease in this worker's name with the hand-off under way. */
+  return update(d, "handoff", key, &e, NULL);
+}
+
+static kn_error_t *ddb_handoff_done(kn_lease_store_t *ls, const char *key,
+                                    int64_t counter, const char *owner,
+                                    int64_t *new_counter) {
+  ddb_store_t *d = store_of(ls);
+  if (!owner) return no_owner(d, "handoff_done", key);
+  expr_t e;
+  expr_init(&e);
+  name(&e, "#c", KN_DDB_LEASE_COUNTER);
+  name(&e, "#co", KN_DDB_CHECKPOINT_OWNER);
+  name(&e, "#sw", KN_DDB_OWNER_SWITCHES);
+  value(&e, ":c", kn_ddb_n(counter));
+  value(&e, ":o", kn_ddb_s(owner));
+  value(&e, ":one", kn_ddb_n(1));
+  COND(&e, "#c = :c");
+  COND(&e, "#co = :o");
+  bump(&e, counter);
+  REMOVE(&e, "#co");
+  ADD(&e, "#sw :one");
+  kn_error_t *err = update(d, "handoff_done", key, &e, NULL);
   if (!err) *new_counter = counter + 1;
   return err;
 }
@@ -643,7 +729,8 @@ static void ddb_destroy(kn_lease_store_t *ls) {
 static const kn_lease_store_ops_t ddb_ops = {
     ddb_ensure_table, ddb_list,   ddb_get,          ddb_create,
     ddb_take,         ddb_renew,  ddb_release,      ddb_checkpoint,
-    ddb_set_children, ddb_remove, ddb_destroy,
+    ddb_set_children, ddb_handoff, ddb_handoff_done, ddb_remove,
+    ddb_destroy,
 };
 
 kn_lease_store_t *kn_lease_store_dynamodb_new(const char *table,

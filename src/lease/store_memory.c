@@ -70,6 +70,15 @@ static kn_lease_t *find_if(mem_table_t *t, const char *key, int64_t counter,
   return l;
 }
 
+/* The lease at key if its counter is `counter` and owner is its actual
+ * owner (checkpoint owner during a hand-off). */
+static kn_lease_t *find_actual(mem_table_t *t, const char *key,
+                               int64_t counter, const char *owner) {
+  kn_lease_t *l = owner ? find_if(t, key, counter, 0, NULL) : NULL;
+  const char *a = l ? kn_lease_actual_owner(l) : NULL;
+  return a && strcmp(a, owner) == 0 ? l : NULL;
+}
+
 static kn_error_t *mem_ensure_table(kn_lease_store_t *ls) { return NULL; }
 
 static kn_error_t *mem_list(kn_lease_store_t *ls, kn_lease_t **out,
@@ -165,6 +174,8 @@ static kn_error_t *mem_take(kn_lease_store_t *ls, const char *key,
     free(l->owner);
     l->owner = o;
     o = NULL;
+    free(l->checkpoint_owner);
+    l->checkpoint_owner = NULL;
     *new_counter = ++l->counter;
   } else {
     err = kn_lease_ccf(ls, "take", key);
@@ -176,15 +187,20 @@ static kn_error_t *mem_take(kn_lease_store_t *ls, const char *key,
 
 static kn_error_t *mem_renew(kn_lease_store_t *ls, const char *key,
                              int64_t counter, const char *owner,
-                             int64_t *new_counter) {
+                             int64_t *new_counter, char **handoff_to) {
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
+  *handoff_to = NULL;
   pthread_mutex_lock(&t->lock);
-  kn_lease_t *l = owner ? find_if(t, key, counter, 1, owner) : NULL;
-  if (l)
+  kn_lease_t *l = find_actual(t, key, counter, owner);
+  if (l) {
     *new_counter = ++l->counter;
-  else
+    if (l->checkpoint_owner && l->owner &&
+        !(*handoff_to = strdup(l->owner)))
+      err = nomem(ls); /* renewed all the same */
+  } else {
     err = kn_lease_ccf(ls, "renew", key);
+  }
   pthread_mutex_unlock(&t->lock);
   return err;
 }
@@ -195,10 +211,12 @@ static kn_error_t *mem_release(kn_lease_store_t *ls, const char *key,
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
   pthread_mutex_lock(&t->lock);
-  kn_lease_t *l = owner ? find_if(t, key, counter, 1, owner) : NULL;
+  kn_lease_t *l = find_actual(t, key, counter, owner);
   if (l) {
     free(l->owner);
     l->owner = NULL;
+    free(l->checkpoint_owner);
+    l->checkpoint_owner = NULL;
     *new_counter = ++l->counter;
   } else {
     err = kn_lease_ccf(ls, "release", key);
@@ -229,7 +247,7 @@ static kn_error_t *mem_checkpoint(kn_lease_store_t *ls, const char *key,
     return nomem(ls);
   }
   pthread_mutex_lock(&t->lock);
-  kn_lease_t *l = owner ? find_if(t, key, counter, 1, owner) : NULL;
+  kn_lease_t *l = find_actual(t, key, counter, owner);
   if (l) {
     if (cp) {
       free(l->checkpoint);
@@ -254,6 +272,55 @@ static kn_error_t *mem_checkpoint(kn_lease_store_t *ls, const char *key,
   free(cp);
   free(pc);
   free(st);
+  return err;
+}
+
+static kn_error_t *mem_handoff(kn_lease_store_t *ls, const char *key,
+                               int64_t counter, const char *old_owner,
+                               const char *new_owner) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  char *o = kn_strdup0(new_owner), *co = kn_strdup0(old_owner);
+  if (!o || !co) {
+    free(o);
+    free(co);
+    return old_owner && new_owner ? nomem(ls)
+                                  : kn_error_new(KN_ERR__INVALID_ARG,
+                                                 "lease store %s: handoff %s: "
+                                                 "no owner", ls->name, key);
+  }
+  pthread_mutex_lock(&t->lock);
+  kn_lease_t *l = find_if(t, key, counter, 1, old_owner);
+  if (l && !l->checkpoint_owner) {
+    free(l->owner);
+    l->owner = o;
+    l->checkpoint_owner = co;
+    o = co = NULL;
+  } else {
+    err = kn_lease_ccf(ls, "handoff", key);
+  }
+  pthread_mutex_unlock(&t->lock);
+  free(o);
+  free(co);
+  return err;
+}
+
+static kn_error_t *mem_handoff_done(kn_lease_store_t *ls, const char *key,
+                                    int64_t counter, const char *owner,
+                                    int64_t *new_counter) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  pthread_mutex_lock(&t->lock);
+  kn_lease_t *l = owner ? find_if(t, key, counter, 0, NULL) : NULL;
+  if (l && l->checkpoint_owner && strcmp(l->checkpoint_owner, owner) == 0) {
+    free(l->checkpoint_owner);
+    l->checkpoint_owner = NULL;
+    l->owner_switches++;
+    *new_counter = ++l->counter;
+  } else {
+    err = kn_lease_ccf(ls, "handoff_done", key);
+  }
+  pthread_mutex_unlock(&t->lock);
   return err;
 }
 
@@ -330,7 +397,8 @@ static void mem_destroy(kn_lease_store_t *ls) {
 static const kn_lease_store_ops_t mem_ops = {
     mem_ensure_table, mem_list,    mem_get,          mem_create,
     mem_take,         mem_renew,   mem_release,      mem_checkpoint,
-    mem_set_children, mem_remove,  mem_destroy,
+    mem_set_children, mem_handoff, mem_handoff_done, mem_remove,
+    mem_destroy,
 };
 
 static mem_table_t *table_new(const char *name) {

@@ -22,7 +22,7 @@
 
 /* Schema versions, in PRAGMA user_version.  A later version adds a
  * migration step from each older one in migrate(). */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 static const char schema_v1[] =
     "CREATE TABLE IF NOT EXISTS leases ("
@@ -42,11 +42,19 @@ static const char schema_v1[] =
     " extra TEXT"           /* JSON object of DynamoDB attribute values */
     ")";
 
+/* Version 2: the KCL 3.x hand-off attribute. */
+static const char schema_v2[] =
+    "ALTER TABLE leases ADD COLUMN checkpointOwner TEXT";
+
+/* The actual owner (ccore: the worker with the right to write). */
+#define ACTUAL_OWNER "COALESCE(checkpointOwner, leaseOwner)"
+
 #define COLUMNS                                                            \
   "leaseKey, leaseOwner, leaseCounter, ownerSwitchesSinceCheckpoint, "     \
   "checkpoint, checkpointSubSequenceNumber, pendingCheckpoint, "           \
   "pendingCheckpointSubSequenceNumber, pendingCheckpointState, "           \
-  "parentShardId, childShardIds, startingHashKey, endingHashKey, extra"
+  "parentShardId, childShardIds, startingHashKey, endingHashKey, extra, " \
+  "checkpointOwner"
 
 typedef struct sql_store {
   kn_lease_store_t head;
@@ -213,6 +221,7 @@ static int row_to_lease(sqlite3_stmt *st, kn_lease_t *l) {
   rc |= col_str(st, 11, &l->hash_start);
   rc |= col_str(st, 12, &l->hash_end);
   rc |= col_str(st, 13, &l->extra);
+  rc |= col_str(st, 14, &l->checkpoint_owner);
   if (rc) kn_lease_clear(l);
   return rc ? -1 : 0;
 }
@@ -331,7 +340,7 @@ static kn_error_t *sql_create(kn_lease_store_t *ls, const kn_lease_t *l) {
   int rc = sqlite3_prepare_v2(
       s->db,
       "INSERT INTO leases (" COLUMNS ") VALUES "
-      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
       "ON CONFLICT (leaseKey) DO NOTHING",
       -1, &st, NULL);
   if (rc == SQLITE_OK) {
@@ -353,6 +362,7 @@ static kn_error_t *sql_create(kn_lease_store_t *ls, const kn_lease_t *l) {
     rc |= bind_str(st, 12, l->hash_start);
     rc |= bind_str(st, 13, l->hash_end);
     rc |= bind_str(st, 14, l->extra);
+    rc |= bind_str(st, 15, l->checkpoint_owner);
   }
   kn_error_t *err = run_change(s, st, rc, "create", l->key);
   sqlite3_finalize(st);
@@ -376,7 +386,8 @@ static kn_error_t *sql_take(kn_lease_store_t *ls, const char *key,
   int rc = sqlite3_prepare_v2(
       s->db,
       "UPDATE leases SET leaseOwner = ?1, leaseCounter = leaseCounter + 1, "
-      "ownerSwitchesSinceCheckpoint = ownerSwitchesSinceCheckpoint + ?2 "
+      "ownerSwitchesSinceCheckpoint = ownerSwitchesSinceCheckpoint + ?2, "
+      "checkpointOwner = NULL "
       "WHERE leaseKey = ?3 AND leaseCounter = ?4 AND leaseOwner IS ?5",
       -1, &st, NULL);
   if (rc == SQLITE_OK) {
@@ -419,12 +430,50 @@ static kn_error_t *owner_update(kn_lease_store_t *ls, const char *sql,
 
 static kn_error_t *sql_renew(kn_lease_store_t *ls, const char *key,
                              int64_t counter, const char *owner,
-                             int64_t *new_counter) {
-  return owner_update(ls,
-                      "UPDATE leases SET leaseCounter = leaseCounter + 1 "
-                      "WHERE leaseKey = ?1 AND leaseCounter = ?2 AND "
-                      "leaseOwner = ?3",
-                      "renew", key, counter, owner, new_counter);
+                             int64_t *new_counter, char **handoff_to) {
+  sql_store_t *s = store_of(ls);
+  sqlite3_stmt *st = NULL;
+  *handoff_to = NULL;
+  if (!owner)
+    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: renew %s: no "
+                        "owner", ls->name, key);
+  pthread_mutex_lock(&s->lock);
+  /* RETURNING: whether a hand-off was asked, seen in the same change. */
+  int rc = sqlite3_prepare_v2(
+      s->db,
+      "UPDATE leases SET leaseCounter = leaseCounter + 1 "
+      "WHERE leaseKey = ?1 AND leaseCounter = ?2 AND " ACTUAL_OWNER " = ?3 "
+      "RETURNING leaseOwner, checkpointOwner",
+      -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    rc |= bind_str(st, 1, key);
+    rc |= sqlite3_bind_int64(st, 2, counter);
+    rc |= bind_str(st, 3, owner);
+  }
+  kn_error_t *err = NULL;
+  int64_t deadline = 0;
+  if (rc == SQLITE_OK) rc = step_retry(s, st, &deadline);
+  if (rc == SQLITE_ROW) {
+    /* (Both columns, compared here: SQLite 3.40 evaluates a CASE on them
+     * in RETURNING wrongly.) */
+    if (sqlite3_column_type(st, 1) != SQLITE_NULL &&
+        col_str(st, 0, handoff_to))
+      err = nomem(s);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE && !err) *new_counter = counter + 1;
+    else if (rc != SQLITE_DONE && !err) err = sql_error(s, "renew", key, rc);
+  } else if (rc == SQLITE_DONE) {
+    err = kn_lease_ccf(&s->head, "renew", key);
+  } else {
+    err = sql_error(s, "renew", key, rc);
+  }
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&s->lock);
+  if (err && kn_error_code(err) != KN_ERR__NOMEM) {
+    free(*handoff_to);
+    *handoff_to = NULL;
+  }
+  return err;
 }
 
 static kn_error_t *sql_release(kn_lease_store_t *ls, const char *key,
@@ -432,9 +481,10 @@ static kn_error_t *sql_release(kn_lease_store_t *ls, const char *key,
                                int64_t *new_counter) {
   return owner_update(ls,
                       "UPDATE leases SET leaseOwner = NULL, "
+                      "checkpointOwner = NULL, "
                       "leaseCounter = leaseCounter + 1 "
                       "WHERE leaseKey = ?1 AND leaseCounter = ?2 AND "
-                      "leaseOwner = ?3",
+                      ACTUAL_OWNER " = ?3",
                       "release", key, counter, owner, new_counter);
 }
 
@@ -462,7 +512,7 @@ static kn_error_t *sql_checkpoint(kn_lease_store_t *ls, const char *key,
       "THEN ownerSwitchesSinceCheckpoint ELSE 0 END, "
       "pendingCheckpoint = ?3, pendingCheckpointSubSequenceNumber = ?4, "
       "pendingCheckpointState = ?5 "
-      "WHERE leaseKey = ?6 AND leaseCounter = ?7 AND leaseOwner = ?8",
+      "WHERE leaseKey = ?6 AND leaseCounter = ?7 AND " ACTUAL_OWNER " = ?8",
       -1, &st, NULL);
   if (rc == SQLITE_OK) {
     rc |= bind_str(st, 1, checkpoint);
@@ -484,6 +534,46 @@ static kn_error_t *sql_checkpoint(kn_lease_store_t *ls, const char *key,
   pthread_mutex_unlock(&s->lock);
   if (!err) *new_counter = counter + 1;
   return err;
+}
+
+static kn_error_t *sql_handoff(kn_lease_store_t *ls, const char *key,
+                               int64_t counter, const char *old_owner,
+                               const char *new_owner) {
+  sql_store_t *s = store_of(ls);
+  sqlite3_stmt *st = NULL;
+  if (!old_owner || !new_owner)
+    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: handoff %s: no "
+                        "owner", ls->name, key);
+  pthread_mutex_lock(&s->lock);
+  int rc = sqlite3_prepare_v2(
+      s->db,
+      "UPDATE leases SET leaseOwner = ?1, checkpointOwner = leaseOwner "
+      "WHERE leaseKey = ?2 AND leaseCounter = ?3 AND leaseOwner = ?4 AND "
+      "checkpointOwner IS NULL",
+      -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    rc |= bind_str(st, 1, new_owner);
+    rc |= bind_str(st, 2, key);
+    rc |= sqlite3_bind_int64(st, 3, counter);
+    rc |= bind_str(st, 4, old_owner);
+  }
+  kn_error_t *err = run_change(s, st, rc, "handoff", key);
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&s->lock);
+  return err;
+}
+
+static kn_error_t *sql_handoff_done(kn_lease_store_t *ls, const char *key,
+                                    int64_t counter, const char *owner,
+                                    int64_t *new_counter) {
+  return owner_update(ls,
+                      "UPDATE leases SET checkpointOwner = NULL, "
+                      "leaseCounter = leaseCounter + 1, "
+                      "ownerSwitchesSinceCheckpoint = "
+                      "ownerSwitchesSinceCheckpoint + 1 "
+                      "WHERE leaseKey = ?1 AND leaseCounter = ?2 AND "
+                      "checkpointOwner = ?3",
+                      "handoff_done", key, counter, owner, new_counter);
 }
 
 static kn_error_t *sql_set_children(kn_lease_store_t *ls, const char *key,
@@ -537,7 +627,8 @@ static void sql_destroy(kn_lease_store_t *ls) {
 static const kn_lease_store_ops_t sql_ops = {
     sql_ensure_table, sql_list,   sql_get,          sql_create,
     sql_take,         sql_renew,  sql_release,      sql_checkpoint,
-    sql_set_children, sql_remove, sql_destroy,
+    sql_set_children, sql_handoff, sql_handoff_done, sql_remove,
+    sql_destroy,
 };
 
 /* ---- opening and the schema ---- */
@@ -560,7 +651,7 @@ static int read_user_version(sql_store_t *s, int *version) {
 static int migrate(sql_store_t *s, int from) {
   int rc = SQLITE_OK;
   if (from < 1) rc = exec_retry(s, schema_v1);
-  /* Later versions: if (rc == SQLITE_OK && from < 2) rc = ...; */
+  if (rc == SQLITE_OK && from < 2) rc = exec_retry(s, schema_v2);
   if (rc == SQLITE_OK) {
     char sql[64];
     snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SCHEMA_VERSION);

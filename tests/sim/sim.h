@@ -21,7 +21,9 @@
 
 #define SIM_MAX_WORKERS 16
 #define SIM_MAX_SHARDS 64
-#define SIM_TRACE 256
+#ifndef SIM_TRACE
+#define SIM_TRACE 256 /* -DSIM_TRACE=65536 for a long trace */
+#endif
 
 /* ---- PRNG (splitmix64) ---- */
 typedef struct sim_rng {
@@ -122,13 +124,16 @@ typedef struct sim_call {
   int64_t new_counter;
   kn_lease_t *list;                 /* LIST_LEASES snapshot */
   size_t n_list;
+  char *handoff_to;                 /* RENEW: a hand-off asked for */
+  kn_lease_t got;                   /* GET */
 } sim_call_t;
 
 /* ---- tenures (one per START) ---- */
 enum {
   TEN_KILLED = 1, TEN_FROZEN = 2, TEN_STORE_FAULT = 4, TEN_DONE = 8,
   TEN_ENDED = 16, TEN_STOPPED = 32,
-  TEN_STALE = 64 /* a later take had landed when it started */
+  TEN_STALE = 64, /* a later take had landed when it started */
+  TEN_RELEASED = 128 /* its release or hand-off landed */
 };
 typedef struct sim_ten {
   int shard, w, inc;
@@ -156,6 +161,10 @@ typedef struct sim_proc {
   char seq[32];
 } sim_proc_t;
 
+/* A YIELD the application answers at its next poll: seq is the last
+ * record it was handed ("" for none). */
+typedef sim_proc_t sim_yield_t;
+
 typedef struct sim_worker {
   char id[8];
   int alive, inc;
@@ -168,6 +177,8 @@ typedef struct sim_worker {
   size_t n_rd, cap_rd;
   sim_proc_t *proc;     /* processed at the next poll */
   size_t n_proc, cap_proc;
+  sim_yield_t *yields;  /* answered at the next poll */
+  size_t n_yields, cap_yields;
   int64_t partition_until;
   uint64_t reqs;
   int closing;          /* kn_cc_close called; CLOSED not yet seen */
@@ -243,6 +254,7 @@ struct sim {
   int violated;
   char violation[512];
   int64_t dups[DUP_N];
+  int64_t handoffs;     /* HANDOFF_DONE that landed */
   int64_t deliveries, records;
   /* conditional writes refused although no one else took the lease: the
    * core's counter fell behind one of its own writes (one that landed but
@@ -295,6 +307,9 @@ void sim_worker_kill(sim_t *s, int w);
 void sim_worker_close(sim_t *s, int w); /* graceful: kn_cc_close */
 void sim_worker_drain(sim_t *s, int w);
 void sim_worker_event(sim_t *s, const sim_ev_t *ev);
+/* A store call of w on key failed or was slow (key NULL: a listing):
+ * duplicates after it are the store's doing. */
+void sim_flag_store_fault(sim_t *s, int w, const char *key);
 int64_t sim_wnow(const sim_t *s, int w);
 
 /* sim_fault.c */
@@ -308,6 +323,9 @@ void sim_check_reading(sim_t *s, int w, const sim_reader_t *r);
 void sim_check_start(sim_t *s, int w, const kn_cc_action_t *a, int shard);
 void sim_check_landed(sim_t *s, const sim_call_t *c, const char *old_ckpt);
 void sim_check_end(sim_t *s);
+/* A kill or freeze of w hits its tenures still running and those whose
+ * lease it has not let go yet (handing over, closing). */
+void sim_flag_tenures(sim_t *s, int w, int flag);
 
 /* sim_run.c */
 int sim_run(sim_t *s);

@@ -85,6 +85,15 @@ void sim_check_delivery(sim_t *s, int w, const sim_reader_t *r, size_t idx) {
     if (cause != DUP_MOVE && !s->had_fault)
       sim_violate(s, "duplicate by %s in a run without faults",
                   dup_names[cause]);
+    /* Planned moves (balancing, joins, leaves) hand the lease over at
+     * the last record delivered: only a kill, a freeze or a store fault
+     * may cost a record twice. */
+    if (cause == DUP_MOVE)
+      sim_violate(s,
+                  "duplicate without a fault: w%d tenure %lld delivers %s "
+                  "record %lld, delivered before by w%d tenure %lld",
+                  w, (long long)r->tenure, h->id, (long long)rec->rid,
+                  prev->w, (long long)prev->tenure);
     sim_trace(s, w, "dup", h->id, rec->rid, cause);
   } else {
     h->n_delivered++;
@@ -156,6 +165,13 @@ void sim_check_landed(sim_t *s, const sim_call_t *c, const char *old_ckpt) {
     case KN_CC_RENEW:
     case KN_CC_CHECKPOINT:
     case KN_CC_RELEASE:
+    case KN_CC_HANDOFF_DONE:
+      if ((c->op == KN_CC_RELEASE || c->op == KN_CC_HANDOFF_DONE) &&
+          c->tenure >= 0)
+        for (size_t i = 0; i < s->n_ten; i++)
+          if (s->ten[i].shard == sh && s->ten[i].tenure == c->tenure &&
+              s->ten[i].w == c->w)
+            s->ten[i].flags |= TEN_RELEASED;
       if (c->tenure >= 0 && h->cur_tenure >= 0 && c->tenure != h->cur_tenure)
         sim_violate(s,
                     "fencing: w%d's %s of %s for tenure %lld landed while "
@@ -185,6 +201,18 @@ void sim_check_landed(sim_t *s, const sim_call_t *c, const char *old_ckpt) {
       break;
     default:
       break;
+  }
+}
+
+void sim_flag_tenures(sim_t *s, int w, int flag) {
+  const sim_worker_t *k = &s->wk[w];
+  for (size_t i = 0; i < s->n_ten; i++) {
+    sim_ten_t *t = &s->ten[i];
+    if (t->w != w || t->inc != k->inc ||
+        (t->end_t >= 0 && (t->flags & (TEN_RELEASED | TEN_DONE))))
+      continue;
+    t->flags |= flag;
+    if (t->end_t < 0) t->end_t = s->now;
   }
 }
 

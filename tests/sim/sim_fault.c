@@ -23,11 +23,14 @@ void sim_fault_store(sim_t *s, sim_call_t *c) {
       c->fate = FATE_LANDED_ERR;
   }
   if (s->sc && s->sc->fail_call && s->sc->fail_call(s, c)) c->fate = FATE_FAIL;
+  /* Known as a fault from now on, whenever its answer comes. */
+  if (c->fate != FATE_OK) sim_flag_store_fault(s, c->w, c->key);
   switch (c->fate) {
     case FATE_OK:
     case FATE_LANDED_ERR: {
       int64_t d = sim_latency(s);
       if (s->sc && s->sc->apply_delay) d += s->sc->apply_delay(s, c);
+      if (d > 1000) sim_flag_store_fault(s, c->w, c->key);
       sim_push(s, s->now + d, EV_STORE_APPLY, c->w, c->inc, 0, 0, c);
       break;
     }
@@ -70,16 +73,27 @@ static void random_fault(sim_t *s) {
       k->frozen_until = s->now + sim_range(&s->rng, d + 1000, 2 * d + 5000);
       for (size_t i = 0; i < k->n_rd; i++)
         s->ten[k->rd[i].ten].flags |= TEN_FROZEN;
+      for (size_t i = 0; i < s->n_ten; i++)
+        if (s->ten[i].w == w && s->ten[i].inc == k->inc &&
+            !(s->ten[i].flags & (TEN_RELEASED | TEN_DONE)))
+          s->ten[i].flags |= TEN_FROZEN;
       s->had_fault = 1;
       sim_trace(s, w, "freeze", NULL, k->frozen_until, 0);
       break;
     }
     case 2:
     case 3: /* partition from the store */
+      s->had_fault = 1;
+      for (size_t i = 0; i < s->wk[w].n_rd; i++)
+        s->ten[s->wk[w].rd[i].ten].flags |= TEN_STORE_FAULT;
       s->wk[w].partition_until = s->now + sim_range(&s->rng, 1000, 25000);
       sim_trace(s, w, "partition", NULL, s->wk[w].partition_until, 0);
       break;
     case 4:
+      s->had_fault = 1;
+      for (int v = 0; v < s->n_wk; v++)
+        for (size_t i = 0; i < s->wk[v].n_rd; i++)
+          s->ten[s->wk[v].rd[i].ten].flags |= TEN_STORE_FAULT;
       s->outage_until = s->now + sim_range(&s->rng, 1000, 15000);
       sim_trace(s, -1, "outage", NULL, s->outage_until, 0);
       break;
@@ -130,7 +144,12 @@ void sim_fault_event(sim_t *s, const sim_ev_t *ev) {
       break;
     }
     case EV_FAULT:
-      if (ev->a == 1) {
+      if (ev->a == 2) {
+        int w = pick_alive(s);
+        if (w >= 0 && sim_chance(&s->rng, 500)) sim_worker_close(s, w);
+        sim_push(s, s->now + sim_range(&s->rng, 5000, 25000), EV_FAULT, -1, 0,
+                 2, 0, NULL);
+      } else if (ev->a == 1) {
         reshard(s);
         sim_push(s, s->now + sim_range(&s->rng, 4000, 20000), EV_FAULT, -1, 0,
                  1, 0, NULL);

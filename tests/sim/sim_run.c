@@ -18,6 +18,7 @@ static void init_cfg(sim_t *s) {
   s->cfg.checkpoint_ms = 1000;
   s->cfg.max_leases = 0;
   s->cfg.max_steal = 1;
+  s->cfg.handoff_ms = 30000;
   int64_t p = sim_range(&s->rng, 0, 99);
   s->initial = p < 80 ? KN_CKPT_TRIM_HORIZON
                : p < 90 ? KN_CKPT_LATEST
@@ -60,6 +61,9 @@ void sim_init(sim_t *s, const sim_opts_t *o) {
     sim_push(s, sim_range(&s->rng, 3000, 15000), EV_FAULT, -1, 0, 1, 0, NULL);
   if (o->faults)
     sim_push(s, sim_range(&s->rng, 2000, 10000), EV_FAULT, -1, 0, 0, 0, NULL);
+  /* Planned churn in every run: workers leave gracefully and come back,
+   * which moves leases for balance each time. */
+  sim_push(s, sim_range(&s->rng, 5000, 20000), EV_FAULT, -1, 0, 2, 0, NULL);
 }
 
 /* Generations of shards: each may take a sync and a take round to start
@@ -102,7 +106,9 @@ static void apply(sim_t *s, sim_call_t *c) {
   sim_trace(s, c->w, "landed", c->key, c->op, c->rc);
   if (!c->rc) sim_check_landed(s, c, old);
   free(old);
-  sim_push(s, s->now + sim_latency(s), EV_STORE_REPLY, c->w, c->inc, 0, 0, c);
+  int64_t d = sim_latency(s);
+  if (d > 1000) sim_flag_store_fault(s, c->w, c->key); /* a slow answer */
+  sim_push(s, s->now + d, EV_STORE_REPLY, c->w, c->inc, 0, 0, c);
 }
 
 int sim_run(sim_t *s) {

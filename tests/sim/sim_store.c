@@ -29,6 +29,16 @@ static int same_owner(const char *a, const char *b) {
   return strcmp(a, b) == 0;
 }
 
+/* The lease if the counter matches and owner is its actual owner (the
+ * checkpoint owner during a hand-off). */
+static kn_lease_t *find_actual(sim_t *s, const char *key, int64_t counter,
+                               const char *owner) {
+  int i = sim_store_find(s, key);
+  if (i < 0 || s->table[i].counter != counter) return NULL;
+  const char *a = kn_lease_actual_owner(&s->table[i]);
+  return a && owner && strcmp(a, owner) == 0 ? &s->table[i] : NULL;
+}
+
 /* The lease if counter (and owner, when check_owner) match. */
 static kn_lease_t *find_if(sim_t *s, const char *key, int64_t counter,
                            int check_owner, const char *owner) {
@@ -79,19 +89,41 @@ kn_err_t sim_store_apply(sim_t *s, sim_call_t *c) {
       if (!l) return CCF;
       if (l->owner && strcmp(l->owner, c->owner) != 0) l->owner_switches++;
       set_str(&l->owner, c->owner);
+      set_str(&l->checkpoint_owner, NULL);
       c->new_counter = ++l->counter;
       return 0;
     case KN_CC_RENEW:
-      if (!(l = find_if(s, c->key, c->counter, 1, c->owner))) return CCF;
+      if (!(l = find_actual(s, c->key, c->counter, c->owner))) return CCF;
       c->new_counter = ++l->counter;
+      if (l->checkpoint_owner && l->owner) c->handoff_to = kn_strdup0(l->owner);
       return 0;
     case KN_CC_RELEASE:
-      if (!(l = find_if(s, c->key, c->counter, 1, c->owner))) return CCF;
+      if (!(l = find_actual(s, c->key, c->counter, c->owner))) return CCF;
       set_str(&l->owner, NULL);
+      set_str(&l->checkpoint_owner, NULL);
       c->new_counter = ++l->counter;
       return 0;
+    case KN_CC_GET:
+      if ((i = sim_store_find(s, c->key)) < 0) return KN_ERR__NOT_FOUND;
+      if (kn_lease_copy(&c->got, &s->table[i])) abort();
+      return 0;
+    case KN_CC_HANDOFF:
+      l = find_if(s, c->key, c->counter, 1, c->old_owner);
+      if (!l || !c->old_owner || l->checkpoint_owner) return CCF;
+      set_str(&l->owner, c->owner);
+      set_str(&l->checkpoint_owner, c->old_owner);
+      return 0;
+    case KN_CC_HANDOFF_DONE:
+      l = find_if(s, c->key, c->counter, 0, NULL);
+      if (!l || !l->checkpoint_owner || strcmp(l->checkpoint_owner, c->owner))
+        return CCF;
+      set_str(&l->checkpoint_owner, NULL);
+      l->owner_switches++;
+      c->new_counter = ++l->counter;
+      s->handoffs++;
+      return 0;
     case KN_CC_CHECKPOINT:
-      l = find_if(s, c->key, c->counter, 1, c->owner);
+      l = find_actual(s, c->key, c->counter, c->owner);
 #if KN_SIM_MUTANT == 1
       if (!l && (i = sim_store_find(s, c->key)) >= 0) l = &s->table[i];
 #endif
@@ -150,5 +182,7 @@ void sim_call_free(sim_call_t *c) {
   for (size_t i = 0; i < c->n_children; i++) free(c->children[i]);
   free(c->children);
   kn_lease_array_free(c->list, c->n_list);
+  free(c->handoff_to);
+  kn_lease_clear(&c->got);
   free(c);
 }

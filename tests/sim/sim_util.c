@@ -123,6 +123,7 @@ void sim_free(sim_t *s) {
     kn_cc_destroy(k->cc);
     free(k->rd);
     free(k->proc);
+    free(k->yields);
   }
   sim_ev_t ev;
   while (sim_pop(s, &ev))

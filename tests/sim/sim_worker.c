@@ -54,13 +54,10 @@ static void remove_reader(sim_worker_t *k, size_t i) {
 void sim_worker_kill(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
   if (!k->alive) return;
-  for (size_t i = 0; i < k->n_rd; i++) {
-    sim_ten_t *t = &s->ten[k->rd[i].ten];
-    t->flags |= TEN_KILLED;
-    t->end_t = s->now;
-  }
+  sim_flag_tenures(s, w, TEN_KILLED);
   k->n_rd = 0;
   k->n_proc = 0;
+  k->n_yields = 0;
   kn_cc_destroy(k->cc);
   k->cc = NULL;
   k->alive = 0;
@@ -69,13 +66,36 @@ void sim_worker_kill(sim_t *s, int w) {
   sim_trace(s, w, "kill", NULL, k->inc, 0);
 }
 
+static void app_checkpoint(sim_t *s, int w, const char *key, const char *seq,
+                           int64_t last);
+static void answer_yields(sim_t *s, int w);
+
 void sim_worker_close(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
   if (!k->alive || k->closing) return;
   k->closing = 1;
   k->close_t = s->now;
   sim_trace(s, w, "close", NULL, k->inc, 0);
-  kn_cc_close(k->cc, sim_wnow(s, w));
+  /* The application is done with what it was handed: with
+   * auto-checkpoint closing says so (kn_consumer_close); with its own
+   * checkpoints it writes them first. */
+  int64_t now = sim_wnow(s, w);
+  if (k->auto_ckpt) {
+    for (size_t i = 0; i < k->n_proc; i++) {
+      kn_cc_pos_t pos = {k->proc[i].seq, 0};
+      kn_cc_processed(k->cc, k->proc[i].key, k->proc[i].tenure, &pos, now);
+    }
+    k->n_proc = 0;
+  } else {
+    for (size_t i = 0; i < k->n_rd; i++) {
+      sim_reader_t *r = &k->rd[i];
+      if (r->last < 0 || r->last <= r->ckpted) continue;
+      r->ckpted = r->last;
+      app_checkpoint(s, w, r->key, s->sh[r->shard].rec[r->last].seq, r->last);
+    }
+  }
+  answer_yields(s, w);
+  kn_cc_close(k->cc, now);
   sim_worker_drain(s, w);
 }
 
@@ -106,6 +126,7 @@ static void closed(sim_t *s, int w) {
   k->inc++;
   k->tick_at = -1;
   k->n_proc = 0;
+  k->n_yields = 0;
   sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0, 0,
            NULL);
 }
@@ -234,8 +255,31 @@ static void handle(sim_t *s, int w, const kn_cc_action_t *a) {
     case KN_CC_RELEASE:
     case KN_CC_REMOVE:
     case KN_CC_SET_CHILDREN:
+    case KN_CC_GET:
+    case KN_CC_HANDOFF:
+    case KN_CC_HANDOFF_DONE:
       store_call(s, w, a);
       break;
+    case KN_CC_YIELD: {
+      size_t i;
+      sim_trace(s, w, "YIELD", a->key, a->tenure, 0);
+      if (!(r = find_reader(k, a->key, a->tenure, &i))) break;
+      if (k->n_yields == k->cap_yields) {
+        k->cap_yields = k->cap_yields ? k->cap_yields * 2 : 8;
+        k->yields = realloc(k->yields, k->cap_yields * sizeof(*k->yields));
+        if (!k->yields) abort();
+      }
+      sim_yield_t *y = &k->yields[k->n_yields++];
+      memcpy(y->key, r->key, sizeof(y->key));
+      y->tenure = r->tenure;
+      y->seq[0] = 0;
+      /* manual checkpoints: what the application has not checkpointed
+       * yet is checkpointed when it answers */
+      if (r->last >= 0 && (k->auto_ckpt || r->last > r->ckpted))
+        memcpy(y->seq, s->sh[r->shard].rec[r->last].seq, sizeof(y->seq));
+      end_tenure(s, w, a, TEN_STOPPED);
+      break;
+    }
     case KN_CC_LIST_SHARDS: {
       int fail = s->faults_on && s->o.faults >= 2 && sim_chance(&s->rng, 30);
       sim_trace(s, w, "LIST_SHARDS", NULL, (int64_t)a->id, 0);
@@ -294,15 +338,22 @@ void sim_worker_drain(sim_t *s, int w) {
 
 /* A failed write for a held lease may cost that tenure its checkpoint or
  * its lease: duplicates after it are the store's doing. */
-static void flag_store_fault(sim_t *s, int w, const char *key) {
+void sim_flag_store_fault(sim_t *s, int w, const char *key) {
   sim_worker_t *k = &s->wk[w];
   s->had_fault = 1;
   if (k->closing) k->close_fault = 1;
   k->fault_t = s->now;
   if (!key) return;
-  for (size_t i = 0; i < k->n_rd; i++)
-    if (strcmp(k->rd[i].key, key) == 0)
-      s->ten[k->rd[i].ten].flags |= TEN_STORE_FAULT;
+  /* the running tenure of key, and one that stopped lately (a close or a
+   * hand-off whose last checkpoint this was) */
+  for (size_t i = s->n_ten; i-- > 0;) {
+    sim_ten_t *t = &s->ten[i];
+    if (t->w != w || t->inc != k->inc ||
+        strcmp(s->sh[t->shard].id, key) != 0)
+      continue;
+    if (t->end_t < 0 || s->now - t->end_t <= 2 * s->cfg.duration_ms)
+      t->flags |= TEN_STORE_FAULT;
+  }
 }
 
 static void store_reply(sim_t *s, int w, sim_call_t *c) {
@@ -318,7 +369,7 @@ static void store_reply(sim_t *s, int w, sim_call_t *c) {
     err = kn_error_new(c->rc, "simulated conditional check failed");
   /* a failure, or an answer that took over a second, is a store fault */
   if (c->fate != FATE_OK || sim_wnow(s, w) - c->sent_ms > 1000)
-    flag_store_fault(s, w, c->key);
+    sim_flag_store_fault(s, w, c->key);
   sim_trace(s, w, c->op == KN_CC_LIST_LEASES ? "leases_done" : "store_done",
             c->key, (int64_t)c->id, err ? kn_error_code(err) : 0);
   int64_t now = sim_wnow(s, w);
@@ -330,9 +381,11 @@ static void store_reply(sim_t *s, int w, sim_call_t *c) {
   if (c->op == KN_CC_LIST_LEASES)
     kn_cc_leases_done(k->cc, c->id, err, err ? NULL : c->list,
                       err ? 0 : c->n_list, now);
+  else if (c->op == KN_CC_GET)
+    kn_cc_lease_got(k->cc, c->id, err, err ? NULL : &c->got, now);
   else
-    kn_cc_store_done(k->cc, c->id, err, err ? 0 : c->new_counter, c->sent_ms,
-                     now);
+    kn_cc_store_done(k->cc, c->id, err, err ? 0 : c->new_counter,
+                     err ? NULL : c->handoff_to, c->sent_ms, now);
   kn_error_destroy(err);
 }
 
@@ -421,6 +474,31 @@ static void ended(sim_t *s, int w, int shard, int ten) {
   kn_cc_shard_ended(k->cc, s->sh[shard].id, t->tenure, ch, n, sim_wnow(s, w));
 }
 
+static void app_checkpoint(sim_t *s, int w, const char *key, const char *seq,
+                           int64_t last) {
+  sim_worker_t *k = &s->wk[w];
+  kn_cc_pos_t pos = {seq, 0};
+  k->reqs++;
+  sim_trace(s, w, "app_checkpoint", key, (int64_t)k->reqs, last);
+  kn_cc_checkpoint(k->cc, key, &pos, 0, NULL, 0, (void *)(uintptr_t)k->reqs,
+                   sim_wnow(s, w));
+}
+
+/* The hand-offs asked since the last poll: the application is done with
+ * what it was handed (with its own checkpoints, it checkpoints it). */
+static void answer_yields(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  for (size_t i = 0; i < k->n_yields; i++) {
+    sim_yield_t *y = &k->yields[i];
+    kn_cc_pos_t pos = {y->seq, 0};
+    if (!k->auto_ckpt && y->seq[0]) app_checkpoint(s, w, y->key, y->seq, -1);
+    sim_trace(s, w, "yielded", y->key, y->tenure, 0);
+    kn_cc_yielded(k->cc, y->key, y->tenure,
+                  k->auto_ckpt && y->seq[0] ? &pos : NULL, sim_wnow(s, w));
+  }
+  k->n_yields = 0;
+}
+
 static void poll(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
   int64_t now = sim_wnow(s, w);
@@ -430,7 +508,9 @@ static void poll(sim_t *s, int w) {
       kn_cc_processed(k->cc, k->proc[i].key, k->proc[i].tenure, &pos, now);
     }
     k->n_proc = 0;
+    answer_yields(s, w);
   } else {
+    answer_yields(s, w);
     int retry = k->ckpt_retry;
     k->ckpt_retry = 0;
     int quiet = !s->faults_on;

@@ -73,10 +73,20 @@ static int get(kn_lease_store_t *ls, const char *key, kn_lease_t *l) {
   return e ? -1 : 0;
 }
 
+/* A renewal that expects no hand-off to be asked for. */
+static kn_error_t *renew_(kn_lease_store_t *ls, const char *key,
+                          int64_t counter, const char *owner, int64_t *c) {
+  char *to = NULL;
+  kn_error_t *e = ls->ops->renew(ls, key, counter, owner, c, &to);
+  KT_CHECK_MSG(!to, "%s: renew %s: hand-off to %s", label, key, to);
+  free(to);
+  return e;
+}
+
 /* ---- cases ---- */
 
 static const char extra_json[] =
-    "{\"checkpointOwner\":{\"S\":\"w9\"},\"throughputKBps\":{\"N\":\"12.5\"}}";
+    "{\"throughputKBps\":{\"N\":\"12.5\"},\"workerZone\":{\"S\":\"w9\"}}";
 
 static void case_create(kn_lease_store_t *ls, const char *prefix) {
   char key[256];
@@ -169,17 +179,17 @@ static void case_renew(kn_lease_store_t *ls, const char *prefix) {
   kn_lease_t got;
   int64_t c = -1;
   if (make(ls, prefix, "renew", key, sizeof(key))) return;
-  FAILS(ls->ops->renew(ls, key, 0, "w1", &c), CCF); /* free */
+  FAILS(renew_(ls, key, 0, "w1", &c), CCF); /* free */
   OK(ls->ops->take(ls, key, 0, NULL, "w1", &c));
-  OK(ls->ops->renew(ls, key, 1, "w1", &c));
+  OK(renew_(ls, key, 1, "w1", &c));
   KT_CHECK_INT(c, 2);
-  OK(ls->ops->renew(ls, key, 2, "w1", &c));
+  OK(renew_(ls, key, 2, "w1", &c));
   KT_CHECK_INT(c, 3);
   /* Stale.  (Not the counter just before: a DynamoDB store takes a
    * failed renew that finds its own result in place for a retry of a call
    * that succeeded, see store.h.) */
-  FAILS(ls->ops->renew(ls, key, 1, "w1", &c), CCF);
-  FAILS(ls->ops->renew(ls, key, 3, "w2", &c), CCF); /* not the owner */
+  FAILS(renew_(ls, key, 1, "w1", &c), CCF);
+  FAILS(renew_(ls, key, 3, "w2", &c), CCF); /* not the owner */
   if (get(ls, key, &got) == 0) {
     KT_CHECK_STR(got.owner, "w1");
     KT_CHECK_INT(got.counter, 3);
@@ -342,6 +352,70 @@ static void case_remove(kn_lease_store_t *ls, const char *prefix) {
   if (make(ls, prefix, "remove", key, sizeof(key)) == 0) OK(ls->ops->remove(ls, key, 0));
 }
 
+/* The KCL 3.x's graceful hand-off: asked for without moving the counter,
+ * renewals and checkpoints of the checkpoint owner go on and say so, the
+ * owner passes the lease on; a take or a release ends it. */
+static void case_handoff(kn_lease_store_t *ls, const char *prefix) {
+  char key[256];
+  kn_lease_t got;
+  int64_t c = -1;
+  char *to = NULL;
+  if (make(ls, prefix, "handoff", key, sizeof(key))) return;
+  OK(ls->ops->take(ls, key, 0, NULL, "w1", &c));
+  FAILS(ls->ops->handoff(ls, key, 0, "w1", "w2"), CCF); /* stale */
+  FAILS(ls->ops->handoff(ls, key, 1, "w3", "w2"), CCF); /* not the owner */
+  OK(ls->ops->handoff(ls, key, 1, "w1", "w2"));
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK_STR(got.owner, "w2");
+    KT_CHECK_STR(got.checkpoint_owner, "w1");
+    KT_CHECK_INT(got.counter, 1);
+    kn_lease_clear(&got);
+  }
+  FAILS(ls->ops->handoff(ls, key, 1, "w2", "w3"), CCF); /* under way */
+  OK(ls->ops->renew(ls, key, 1, "w1", &c, &to));
+  KT_CHECK_INT(c, 2);
+  KT_CHECK_STR(to, "w2");
+  free(to);
+  to = NULL;
+  FAILS(ls->ops->renew(ls, key, 2, "w2", &c, &to), CCF); /* not yet its */
+  KT_CHECK(to == NULL);
+  OK(ls->ops->checkpoint(ls, key, 2, "w1", "7", 1, NULL, 0, NULL, 0, &c));
+  KT_CHECK_INT(c, 3);
+  FAILS(ls->ops->handoff_done(ls, key, 3, "w2", &c), CCF);
+  FAILS(ls->ops->handoff_done(ls, key, 2, "w1", &c), CCF);
+  OK(ls->ops->handoff_done(ls, key, 3, "w1", &c));
+  KT_CHECK_INT(c, 4);
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK_STR(got.owner, "w2");
+    KT_CHECK(got.checkpoint_owner == NULL);
+    KT_CHECK_STR(got.checkpoint, "7");
+    KT_CHECK_INT(got.checkpoint_subseq, 1);
+    KT_CHECK_INT(got.owner_switches, 1);
+    kn_lease_clear(&got);
+  }
+  FAILS(renew_(ls, key, 4, "w1", &c), CCF);
+  OK(ls->ops->take(ls, key, 4, "w2", "w2", &c));
+  KT_CHECK_INT(c, 5);
+  OK(renew_(ls, key, 5, "w2", &c));
+  /* A take ends a hand-off under way (the asked worker gave no answer). */
+  OK(ls->ops->handoff(ls, key, 6, "w2", "w3"));
+  OK(ls->ops->take(ls, key, 6, "w3", "w3", &c));
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK_STR(got.owner, "w3");
+    KT_CHECK(got.checkpoint_owner == NULL);
+    kn_lease_clear(&got);
+  }
+  /* So does a release by the checkpoint owner. */
+  OK(ls->ops->handoff(ls, key, 7, "w3", "w4"));
+  OK(ls->ops->release(ls, key, 7, "w3", &c));
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK(got.owner == NULL);
+    KT_CHECK(got.checkpoint_owner == NULL);
+    KT_CHECK_INT(got.counter, 8);
+    kn_lease_clear(&got);
+  }
+}
+
 /* Attributes other KCL versions wrote survive every change. */
 static void case_extra_kept(kn_lease_store_t *ls, const char *prefix) {
   char key[256];
@@ -353,7 +427,7 @@ static void case_extra_kept(kn_lease_store_t *ls, const char *prefix) {
   l.extra = (char *)extra_json;
   OK(ls->ops->create(ls, &l));
   OK(ls->ops->take(ls, key, 0, NULL, "w1", &c));
-  OK(ls->ops->renew(ls, key, c, "w1", &c));
+  OK(renew_(ls, key, c, "w1", &c));
   OK(ls->ops->checkpoint(ls, key, c, "w1", NULL, 0, "5", 0, "s", 1, &c));
   OK(ls->ops->checkpoint(ls, key, c, "w1", "5", 0, NULL, 0, NULL, 0, &c));
   OK(ls->ops->set_children(ls, key, kids, 1));
@@ -570,6 +644,7 @@ int kn_lc_run(const kn_lc_target_t *t, const char *prefix, int *checks) {
     RUN(case_pending(ls, prefix));
     RUN(case_children(ls, prefix));
     RUN(case_remove(ls, prefix));
+    RUN(case_handoff(ls, prefix));
     RUN(case_extra_kept(ls, prefix));
     RUN(case_list(ls, prefix, t->many));
     RUN(case_race(t, ls, prefix));

@@ -113,6 +113,7 @@ static json_t *lease_json(const kn_lease_t *l) {
   json_object_set_new(o, "children", strv(l->children, l->n_children));
   json_object_set_new(o, "hash_start", str_or_null(l->hash_start));
   json_object_set_new(o, "hash_end", str_or_null(l->hash_end));
+  json_object_set_new(o, "checkpoint_owner", str_or_null(l->checkpoint_owner));
   json_t *extra = l->extra ? json_loads(l->extra, 0, NULL) : NULL;
   json_object_set_new(o, "extra", extra ? extra : json_null());
   return o;
@@ -160,6 +161,7 @@ static int lease_from_json(const char *text, kn_lease_t *l) {
   l->children = opt_strv(o, "children", &l->n_children);
   l->hash_start = opt_str(o, "hash_start");
   l->hash_end = opt_str(o, "hash_end");
+  l->checkpoint_owner = opt_str(o, "checkpoint_owner");
   json_t *extra = json_object_get(o, "extra");
   if (json_is_object(extra))
     l->extra = json_dumps(extra, JSON_COMPACT | JSON_SORT_KEYS);
@@ -271,7 +273,11 @@ static int run(int argc, char **argv) {
                             &c),
               &c);
   } else if (strcmp(cmd, "renew") == 0 && argc == 5) {
-    rc = done(ls->ops->renew(ls, argv[2], num(argv[3]), argv[4], &c), &c);
+    char *to = NULL;
+    rc = done(ls->ops->renew(ls, argv[2], num(argv[3]), argv[4], &c, &to),
+              &c);
+    if (to) printf("handoff to %s\n", to);
+    free(to);
   } else if (strcmp(cmd, "release") == 0 && argc == 5) {
     rc = done(ls->ops->release(ls, argv[2], num(argv[3]), argv[4], &c), &c);
   } else if (strcmp(cmd, "checkpoint") == 0 && (argc == 7 || argc == 9 ||

@@ -193,9 +193,11 @@ static int same(const char *a, const char *b) {
 
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
 
-/* Applies a store action; returns the error (NULL: done). */
+/* Applies a store action; returns the error (NULL: done).  *to: a
+ * renewal's hand-off (borrowed from the table). */
 static kn_error_t *apply(table_t *t, const kn_cc_action_t *a,
-                         const char *worker, int64_t *counter) {
+                         const char *worker, int64_t *counter,
+                         const char **to) {
   kn_lease_t *l = a->key ? tfind(t, a->key) : NULL;
   kn_error_t *cond = kn_error_new(KN_ERR_CONDITIONAL_CHECK_FAILED, "cond");
   switch (a->op) {
@@ -208,16 +210,37 @@ static kn_error_t *apply(table_t *t, const kn_cc_action_t *a,
         return cond;
       free(l->owner);
       l->owner = strdup(worker);
+      free(l->checkpoint_owner);
+      l->checkpoint_owner = NULL;
+      *counter = ++l->counter;
+      break;
+    case KN_CC_HANDOFF:
+      if (!l || l->counter != a->counter || !same(l->owner, a->old_owner) ||
+          l->checkpoint_owner)
+        return cond;
+      l->checkpoint_owner = l->owner;
+      l->owner = strdup(worker);
+      break;
+    case KN_CC_HANDOFF_DONE:
+      if (!l || l->counter != a->counter ||
+          !same(l->checkpoint_owner, worker))
+        return cond;
+      free(l->checkpoint_owner);
+      l->checkpoint_owner = NULL;
       *counter = ++l->counter;
       break;
     case KN_CC_RENEW:
     case KN_CC_RELEASE:
     case KN_CC_CHECKPOINT:
-      if (!l || l->counter != a->counter || !same(l->owner, worker))
+      if (!l || l->counter != a->counter ||
+          !same(kn_lease_actual_owner(l), worker))
         return cond;
+      if (a->op == KN_CC_RENEW && l->checkpoint_owner) *to = l->owner;
       if (a->op == KN_CC_RELEASE) {
         free(l->owner);
         l->owner = NULL;
+        free(l->checkpoint_owner);
+        l->checkpoint_owner = NULL;
       }
       if (a->op == KN_CC_CHECKPOINT && a->checkpoint) {
         free(l->checkpoint);
@@ -240,10 +263,11 @@ static kn_error_t *apply(table_t *t, const kn_cc_action_t *a,
 
 /* What a worker's driver saw. */
 typedef struct seen {
-  int start, stop, extend, done, closed, fatal, replies;
+  int start, stop, extend, done, closed, fatal, replies, yield;
   int64_t tenure;
   kn_err_t stop_reason, reply_code;
   char started[64];
+  char start_ckpt[64];
 } seen_t;
 
 static kn_cc_shard_t g_shards[8];
@@ -264,6 +288,13 @@ static void run(kn_cc_t *c, table_t *t, const char *worker, int64_t now,
       case KN_CC_LIST_LEASES:
         kn_cc_leases_done(c, a.id, NULL, t->v, t->n, now);
         break;
+      case KN_CC_GET: {
+        kn_lease_t *l = tfind(t, a.key);
+        kn_error_t *nf = l ? NULL : kn_error_new(KN_ERR__NOT_FOUND, "gone");
+        kn_cc_lease_got(c, a.id, nf, l, now);
+        kn_error_destroy(nf);
+        break;
+      }
       case KN_CC_CREATE:
       case KN_CC_TAKE:
       case KN_CC_RENEW:
@@ -271,17 +302,28 @@ static void run(kn_cc_t *c, table_t *t, const char *worker, int64_t now,
       case KN_CC_RELEASE:
       case KN_CC_REMOVE:
       case KN_CC_SET_CHILDREN:
+      case KN_CC_HANDOFF:
+      case KN_CC_HANDOFF_DONE: {
+        const char *to = NULL;
         if (a.op == KN_CC_RENEW && fail_renew)
           err = kn_error_copy(fail_renew);
         else
-          err = apply(t, &a, worker, &counter);
-        kn_cc_store_done(c, a.id, err, counter, now, now);
+          err = apply(t, &a, worker, &counter, &to);
+        char *to_copy = dup0(to);
+        kn_cc_store_done(c, a.id, err, counter, to_copy, now, now);
+        free(to_copy);
         kn_error_destroy(err);
         break;
+      }
       case KN_CC_START:
         s->start++;
         s->tenure = a.tenure;
         snprintf(s->started, sizeof(s->started), "%s", a.key);
+        snprintf(s->start_ckpt, sizeof(s->start_ckpt), "%s",
+                 a.lease && a.lease->checkpoint ? a.lease->checkpoint : "");
+        break;
+      case KN_CC_YIELD:
+        s->yield++;
         break;
       case KN_CC_STOP:
         s->stop++;
@@ -302,7 +344,7 @@ static void run(kn_cc_t *c, table_t *t, const char *worker, int64_t now,
 
 static kn_cc_cfg_t cfg_for(const char *worker) {
   kn_cc_cfg_t cfg = {worker, 10000, 3000, 2000, 60000, 1000, 0, 1,
-                     KN_CKPT_TRIM_HORIZON, 1};
+                     KN_CKPT_TRIM_HORIZON, 1, 30000};
   return cfg;
 }
 
@@ -317,7 +359,8 @@ static void test_worker_life(void) {
   table_t t = {0};
   seen_t s = {0};
   kn_cc_cfg_t cfg = cfg_for("w1");
-  KT_CHECK(kn_cc_new(&(kn_cc_cfg_t){"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1},
+  KT_CHECK(kn_cc_new(&(kn_cc_cfg_t){"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1,
+                                    0},
                      0) == NULL); /* the lease would expire between renewals */
   kn_cc_t *c = kn_cc_new(&cfg, 0);
   KT_CHECK(c != NULL);
@@ -332,21 +375,26 @@ static void test_worker_life(void) {
   kn_cc_tick(c, 3001);
   run(c, &t, "w1", 3001, &s, NULL);
   KT_CHECK(t.v[0].counter == 2 && s.extend == 1);
-  /* Records handed out and processed: the flush checkpoints them. */
+  /* Records handed out and processed: the flush checkpoints them, in
+   * place of the next renewal (one write per renewal interval). */
   kn_cc_pos_t p = {"100", 0};
   kn_cc_delivered(c, "s0", 1, &p, 0, 3100);
   kn_cc_processed(c, "s0", 1, &p, 3100);
   kn_cc_tick(c, 4001);
   run(c, &t, "w1", 4001, &s, NULL);
+  KT_CHECK(t.v[0].counter == 2 && strcmp(t.v[0].checkpoint, "100") != 0);
+  kn_cc_tick(c, 6001);
+  run(c, &t, "w1", 6001, &s, NULL);
   KT_CHECK(t.v[0].checkpoint && strcmp(t.v[0].checkpoint, "100") == 0);
+  KT_CHECK(t.v[0].counter == 3);
   /* A report of another tenure changes nothing. */
-  kn_cc_shard_ended(c, "s0", 7, NULL, 0, 4100);
-  kn_cc_shard_expired(c, "s0", 7, 4100);
-  run(c, &t, "w1", 4100, &s, NULL);
+  kn_cc_shard_ended(c, "s0", 7, NULL, 0, 6100);
+  kn_cc_shard_expired(c, "s0", 7, 6100);
+  run(c, &t, "w1", 6100, &s, NULL);
   KT_CHECK(s.stop == 0 && kn_cc_held(c) == 1);
   /* The store unreachable: reading stops at the deadline. */
   kn_error_t *down = kn_error_new(KN_ERR__TRANSPORT, "unreachable");
-  int64_t now = 4100;
+  int64_t now = 6100;
   while (s.stop == 0 && now < 30000) {
     now = kn_cc_wake_ms(c);
     kn_cc_tick(c, now);
@@ -354,7 +402,7 @@ static void test_worker_life(void) {
   }
   kn_error_destroy(down);
   KT_CHECK(s.stop == 1 && s.stop_reason == KN_ERR__TIMED_OUT);
-  KT_CHECK(now >= 4001 + 10000 - 1500 && now < 4001 + 10000);
+  KT_CHECK(now >= 6001 + 10000 - 1500 && now < 6001 + 10000);
   /* The next take round takes it back under a new tenure. */
   kn_cc_tick(c, now + 2000);
   run(c, &t, "w1", now + 2000, &s, NULL);
@@ -431,6 +479,112 @@ static void test_lost_and_manual(void) {
 }
 
 /* A first sync that fails retriably is retried; a verdict is fatal. */
+/* A worker joins: the lease it balances to is asked for, handed over at
+ * the last record the first worker's application was handed, and read on
+ * from there -- nothing twice.  The first worker's application answers
+ * late: the lease waits for it. */
+static void test_handoff(void) {
+  g_shards[0] = sh("s0", NULL, NULL, 0);
+  g_shards[1] = sh("s1", NULL, NULL, 0);
+  g_n_shards = 2;
+  table_t t = {0};
+  seen_t s1 = {0}, s2 = {0};
+  kn_cc_cfg_t c1cfg = cfg_for("w1"), c2cfg = cfg_for("w2");
+  kn_cc_t *c1 = kn_cc_new(&c1cfg, 0);
+  kn_cc_tick(c1, 0);
+  run(c1, &t, "w1", 0, &s1, NULL);
+  kn_cc_tick(c1, 1);
+  run(c1, &t, "w1", 1, &s1, NULL);
+  KT_CHECK(kn_cc_held(c1) == 2 && s1.start == 2);
+  kn_lease_t *l0 = tfind(&t, "s0"), *l1 = tfind(&t, "s1");
+  kn_cc_pos_t p = {"500", 2};
+  kn_cc_delivered(c1, "s0", l0->counter, &p, 0, 10);
+  kn_cc_delivered(c1, "s1", l1->counter, &p, 0, 10);
+  /* w2 joins and asks for one lease (the counter does not move). */
+  kn_cc_t *c2 = kn_cc_new(&c2cfg, 100);
+  kn_cc_tick(c2, 100);
+  run(c2, &t, "w2", 100, &s2, NULL);
+  kn_cc_tick(c2, 101);
+  run(c2, &t, "w2", 101, &s2, NULL);
+  const char *asked = tfind(&t, "s0")->checkpoint_owner ? "s0" : "s1";
+  kn_lease_t *la = tfind(&t, asked);
+  KT_CHECK_STR(la->owner, "w2");
+  KT_CHECK_STR(la->checkpoint_owner, "w1");
+  KT_CHECK(s2.start == 0 && kn_cc_held(c2) == 0 && !kn_cc_idle(c2));
+  /* w2 watches; nothing is handed over yet. */
+  kn_cc_tick(c2, 700);
+  run(c2, &t, "w2", 700, &s2, NULL);
+  KT_CHECK(s2.start == 0);
+  /* w1's next renewal learns it: it stops reading the shard. */
+  kn_cc_tick(c1, 3001);
+  run(c1, &t, "w1", 3001, &s1, NULL);
+  KT_CHECK(s1.yield == 1 && s1.stop == 0);
+  KT_CHECK_STR(tfind(&t, asked)->checkpoint_owner, "w1");
+  /* Meanwhile it renews the lease and waits for its application. */
+  kn_cc_tick(c1, 6002);
+  run(c1, &t, "w1", 6002, &s1, NULL);
+  KT_CHECK_STR(tfind(&t, asked)->checkpoint_owner, "w1");
+  kn_cc_tick(c2, 6003);
+  run(c2, &t, "w2", 6003, &s2, NULL);
+  KT_CHECK(s2.start == 0);
+  /* The application is done with what it was handed: exactly that is
+   * checkpointed and the lease passed on. */
+  kn_cc_yielded(c1, asked, 1 /* the tenure: the take's counter */, &p,
+                6100);
+  run(c1, &t, "w1", 6100, &s1, NULL);
+  la = tfind(&t, asked);
+  KT_CHECK(la->checkpoint_owner == NULL);
+  KT_CHECK_STR(la->owner, "w2");
+  KT_CHECK_STR(la->checkpoint, "500");
+  KT_CHECK_INT(la->checkpoint_subseq, 2);
+  KT_CHECK(kn_cc_held(c1) == 1);
+  /* w2 sees it passed on and starts after that record. */
+  kn_cc_tick(c2, 6600);
+  run(c2, &t, "w2", 6600, &s2, NULL);
+  KT_CHECK(s2.start == 1 && strcmp(s2.started, asked) == 0);
+  KT_CHECK_STR(s2.start_ckpt, "500");
+  KT_CHECK(kn_cc_held(c2) == 1);
+  /* A later renewal of w1 for that lease is refused, never reaches it. */
+  KT_CHECK_STR(tfind(&t, asked)->owner, "w2");
+  kn_cc_destroy(c1);
+  kn_cc_destroy(c2);
+  table_free(&t);
+}
+
+/* The owner asked never answers (a KCL 2.x worker, or one that froze):
+ * after a lease duration without a renewal the lease is taken anyway. */
+static void test_handoff_silent_owner(void) {
+  g_shards[0] = sh("s0", NULL, NULL, 0);
+  g_shards[1] = sh("s1", NULL, NULL, 0);
+  g_n_shards = 2;
+  table_t t = {0};
+  seen_t s1 = {0}, s2 = {0};
+  kn_cc_cfg_t c1cfg = cfg_for("w1"), c2cfg = cfg_for("w2");
+  kn_cc_t *c1 = kn_cc_new(&c1cfg, 0);
+  kn_cc_tick(c1, 0);
+  run(c1, &t, "w1", 0, &s1, NULL);
+  kn_cc_tick(c1, 1);
+  run(c1, &t, "w1", 1, &s1, NULL);
+  kn_cc_destroy(c1); /* gone without a word; its renewals stop */
+  kn_cc_t *c2 = kn_cc_new(&c2cfg, 100);
+  kn_cc_tick(c2, 100);
+  run(c2, &t, "w2", 100, &s2, NULL);
+  kn_cc_tick(c2, 101);
+  run(c2, &t, "w2", 101, &s2, NULL);
+  KT_CHECK(s2.start == 0);
+  for (int64_t now = 500; now < 12000; now += 500) {
+    kn_cc_tick(c2, now);
+    run(c2, &t, "w2", now, &s2, NULL);
+  }
+  KT_CHECK(s2.start >= 1);
+  KT_CHECK(kn_cc_held(c2) >= 1);
+  for (size_t i = 0; i < t.n; i++)
+    KT_CHECK(!t.v[i].checkpoint_owner || strcmp(t.v[i].owner, "w2") != 0);
+  kn_cc_destroy(c2);
+  table_free(&t);
+  (void)s1;
+}
+
 static void test_first_sync_errors(void) {
   kn_cc_cfg_t cfg = cfg_for("w1");
   kn_cc_t *c = kn_cc_new(&cfg, 0);
@@ -469,5 +623,7 @@ int main(void) {
   KT_RUN(test_worker_life);
   KT_RUN(test_lost_and_manual);
   KT_RUN(test_first_sync_errors);
+  KT_RUN(test_handoff);
+  KT_RUN(test_handoff_silent_owner);
   return KT_DONE();
 }

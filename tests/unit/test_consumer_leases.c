@@ -246,6 +246,56 @@ out:
   kn_lease_store_destroy(ls);
 }
 
+/* Checkpoints by value and the lease's checkpoint (kncat multilang). */
+static void test_checkpoint_by_value(void) {
+  kn_error_t *err = NULL;
+  kn_lease_store_t *ls = kn_lease_store_open("memory:byval", NULL, &err);
+  KT_CHECK(ls != NULL);
+  kn_consumer_t *kc = consumer("byval");
+  KT_CHECK(kc != NULL);
+  if (!kc || !ls) return;
+  kn_batch_t *b = first_batch(kc);
+  KT_CHECK(b != NULL);
+  char seq[128];
+  uint64_t sub = 99;
+  KT_CHECK(kn_consumer_lease_checkpoint(kc, "shardId-0", seq, sizeof seq,
+                                        &sub) == 0);
+  KT_CHECK_STR(seq, "TRIM_HORIZON");
+  KT_CHECK_INT(sub, 0);
+  KT_CHECK(kn_consumer_lease_checkpoint(kc, "shardId-0", seq, 4, &sub) == -1);
+  KT_CHECK(kn_consumer_lease_checkpoint(kc, "shardId-9", seq, sizeof seq,
+                                        &sub) == -1);
+  err = kn_consumer_checkpoint_seq(kc, "shardId-0", "12", 3);
+  KT_CHECK_MSG(err == NULL, "%s", err ? kn_error_string(err) : "");
+  kn_error_destroy(err);
+  kn_lease_t l;
+  if (table_lease(ls, &l) == 0) {
+    KT_CHECK(str_is(l.checkpoint, "12"));
+    KT_CHECK_INT(l.checkpoint_subseq, 3);
+    kn_lease_clear(&l);
+  }
+  KT_CHECK(kn_consumer_lease_checkpoint(kc, "shardId-0", seq, sizeof seq,
+                                        &sub) == 0);
+  KT_CHECK_STR(seq, "12");
+  KT_CHECK_INT(sub, 3);
+  err = kn_consumer_checkpoint_seq(kc, "shardId-0", "", 0);
+  KT_CHECK(err && kn_error_code(err) == KN_ERR__INVALID_ARG);
+  kn_error_destroy(err);
+  err = kn_consumer_checkpoint_seq(kc, "shardId-9", "12", 0);
+  KT_CHECK(err && kn_error_code(err) == KN_ERR__LEASE_LOST);
+  kn_error_destroy(err);
+  err = kn_consumer_close(kc);
+  kn_error_destroy(err);
+  KT_CHECK(kn_consumer_lease_checkpoint(kc, "shardId-0", seq, sizeof seq,
+                                        &sub) == -1);
+  err = kn_consumer_checkpoint_seq(kc, "shardId-0", "13", 0);
+  KT_CHECK(err && kn_error_code(err) == KN_ERR__LEASE_LOST);
+  kn_error_destroy(err);
+  kn_batch_destroy(b);
+  kn_consumer_destroy(kc);
+  kn_lease_store_destroy(ls);
+}
+
 static void test_lease_taken(void) {
   kn_error_t *err = NULL;
   kn_lease_store_t *ls = kn_lease_store_open("memory:taken", NULL, &err);
@@ -324,6 +374,7 @@ int main(void) {
     return 1;
   }
   KT_RUN(test_checkpoints);
+  KT_RUN(test_checkpoint_by_value);
   KT_RUN(test_lease_taken);
   KT_RUN(test_shard_gone);
   kt_httpd_stop(&srv);

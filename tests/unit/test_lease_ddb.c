@@ -54,9 +54,9 @@ static void test_item_to_lease(void) {
   KT_CHECK_STR(l.children[0], "shardId-000000000007");
   KT_CHECK_STR(l.hash_start, "0");
   KT_CHECK_STR(l.hash_end, "170141183460469231731687303715884105727");
+  KT_CHECK_STR(l.checkpoint_owner, "kcl-worker-2");
   KT_CHECK_STR(l.extra,
-               "{\"checkpointOwner\":{\"S\":\"kcl-worker-2\"},"
-               "\"entityType\":{\"S\":\"LEASE\"},"
+               "{\"entityType\":{\"S\":\"LEASE\"},"
                "\"throughputKBps\":{\"N\":\"12.5\"}}");
 
   /* And back: the same item, attribute for attribute. */
@@ -209,9 +209,11 @@ static void test_requests(void) {
   KT_CHECK_INT(c, 5);
   check_sent(0,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
-             "\"UpdateExpression\":\"SET #o = :o, #c = :n ADD #sw :one\","
+             "\"UpdateExpression\":\"SET #o = :o, #c = :n REMOVE #co "
+             "ADD #sw :one\","
              "\"ConditionExpression\":\"#c = :c AND #o = :old\","
              "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
+             "\"#co\":\"checkpointOwner\","
              "\"#o\":\"leaseOwner\",\"#sw\":\"ownerSwitchesSinceCheckpoint\"},"
              "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"4\"},"
              "\":old\":{\"S\":\"w1\"},\":o\":{\"S\":\"w2\"},"
@@ -219,29 +221,34 @@ static void test_requests(void) {
   KT_CHECK(ls->ops->take(ls, "shard-1", 0, NULL, "w2", &c) == NULL);
   check_sent(1,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
-             "\"UpdateExpression\":\"SET #o = :o, #c = :n\","
+             "\"UpdateExpression\":\"SET #o = :o, #c = :n REMOVE #co\","
              "\"ConditionExpression\":\"#c = :c AND attribute_not_exists(#o)\","
              "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
-             "\"#o\":\"leaseOwner\"},"
+             "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\"},"
              "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"0\"},"
              "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"1\"}}}");
-  KT_CHECK(ls->ops->renew(ls, "shard-1", 7, "w2", &c) == NULL);
+  char *to = NULL;
+  KT_CHECK(ls->ops->renew(ls, "shard-1", 7, "w2", &c, &to) == NULL);
+  KT_CHECK(to == NULL);
   KT_CHECK_INT(c, 8);
   check_sent(2,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
              "\"UpdateExpression\":\"SET #c = :n\","
-             "\"ConditionExpression\":\"#c = :c AND #o = :o\","
+             "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
+             "attribute_not_exists(#co)) OR #co = :o)\","
              "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
-             "\"#o\":\"leaseOwner\"},"
+             "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\"},"
              "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"7\"},"
-             "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"8\"}}}");
+             "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"8\"}},"
+             "\"ReturnValues\":\"ALL_NEW\"}");
   KT_CHECK(ls->ops->release(ls, "shard-1", 8, "w2", &c) == NULL);
   check_sent(3,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
-             "\"UpdateExpression\":\"SET #c = :n REMOVE #o\","
-             "\"ConditionExpression\":\"#c = :c AND #o = :o\","
+             "\"UpdateExpression\":\"SET #c = :n REMOVE #o, #co\","
+             "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
+             "attribute_not_exists(#co)) OR #co = :o)\","
              "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
-             "\"#o\":\"leaseOwner\"},"
+             "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\"},"
              "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"8\"},"
              "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"9\"}}}");
   KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 9, "w2", "123", 4, "456", 1,
@@ -250,8 +257,10 @@ static void test_requests(void) {
              "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
              "\"UpdateExpression\":\"SET #c = :n, #cp = :cp, #cs = :cs, "
              "#sw = :zero, #p = :p, #ps = :ps, #st = :st\","
-             "\"ConditionExpression\":\"#c = :c AND #o = :o\","
+             "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
+             "attribute_not_exists(#co)) OR #co = :o)\","
              "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
+             "\"#co\":\"checkpointOwner\","
              "\"#o\":\"leaseOwner\",\"#cp\":\"checkpoint\","
              "\"#cs\":\"checkpointSubSequenceNumber\","
              "\"#sw\":\"ownerSwitchesSinceCheckpoint\","
@@ -267,8 +276,10 @@ static void test_requests(void) {
   check_sent(5,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
              "\"UpdateExpression\":\"SET #c = :n REMOVE #p, #ps, #st\","
-             "\"ConditionExpression\":\"#c = :c AND #o = :o\","
+             "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
+             "attribute_not_exists(#co)) OR #co = :o)\","
              "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
+             "\"#co\":\"checkpointOwner\","
              "\"#o\":\"leaseOwner\",\"#st\":\"pendingCheckpointState\","
              "\"#p\":\"pendingCheckpoint\","
              "\"#ps\":\"pendingCheckpointSubSequenceNumber\"},"

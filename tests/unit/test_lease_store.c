@@ -249,7 +249,7 @@ static void test_sqlite_schema(void) {
   KT_CHECK(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) ==
            SQLITE_OK);
   KT_CHECK(sqlite3_step(st) == SQLITE_ROW);
-  KT_CHECK_INT(sqlite3_column_int(st, 0), 1);
+  KT_CHECK_INT(sqlite3_column_int(st, 0), 2);
   sqlite3_finalize(st);
   KT_CHECK(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL) ==
            SQLITE_OK);

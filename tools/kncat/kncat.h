@@ -49,7 +49,7 @@ typedef struct kc_command {
 
 extern const kc_command_t kc_cmd_create, kc_cmd_delete, kc_cmd_list,
     kc_cmd_split, kc_cmd_merge, kc_cmd_produce, kc_cmd_consume, kc_cmd_group,
-    kc_cmd_leases, kc_cmd_efo;
+    kc_cmd_leases, kc_cmd_efo, kc_cmd_multilang;
 
 /* ---- diag.c: one-line diagnostics and exit codes ---- */
 

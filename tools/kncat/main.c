@@ -14,7 +14,7 @@
 static const kc_command_t *const commands[] = {
     &kc_cmd_create,  &kc_cmd_delete, &kc_cmd_list,    &kc_cmd_split,
     &kc_cmd_merge,   &kc_cmd_produce, &kc_cmd_consume, &kc_cmd_group,
-    &kc_cmd_leases,  &kc_cmd_efo,
+    &kc_cmd_leases,  &kc_cmd_efo,    &kc_cmd_multilang,
 };
 
 static const char global_help[] =
@@ -34,7 +34,7 @@ static const char global_help[] =
     "  -X PROP=VALUE    set a library property; -X list prints every property,\n"
     "                   -X list-md the same as Markdown; -X list-metrics-md\n"
     "                   the metrics of --metrics as Markdown\n"
-    "  --metrics HOST:PORT  group, consume, produce: serve /metrics\n"
+    "  --metrics HOST:PORT  group, consume, produce, multilang: serve /metrics\n"
     "                   (Prometheus), /healthz and /readyz there; port 0\n"
     "                   picks a free port (printed on stderr)\n"
     "  --metrics-linger S  keep serving S seconds after the command ends\n"
@@ -55,7 +55,7 @@ static void print_global_help(void) {
   char list[1024];
   size_t n = 0;
   for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-    int w = snprintf(list + n, sizeof(list) - n, "  %-9s%s\n",
+    int w = snprintf(list + n, sizeof(list) - n, "  %-10s%s\n",
                      commands[i]->name, commands[i]->summary);
     if (w > 0 && (size_t)w < sizeof(list) - n) n += (size_t)w;
   }
@@ -203,8 +203,8 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   int rc = run(&ctx, argc - 1, argv + 1);
   if (ctx.metrics_addr && !ctx.metrics_tried && ctx.cmd && rc == KC_EXIT_OK)
-    kc_errorf(&ctx, "--metrics is served by group, consume and produce "
-              "only");
+    kc_errorf(&ctx, "--metrics is served by group, consume, produce and "
+              "multilang only");
   kc_metrics_finish(&ctx);
   kn_conf_destroy(ctx.conf);
   fflush(stdout);
