@@ -15,6 +15,7 @@ health endpoints through a lease-store outage and a fatal error.
 - Fatal error: the stream deleted under a worker: /healthz and /readyz
   answer 503 with the reason while kncat lingers (--metrics-linger), and
   kn_consumer_failed is 1.
+- multilang serves the same metrics as group.
 - Fan-out (kinesis-local, HTTP/2): consume --efo has each shard's
   subscription state and counters.
 - consume and produce serve their metrics too, consume also while
@@ -428,6 +429,35 @@ class Metrics(unittest.TestCase):
         self.assertEqual(value(text, "kn_consumer_failed"), 1)
         self.assertIsNone(a.proc.poll(), "kncat lingers")
         self.assertEqual(a.stop(), 3)  # stream not found
+
+    # ---- multilang ----
+
+    def test_multilang(self):
+        stream = self.stream(2)
+        app = unique("met", "ml")
+        kncat(self.env, "produce", stream, "-K", ":",
+              input=b"".join(b"k%d:%d\n" % (i, i) for i in range(10)))
+        props = TMP / f"{app}.properties"
+        processor = SOURCE_DIR / "examples" / "multilang" / "processor.py"
+        props.write_text(
+            f"executableName = python3 {processor}\nstreamName = {stream}\n"
+            f"applicationName = {app}\ninitialPositionInStream = TRIM_HORIZON\n"
+            "retrievalMode = POLLING\nfailoverTimeMillis = 4000\n"
+            "idleTimeBetweenReadsInMillis = 200\nmetricsLevel = NONE\n")
+        m = Served(self.env, "-X", "lease.take.interval.ms=1000", "multilang",
+                   "--properties-file", props, name="multilang")
+        self.cleanup.append(m.stop)
+
+        def done():
+            _, t = m.get("/metrics")
+            return t if (value(t, "kn_consumer_records_total") == 10 and
+                         value(t, "kn_consumer_leases_held") == 2) else None
+        text = wait_for("multilang's records and leases", done, 90,
+                        lambda: m.stderr()[-2000:])
+        promtool_check(text)
+        self.assertEqual(value(text, "kn_consumer_ready", app=app), 1)
+        self.assertEqual(m.get("/readyz")[0], 200)
+        self.assertEqual(m.stop(), 0)
 
     # ---- consume and produce ----
 
