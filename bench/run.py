@@ -28,6 +28,10 @@ BENCHES = [
      ["--runs", "1", "--mb", "8", "--rounds", "1"]),
     ("efo", [sys.executable, "bench/bench_efo.py", "--build", "{build}"],
      ["--records", "1000", "--rounds", "1", "--latency", "30"]),
+    ("lease_cost", [sys.executable, "bench/bench_lease_cost.py", "--build", "{build}"],
+     ["--quick"]),
+    ("scale", [sys.executable, "bench/bench_lease_cost.py", "--build", "{build}",
+               "--scale"], ["--scale-shards", "200", "--mb", "4", "--rounds", "1"]),
     ("multilang", [sys.executable, "bench/bench_multilang.py", "--build", "{build}"],
      ["--quick"]),
 ]

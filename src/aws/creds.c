@@ -2,6 +2,8 @@
 #include "aws/creds.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "util/clock.h"
 #include "util/iso8601.h"
 #include "util/rand.h"
+#include "util/secure.h"
 #include "util/str.h"
 
 #define FAC "creds"
@@ -38,27 +41,39 @@ static const struct step {
   kn_creds_fetch_fn *fetch;
 } chain[] = {
     {"properties (aws.access.key.id)", kn_creds_from_properties},
-    {"environment (AWS_ACCESS_KEY_ID)", kn_creds_from_env},
-    {"web identity (AWS_WEB_IDENTITY_TOKEN_FILE)", kn_creds_from_web_identity},
+    {"environment (AWS_ACCESS_KEY_ID)", kn_creds_from_env_chain},
+    {"role (role_arn with source_profile or credential_source)", kn_creds_from_role},
+    {"web identity (AWS_WEB_IDENTITY_TOKEN_FILE, web_identity_token_file)",
+     kn_creds_from_web_identity},
+    {"IAM Identity Center (sso_account_id, sso_role_name)", kn_creds_from_sso},
     {"shared files", kn_creds_from_profile},
     {"container (AWS_CONTAINER_CREDENTIALS_*_URI)", kn_creds_from_container},
     {"EC2 instance metadata", kn_creds_from_imds},
 };
 #define CHAIN_LEN (sizeof(chain) / sizeof(chain[0]))
 
+/* The chain runs on a thread of the provider's own, never on a caller's:
+ * callers (the I/O thread above all) read the cache, and when it needs a
+ * refresh they ask for one and go on with the cached keys, or wait for
+ * the result only if they have nothing usable. */
 struct kn_creds_provider {
   pthread_mutex_t lock;
-  kn_creds_ctx_t ctx;
+  pthread_cond_t cond;     /* the refresher's wake-up and every waiter's */
+  kn_creds_ctx_t ctx;      /* the refresher thread's only */
+  const struct step *winner; /* the refresher thread's only */
+  /* The rest under lock. */
   kn_creds_t cached;       /* valid when cached.access_key_id is set */
-  const struct step *winner;
-  int64_t next_attempt_mono_ms;
+  kn_error_t *last_err;    /* why the last fetch failed, until one works */
+  uint64_t done;           /* fetches finished, to tell waiters apart */
+  int want;                /* a fetch is asked for */
+  int busy;                /* a fetch is running */
+  int stop;
+  int started;             /* the thread runs (started on first use) */
+  pthread_t thread;
+  int64_t next_attempt_mono_ms; /* earliest refresh while the cache is usable */
 };
 
-static void wipe_free(char *s) {
-  if (!s) return;
-  explicit_bzero(s, strlen(s));
-  free(s);
-}
+static void wipe_free(char *s) { kn_secure_free_str(s); }
 
 void kn_creds_clear(kn_creds_t *c) {
   if (!c) return;
@@ -119,6 +134,9 @@ static void ctx_clear(kn_creds_ctx_t *ctx) {
   kn_aws_profile_destroy(ctx->profile);
   free(ctx->region);
   free(ctx->sts_endpoint);
+  free(ctx->sso_endpoint);
+  free(ctx->sso_oidc_endpoint);
+  free(ctx->sso_cache_dir);
   free(ctx->user_agent_header);
   free(ctx->ca_file);
   for (int i = 0; i < KN_CENV__COUNT; i++) free(ctx->env[i]);
@@ -135,6 +153,9 @@ static kn_error_t *ctx_init(kn_creds_ctx_t *ctx, const kn_aws_settings_t *s) {
   fail |= s->session_token && !(ctx->session_token = strdup(s->session_token));
   fail |= s->region && !(ctx->region = strdup(s->region));
   fail |= s->sts_endpoint && !(ctx->sts_endpoint = strdup(s->sts_endpoint));
+  fail |= s->sso_endpoint && !(ctx->sso_endpoint = strdup(s->sso_endpoint));
+  fail |= s->sso_oidc_endpoint && !(ctx->sso_oidc_endpoint = strdup(s->sso_oidc_endpoint));
+  fail |= s->sso_cache_dir && !(ctx->sso_cache_dir = strdup(s->sso_cache_dir));
   fail |= !(ctx->user_agent_header =
                 kn_asprintf("User-Agent: %s", s->user_agent ? s->user_agent
                                                             : "libkinesis"));
@@ -144,6 +165,7 @@ static kn_error_t *ctx_init(kn_creds_ctx_t *ctx, const kn_aws_settings_t *s) {
     fail |= v && *v && !(ctx->env[i] = strdup(v));
   }
   if (fail) return kn_error_new(KN_ERR__NOMEM, "out of memory");
+  ctx->env_keys_off = s->profile_explicit;
   ctx->http = s->http;
   ctx->http.ca_file = ctx->ca_file;
   ctx->log = s->http.log;
@@ -167,7 +189,13 @@ kn_creds_provider_t *kn_creds_provider_new(const kn_aws_settings_t *s,
     *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
     return NULL;
   }
-  if (pthread_mutex_init(&p->lock, NULL) != 0) {
+  pthread_condattr_t ca;
+  int ok = pthread_condattr_init(&ca) == 0;
+  ok = ok && pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0;
+  ok = ok && pthread_cond_init(&p->cond, &ca) == 0;
+  pthread_condattr_destroy(&ca);
+  if (!ok || pthread_mutex_init(&p->lock, NULL) != 0) {
+    if (ok) pthread_cond_destroy(&p->cond);
     free(p);
     *errp = kn_error_new(KN_ERR__FAIL, "cannot create a mutex");
     return NULL;
@@ -183,8 +211,17 @@ kn_creds_provider_t *kn_creds_provider_new(const kn_aws_settings_t *s,
 
 void kn_creds_provider_destroy(kn_creds_provider_t *p) {
   if (!p) return;
+  pthread_mutex_lock(&p->lock);
+  p->stop = 1;
+  pthread_cond_broadcast(&p->cond);
+  int started = p->started;
+  pthread_mutex_unlock(&p->lock);
+  /* A fetch under way is waited for: it ends within its own time-outs. */
+  if (started) pthread_join(p->thread, NULL);
   ctx_clear(&p->ctx);
   kn_creds_clear(&p->cached);
+  kn_error_destroy(p->last_err);
+  pthread_cond_destroy(&p->cond);
   pthread_mutex_destroy(&p->lock);
   free(p);
 }
@@ -244,35 +281,34 @@ static void log_new(kn_creds_provider_t *p, const kn_creds_t *c) {
           c->expires_ms ? kn_iso8601_format(c->expires_ms, when) : "");
 }
 
-kn_error_t *kn_creds_get(kn_creds_provider_t *p, kn_creds_t *out) {
-  pthread_mutex_lock(&p->lock);
+/* Lock held: the outcome of a fetch.  New credentials replace the cache;
+ * a failure keeps usable ones (and waits before the next attempt), or
+ * else is what waiters get. */
+static void install(kn_creds_provider_t *p, kn_creds_t *fresh, kn_error_t *e) {
   int64_t now = kn_wall_ms();
-  int have = p->cached.access_key_id != NULL;
-  int64_t left = !have ? 0 : p->cached.expires_ms ? p->cached.expires_ms - now
-                                                  : INT64_MAX;
-  int usable = have && left > KN_CREDS_MIN_VALID_MS;
-  kn_error_t *e = NULL;
-  if (usable && (left > KN_CREDS_REFRESH_MS || kn_mono_ms() < p->next_attempt_mono_ms))
-    goto copy;
-
-  kn_creds_t fresh = {0};
-  e = have ? refetch(p, &fresh) : walk_chain(p, &fresh);
-  if (!e && fresh.expires_ms && fresh.expires_ms - now <= KN_CREDS_MIN_VALID_MS) {
+  if (!e && fresh->expires_ms && fresh->expires_ms - now <= KN_CREDS_MIN_VALID_MS) {
     char when[21];
     e = kn_error_new(KN_ERR__CREDENTIALS,
                      "credentials from %s expire at %s, too soon to use "
                      "(is the clock right?)",
-                     fresh.source, kn_iso8601_format(fresh.expires_ms, when));
-    kn_creds_clear(&fresh);
+                     fresh->source, kn_iso8601_format(fresh->expires_ms, when));
+    kn_creds_clear(fresh);
+    if (!e) e = kn_error_new(KN_ERR__NOMEM, "out of memory");
   }
   if (!e) {
     kn_creds_clear(&p->cached);
-    p->cached = fresh;
+    p->cached = *fresh;
+    memset(fresh, 0, sizeof(*fresh));
+    kn_error_destroy(p->last_err);
+    p->last_err = NULL;
     p->next_attempt_mono_ms = kn_mono_ms() + KN_CREDS_REFRESH_INTERVAL_MS;
     log_new(p, &p->cached);
-    goto copy;
+    return;
   }
-  if (usable) {
+  int64_t left = !p->cached.access_key_id ? 0
+                 : p->cached.expires_ms   ? p->cached.expires_ms - now
+                                          : INT64_MAX;
+  if (left > KN_CREDS_MIN_VALID_MS) {
     char when[21];
     kn_warn(p->ctx.log, FAC,
             "refreshing credentials failed: %s; keeping those from %s until "
@@ -280,15 +316,139 @@ kn_error_t *kn_creds_get(kn_creds_provider_t *p, kn_creds_t *out) {
             kn_error_string(e) ? kn_error_string(e) : "out of memory",
             p->cached.source, kn_iso8601_format(p->cached.expires_ms, when));
     kn_error_destroy(e);
-    e = NULL;
     p->next_attempt_mono_ms = kn_mono_ms() + KN_CREDS_RETRY_AFTER_MS;
-    goto copy;
+    return;
+  }
+  kn_creds_clear(&p->cached);
+  kn_error_destroy(p->last_err);
+  p->last_err = e ? e : kn_error_new(KN_ERR__NOMEM, "out of memory");
+}
+
+/* Lock held: how long the refresher may sleep before refreshing ahead of
+ * expiry on its own; -1: until asked.  Credentials already inside the
+ * refresh window are refreshed when used (at most once per
+ * KN_CREDS_REFRESH_INTERVAL_MS), not in a loop of their own. */
+static int64_t sleep_ms(int64_t refresh_at_wall) {
+  if (!refresh_at_wall) return -1;
+  int64_t ms = refresh_at_wall - kn_wall_ms();
+  return ms > 0 ? ms : 0;
+}
+
+static void *refresher(void *arg) {
+  kn_creds_provider_t *p = arg;
+  int64_t refresh_at_wall = 0; /* 0: none planned */
+  pthread_mutex_lock(&p->lock);
+  while (!p->stop) {
+    int64_t ms = sleep_ms(refresh_at_wall);
+    if (!p->want && ms != 0) {
+      if (ms < 0) {
+        pthread_cond_wait(&p->cond, &p->lock);
+      } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += (time_t)(ms / 1000);
+        ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+          ts.tv_sec++;
+          ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+      }
+      continue;
+    }
+    p->want = 0;
+    p->busy = 1;
+    int have = p->cached.access_key_id != NULL;
+    pthread_mutex_unlock(&p->lock);
+
+    kn_creds_t fresh = {0};
+    kn_error_t *e = have ? refetch(p, &fresh) : walk_chain(p, &fresh);
+
+    pthread_mutex_lock(&p->lock);
+    install(p, &fresh, e);
+    kn_creds_clear(&fresh);
+    int64_t exp = p->cached.expires_ms, now = kn_wall_ms();
+    refresh_at_wall = p->cached.access_key_id && exp && exp - now > KN_CREDS_REFRESH_MS
+                          ? exp - KN_CREDS_REFRESH_MS + (int64_t)kn_rand_below(5000)
+                          : 0;
+    p->busy = 0;
+    p->done++;
+    pthread_cond_broadcast(&p->cond);
   }
   pthread_mutex_unlock(&p->lock);
-  return e ? e : kn_error_new(KN_ERR__NOMEM, "out of memory");
+  return NULL;
+}
 
-copy:
-  if (kn_creds_copy(out, &p->cached)) e = kn_error_new(KN_ERR__NOMEM, "out of memory");
+/* Lock held: asks the refresher for a fetch, starting it on first use
+ * with every signal blocked (they belong to the application's threads). */
+static kn_error_t *ask(kn_creds_provider_t *p) {
+  if (!p->started) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&p->thread, NULL, refresher, p);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc)
+      return kn_error_new(KN_ERR__FAIL, "credentials: cannot start a thread: %s",
+                          strerror(rc));
+    p->started = 1;
+  }
+  p->want = 1;
+  pthread_cond_broadcast(&p->cond);
+  return NULL;
+}
+
+/* Lock held: copies the cached credentials if they are usable (1), asking
+ * for a refresh in the background when they are due for one. */
+static int from_cache(kn_creds_provider_t *p, kn_creds_t *out, kn_error_t **errp) {
+  *errp = NULL;
+  if (!p->cached.access_key_id) return 0;
+  int64_t left = p->cached.expires_ms ? p->cached.expires_ms - kn_wall_ms() : INT64_MAX;
+  if (left <= KN_CREDS_MIN_VALID_MS) return 0;
+  if (left <= KN_CREDS_REFRESH_MS && !p->busy && !p->want &&
+      kn_mono_ms() >= p->next_attempt_mono_ms) {
+    kn_error_t *e = ask(p);
+    if (e) {
+      kn_warn(p->ctx.log, FAC, "%s", kn_error_string(e));
+      kn_error_destroy(e);
+    }
+  }
+  if (kn_creds_copy(out, &p->cached)) *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
+  return 1;
+}
+
+/* Lock held: the failure of the fetch a waiter waited for. */
+static kn_error_t *failure(const kn_creds_provider_t *p) {
+  if (p->last_err) return kn_error_copy(p->last_err);
+  return kn_error_new(KN_ERR__CREDENTIALS, "credentials: none usable");
+}
+
+kn_error_t *kn_creds_get(kn_creds_provider_t *p, kn_creds_t *out) {
+  kn_error_t *e = NULL;
+  pthread_mutex_lock(&p->lock);
+  if (from_cache(p, out, &e)) goto out;
+  uint64_t ticket = p->done + 1;
+  if (!p->busy && (e = ask(p)) != NULL) goto out;
+  while (p->done < ticket && !p->stop) pthread_cond_wait(&p->cond, &p->lock);
+  if (!from_cache(p, out, &e)) e = failure(p);
+out:
+  pthread_mutex_unlock(&p->lock);
+  return e;
+}
+
+kn_error_t *kn_creds_get_nowait(kn_creds_provider_t *p, kn_creds_t *out,
+                                uint64_t *ticket) {
+  kn_error_t *e = NULL;
+  pthread_mutex_lock(&p->lock);
+  if (from_cache(p, out, &e)) {
+    *ticket = 0;
+  } else if (*ticket && p->done >= *ticket) {
+    *ticket = 0;
+    e = failure(p);
+  } else {
+    if (!*ticket) *ticket = p->done + 1;
+    if (!p->busy && !p->want) e = ask(p);
+  }
   pthread_mutex_unlock(&p->lock);
   return e;
 }

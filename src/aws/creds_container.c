@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "util/buf.h"
 #include "util/file.h"
+#include "util/secure.h"
 #include "util/str.h"
 
 #define ECS_HOST "169.254.170.2"
@@ -99,7 +100,7 @@ static int auth_header(kn_creds_ctx_t *ctx, char **line, kn_error_t **errp) {
     else if (!(*line = kn_asprintf("Authorization: %s", tok)))
       rc = -1, *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
   }
-  if (b.p) explicit_bzero(b.p, b.len);
+  if (b.p) kn_secure_wipe(b.p, b.len);
   kn_buf_free(&b);
   return rc;
 }
@@ -150,10 +151,9 @@ kn_creds_res_t kn_creds_from_container(kn_creds_ctx_t *ctx, kn_creds_t *out,
     out->source = KN_CREDS_SRC_CONTAINER;
     res = KN_CREDS_FOUND;
   }
-  if (resp.body.p) explicit_bzero(resp.body.p, resp.body.len);
+  if (resp.body.p) kn_secure_wipe(resp.body.p, resp.body.len);
   kn_http_resp_clear(&resp);
-  if (auth) explicit_bzero(auth, strlen(auth));
-  free(auth);
+  kn_secure_free_str(auth);
   free(url);
   return res;
 }

@@ -9,6 +9,7 @@
 #include "aws/creds_int.h"
 #include "aws/url.h"
 #include "core/error.h"
+#include "util/secure.h"
 #include "util/clock.h"
 #include "util/str.h"
 
@@ -51,11 +52,23 @@ static char *endpoint(kn_creds_ctx_t *ctx, kn_error_t **errp) {
 
 typedef enum { TOKEN_OK, TOKEN_NONE, TOKEN_UNREACHABLE, TOKEN_FAILED } token_res_t;
 
+/* Control characters (NUL included) in len bytes, outer white space
+ * aside. */
+static int has_ctl(const char *p, size_t len) {
+  while (len && (p[len - 1] == '\n' || p[len - 1] == '\r' || p[len - 1] == ' ' ||
+                 p[len - 1] == '\t'))
+    len--;
+  while (len && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++, len--;
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)p[i] < ' ' || p[i] == 0x7f) return 1;
+  return 0;
+}
+
 static token_res_t fetch_token(kn_creds_ctx_t *ctx, const char *base,
                                kn_error_t **errp) {
   if (ctx->imds_token && kn_mono_ms() < ctx->imds_token_expires_mono_ms)
     return TOKEN_OK;
-  free(ctx->imds_token);
+  kn_secure_free_str(ctx->imds_token);
   ctx->imds_token = NULL;
   char *url = kn_asprintf("%s/latest/api/token", base);
   char ttl[64];
@@ -79,14 +92,19 @@ static token_res_t fetch_token(kn_creds_ctx_t *ctx, const char *base,
              resp.error ? kn_error_string(resp.error) : "out of memory");
     res = TOKEN_UNREACHABLE;
   } else if (resp.status == 200 && resp.body.len) {
-    ctx->imds_token = kn_strndup(resp.body.p, resp.body.len);
-    if (ctx->imds_token) {
+    if (has_ctl(resp.body.p, resp.body.len)) {
+      /* It goes into a header line: CR/LF would add headers of the
+       * server's choosing (NUL would cut it short). */
+      *errp = kn_error_new(KN_ERR__CREDENTIALS,
+                           "EC2 instance metadata: the session token holds control "
+                           "characters; not used");
+    } else if (!(ctx->imds_token = kn_strndup(resp.body.p, resp.body.len))) {
+      *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
+    } else {
       kn_str_trim(ctx->imds_token);
       /* Renew a minute early; the TTL runs from when it was asked for. */
       ctx->imds_token_expires_mono_ms = started + (TOKEN_TTL_S - 60) * 1000LL;
       res = TOKEN_OK;
-    } else {
-      *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
     }
   } else if (resp.status == 403 || resp.status == 404 || resp.status == 405) {
     /* An IMDS without tokens (or a proxy that forbids PUT): IMDSv1. */
@@ -96,6 +114,7 @@ static token_res_t fetch_token(kn_creds_ctx_t *ctx, const char *base,
                          "EC2 instance metadata: the token request got HTTP %d",
                          resp.status);
   }
+  if (resp.body.p) kn_secure_wipe(resp.body.p, resp.body.len);
   kn_http_resp_clear(&resp);
   free(url);
   return res;
@@ -111,7 +130,7 @@ static int get(kn_creds_ctx_t *ctx, const char *base, const char *path,
                               : NULL;
   if (!url || (ctx->imds_token && !tok)) {
     free(url);
-    free(tok);
+    kn_secure_free_str(tok);
     *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
     return -1;
   }
@@ -129,7 +148,7 @@ static int get(kn_creds_ctx_t *ctx, const char *base, const char *path,
     rc = -1;
   }
   free(url);
-  free(tok);
+  kn_secure_free_str(tok);
   return rc;
 }
 
@@ -182,7 +201,7 @@ static kn_creds_res_t fetch(kn_creds_ctx_t *ctx, const char *base, kn_creds_t *o
     out->source = KN_CREDS_SRC_IMDS;
     res = KN_CREDS_FOUND;
   }
-  if (resp.body.p) explicit_bzero(resp.body.p, resp.body.len);
+  if (resp.body.p) kn_secure_wipe(resp.body.p, resp.body.len);
   kn_http_resp_clear(&resp);
 out:
   free(role);
@@ -219,7 +238,7 @@ kn_creds_res_t kn_creds_from_imds(kn_creds_ctx_t *ctx, kn_creds_t *out,
     if (!retry) break;
     /* The token was refused: forget it and get a new one, once. */
     kn_dbg(ctx->log, FAC, "instance metadata refused the session token; renewing it");
-    free(ctx->imds_token);
+    kn_secure_free_str(ctx->imds_token);
     ctx->imds_token = NULL;
     res = KN_CREDS_FAILED;
     if (pass == 1)

@@ -39,8 +39,12 @@ typedef struct kn_creds_ctx {
   char *secret_access_key;
   char *session_token;
   kn_aws_profile_t *profile;  /* the shared files as read at creation */
+  int env_keys_off;           /* a profile named by property: no env keys */
   char *region;
   char *sts_endpoint;
+  char *sso_endpoint;         /* configured, or NULL: from sso_region */
+  char *sso_oidc_endpoint;
+  char *sso_cache_dir;        /* ~/.aws/sso/cache, or NULL */
   char *user_agent_header;    /* "User-Agent: ..." */
   char *ca_file;
   kn_http_opts_t http;        /* http.ca_file points at ca_file */
@@ -67,8 +71,11 @@ typedef kn_creds_res_t(kn_creds_fetch_fn)(kn_creds_ctx_t *ctx, kn_creds_t *out,
                                           kn_error_t **errp);
 
 kn_creds_fetch_fn kn_creds_from_properties;   /* creds_static.c */
-kn_creds_fetch_fn kn_creds_from_env;
+kn_creds_fetch_fn kn_creds_from_env;          /* the keys, always */
+kn_creds_fetch_fn kn_creds_from_env_chain;    /* unless env_keys_off */
+kn_creds_fetch_fn kn_creds_from_role;         /* creds_role.c */
 kn_creds_fetch_fn kn_creds_from_web_identity; /* creds_sts.c */
+kn_creds_fetch_fn kn_creds_from_sso;          /* creds_sso.c */
 kn_creds_fetch_fn kn_creds_from_profile;      /* creds_profile.c */
 kn_creds_fetch_fn kn_creds_from_container;    /* creds_container.c */
 kn_creds_fetch_fn kn_creds_from_imds;         /* creds_imds.c */
@@ -87,6 +94,35 @@ kn_creds_res_t kn_creds_web_identity(kn_creds_ctx_t *ctx, const char *role_arn,
                                      const char *session_name,
                                      const char *what, kn_creds_t *out,
                                      kn_error_t **errp);
+
+/* What AssumeRole is asked for; strings borrowed. */
+typedef struct kn_creds_role {
+  const char *role_arn;
+  const char *session_name; /* NULL: generated */
+  const char *external_id;  /* or NULL */
+  int duration_s;           /* 0: STS's default (one hour) */
+} kn_creds_role_t;
+
+/* STS AssumeRole signed with source. */
+kn_creds_res_t kn_creds_assume_role(kn_creds_ctx_t *ctx, const kn_creds_role_t *role,
+                                    const kn_creds_t *source, const char *what,
+                                    kn_creds_t *out, kn_error_t **errp);
+
+/* The providers of one profile, in botocore's order: web identity (the
+ * profile's keys, and the environment's when with_env), IAM Identity
+ * Center (SSO), keys of the credentials file, credential_process, keys of
+ * the config file.  ABSENT with ctx->note set when none applies. */
+kn_creds_res_t kn_creds_profile_chain(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
+                                      int with_env, kn_creds_t *out,
+                                      kn_error_t **errp);
+/* Single providers of that chain, for one profile. */
+kn_creds_res_t kn_creds_web_identity_of(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
+                                        int with_env, kn_creds_t *out,
+                                        kn_error_t **errp);
+kn_creds_res_t kn_creds_sso(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
+                            kn_creds_t *out, kn_error_t **errp);
+kn_creds_res_t kn_creds_profile_files(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
+                                      kn_creds_t *out, kn_error_t **errp);
 
 /* Runs command with /bin/sh -c (stdin /dev/null, stdout captured, stderr
  * kept for messages), killing its process group after timeout_ms, and

@@ -1,5 +1,5 @@
 /* Credential documents in JSON: credential_process output, the container
- * endpoint and IMDS.  The only file of the chain that includes jansson. */
+ * endpoint and IMDS (creds_sso.c reads the SSO documents itself). */
 #include <jansson.h>
 #include <string.h>
 

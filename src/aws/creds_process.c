@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/secure.h"
 
 extern char **environ;
 
@@ -177,7 +178,7 @@ kn_creds_res_t kn_creds_process(const char *command, long timeout_ms,
     if (se.len) kn_dbg(log, FAC, "%s wrote on stderr: %s", what, line ? line : "");
   }
   free(line);
-  if (so.p) explicit_bzero(so.p, so.len);
+  if (so.p) kn_secure_wipe(so.p, so.len);
   kn_buf_free(&so);
   kn_buf_free(&se);
   return res;

@@ -1,9 +1,108 @@
-/* Credentials from the profile in the shared files. */
+/* Credentials from one profile of the shared files, in botocore's order:
+ * web identity, IAM Identity Center (creds_sso.c), keys of the
+ * credentials file, credential_process, keys of the config file. */
 #include <stdio.h>
 #include <string.h>
 
 #include "aws/creds_int.h"
 #include "core/error.h"
+
+static const char *get(const kn_aws_profile_t *pf, const char *key, char *where,
+                       size_t size) {
+  const char *v = kn_aws_profile_get(pf, key, where, size);
+  return v && *v ? v : NULL;
+}
+
+kn_creds_res_t kn_creds_web_identity_of(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
+                                        int with_env, kn_creds_t *out,
+                                        kn_error_t **errp) {
+  /* Each setting from the environment first, then the profile, as
+   * botocore reads them. */
+  char where[256] = "";
+  const char *file = with_env ? ctx->env[KN_CENV_WEB_IDENTITY_TOKEN_FILE] : NULL;
+  int file_from_env = file != NULL;
+  if (!file) file = get(pf, "web_identity_token_file", where, sizeof(where));
+  if (!file) return KN_CREDS_ABSENT;
+  char role_where[256] = "";
+  const char *role = with_env ? ctx->env[KN_CENV_ROLE_ARN] : NULL;
+  int role_from_env = role != NULL;
+  if (!role) role = get(pf, "role_arn", role_where, sizeof(role_where));
+  if (!role) {
+    if (file_from_env)
+      *errp = kn_error_new(KN_ERR__CREDENTIALS,
+                           "AWS_WEB_IDENTITY_TOKEN_FILE is set without AWS_ROLE_ARN "
+                           "or role_arn in profile \"%.100s\"",
+                           pf->name);
+    else
+      *errp = kn_error_new(KN_ERR__CREDENTIALS,
+                           "web_identity_token_file of profile \"%.100s\" (%.200s) "
+                           "is set without role_arn",
+                           pf->name, where);
+    return KN_CREDS_FAILED;
+  }
+  const char *session = with_env ? ctx->env[KN_CENV_ROLE_SESSION_NAME] : NULL;
+  if (!session) session = get(pf, "role_session_name", NULL, 0);
+  char what[400];
+  if (role_from_env)
+    snprintf(what, sizeof(what), "web identity (role %.300s, from the environment)", role);
+  else
+    snprintf(what, sizeof(what), "role_arn of profile \"%.100s\" (%.200s)", pf->name,
+             role_where);
+  return kn_creds_web_identity(ctx, role, file, session, what, out, errp);
+}
+
+/* Keys of one file of the profile. */
+static kn_creds_res_t keys_of(const kn_aws_profile_t *pf, int credentials,
+                              kn_creds_t *out, kn_error_t **errp) {
+  char where[256], what[400];
+  const char *id = kn_aws_profile_get_file(pf, credentials, "aws_access_key_id", where,
+                                           sizeof(where));
+  if (!id || !*id)
+    id = NULL;
+  char swhere[256];
+  const char *secret = kn_aws_profile_get_file(pf, credentials, "aws_secret_access_key",
+                                               swhere, sizeof(swhere));
+  if (secret && !*secret) secret = NULL;
+  if (!id && !secret) return KN_CREDS_ABSENT;
+  snprintf(what, sizeof(what), "static keys of profile \"%.100s\" (%.200s)", pf->name,
+           id ? where : swhere);
+  const char *token = kn_aws_profile_get_file(pf, credentials, "aws_session_token", NULL, 0);
+  return kn_creds_set_static(out, id, secret, token, KN_CREDS_SRC_PROFILE, what, errp)
+             ? KN_CREDS_FAILED
+             : KN_CREDS_FOUND;
+}
+
+kn_creds_res_t kn_creds_profile_files(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
+                                      kn_creds_t *out, kn_error_t **errp) {
+  kn_creds_res_t r = keys_of(pf, 1, out, errp);
+  if (r != KN_CREDS_ABSENT) return r;
+  char where[256], what[400];
+  const char *cmd = get(pf, "credential_process", where, sizeof(where));
+  if (cmd) {
+    snprintf(what, sizeof(what), "credential_process of profile \"%.100s\" (%.200s)",
+             pf->name, where);
+    return kn_creds_process(cmd, ctx->process_timeout_ms, what, ctx->log, out, errp);
+  }
+  r = keys_of(pf, 0, out, errp);
+  if (r != KN_CREDS_ABSENT) return r;
+  snprintf(ctx->note, sizeof(ctx->note), "profile \"%.100s\" has no credentials",
+           pf->name);
+  return KN_CREDS_ABSENT;
+}
+
+kn_creds_res_t kn_creds_profile_chain(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
+                                      int with_env, kn_creds_t *out,
+                                      kn_error_t **errp) {
+  kn_creds_res_t r = kn_creds_web_identity_of(ctx, pf, with_env, out, errp);
+  if (r == KN_CREDS_ABSENT) r = kn_creds_sso(ctx, pf, out, errp);
+  if (r == KN_CREDS_ABSENT) r = kn_creds_profile_files(ctx, pf, out, errp);
+  return r;
+}
+
+kn_creds_res_t kn_creds_from_web_identity(kn_creds_ctx_t *ctx, kn_creds_t *out,
+                                          kn_error_t **errp) {
+  return kn_creds_web_identity_of(ctx, ctx->profile, 1, out, errp);
+}
 
 kn_creds_res_t kn_creds_from_profile(kn_creds_ctx_t *ctx, kn_creds_t *out,
                                      kn_error_t **errp) {
@@ -12,59 +111,5 @@ kn_creds_res_t kn_creds_from_profile(kn_creds_ctx_t *ctx, kn_creds_t *out,
     snprintf(ctx->note, sizeof(ctx->note), "no profile \"%.100s\"", pf->name);
     return KN_CREDS_ABSENT;
   }
-  char where[256], what[400];
-#define GET(key) kn_aws_profile_get(pf, key, where, sizeof(where))
-#define WHAT(fmt) snprintf(what, sizeof(what), fmt " of profile \"%.100s\" (%.200s)", pf->name, where)
-
-  /* A role to assume comes first: keys next to it are there for other
-   * tools (or as the source of the role), not for this profile. */
-  const char *role = GET("role_arn");
-  if (role && *role) {
-    WHAT("role_arn");
-    char wif_where[256];
-    const char *wif = kn_aws_profile_get(pf, "web_identity_token_file", wif_where,
-                                         sizeof(wif_where));
-    if (wif && *wif) {
-      const char *session = kn_aws_profile_get(pf, "role_session_name", NULL, 0);
-      return kn_creds_web_identity(ctx, role, wif, session && *session ? session : NULL,
-                                   what, out, errp);
-    }
-    const char *src = kn_aws_profile_get(pf, "source_profile", NULL, 0);
-    const char *csrc = kn_aws_profile_get(pf, "credential_source", NULL, 0);
-    if ((src && *src) || (csrc && *csrc))
-      *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                           "%s: assuming a role with %s is not supported yet; "
-                           "use web_identity_token_file, credential_process or "
-                           "temporary keys",
-                           what, src && *src ? "source_profile" : "credential_source");
-    else
-      *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                           "%s: role_arn needs web_identity_token_file, "
-                           "source_profile or credential_source",
-                           what);
-    return KN_CREDS_FAILED;
-  }
-
-  char id_where[256];
-  const char *id = kn_aws_profile_get(pf, "aws_access_key_id", id_where, sizeof(id_where));
-  const char *secret = GET("aws_secret_access_key");
-  if ((id && *id) || (secret && *secret)) {
-    if (id && *id) snprintf(where, sizeof(where), "%s", id_where);
-    WHAT("static keys");
-    const char *token = kn_aws_profile_get(pf, "aws_session_token", NULL, 0);
-    return kn_creds_set_static(out, id, secret, token, KN_CREDS_SRC_PROFILE, what, errp)
-               ? KN_CREDS_FAILED
-               : KN_CREDS_FOUND;
-  }
-
-  const char *cmd = GET("credential_process");
-  if (cmd && *cmd) {
-    WHAT("credential_process");
-    return kn_creds_process(cmd, ctx->process_timeout_ms, what, ctx->log, out, errp);
-  }
-  snprintf(ctx->note, sizeof(ctx->note), "profile \"%.100s\" has no credentials",
-           pf->name);
-  return KN_CREDS_ABSENT;
-#undef GET
-#undef WHAT
+  return kn_creds_profile_files(ctx, pf, out, errp);
 }

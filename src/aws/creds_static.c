@@ -1,4 +1,5 @@
 /* Static keys: explicit properties and the environment. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,4 +63,16 @@ kn_creds_res_t kn_creds_from_env(kn_creds_ctx_t *ctx, kn_creds_t *out,
                              errp)
              ? KN_CREDS_FAILED
              : KN_CREDS_FOUND;
+}
+
+kn_creds_res_t kn_creds_from_env_chain(kn_creds_ctx_t *ctx, kn_creds_t *out,
+                                       kn_error_t **errp) {
+  if (ctx->env_keys_off && (ctx->env[KN_CENV_ACCESS_KEY_ID] ||
+                            ctx->env[KN_CENV_SECRET_ACCESS_KEY])) {
+    /* The AWS CLI's --profile: the profile's credentials, not these
+     * (credential_source = Environment still reads them). */
+    snprintf(ctx->note, sizeof(ctx->note), "not used: the profile property is set");
+    return KN_CREDS_ABSENT;
+  }
+  return kn_creds_from_env(ctx, out, errp);
 }

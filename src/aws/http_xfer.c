@@ -8,6 +8,7 @@
 #include "aws/redact.h"
 #include "core/error.h"
 #include "util/clock.h"
+#include "util/secure.h"
 #include "util/str.h"
 
 /* Bodies announced by Content-Length are allocated in one piece up to this
@@ -329,6 +330,12 @@ void kn_xfer_finish(struct kn_http_xfer *x, CURLcode rc) {
 void kn_xfer_cleanup(struct kn_http_xfer *x) {
   if (x->easy) curl_easy_cleanup(x->easy);
   x->easy = NULL;
+  /* The copies of Authorization, X-Amz-Security-Token and credential
+   * endpoint tokens; and a copied body (credential requests: a web
+   * identity token, an SSO client secret). */
+  for (struct curl_slist *l = x->headers; l; l = l->next)
+    if (l->data) kn_secure_wipe(l->data, strlen(l->data));
+  if (x->body.p) kn_secure_wipe(x->body.p, x->body.len);
   curl_slist_free_all(x->headers);
   x->headers = NULL;
   free_str(&x->method);

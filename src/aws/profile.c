@@ -138,3 +138,33 @@ const char *kn_aws_profile_service_get(const kn_aws_profile_t *p,
   set_where(where, where_size, p->config, sub->line);
   return sub->value;
 }
+
+void kn_aws_profile_view(const kn_aws_profile_t *files, const char *name,
+                         kn_aws_profile_t *view) {
+  memset(view, 0, sizeof(*view));
+  view->name = (char *)name; /* borrowed: a view is never destroyed */
+  view->config = files->config;
+  view->credentials = files->credentials;
+  view->config_sec = find_config_profile(files->config, name);
+  view->cred_sec = kn_ini_section(files->credentials, name);
+}
+
+const char *kn_aws_profile_get_file(const kn_aws_profile_t *p, int credentials,
+                                    const char *key, char *where,
+                                    size_t where_size) {
+  if (!p) return NULL;
+  const kn_ini_entry_t *e = kn_ini_entry(credentials ? p->cred_sec : p->config_sec, key);
+  if (!e) return NULL;
+  set_where(where, where_size, credentials ? p->credentials : p->config, e->line);
+  return e->value;
+}
+
+const kn_ini_section_t *kn_aws_sso_session(const kn_aws_profile_t *p,
+                                           const char *name) {
+  if (!p || !p->config) return NULL;
+  char *sname = kn_asprintf("sso-session %s", name);
+  if (!sname) return NULL;
+  const kn_ini_section_t *sec = kn_ini_section(p->config, sname);
+  free(sname);
+  return sec;
+}

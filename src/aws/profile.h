@@ -49,6 +49,21 @@ const char *kn_aws_profile_service_get(const kn_aws_profile_t *p,
                                        const char *service, const char *key,
                                        char *where, size_t where_size);
 
+/* Another profile of the same files: fills *view with pointers borrowed
+ * from files (and name), valid while both live.  Never destroy a view. */
+void kn_aws_profile_view(const kn_aws_profile_t *files, const char *name,
+                         kn_aws_profile_t *view);
+
+/* The value of key in one of the files only (credentials: the credentials
+ * file, else the config file), or NULL; where as above. */
+const char *kn_aws_profile_get_file(const kn_aws_profile_t *p, int credentials,
+                                    const char *key, char *where,
+                                    size_t where_size);
+
+/* The "[sso-session NAME]" section of the config file, or NULL. */
+const kn_ini_section_t *kn_aws_sso_session(const kn_aws_profile_t *p,
+                                           const char *name);
+
 /* The profile name a config file section stands for, or NULL if it is not
  * a profile section.  Returns a pointer into name or a static string, and
  * *len its length. */

@@ -12,6 +12,7 @@
 #include "util/clock.h"
 #include "util/crypto.h"
 #include "util/hex.h"
+#include "util/secure.h"
 #include "util/str.h"
 
 const kn_svc_def_t kn_svc_kinesis = {"kinesis", "Kinesis_20131202",
@@ -52,8 +53,14 @@ struct kn_call {
   kn_http_xfer_t *xfer;  /* the attempt in flight */
   kn_timer_t *timer;     /* the wait before the next attempt */
   kn_error_t *last_err;  /* while waiting: why the last attempt failed */
+  uint64_t creds_ticket; /* while waiting for credentials being fetched */
   int paused;
 };
+
+/* How often a call with no usable credentials looks again while the
+ * provider's thread fetches them: only the first calls of a client (or
+ * calls after the credentials ran out) ever wait. */
+#define KN_CREDS_POLL_MS 20
 
 /* Splits an endpoint URL into what is sent and signed.  Only what the
  * AWS SDKs accept: http or https, a host with an optional port, an
@@ -175,14 +182,22 @@ static void finish(kn_call_t *c, kn_error_t *err, kn_buf_t *body) {
 
 static void on_response(void *opaque, kn_http_resp_t *resp);
 static int on_stream_data(void *opaque, const char *p, size_t n);
+static void retry_now(void *arg);
 
 /* Signs and starts one attempt. */
 static kn_error_t *send_attempt(kn_call_t *c) {
   kn_svc_t *svc = c->svc;
   kn_creds_t cr;
   memset(&cr, 0, sizeof(cr));
-  kn_error_t *err = kn_creds_get(svc->creds, &cr);
+  /* Never a fetch on this thread: every transfer of the loop would wait. */
+  kn_error_t *err = kn_creds_get_nowait(svc->creds, &cr, &c->creds_ticket);
   if (err) return kn_error_prefix(err, "%s %s", svc->def->signing_name, c->action);
+  if (!cr.access_key_id) {
+    if (!c->timer) c->timer = kn_timer_new(svc->loop, retry_now, c);
+    if (!c->timer) return kn_error_new(KN_ERR__NOMEM, "out of memory");
+    kn_timer_start(c->timer, KN_CREDS_POLL_MS);
+    return NULL;
+  }
 
   char target[192];
   snprintf(target, sizeof(target), "%s.%s", svc->def->target_prefix, c->action);
@@ -229,10 +244,7 @@ static kn_error_t *send_attempt(kn_call_t *c) {
   else if (c->paused) kn_http_pause(c->xfer);
 
 out:
-  for (int i = 0; i < 4; i++) {
-    if (lines[i]) memset(lines[i], 0, strlen(lines[i])); /* signature, token */
-    free(lines[i]);
-  }
+  for (int i = 0; i < 4; i++) kn_secure_free_str(lines[i]); /* signature, token */
   kn_sigv4_result_clear(&sig);
   kn_creds_clear(&cr);
   return err;

@@ -12,7 +12,11 @@
  * retry.backoff.ms, five times that after throttling.  Each retry costs
  * the service's budget 5 tokens (10 after a timeout), each success gives 1
  * back, up to retry.budget; an empty budget reports the error at once.
- * A 2xx answer is a success whatever its body: callers decode it. */
+ * A 2xx answer is a success whatever its body: callers decode it.
+ * Credentials come from the provider's cache and are never fetched on the
+ * I/O thread: a call made while the provider has none usable waits (off
+ * the loop's critical path) until its thread has them, and fails with its
+ * error if the fetch fails. */
 #ifndef KN_AWS_SERVICE_H
 #define KN_AWS_SERVICE_H
 

@@ -2,10 +2,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "aws/profile.h"
@@ -90,6 +93,7 @@ static kn_error_t *resolve_files(kn_aws_settings_t *s) {
     fail |= !(s->credentials_file = kn_path_expand_home(crd));
   else if (home)
     fail |= !(s->credentials_file = kn_asprintf("%s/.aws/credentials", home));
+  if (home) fail |= !(s->sso_cache_dir = kn_asprintf("%s/.aws/sso/cache", home));
   free(home);
   return fail ? nomem() : NULL;
 }
@@ -101,6 +105,7 @@ static kn_error_t *resolve_profile(kn_aws_settings_t *s, const kn_conf_t *conf,
                  take(&src, env("AWS_PROFILE"), "AWS_PROFILE") ||
                  take(&src, env("AWS_DEFAULT_PROFILE"), "AWS_DEFAULT_PROFILE");
   if (!explicit) src.value = "default";
+  s->profile_explicit = prop(conf, "profile") != NULL;
   if (!(s->profile = strdup(src.value))) return nomem();
   kn_error_t *e = kn_aws_profile_load(s->config_file, s->credentials_file,
                                       s->profile, pf);
@@ -140,10 +145,14 @@ static int true_flag(const char *v) { return v && kn_str_ieq(v, "true"); }
 static void configured_endpoint(svc_t *sv, const kn_conf_t *conf,
                                 const kn_aws_profile_t *pf, int ignore) {
   source_t *src = &sv->src;
-  /* Properties set by the application (or kncat --endpoint) beat the
-   * environment, as the AWS CLI's --endpoint-url does. */
-  if (take_prop(src, conf, sv->prop)) return;
-  if (take(src, prop(conf, "endpoint"), "property endpoint")) return;
+  /* Properties set by the application beat the environment, as the AWS
+   * CLI's --endpoint-url does.  The generic `endpoint` (kncat --endpoint)
+   * is the Kinesis endpoint only: the lease table and STS, which receives
+   * web identity tokens, are never sent to it by accident. */
+  if (sv->prop && take_prop(src, conf, sv->prop)) return;
+  if (strcmp(sv->name, "kinesis") == 0 &&
+      take(src, prop(conf, "endpoint"), "property endpoint"))
+    return;
   if (ignore) return;
   if (take(src, env(sv->env), sv->env)) return;
   if (take(src, env("AWS_ENDPOINT_URL"), "AWS_ENDPOINT_URL")) return;
@@ -177,14 +186,19 @@ static kn_error_t *resolve_region_endpoints(kn_aws_settings_t *s,
       {"kinesis", "kinesis.endpoint", "AWS_ENDPOINT_URL_KINESIS", &s->kinesis_endpoint, {0}},
       {"dynamodb", "dynamodb.endpoint", "AWS_ENDPOINT_URL_DYNAMODB", &s->dynamodb_endpoint, {0}},
       {"sts", "sts.endpoint", "AWS_ENDPOINT_URL_STS", &s->sts_endpoint, {0}},
+      /* IAM Identity Center: the default depends on the profile's
+       * sso_region, so it is left to the credentials chain. */
+      {"sso", NULL, "AWS_ENDPOINT_URL_SSO", &s->sso_endpoint, {0}},
+      {"sso_oidc", NULL, "AWS_ENDPOINT_URL_SSO_OIDC", &s->sso_oidc_endpoint, {0}},
   };
+  const size_t n_svcs = sizeof(svcs) / sizeof(svcs[0]);
   int any_endpoint = 0;
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < n_svcs; i++) {
     configured_endpoint(&svcs[i], conf, pf, ignore);
     if (svcs[i].src.value) {
       kn_error_t *e = check_endpoint(svcs[i].name, &svcs[i].src);
       if (e) return e;
-      any_endpoint = 1;
+      any_endpoint |= i < 3;
     }
   }
 
@@ -214,6 +228,9 @@ static kn_error_t *resolve_region_endpoints(kn_aws_settings_t *s,
 
   const char *dns = kn_str_has_prefix(s->region, "cn-") ? "amazonaws.com.cn"
                                                         : "amazonaws.com";
+  for (size_t i = 3; i < n_svcs; i++)
+    if (svcs[i].src.value && !(*svcs[i].field = strdup(svcs[i].src.value)))
+      return nomem();
   for (size_t i = 0; i < 3; i++) {
     *svcs[i].field = svcs[i].src.value
                          ? strdup(svcs[i].src.value)
@@ -347,6 +364,43 @@ static kn_error_t *resolve_keys(kn_aws_settings_t *s, const kn_conf_t *conf) {
   return NULL;
 }
 
+/* ssl.verify=false (kncat --no-verify-ssl) is worth a warning that names
+ * what it exposes: every https endpoint, credentials included.  Once per
+ * process for each set of endpoints (a consumer loads its settings for
+ * Kinesis and again for its lease table). */
+static void warn_no_verify(const kn_aws_settings_t *s, const kn_logger_t *log) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static uint64_t warned[16];
+  static size_t n_warned;
+  const char *eps[] = {s->kinesis_endpoint, s->dynamodb_endpoint, s->sts_endpoint,
+                       s->sso_endpoint, s->sso_oidc_endpoint};
+  char list[1200] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < sizeof(eps) / sizeof(eps[0]); i++) {
+    if (!eps[i] || strncasecmp(eps[i], "https://", 8) != 0) continue;
+    if (len && strstr(list, eps[i])) continue; /* the same URL twice */
+    int w = snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "", eps[i]);
+    if (w < 0 || (size_t)w >= sizeof(list) - len) break;
+    len += (size_t)w;
+  }
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a of the list */
+  for (const char *p = list; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  pthread_mutex_lock(&mu);
+  int seen = 0;
+  for (size_t i = 0; i < n_warned; i++) seen |= warned[i] == h;
+  if (!seen && n_warned < sizeof(warned) / sizeof(warned[0])) warned[n_warned++] = h;
+  pthread_mutex_unlock(&mu);
+  if (seen) return;
+  kn_warn(log, FAC,
+          "TLS certificate verification is off (ssl.verify=false, --no-verify-ssl): "
+          "%s%s%s",
+          len ? "the servers at " : "no https endpoint is configured", list,
+          len ? " are not authenticated: signed requests and credentials sent to "
+                "them could reach anyone on the path (credential endpoints over https "
+                "too: STS, IAM Identity Center, container)"
+              : "; credential endpoints over https are not authenticated");
+}
+
 kn_error_t *kn_aws_settings_load(kn_aws_settings_t *s, const kn_conf_t *conf,
                                  const kn_logger_t *log) {
   memset(s, 0, sizeof(*s));
@@ -364,6 +418,7 @@ kn_error_t *kn_aws_settings_load(kn_aws_settings_t *s, const kn_conf_t *conf,
     kn_aws_settings_clear(s);
     return e;
   }
+  if (!s->http.verify_tls) warn_no_verify(s, log);
   kn_dbg(log, FAC,
          "profile %s, region %s, kinesis %s, dynamodb %s, sts %s, CA %s, "
          "verify %s",
@@ -381,6 +436,9 @@ void kn_aws_settings_clear(kn_aws_settings_t *s) {
   free(s->kinesis_endpoint);
   free(s->dynamodb_endpoint);
   free(s->sts_endpoint);
+  free(s->sso_endpoint);
+  free(s->sso_oidc_endpoint);
+  free(s->sso_cache_dir);
   free(s->access_key_id);
   free(s->secret_access_key);
   free(s->session_token);

@@ -5,13 +5,16 @@
  * Each value comes from the first source that has it:
  * - profile: property `profile`, AWS_PROFILE, AWS_DEFAULT_PROFILE,
  *   "default".  A profile named explicitly must exist in one of the files.
+ *   The property, like the AWS CLI's --profile, also turns the
+ *   AWS_ACCESS_KEY_ID keys of the environment off (creds.h).
  * - files: AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, else
  *   $HOME/.aws/config and $HOME/.aws/credentials ("~/" expanded).
  * - region: property `region`, AWS_REGION, AWS_DEFAULT_REGION, the
  *   profile's `region`; us-east-1 when an endpoint URL is configured;
  *   else a KN_ERR__CONF error.
- * - endpoint of service S (kinesis, dynamodb, sts): property
- *   `S.endpoint`, property `endpoint`, AWS_ENDPOINT_URL_S,
+ * - endpoint of service S (kinesis, dynamodb, sts; sso and sso_oidc,
+ *   which have no property and no default here): property
+ *   `S.endpoint`, property `endpoint` (kinesis only), AWS_ENDPOINT_URL_S,
  *   AWS_ENDPOINT_URL, the profile's services section (`S =` /
  *   `endpoint_url = ...`), the profile's `endpoint_url`, else
  *   https://S.REGION.amazonaws.com (.amazonaws.com.cn in cn- regions).
@@ -39,11 +42,15 @@
 typedef struct kn_aws_settings {
   char *region;
   char *profile;            /* effective profile name */
+  int profile_explicit;     /* from the profile property (kncat --profile) */
   char *config_file;        /* effective paths of the shared files, or NULL */
   char *credentials_file;   /* (no HOME and no variable) */
   char *kinesis_endpoint;   /* full URL, e.g. https://kinesis.us-east-1.amazonaws.com */
   char *dynamodb_endpoint;
   char *sts_endpoint;
+  char *sso_endpoint;       /* configured IAM Identity Center endpoints, */
+  char *sso_oidc_endpoint;  /* or NULL: the profile's sso_region decides */
+  char *sso_cache_dir;      /* $HOME/.aws/sso/cache, or NULL */
   char *access_key_id;      /* explicit properties, or NULL */
   char *secret_access_key;
   char *session_token;

@@ -9,6 +9,7 @@
 
 #include "util/crypto.h"
 #include "util/hex.h"
+#include "util/secure.h"
 
 #define ALGORITHM "AWS4-HMAC-SHA256"
 #define EMPTY_SHA256 \
@@ -348,10 +349,14 @@ static int signing_key(const char *secret, const char *date8,
   memcpy(k + 4, secret, slen);
   uint8_t k_date[KN_SHA256_LEN], k_region[KN_SHA256_LEN];
   kn_hmac_sha256(k, slen + 4, date8, 8, k_date);
+  kn_secure_wipe(k, slen + 4); /* "AWS4" + the secret */
   if (k != stack_k) free(k);
   kn_hmac_sha256(k_date, sizeof(k_date), region, strlen(region), k_region);
   kn_hmac_sha256(k_region, sizeof(k_region), service, strlen(service), k_date);
   kn_hmac_sha256(k_date, sizeof(k_date), "aws4_request", 12, key);
+  /* Every key of the chain signs for the day: none outlives its use. */
+  kn_secure_wipe(k_date, sizeof(k_date));
+  kn_secure_wipe(k_region, sizeof(k_region));
   return 0;
 }
 
@@ -359,6 +364,7 @@ static int signing_key(const char *secret, const char *date8,
 
 void kn_sigv4_result_clear(kn_sigv4_result_t *out) {
   if (!out) return;
+  kn_secure_wipe(out->authorization, sizeof(out->authorization));
   free(out->canonical_request);
   free(out->string_to_sign);
   out->canonical_request = NULL;
@@ -527,12 +533,16 @@ int kn_sigv4_sign(const kn_sigv4_request_t *req, const kn_sigv4_creds_t *creds,
                   key))
     goto out;
   kn_hmac_sha256(key, sizeof(key), sts, sts_len, sig);
+  kn_secure_wipe(key, sizeof(key));
 
   size_t aklen = strlen(creds->access_key_id);
   size_t alen = sizeof(ALGORITHM " Credential=") - 1 + aklen + 1 + scope_len +
                 sizeof(", SignedHeaders=") - 1 + sh_len +
                 sizeof(", Signature=") - 1 + 64;
-  if (alen >= sizeof(out->authorization)) goto out;
+  if (alen >= sizeof(out->authorization)) {
+    kn_secure_wipe(sig, sizeof(sig));
+    goto out;
+  }
   char *a = out->authorization;
   a = put(a, ALGORITHM " Credential=", sizeof(ALGORITHM " Credential=") - 1);
   a = put(a, creds->access_key_id, aklen);
@@ -542,6 +552,7 @@ int kn_sigv4_sign(const kn_sigv4_request_t *req, const kn_sigv4_creds_t *creds,
   a = put(a, sh, sh_len);
   a = put(a, ", Signature=", sizeof(", Signature=") - 1);
   kn_hex_encode(a, sig, sizeof(sig));
+  kn_secure_wipe(sig, sizeof(sig));
 
   out->canonical_request = cr;
   out->string_to_sign = sts;

@@ -86,7 +86,9 @@ int kn_sigv4_sign(const kn_sigv4_request_t *req, const kn_sigv4_creds_t *creds,
                   const char *region, const char *service, long long epoch_s,
                   kn_sigv4_result_t *out);
 
-/* Frees the intermediate strings and sets them to NULL; accepts NULL. */
+/* Wipes authorization (OPENSSL_cleanse), frees the intermediate strings
+ * and sets them to NULL; accepts NULL.  The signing key chain never
+ * outlives kn_sigv4_sign(). */
 void kn_sigv4_result_clear(kn_sigv4_result_t *out);
 
 #endif

@@ -9,6 +9,7 @@
 #include "consumer/ccore_queue.h"
 #include "kinesis/seqnum.h"
 #include "lease/taker.h"
+#include "util/strmap.h"
 
 #define SEQ_CAP 136 /* a sequence number, a sentinel or "" */
 
@@ -95,6 +96,7 @@ struct kn_cc {
   size_t n_ops, cap_ops;
   cc_lease_t **ls;
   size_t n_ls, cap_ls;
+  kn_strmap_t lmap;      /* key -> ls entry (a worker may hold thousands) */
   cc_in_t *in;           /* hand-offs asked for */
   size_t n_in, cap_in;
   int64_t watch_ms;
@@ -221,9 +223,7 @@ static void reply(kn_cc_t *c, void *req, kn_err_t code, const char *msg) {
 /* ---- leases held ---- */
 
 static cc_lease_t *lease_find(kn_cc_t *c, const char *key) {
-  for (size_t i = 0; i < c->n_ls; i++)
-    if (strcmp(c->ls[i]->key, key) == 0) return c->ls[i];
-  return NULL;
+  return kn_strmap_get(&c->lmap, key);
 }
 
 static cc_lease_t *lease_get(kn_cc_t *c, const char *key) {
@@ -237,7 +237,8 @@ static cc_lease_t *lease_get(kn_cc_t *c, const char *key) {
     c->cap_ls = cap;
   }
   l = calloc(1, sizeof(*l));
-  if (!l || !(l->key = strdup(key))) {
+  if (!l || !(l->key = strdup(key)) || kn_strmap_put(&c->lmap, l->key, l)) {
+    if (l) free(l->key);
     free(l);
     return NULL;
   }
@@ -316,6 +317,11 @@ static void write_ckpt(kn_cc_t *c, cc_lease_t *l, const char *ckpt,
 /* Starts the next write the lease needs, if none is in flight. */
 static void pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
   if (!l->held || l->busy) return;
+  /* Most calls find nothing to do (a worker may hold thousands): no
+   * request, no end, no hand-off, not closing, no renewal due. */
+  if (!l->reqs && !l->ended && !l->handoff_to && !l->shard_end_written &&
+      !c->closing && !c->fatal && now < l->next_renew_ms)
+    return;
   while (l->reqs) {
     cc_req_t *r = l->reqs;
     if (!r->prepare && (l->shard_end_written || !after_ckpt(l, r->seq, r->subseq))) {
@@ -490,6 +496,7 @@ void kn_cc_destroy(kn_cc_t *c) {
     free(l);
   }
   free(c->ls);
+  kn_strmap_free(&c->lmap);
   for (size_t i = 0; i < c->n_in; i++) free(c->in[i].key);
   free(c->in);
   kn_lease_observer_free(&c->obs);
@@ -1335,8 +1342,14 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     default:
       break;
   }
+  /* Only the lease the call was for has something new to do. */
+  if (c->closing || c->fatal) {
+    pump_all(c, now);
+  } else if (o->key) {
+    cc_lease_t *l = lease_find(c, o->key);
+    if (l) pump(c, l, now);
+  }
   op_free(o);
-  pump_all(c, now);
   maybe_closed(c);
 }
 

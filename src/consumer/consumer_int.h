@@ -28,6 +28,7 @@
 #include "lease/taker.h"
 #include "kinesis/hashkey.h"
 #include "util/log.h"
+#include "util/strmap.h"
 
 typedef enum kn_cshard_state {
   KN_CS_WAITING,  /* known, not started: parents unfinished or not ours */
@@ -217,6 +218,7 @@ struct kn_consumer_s {
   /* [mu] */
   kn_cshard_t **shards;
   size_t n_shards, cap_shards;
+  kn_strmap_t shard_map;      /* id -> shards entry */
   kn_dentry_t *q_head, *q_tail;
   size_t q_len;
   size_t total_bytes;         /* buffered + reserved in flight */

@@ -13,9 +13,7 @@ const char *kn_cshard_state_name(kn_cshard_state_t s) {
 }
 
 kn_cshard_t *kn_shard_table_find(kn_consumer_t *kc, const char *id) {
-  for (size_t i = 0; i < kc->n_shards; i++)
-    if (strcmp(kc->shards[i]->id, id) == 0) return kc->shards[i];
-  return NULL;
+  return kn_strmap_get(&kc->shard_map, id);
 }
 
 static void cshard_free(kn_cshard_t *cs) {
@@ -58,6 +56,10 @@ kn_cshard_t *kn_shard_table_add_raw(kn_consumer_t *kc, const char *id,
   cs->state = KN_CS_WAITING;
   cs->fencing_token = -1;
   cs->millis_behind = -1;
+  if (kn_strmap_put(&kc->shard_map, cs->id, cs)) {
+    cshard_free(cs);
+    return NULL;
+  }
   kc->shards[kc->n_shards++] = cs;
   return cs;
 }
@@ -84,6 +86,7 @@ int kn_shard_table_parents_done(kn_consumer_t *kc, const kn_cshard_t *cs) {
 void kn_shard_table_clear(kn_consumer_t *kc) {
   for (size_t i = 0; i < kc->n_shards; i++) cshard_free(kc->shards[i]);
   free(kc->shards);
+  kn_strmap_free(&kc->shard_map);
   kc->shards = NULL;
   kc->n_shards = kc->cap_shards = 0;
 }

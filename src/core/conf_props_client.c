@@ -9,23 +9,27 @@ const kn_prop_t kn_props_client[] = {
      "region; us-east-1 when an endpoint is set and no region is found."},
     {"profile", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "Profile of the shared config and credentials files. Default: "
-     "AWS_PROFILE, AWS_DEFAULT_PROFILE, then \"default\"."},
+     "AWS_PROFILE, AWS_DEFAULT_PROFILE, then \"default\". When set, as the "
+     "AWS CLI's --profile, the keys in AWS_ACCESS_KEY_ID and "
+     "AWS_SECRET_ACCESS_KEY are not used (the profile's credentials are)."},
     {"endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
-     "Endpoint URL for every service without its own endpoint property; "
-     "beats the environment. Default: AWS_ENDPOINT_URL_<SERVICE>, "
-     "AWS_ENDPOINT_URL, the profile's "
-     "services section and endpoint_url, then the regional AWS endpoint "
-     "(AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true skips the environment and "
-     "the profile)."},
+     "Kinesis endpoint URL, as the AWS CLI's --endpoint-url (DynamoDB and "
+     "STS do not use it); beats the environment. Each service's endpoint "
+     "otherwise comes from AWS_ENDPOINT_URL_<SERVICE>, AWS_ENDPOINT_URL, "
+     "the profile's services section and endpoint_url, then the regional "
+     "AWS endpoint (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true skips the "
+     "environment and the profile)."},
     {"kinesis.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "Kinesis endpoint URL. Default: `endpoint`, then "
      "AWS_ENDPOINT_URL_KINESIS, then as `endpoint`."},
     {"dynamodb.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "DynamoDB endpoint URL for the lease table. Default: "
-     "`endpoint`, then AWS_ENDPOINT_URL_DYNAMODB, then as `endpoint`."},
+     "AWS_ENDPOINT_URL_DYNAMODB, then as `endpoint` describes (never "
+     "`endpoint` itself)."},
     {"sts.endpoint", "client", KN_PROP_STR, NULL, 0, 0, NULL,
-     "STS endpoint URL for web identity credentials. Default: "
-     "`endpoint`, then AWS_ENDPOINT_URL_STS, then as `endpoint`."},
+     "STS endpoint URL for role and web identity credentials. Default: "
+     "AWS_ENDPOINT_URL_STS, then as `endpoint` describes (never `endpoint` "
+     "itself)."},
     {"aws.access.key.id", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "Access key id; with aws.secret.access.key it takes precedence over the "
      "credentials chain."},

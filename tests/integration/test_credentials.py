@@ -317,6 +317,8 @@ class Imds:
             if not ttl or not ttl.isdigit() or not 1 <= int(ttl) <= 21600:
                 return 400, {}, "Bad Request"
             tok = "imds-token-%d" % (len(self.tokens) + 1)
+            if self.mode == "ctl-token":
+                tok += "\r\nX-Injected: yes"
             self.tokens.append(tok)
             return 200, {"X-aws-ec2-metadata-token-ttl-seconds": ttl}, tok
         if req["method"] != "GET":
@@ -429,16 +431,31 @@ def case_imds_unreachable_is_fast(lab):
 
 # --- expiry and refresh ---------------------------------------------------
 
+def case_imds_token_with_control_characters(lab):
+    # A token that would add header lines is refused, never sent.
+    imds = Imds(mode="ctl-token")
+    try:
+        rc, gets, err, out = lab.run(imds_env(lab, imds))
+        check(rc == 1 and err and "session token holds control characters" in err, out)
+        check(imds.r.count("GET") == 0, "nothing asked with the token")
+        check(not any("x-injected" in r["headers"] for r in imds.r.requests), "no injection")
+    finally:
+        imds.r.stop()
+
+
 def case_refresh(lab):
-    # Credentials expiring within the 5-minute window are fetched again on
-    # the next get (the tool waits past the 1 s minimum interval).
+    # Credentials expiring within the 5-minute window are fetched again in
+    # the background when a get finds them there (the tool waits past the
+    # 1 s minimum interval): that get has the cached ones, a later one the
+    # new ones.
     imds = Imds(ttl=120)
     try:
-        rc, gets, err, out = lab.run(imds_env(lab, imds), "--gets", "3",
+        rc, gets, err, out = lab.run(imds_env(lab, imds), "--gets", "4",
                                      "--interval-ms", "1200")
-        check(rc == 0 and len(gets) == 3, out)
-        check([g["akid"] for g in gets] == ["ASIAIMDS1", "ASIAIMDS2", "ASIAIMDS3"], out)
-        check(int(gets[0]["expires"]) <= int(gets[2]["expires"]), out)
+        check(rc == 0 and len(gets) == 4, out)
+        ids = [int(g["akid"][len("ASIAIMDS"):]) for g in gets]
+        check(ids[:2] == [1, 1] and ids == sorted(ids) and ids[3] >= 2, out)
+        check(int(gets[0]["expires"]) <= int(gets[3]["expires"]), out)
         check(imds.r.count("PUT") == 1, "the IMDS token is reused")
     finally:
         imds.r.stop()
@@ -447,8 +464,10 @@ def case_refresh(lab):
     try:
         env = lab.env(AWS_CONTAINER_CREDENTIALS_FULL_URI=r.url + "/creds/v1",
                       AWS_CONTAINER_AUTHORIZATION_TOKEN="T")
-        rc, gets, err, out = lab.run(env, "--gets", "2", "--interval-ms", "1200")
-        check(rc == 0 and [g["akid"] for g in gets] == ["ASIACTR1", "ASIACTR2"], out)
+        rc, gets, err, out = lab.run(env, "--gets", "4", "--interval-ms", "1200")
+        ids = [g["akid"] for g in gets]
+        check(rc == 0 and ids[:2] == ["ASIACTR1", "ASIACTR1"] and ids == sorted(ids)
+              and ids[3] != "ASIACTR1", out)
         # Far from expiry: one fetch for many gets.
         state["ttl"] = 3600
         rc, gets, err, out = lab.run(env, "--gets", "3", "--interval-ms", "1200")
@@ -468,9 +487,9 @@ def case_refresh_failure_keeps_valid(lab):
         return orig(req)
     imds.r.handle = flaky
     try:
-        rc, gets, err, out = lab.run(imds_env(lab, imds), "--gets", "2",
+        rc, gets, err, out = lab.run(imds_env(lab, imds), "--gets", "3",
                                      "--interval-ms", "1200")
-        check(rc == 0 and [g["akid"] for g in gets] == ["ASIAIMDS1", "ASIAIMDS1"], out)
+        check(rc == 0 and [g["akid"] for g in gets] == ["ASIAIMDS1"] * 3, out)
         check("refreshing credentials failed" in out, out)
     finally:
         imds.r.stop()
@@ -493,7 +512,8 @@ def case_credential_process(lab):
 
 CASES = [case_sts_env, case_sts_generated_session_and_profile, case_sts_errors,
          case_container, case_imds, case_imds_stale_token, case_imds_token_required,
-         case_imds_v1, case_imds_no_role, case_imds_unreachable_is_fast, case_refresh,
+         case_imds_v1, case_imds_no_role, case_imds_unreachable_is_fast,
+         case_imds_token_with_control_characters, case_refresh,
          case_refresh_failure_keeps_valid, case_credential_process]
 
 

@@ -614,6 +614,22 @@ class GroupBase:
         self.assertEqual(w.stop(), 0, w.stderr())
         return [r for _, r in w.records()]
 
+    def test_endpoint_option_is_kinesis_only(self):
+        """`--endpoint` names the Kinesis server; the lease table's DynamoDB
+        server comes from AWS_ENDPOINT_URL_DYNAMODB (as with the AWS CLI's
+        --endpoint-url), even when --endpoint is given."""
+        stream, app = unique("ep"), unique("epapp")
+        env = self.env()
+        kncat(env, "create", stream, "--shards", 1)
+        kncat(env, "produce", stream, input=b"a\nb\nc\n")
+        env = dict(env)
+        del env["AWS_ENDPOINT_URL_KINESIS"]
+        p = kncat(env, "--endpoint", self.server.endpoint, "group", stream,
+                  "--app", app, "--leases", f"dynamodb:{app}", "-c", 3,
+                  *[x for k, v in PROPS.items() for x in ("-X", f"{k}={v}")])
+        self.assertEqual(p.stdout.split(), [b"a", b"b", b"c"])
+        self.assertIn(app, self.ddb.list_tables()["TableNames"])
+
     def test_kcl_table_resumed(self):
         stream, app = unique("kcl"), unique("kclapp")
         env = self.env()
@@ -875,6 +891,7 @@ class Faults(GroupBase, unittest.TestCase):
     test_chaos_sqlite = test_chaos_dynamodb = test_slow_reader = None
     test_restart_same_worker_id = None
     test_kcl_table_resumed = test_kcl_aggregated_resume = None
+    test_endpoint_option_is_kinesis_only = None
 
     worker_extra: tuple = ()
     takeover_extra = 0.0   # seconds the server may add to a take-over
@@ -1090,6 +1107,65 @@ class Faults(GroupBase, unittest.TestCase):
                 self.assertEqual(w.stop(), 0, w.stderr())
             print(f"\n  GetRecords: {len(throttled)} of {len(gets)} throttled",
                   file=sys.stderr)
+
+    def test_slow_credential_refresh(self):
+        """Worker A's credentials come from a credential_process whose
+        refresh hangs (for longer than a lease lasts) while A reads with
+        DynamoDB leases: A goes on renewing and delivering with the cached
+        keys (the refresh runs off the I/O thread), loses no lease, and
+        picks the new keys up once the process answers."""
+        d = self.dir
+        script = d / "creds.sh"
+        # Expiring 302 s out: the refresh is due 2 s (plus jitter) after
+        # each fetch, so the process runs every few seconds.
+        script.write_text(f"""#!/bin/sh
+cd '{d}' || exit 9
+n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count
+if [ -e slow ] && [ ! -e slow.done ]; then
+  echo $n > slow.started
+  i=0; while [ ! -e slow.go ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done
+  touch slow.done
+fi
+exp=$(date -u -d '+302 seconds' +%Y-%m-%dT%H:%M:%SZ)
+printf '{{"Version":1,"AccessKeyId":"AKIDSLOW%s","SecretAccessKey":"x","SessionToken":"t","Expiration":"%s"}}' $n "$exp"
+""")
+        script.chmod(0o755)
+        cfg = d / "aws-config"
+        cfg.write_text(f"[default]\ncredential_process = {script}\n")
+        env_b = self.env()
+        env_a = {k: v for k, v in env_b.items()
+                 if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        env_a["AWS_CONFIG_FILE"] = str(cfg)
+        stream, app, store, a, b, prod, owners = self.setup_group(
+            lambda app: f"dynamodb:{app}", env_a, env_b)
+        mine = {s for s, o in owners.items() if o == "A"}
+        self.assertTrue(mine)
+        lost_before = [w.stderr().count("lost the lease") for w in (a, b)]
+        (d / "slow").touch()
+        self.wait_for("the hanging refresh", (d / "slow.started").exists, 60)
+        t0 = time.monotonic()
+        # Twice the lease duration: a stalled worker would have lost its
+        # leases to B by now.
+        time.sleep(2 * FAULT_PROPS["lease.duration.ms"] / 1000)
+        t1 = time.monotonic()
+        self.assertFalse((d / "slow.done").exists())
+        got = self.delivered_in(a, mine, t0 + 1, t1)
+        self.assertEqual(set(got), mine, f"A stopped delivering while its "
+                         f"credentials were refreshed: {dict(got)}")
+        now = {r["shard"]: r["owner"] for r in leases_json(KNCAT, self.env(), app, store)}
+        self.assertEqual(now, owners)
+        self.assertEqual([w.stderr().count("lost the lease") for w in (a, b)],
+                         lost_before)
+        (d / "slow.go").touch()
+        self.wait_for("the refresh to end", (d / "slow.done").exists, 30)
+        slow_run = (d / "slow.started").read_text().strip()
+        self.wait_for("the keys of the slow run in use",
+                      lambda: f"key AKIDSLOW{slow_run}," in a.stderr(), 30)
+        self.drain_and_check(prod, [a, b], first_dup_after=float("inf"))
+        self.assertEqual([w.stderr().count("lost the lease") for w in (a, b)],
+                         lost_before)
+        for w in (a, b):
+            self.assertEqual(w.stop(), 0, w.stderr())
 
 class FaultsFanOut(Faults):
     """The DynamoDB faults with enhanced fan-out (kinesis-local): a worker

@@ -18,7 +18,10 @@ matches:
 
 Responses are relayed as they arrive, so event streams (SubscribeToShard)
 pass through incrementally. Every request is logged (see LoggedRequest) so a
-test can check, for example, which entries a client sent again.
+test can check, for example, which entries a client sent again; a long run
+that only counts passes keep_log=False and an observer, which sees every
+request passed through with its whole response (wirecount.py counts the
+DynamoDB reads and writes of a lease table that way).
 
 In a Python test:
 
@@ -410,13 +413,19 @@ class FaultProxy:
     """
 
     def __init__(self, target, *, rules=(), seed: int = 0, port: int = 0,
-                 verbose: bool = False):
+                 verbose: bool = False, observer=None, keep_log: bool = True):
+        """observer(action, request_body, status, response_body), if given,
+        is called on the proxy's thread after each request that passed
+        through without a fault, once its response was relayed whole; it
+        must be quick.  keep_log=False keeps the log empty."""
         url = urllib.parse.urlsplit(getattr(target, "endpoint", target))
         if url.scheme != "http" or not url.hostname or not url.port:
             raise ValueError(f"target must be http://HOST:PORT, not {target!r}")
         self.target = (url.hostname, url.port)
         self.port = port
         self.verbose = verbose
+        self.observer = observer
+        self.keep_log = keep_log
         self._rules: list[Rule] = []
         self._log: list[LoggedRequest] = []
         self._lock = threading.Lock()
@@ -580,8 +589,9 @@ class FaultProxy:
             return await self._control(request, path, writer)
         prefix, action = _action_of(request)
         entry = LoggedRequest(action, request.body)
-        with self._lock:
-            self._log.append(entry)
+        if self.keep_log:
+            with self._lock:
+                self._log.append(entry)
         rule = self._pick_rule(action)
         entry.fault = rule.kind if rule else None
         try:
@@ -656,7 +666,10 @@ class FaultProxy:
         writer.write(_response_head(status, headers))
         if cut is not None and cut.done_before_body():
             return await _cut(writer, upstream)
+        seen = [] if self.observer is not None and cut is None else None
         async for piece in pieces:
+            if seen is not None:
+                seen.append(piece)
             finished = False
             if cut is not None:
                 piece, finished = cut.take(piece)
@@ -670,6 +683,11 @@ class FaultProxy:
             writer.write(b"0\r\n\r\n")
         await writer.drain()
         upstream.done()
+        if seen is not None:
+            try:
+                self.observer(entry.action, request.body, status, b"".join(seen))
+            except Exception as error:  # noqa: BLE001 - the traffic goes on
+                print(f"faultproxy: observer: {error!r}", file=sys.stderr, flush=True)
         return framing != "close"
 
     async def _partial(self, p, request, entry, writer, upstream) -> bool:

@@ -465,10 +465,16 @@ class Kinesalite(Server):
     name, env_name, package, service = (
         "kinesalite", "KN_LAB_KINESALITE", "kinesalite", "kinesis")
 
+    def __init__(self, *, shard_limit: int = 500, **kwargs):
+        super().__init__(**kwargs)
+        self.shard_limit = shard_limit
+
     def _arguments(self):
         # The default limit of 10 open shards on the whole server is too low
-        # for a test suite.
-        return ["cli.js", "--port", str(self.port), "--shardLimit", "500"]
+        # for a test suite; a benchmark of one worker on 1,000 shards asks
+        # for more (the limit counts the shards of every stream).
+        return ["cli.js", "--port", str(self.port), "--shardLimit",
+                str(self.shard_limit)]
 
 
 class KinesisLocal(Server):

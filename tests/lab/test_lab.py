@@ -27,6 +27,7 @@ import botocore.exceptions  # noqa: E402
 
 import faultproxy  # noqa: E402
 import lab  # noqa: E402
+import wirecount  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 
 LAB_PY = Path(lab.__file__).resolve()
@@ -532,6 +533,75 @@ class StreamCutUnitTest(unittest.TestCase):
             second, done = (b"", True) if done_first else cut.take(stream[split:])
             self.assertTrue(done)
             self.assertEqual(first + second, messages[0] + messages[1])
+
+
+class WireCountTest(unittest.TestCase):
+    """wirecount.DynamoCounter as a FaultProxy observer in front of dynalite."""
+
+    def test_sizes_and_units(self):
+        self.assertEqual(wirecount.item_size(
+            {"leaseKey": {"S": "abc"}, "n": {"N": "12345"}, "b": {"BOOL": True}}),
+            8 + 3 + 1 + 4 + 1 + 1)
+        self.assertEqual(wirecount.read_units(4097, True), 2)
+        self.assertEqual(wirecount.read_units(10, False), 0.5)
+        self.assertEqual(wirecount.write_units(1025), 2)
+        item = {"k": {"S": "x"}, "c": {"N": "1"}, "o": {"S": "a"}}
+        new = wirecount.apply_update(item, {
+            "UpdateExpression": "SET #o = :o REMOVE #x ADD #c :one",
+            "ExpressionAttributeNames": {"#o": "o", "#x": "gone", "#c": "c"},
+            "ExpressionAttributeValues": {":o": {"S": "bb"}, ":one": {"N": "1"}}})
+        self.assertEqual(new, {"k": {"S": "x"}, "c": {"N": "2"}, "o": {"S": "bb"}})
+        self.assertEqual(item["o"], {"S": "a"})
+
+    def test_counts_on_the_wire(self):
+        counter = wirecount.DynamoCounter(tables=["counted"])
+        with lab.Dynalite() as server, FaultProxy(
+                server, observer=counter.observe, keep_log=False) as proxy:
+            ddb = lab.boto3_client("dynamodb", proxy)
+            ddb.create_table(
+                TableName="counted", BillingMode="PAY_PER_REQUEST",
+                AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"},
+                                      {"AttributeName": "leaseOwner", "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+                GlobalSecondaryIndexes=[{
+                    "IndexName": "byOwner",
+                    "KeySchema": [{"AttributeName": "leaseOwner", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"}}])
+            ddb.get_waiter("table_exists").wait(
+                TableName="counted", WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})
+            for i in range(20):
+                ddb.put_item(TableName="counted", Item={
+                    "leaseKey": {"S": f"shard-{i}"}, "leaseCounter": {"N": "1"}})
+            upd = dict(TableName="counted", Key={"leaseKey": {"S": "shard-1"}},
+                       UpdateExpression="SET #o = :o ADD #c :one",
+                       ConditionExpression="#c = :c",
+                       ExpressionAttributeNames={"#o": "leaseOwner", "#c": "leaseCounter"},
+                       ExpressionAttributeValues={":o": {"S": "w"}, ":one": {"N": "1"},
+                                                  ":c": {"N": "1"}})
+            ddb.update_item(**upd)
+            with self.assertRaises(botocore.exceptions.ClientError):
+                ddb.update_item(**upd)   # the counter moved: condition fails
+            ddb.scan(TableName="counted", ConsistentRead=True)
+            ddb.scan(TableName="counted")
+            ddb.get_item(TableName="counted", Key={"leaseKey": {"S": "none"}})
+            ddb.list_tables()   # names no table: not counted
+            self.assertEqual(proxy.log, [])
+        snap = counter.snapshot()
+        self.assertNotIn("ListTables", snap)
+        self.assertEqual(snap["PutItem"].items_written, 20)
+        self.assertEqual(snap["PutItem"].wcu, 20)
+        self.assertEqual(snap["PutItem"].index_wcu, 0)
+        u = snap["UpdateItem"]
+        self.assertEqual((u.requests, u.items_written, u.failed_writes, u.wcu),
+                         (2, 1, 1, 2))
+        self.assertEqual(u.index_wcu, 1)   # the owner appeared in the index
+        sc = snap["Scan"]
+        self.assertEqual((sc.requests, sc.items_read), (2, 40))
+        self.assertEqual(sc.rcu, 1.5)   # under 4 KB: 1 unit, then half a unit
+        g = snap["GetItem"]
+        self.assertEqual((g.get_misses, g.rcu), (1, 0.5))
+        self.assertEqual(counter.table("counted").items['[{"S": "shard-1"}]']
+                         ["leaseCounter"], {"N": "2"})
 
 
 def len_prefixed(payload: bytes) -> bytes:

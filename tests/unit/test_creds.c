@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "aws/creds.h"
 #include "aws/creds_int.h"
@@ -183,14 +184,77 @@ static void test_roles(void) {
                           "[profile wi]\nrole_arn = arn:aws:iam::1:role/r\n"
                           "web_identity_token_file = ~/files/missing-token\n");
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
-             "role_arn of profile \"default\" (~/.aws/config:2): assuming a role with "
-             "source_profile is not supported yet");
+             "role_arn of profile \"default\" (~/.aws/config:2): source_profile \"base\" "
+             "is in neither shared file");
   setenv("AWS_PROFILE", "cs", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "with credential_source is not supported yet");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "credential_source Ec2InstanceMetadata found no credentials");
   setenv("AWS_PROFILE", "bare", 1);
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "role_arn needs web_identity_token_file");
   setenv("AWS_PROFILE", "wi", 1);
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "web identity token file ~/files/missing-token: No such file");
+  /* Chains of source profiles: loops and bad settings are reported before
+   * anything is asked of STS. */
+  kt_write(".aws/config",
+           "[profile a]\nrole_arn = arn:aws:iam::1:role/a\nsource_profile = b\n"
+           "[profile b]\nrole_arn = arn:aws:iam::1:role/b\nsource_profile = c\n"
+           "[profile c]\nrole_arn = arn:aws:iam::1:role/c\nsource_profile = a\n"
+           "[profile self]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = self\n"
+           "[profile both]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = a\n"
+           "credential_source = Environment\n"
+           "[profile env]\nrole_arn = arn:aws:iam::1:role/s\ncredential_source = Environment\n"
+           "[profile odd]\nrole_arn = arn:aws:iam::1:role/s\ncredential_source = Shell\n"
+           "[profile dur]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = k\n"
+           "duration_seconds = 60\n"
+           "[profile mfa]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = k\n"
+           "mfa_serial = arn:aws:iam::1:mfa/u\n"
+           "[profile empty]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = nothing\n"
+           "[profile nothing]\nregion = us-east-1\n"
+           "[profile k]\naws_access_key_id = AKIDK\naws_secret_access_key = SK\n");
+  setenv("AWS_PROFILE", "a", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "source_profile makes a loop: a -> b -> c -> a");
+  setenv("AWS_PROFILE", "self", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "source_profile makes a loop: self -> self");
+  setenv("AWS_PROFILE", "both", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "has both source_profile and credential_source");
+  setenv("AWS_PROFILE", "env", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "credential_source Environment found no credentials: it needs AWS_ACCESS_KEY_ID");
+  setenv("AWS_PROFILE", "odd", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "credential_source \"Shell\" is not one of");
+  setenv("AWS_PROFILE", "dur", 1);
+  EXPECT_ERR(NULL, KN_ERR__CONF, "duration_seconds = \"60\" of profile \"dur\" "
+                                 "(~/.aws/config:26): expected seconds from 900 to 43200");
+  setenv("AWS_PROFILE", "mfa", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "mfa_serial is not supported");
+  setenv("AWS_PROFILE", "empty", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "source_profile \"nothing\" has no credentials");
+  /* SSO profiles: what is missing, and the login to run. */
+  kt_write(".aws/config",
+           "[profile s1]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+           "sso_session = nosuch\n"
+           "[profile s2]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+           "sso_start_url = https://x.awsapps.com/start\n"
+           "[profile s3]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+           "sso_start_url = https://x.awsapps.com/start\nsso_region = eu-west-1\n"
+           "[profile s4]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+           "sso_session = dev\nsso_region = us-east-1\n"
+           "[profile s5]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+           "sso_session = dev\n"
+           "[sso-session dev]\nsso_start_url = https://x.awsapps.com/start\n"
+           "sso_region = eu-west-1\n");
+  setenv("AWS_PROFILE", "s1", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "sso_session \"nosuch\" has no [sso-session nosuch]");
+  setenv("AWS_PROFILE", "s2", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "profile \"s2\": missing sso_region");
+  setenv("AWS_PROFILE", "s3", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "no cached token (~/.aws/sso/cache/");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "run `aws sso login --profile s3`");
+  setenv("AWS_PROFILE", "s4", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "sso_region is \"us-east-1\" in the profile but "
+                                        "\"eu-west-1\" in [sso-session dev]");
+  setenv("AWS_PROFILE", "s5", 1);
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "run `aws sso login --sso-session dev`");
   /* Environment web identity: a token file needs a role. */
   unsetenv("AWS_PROFILE");
   kt_write(".aws/config", "");
@@ -380,6 +444,23 @@ static const char *get_id(kn_creds_provider_t *p) {
   return id;
 }
 
+/* get_id until it returns want, for at most 20 s (a refresh runs on the
+ * provider's thread). */
+static const char *get_id_until(kn_creds_provider_t *p, const char *want) {
+  const char *id = "";
+  for (int i = 0; i < 400; i++) {
+    id = get_id(p);
+    if (strcmp(id, want) == 0) break;
+    kn_sleep_ms(50);
+  }
+  return id;
+}
+
+static void wait_runs(int n) {
+  for (int i = 0; i < 400 && runs() < n; i++) kn_sleep_ms(50);
+  KT_CHECK_INT(runs(), n);
+}
+
 static void test_cache_and_refresh(void) {
   kt_aws_reset();
   /* Far from expiry: cached, the process runs once. */
@@ -391,14 +472,16 @@ static void test_cache_and_refresh(void) {
   KT_CHECK_INT(runs(), 1);
   kn_creds_provider_destroy(p);
 
-  /* Within the refresh window: refreshed, but not more than once a second. */
+  /* Within the refresh window: refreshed in the background (the caller
+   * goes on with the cached keys), but not more than once a second. */
   expiring_script(120 * 1000, 99);
   p = provider();
   KT_CHECK_STR(get_id(p), "AKID1");
   KT_CHECK_STR(get_id(p), "AKID1");
   KT_CHECK_INT(runs(), 1);
   kn_sleep_ms(KN_CREDS_REFRESH_INTERVAL_MS + 100);
-  KT_CHECK_STR(get_id(p), "AKID2");
+  KT_CHECK_STR(get_id(p), "AKID1"); /* asks for the refresh */
+  KT_CHECK_STR(get_id_until(p, "AKID2"), "AKID2");
   KT_CHECK_INT(runs(), 2);
   kn_creds_provider_destroy(p);
 
@@ -408,7 +491,10 @@ static void test_cache_and_refresh(void) {
   p = provider();
   KT_CHECK_STR(get_id(p), "AKID1");
   kn_sleep_ms(KN_CREDS_REFRESH_INTERVAL_MS + 100);
-  KT_CHECK_STR(get_id(p), "AKID1"); /* run 2 failed */
+  KT_CHECK_STR(get_id(p), "AKID1"); /* asks for run 2, which fails */
+  wait_runs(2);
+  kn_sleep_ms(200); /* the failure recorded */
+  KT_CHECK_STR(get_id(p), "AKID1");
   KT_CHECK_INT(runs(), 2);
   KT_CHECK_STR(get_id(p), "AKID1"); /* no new attempt yet */
   KT_CHECK_INT(runs(), 2);
@@ -420,6 +506,61 @@ static void test_cache_and_refresh(void) {
   KT_CHECK_STR(get_id(p), "error");
   kn_creds_provider_destroy(p);
   kn_creds_provider_destroy(NULL);
+}
+
+/* A refresh that hangs holds up nobody while the cached credentials are
+ * usable: the caller gets them at once, again and again, and a
+ * non-blocking caller with nothing cached is told to come back. */
+static void test_refresh_off_caller(void) {
+  kt_aws_reset();
+  char exp[21], body[1024];
+  kn_iso8601_format(kn_wall_ms() + 120 * 1000, exp);
+  snprintf(body, sizeof(body),
+           "if [ $n -eq 2 ]; then i=0; while [ ! -e go ] && [ $i -lt 600 ]; do "
+           "sleep 0.05; i=$((i+1)); done; fi\n"
+           "printf '{\"Version\":1,\"AccessKeyId\":\"AKID%%s\",\"SecretAccessKey\":\"S\","
+           "\"SessionToken\":\"T\",\"Expiration\":\"%s\"}' $n",
+           exp);
+  use_process(script("files/hang.sh", body));
+  remove(kt_path("files/go"));
+  kn_creds_provider_t *p = provider();
+  if (!p) return;
+  /* Nothing cached: the non-blocking form asks and comes back. */
+  uint64_t ticket = 0;
+  kn_creds_t c = {0};
+  kn_error_t *e = kn_creds_get_nowait(p, &c, &ticket);
+  KT_CHECK(e == NULL);
+  for (int i = 0; i < 400 && !e && !c.access_key_id; i++) {
+    kn_sleep_ms(50);
+    e = kn_creds_get_nowait(p, &c, &ticket);
+  }
+  KT_CHECK(e == NULL);
+  KT_CHECK_STR(c.access_key_id ? c.access_key_id : "", "AKID1");
+  KT_CHECK_INT((int)ticket, 0);
+  kn_creds_clear(&c);
+  kn_error_destroy(e);
+  kn_sleep_ms(KN_CREDS_REFRESH_INTERVAL_MS + 100);
+  KT_CHECK_STR(get_id(p), "AKID1"); /* starts run 2, which hangs */
+  wait_runs(2);
+  for (int i = 0; i < 5; i++) KT_CHECK_STR(get_id(p), "AKID1");
+  KT_CHECK(access(kt_path("files/go"), F_OK) != 0); /* still hanging */
+  kt_write("files/go", "");
+  KT_CHECK_STR(get_id_until(p, "AKID2"), "AKID2");
+  kn_creds_provider_destroy(p);
+
+  /* A fetch that fails is the error of the non-blocking form too. */
+  kt_write(".aws/config", "[default]\ncredential_process = /nonexistent/program\n");
+  p = provider();
+  ticket = 0;
+  e = kn_creds_get_nowait(p, &c, &ticket);
+  for (int i = 0; i < 400 && !e && !c.access_key_id; i++) {
+    kn_sleep_ms(50);
+    e = kn_creds_get_nowait(p, &c, &ticket);
+  }
+  KT_CHECK(e != NULL && strstr(kn_error_string(e), "exited with status 127"));
+  KT_CHECK(c.access_key_id == NULL);
+  kn_error_destroy(e);
+  kn_creds_provider_destroy(p);
 }
 
 /* Many threads asking at once get the same credentials from one run. */
@@ -577,6 +718,7 @@ int main(void) {
   KT_RUN(test_container_config);
   KT_RUN(test_process);
   KT_RUN(test_cache_and_refresh);
+  KT_RUN(test_refresh_off_caller);
   KT_RUN(test_threads);
   KT_RUN(test_json_docs);
   KT_RUN(test_xml);

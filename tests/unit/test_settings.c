@@ -215,12 +215,31 @@ static void test_endpoints(void) {
   LOAD_OK(&s, kv);
   KT_CHECK_STR(s.kinesis_endpoint, "http://prop-global:5");
   kn_aws_settings_clear(&s);
-  /* An explicit property beats the environment, service-specific or not. */
+  /* The endpoint property (kncat --endpoint) beats the environment for
+   * Kinesis only; DynamoDB and STS keep theirs. */
   setenv("AWS_ENDPOINT_URL_KINESIS", "http://env-kinesis:6", 1);
+  setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://env-dynamodb:9", 1);
   LOAD_OK(&s, kv);
   KT_CHECK_STR(s.kinesis_endpoint, "http://prop-global:5");
-  KT_CHECK_STR(s.dynamodb_endpoint, "http://prop-global:5");
+  KT_CHECK_STR(s.dynamodb_endpoint, "http://env-dynamodb:9");
+  KT_CHECK_STR(s.sts_endpoint, "http://env-global:4");
   kn_aws_settings_clear(&s);
+  unsetenv("AWS_ENDPOINT_URL_DYNAMODB");
+  unsetenv("AWS_ENDPOINT_URL");
+  LOAD_OK(&s, kv);
+  KT_CHECK_STR(s.dynamodb_endpoint, "http://profile-global:1");
+  KT_CHECK_STR(s.sts_endpoint, "http://profile-sts:3");
+  kn_aws_settings_clear(&s);
+  kt_write(".aws/config", "");
+  LOAD_OK(&s, kv);
+  KT_CHECK_STR(s.dynamodb_endpoint, "https://dynamodb.eu-west-1.amazonaws.com");
+  KT_CHECK_STR(s.sts_endpoint, "https://sts.eu-west-1.amazonaws.com");
+  kn_aws_settings_clear(&s);
+  kt_write(".aws/config",
+           "[default]\nservices = local\nendpoint_url = http://profile-global:1\n"
+           "[services local]\nkinesis =\n  endpoint_url = http://profile-kinesis:2\n"
+           "sts =\n  endpoint_url = http://profile-sts:3\n");
+  setenv("AWS_ENDPOINT_URL", "http://env-global:4", 1);
   LOAD_OK(&s, NULL);
   KT_CHECK_STR(s.kinesis_endpoint, "http://env-kinesis:6");
   KT_CHECK_STR(s.dynamodb_endpoint, "http://env-global:4");
@@ -231,7 +250,7 @@ static void test_endpoints(void) {
   LOAD_OK(&s, kv2);
   KT_CHECK_STR(s.kinesis_endpoint, "http://prop-kinesis:7");
   KT_CHECK_STR(s.dynamodb_endpoint, "http://prop-dynamodb:8");
-  KT_CHECK_STR(s.sts_endpoint, "http://prop-global:5");
+  KT_CHECK_STR(s.sts_endpoint, "http://env-global:4");
   kn_aws_settings_clear(&s);
   /* Ignoring configured endpoints keeps properties only. */
   setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true", 1);
@@ -249,6 +268,22 @@ static void test_endpoints(void) {
   KT_CHECK_STR(s.kinesis_endpoint, "https://kinesis.eu-west-1.amazonaws.com");
   kn_aws_settings_clear(&s);
   kt_write(".aws/config", "");
+  /* IAM Identity Center endpoints: configured or NULL (the profile's
+   * sso_region decides); --endpoint never reaches them. */
+  const char *kvk[] = {"endpoint", "http://prop-global:5", NULL};
+  LOAD_OK(&s, kvk);
+  KT_CHECK(s.sso_endpoint == NULL && s.sso_oidc_endpoint == NULL);
+  kn_aws_settings_clear(&s);
+  kt_write(".aws/config", "[default]\nservices = local\n"
+                          "[services local]\nsso_oidc =\n  endpoint_url = http://profile-oidc:3\n");
+  setenv("AWS_ENDPOINT_URL_SSO", "http://env-sso:2", 1);
+  LOAD_OK(&s, NULL);
+  KT_CHECK_STR(s.sso_endpoint, "http://env-sso:2");
+  KT_CHECK_STR(s.sso_oidc_endpoint, "http://profile-oidc:3");
+  KT_CHECK_STR(s.kinesis_endpoint, "https://kinesis.eu-west-1.amazonaws.com");
+  kn_aws_settings_clear(&s);
+  unsetenv("AWS_ENDPOINT_URL_SSO");
+  kt_write(".aws/config", "");
   /* Invalid URLs name their source. */
   setenv("AWS_ENDPOINT_URL_KINESIS", "localhost:4567", 1);
   LOAD_ERR(&s, NULL, "kinesis endpoint \"localhost:4567\" (from AWS_ENDPOINT_URL_KINESIS) "
@@ -260,6 +295,54 @@ static void test_endpoints(void) {
   LOAD_ERR(&s, kv4, "no host");
   kt_write(".aws/config", "[default]\nendpoint_url = http://a b\n");
   LOAD_ERR(&s, NULL, "(from ~/.aws/config:2)");
+}
+
+static char warnings[4096];
+
+static void capture(void *opaque, int level, const char *facility, const char *message) {
+  (void)opaque, (void)facility;
+  if (level <= KN_LOG_WARN)
+    snprintf(warnings + strlen(warnings), sizeof(warnings) - strlen(warnings), "%s\n",
+             message);
+}
+
+/* ssl.verify=false is announced at warning level, once for a set of
+ * endpoints, naming the https ones. */
+static void test_no_verify_warning(void) {
+  kn_aws_settings_t s;
+  kt_aws_reset();
+  setenv("AWS_REGION", "us-east-1", 1);
+  setenv("AWS_ENDPOINT_URL_DYNAMODB", "https://ddb.example:8443", 1);
+  kn_logger_t log = {KN_LOG_DEBUG, capture, NULL, "t"};
+  const char *kv[] = {"ssl.verify", "false", "kinesis.endpoint",
+                      "https://kinesis.example:4567", "sts.endpoint", "http://sts.example",
+                      NULL};
+  warnings[0] = '\0';
+  kn_conf_t *c = conf_of(kv);
+  kn_error_t *e = kn_aws_settings_load(&s, c, &log);
+  KT_CHECK(e == NULL);
+  kn_aws_settings_clear(&s);
+  KT_CHECK_MSG(strstr(warnings, "TLS certificate verification is off") &&
+                   strstr(warnings, "https://kinesis.example:4567, https://ddb.example:8443 "
+                                    "are not authenticated") &&
+                   !strstr(warnings, "http://sts.example"),
+               "%s", warnings);
+  /* The same endpoints again (the lease table's client): no repeat. */
+  warnings[0] = '\0';
+  e = kn_aws_settings_load(&s, c, &log);
+  KT_CHECK(e == NULL);
+  kn_aws_settings_clear(&s);
+  KT_CHECK_STR(warnings, "");
+  kn_conf_destroy(c);
+  /* Verification on: nothing. */
+  const char *kv2[] = {"kinesis.endpoint", "https://other.example", NULL};
+  c = conf_of(kv2);
+  e = kn_aws_settings_load(&s, c, &log);
+  KT_CHECK(e == NULL);
+  kn_aws_settings_clear(&s);
+  kn_conf_destroy(c);
+  KT_CHECK_STR(warnings, "");
+  unsetenv("AWS_ENDPOINT_URL_DYNAMODB");
 }
 
 static void test_tls_and_numbers(void) {
@@ -417,6 +500,7 @@ int main(void) {
   KT_RUN(test_files);
   KT_RUN(test_endpoints);
   KT_RUN(test_tls_and_numbers);
+  KT_RUN(test_no_verify_warning);
   KT_RUN(test_explicit_keys);
   KT_RUN(test_urls);
   KT_RUN(test_profile_api);

@@ -1078,6 +1078,10 @@ static void test_long_secret(void) {
                   "Signature=522c65f533e2b3940132ffda1e9d7257aa9d5d9c10f7b99b"
                   "d4152b7b50089ad7") != NULL);
   kn_sigv4_result_clear(&out);
+  /* Clearing wipes the Authorization value, not only the strings. */
+  size_t nonzero = 0;
+  for (size_t i = 0; i < sizeof(out.authorization); i++) nonzero += out.authorization[i] != 0;
+  KT_CHECK_INT((int)nonzero, 0);
 }
 
 static int sign_rc(const kn_sigv4_request_t *req, const kn_sigv4_creds_t *c,

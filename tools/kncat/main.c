@@ -27,7 +27,7 @@ static const char global_help[] =
     "%s"
     "\n"
     "Global options (before the command, or after it):\n"
-    "  --endpoint URL   endpoint URL of every service (property endpoint)\n"
+    "  --endpoint URL   Kinesis endpoint URL (property endpoint)\n"
     "  --region R       AWS region (property region)\n"
     "  --profile P      profile of the shared AWS config and credentials files\n"
     "  --no-verify-ssl  do not verify TLS certificates (ssl.verify=false)\n"
