@@ -32,6 +32,9 @@ BENCHES = [
      ["--quick"]),
     ("scale", [sys.executable, "bench/bench_lease_cost.py", "--build", "{build}",
                "--scale"], ["--scale-shards", "200", "--mb", "4", "--rounds", "1"]),
+    ("efo_decode", ["{build}/bench/bench_efo_decode"], ["50"]),
+    ("limits", [sys.executable, "bench/bench_limits.py", "--build", "{build}"],
+     ["--quick"]),
     ("multilang", [sys.executable, "bench/bench_multilang.py", "--build", "{build}"],
      ["--quick"]),
 ]

@@ -45,6 +45,8 @@ typedef struct kn_reader {
   kn_kreq_t *call;
   kn_timer_t *timer;
   kn_tbucket_t calls_tb, bytes_tb;
+  int64_t sent_us;         /* when the GetRecords in flight was sent */
+  double guard_s;          /* pacing guard per call (KN_PACE_GUARD_*) */
   kn_backoff_t backoff;
   double avg_rec_bytes;    /* response bytes per record, smoothed */
   size_t reserved;         /* bytes reserved in kc->total_bytes in flight */
@@ -57,6 +59,17 @@ static int reader_expired(kn_reader_t *r);
 
 /* Limit of GetRecords while the shard's record size is unknown. */
 #define KN_PROBE_RECORDS 16
+
+/* The service counts a shard's reads as a debt: the data of a response,
+ * paid off at the byte rate from the call, with calls refused while any
+ * is left (a 10 MiB response: 5 s at 2 MiB/s).  So the buckets save no
+ * credit (a burst of one token), each response's data is charged from the
+ * time its call was sent, and every call pays a guard time more, so that a
+ * call reaching the service a little sooner after the previous one than
+ * that one did is not refused.  The guard follows how much the path
+ * jitters: doubled at each throttled call, it shrinks back by 1% a call. */
+#define KN_PACE_GUARD_MIN_S 0.004
+#define KN_PACE_GUARD_MAX_S 0.2
 
 static void reader_log_err(kn_reader_t *r, const char *what,
                            const kn_error_t *err) {
@@ -182,12 +195,16 @@ static void release_reserve(kn_reader_t *r) {
   r->reserved = 0;
 }
 
+static void charge_bytes(kn_reader_t *r, double data_bytes) {
+  kn_tbucket_take(&r->bytes_tb,
+                  data_bytes + r->bytes_tb.rate * r->guard_s, r->sent_us);
+}
+
 static void records_done(void *opaque, kn_get_records_result_t *res) {
   kn_reader_t *r = opaque;
   kn_consumer_t *kc = r->kc;
   r->call = NULL;
   release_reserve(r);
-  int64_t now_us = kn_mono_us();
   pthread_mutex_lock(&kc->mu);
   r->cs->gr_calls++;
   if (res->err && kn_error_is_throttling(res->err))
@@ -226,6 +243,8 @@ static void records_done(void *opaque, kn_get_records_result_t *res) {
     if (kn_error_is_retriable(res->err)) {
       if (!kn_error_is_throttling(res->err))
         reader_log_err(r, "GetRecords", res->err);
+      else if ((r->guard_s *= 2) > KN_PACE_GUARD_MAX_S)
+        r->guard_s = KN_PACE_GUARD_MAX_S;
       kn_error_destroy(res->err);
       res->err = NULL;
       schedule(r, kn_backoff_next(&r->backoff));
@@ -241,9 +260,9 @@ static void records_done(void *opaque, kn_get_records_result_t *res) {
   }
 
   size_t raw = res->body_len;
-  kn_tbucket_take(&r->bytes_tb, (double)raw, now_us);
   if (res->err) {
     /* A malformed response: read the same records again. */
+    charge_bytes(r, (double)raw);
     reader_log_err(r, "GetRecords response", res->err);
     schedule(r, kn_backoff_next(&r->backoff));
     return;
@@ -251,6 +270,11 @@ static void records_done(void *opaque, kn_get_records_result_t *res) {
   /* Records were decoded in place: the batch owns the body. */
   kn_batch_t *b = res->batch;
   res->batch = NULL;
+  /* The service's measure: the records' data (aggregates whole), not the
+   * base64 and JSON around it, which make the body about 1.4 times as
+   * long. */
+  charge_bytes(r, (double)b->bytes);
+  if ((r->guard_s *= 0.99) < KN_PACE_GUARD_MIN_S) r->guard_s = KN_PACE_GUARD_MIN_S;
   kn_backoff_reset(&r->backoff);
   size_t kinesis_records = kn_batch_count(b);
   if (kinesis_records) {
@@ -332,11 +356,16 @@ static void request_records(kn_reader_t *r) {
   pthread_mutex_unlock(&kc->mu);
   if (limit == 0) return; /* kn_reader_wake_locked() resumes us */
   r->reserved = reserve;
-  kn_tbucket_take(&r->calls_tb, 1, now_us);
+  kn_tbucket_take(&r->calls_tb, 1 + r->calls_tb.rate * r->guard_s, now_us);
+  r->sent_us = now_us;
 
   kn_error_t *err = NULL;
+  /* One attempt: a throttled call retried by the client after its own
+   * back-off would be charged from a time the buckets do not know, and
+   * this reader retries every retriable failure itself. */
+  static const kn_call_opts_t once = {.max_attempts = 1};
   r->call = kn_kinesis_get_records_async(kc->svc, r->iterator, limit,
-                                         kc->stream, r->cs->id, NULL,
+                                         kc->stream, r->cs->id, &once,
                                          records_done, r, &err);
   if (!r->call) {
     release_reserve(r);
@@ -400,9 +429,10 @@ static kn_reader_t *reader_new(kn_consumer_t *kc, kn_cshard_t *cs,
     r->has_skip = 1;
   }
   int64_t now = kn_mono_us();
-  kn_tbucket_init(&r->calls_tb, kc->cfg.calls_per_s, kc->cfg.calls_per_s, now);
-  kn_tbucket_init(&r->bytes_tb, kc->cfg.bytes_per_s, kc->cfg.bytes_per_s, now);
+  kn_tbucket_init(&r->calls_tb, kc->cfg.calls_per_s, 1, now);
+  kn_tbucket_init(&r->bytes_tb, kc->cfg.bytes_per_s, 1, now);
   kn_backoff_init(&r->backoff, 200, 10000);
+  r->guard_s = KN_PACE_GUARD_MIN_S;
   r->avg_rec_bytes = 0;
   return r;
 }

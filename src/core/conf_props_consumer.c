@@ -51,7 +51,9 @@ const kn_prop_t kn_props_consumer[] = {
     {"poll.calls.per.second", "consumer", KN_PROP_INT, "5", 1, 1000, NULL,
      "GetRecords calls per second per shard allowed by the service."},
     {"poll.bytes.per.second", "consumer", KN_PROP_INT, "2097152", 1024,
-     1LL << 40, NULL, "Bytes per second per shard allowed by the service."},
+     1LL << 40, NULL,
+     "Bytes of record data per second per shard allowed by the service (it "
+     "counts the data, not the response around it)."},
     {"poll.share", "consumer", KN_PROP_INT, "100", 1, 100, NULL,
      "Percentage of the per-shard read limits this application may use "
      "(lower it when several applications poll the same stream)."},

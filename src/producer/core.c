@@ -386,10 +386,25 @@ static int key_in_batch(const kn_pbatch_t *b, const kn_pshard_t *ps,
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Microseconds until ps's buckets allow one more record, 0: now. */
-static int64_t bucket_wait(kn_pshard_t *ps, int64_t now_us) {
-  int64_t a = kn_tbucket_wait_us(&ps->tb_records, 1, now_us);
-  int64_t b = kn_tbucket_wait_us(&ps->tb_bytes, 1, now_us);
+/* The service refuses a record its shard's buckets cannot pay for whole,
+ * so the head record waits until its own size is there (an aggregate:
+ * what it may grow to), and a little more: the service fills its buckets
+ * from when calls reach it, which is not quite when they were filled here.
+ * Waiting for a higher level costs no rate, only keeps a reserve. */
+#define KN_PRODUCE_GUARD_S 0.1
+
+/* Microseconds until ps's buckets allow its head record, 0: now. */
+static int64_t bucket_wait(const kn_pcore_t *c, kn_pshard_t *ps,
+                           int64_t now_us) {
+  double need = ps->q.head ? (double)kn_msg_size(ps->q.head) : 1;
+  if (c->agg) {
+    double agg = (double)c->cfg.agg_max_bytes;
+    need = (double)ps->q_bytes < agg ? (double)ps->q_bytes : agg;
+  }
+  int64_t a = kn_tbucket_wait_us(
+      &ps->tb_records, 1 + ps->tb_records.rate * KN_PRODUCE_GUARD_S, now_us);
+  int64_t b = kn_tbucket_wait_us(
+      &ps->tb_bytes, need + ps->tb_bytes.rate * KN_PRODUCE_GUARD_S, now_us);
   return a > b ? a : b;
 }
 
@@ -448,7 +463,7 @@ static fill_res_t fill_from(kn_pcore_t *c, kn_pshard_t *ps, kn_pbatch_t *b,
       return FILL_MORE;
     }
     if (!calls_ok(c, ps, b)) return FILL_MORE;
-    int64_t w = bucket_wait(ps, now_us);
+    int64_t w = bucket_wait(c, ps, now_us);
     if (w) {
       *wake_us = min64(*wake_us, now_us + w);
       return FILL_MORE;
@@ -522,7 +537,7 @@ kn_pbatch_t *kn_pcore_take(kn_pcore_t *c, int64_t now_us, int flush,
       *wake_us = min64(*wake_us, ps->retry_at_us);
       continue;
     }
-    int64_t w = bucket_wait(ps, now_us);
+    int64_t w = bucket_wait(c, ps, now_us);
     if (w) {
       *wake_us = min64(*wake_us, now_us + w);
       continue;

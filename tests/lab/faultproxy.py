@@ -16,6 +16,18 @@ matches:
   cut_stream_after    close a (streaming) response after N bytes or N
                       event-stream messages
 
+With `limits` (FaultProxy(target, limits={}) or --limits '{}') the proxy
+also enforces Kinesis's per-shard limits as the service does (see
+kinesis_limits.py for the model): GetRecords calls and data per shard,
+throttled with HTTP 400 ProvisionedThroughputExceededException; responses
+cut to 10 MiB; PutRecords entries refused one by one with per-record
+ProvisionedThroughputExceededException beyond 1 MiB/s and 1,000 records/s
+per shard (the refused entries are not stored); SubscribeToShard events
+delivered at most 2 MiB/s per shard per consumer. A matching rule still
+applies first. Limits.scaled() rates (`{"scale": 0.1}`) let a small
+machine emulate many shards. limit_stats() (or GET /__faultproxy/limits)
+counts calls, throttles, records and data bytes by action.
+
 Responses are relayed as they arrive, so event streams (SubscribeToShard)
 pass through incrementally. Every request is logged (see LoggedRequest) so a
 test can check, for example, which entries a client sent again; a long run
@@ -413,7 +425,8 @@ class FaultProxy:
     """
 
     def __init__(self, target, *, rules=(), seed: int = 0, port: int = 0,
-                 verbose: bool = False, observer=None, keep_log: bool = True):
+                 verbose: bool = False, observer=None, keep_log: bool = True,
+                 limits=None, clock=time.monotonic):
         """observer(action, request_body, status, response_body), if given,
         is called on the proxy's thread after each request that passed
         through without a fault, once its response was relayed whole; it
@@ -432,6 +445,11 @@ class FaultProxy:
         self._rng = random.Random(seed)
         self._loop = self._thread = self._server = None
         self._connections: set = set()
+        self._limits = None
+        if limits is not None:
+            import limit_mode   # it uses this module's HTTP plumbing
+            self._limits = limit_mode.LimitEnforcer(self.target, limits, clock,
+                                                    sys.modules[__name__])
         for rule in rules:
             self.add_rule(rule)
 
@@ -491,6 +509,17 @@ class FaultProxy:
     def clear_log(self) -> None:
         with self._lock:
             self._log.clear()
+
+    # -- limits
+
+    def limit_stats(self) -> dict:
+        """Limit mode: per action, calls, throttled (calls or PutRecords
+        entries), records and data bytes that went through; {} otherwise."""
+        return self._limits.stats() if self._limits else {}
+
+    def clear_limit_stats(self) -> None:
+        if self._limits:
+            self._limits.clear_stats()
 
     # -- lifetime
 
@@ -640,6 +669,11 @@ class FaultProxy:
             await writer.drain()
             writer.close()
             return False
+        if kind is None and self._limits is not None:
+            handled = await self._limits.handle(request, prefix, entry, writer, upstream,
+                                                self._relay)
+            if handled is not None:
+                return handled
         cut = _StreamCut(p["bytes"], p["messages"]) if kind == "cut_stream_after" else None
         return await self._relay(request, entry, writer, upstream, cut)
 
@@ -651,8 +685,10 @@ class FaultProxy:
         upstream.done()
         return status, response, data
 
-    async def _relay(self, request, entry, writer, upstream, cut) -> bool:
-        """Forward, passing the response on piece by piece as it arrives."""
+    async def _relay(self, request, entry, writer, upstream, cut, pace=None) -> bool:
+        """Forward, passing the response on piece by piece as it arrives;
+        `await pace(piece, emit)` (limit mode) passes each piece on itself,
+        through `await emit(data)`, when it sees fit."""
         entry.forwarded_body = request.body
         status, response, framing, pieces = await upstream.exchange(request, request.body)
         entry.status = status
@@ -667,16 +703,23 @@ class FaultProxy:
         if cut is not None and cut.done_before_body():
             return await _cut(writer, upstream)
         seen = [] if self.observer is not None and cut is None else None
+
+        async def emit(data: bytes) -> None:
+            if data:
+                writer.write(b"%x\r\n%s\r\n" % (len(data), data)
+                             if framing == "chunked" else data)
+                await writer.drain()
+
         async for piece in pieces:
             if seen is not None:
                 seen.append(piece)
             finished = False
             if cut is not None:
                 piece, finished = cut.take(piece)
-            if piece:
-                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece)
-                             if framing == "chunked" else piece)
-                await writer.drain()
+            if pace is not None:
+                await pace(piece, emit)
+            else:
+                await emit(piece)
             if finished:
                 return await _cut(writer, upstream)
         if framing == "chunked":
@@ -761,6 +804,11 @@ class FaultProxy:
             elif what == "log" and method == "DELETE":
                 self.clear_log()
                 answer = []
+            elif what == "limits" and method == "GET":
+                answer = self.limit_stats()
+            elif what == "limits" and method == "DELETE":
+                self.clear_limit_stats()
+                answer = {}
             else:
                 answer, status = {"error": f"no {method} {path}"}, 404
                 return await _send_json(writer, status, answer)
@@ -856,6 +904,9 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=0, help="listen port (default: any)")
     parser.add_argument("--seed", type=int, default=0, help="RNG seed (default 0)")
     parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
+    parser.add_argument("--limits", type=json.loads, default=None,
+                        help='enforce the per-shard limits, e.g. \'{}\' (as AWS) or '
+                             '\'{"scale": 0.1}\' (see kinesis_limits.Limits)')
     args = parser.parse_args(argv)
 
     stop = threading.Event()
@@ -863,7 +914,7 @@ def main(argv=None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     try:
         proxy = FaultProxy(args.target, rules=args.rule, seed=args.seed,
-                           port=args.port, verbose=args.verbose)
+                           port=args.port, verbose=args.verbose, limits=args.limits)
     except ValueError as error:
         parser.error(str(error))
     with proxy:

@@ -256,6 +256,122 @@ class EnvironmentTest(unittest.TestCase):
             socket.create_connection(("127.0.0.1", port), timeout=2).close()
 
 
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class LimitModeTest(unittest.TestCase):
+    """The proxy's limit mode against kinesalite, on a clock of the test's
+    own (so nothing depends on how fast the machine is)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kinesalite = lab.Kinesalite().start()
+        setup = lab.boto3_client("kinesis", cls.kinesalite)
+        setup.create_stream(StreamName="limited", ShardCount=2)
+        wait_stream_active(setup, "limited")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.kinesalite.stop()
+
+    def start(self, limits):
+        self.clock = FakeClock()
+        self.proxy = FaultProxy(self.kinesalite, limits=limits, clock=self.clock).start()
+        self.addCleanup(self.proxy.stop)
+        self.client = lab.boto3_client("kinesis", self.proxy, attempts=1)
+
+    def iterator(self, shard="shardId-000000000000"):
+        return self.client.get_shard_iterator(
+            StreamName="limited", ShardId=shard,
+            ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+
+    def throttled(self, call, **kwargs) -> bool:
+        try:
+            call(**kwargs)
+            return False
+        except botocore.exceptions.ClientError as error:
+            self.assertEqual(error.response["Error"]["Code"],
+                             "ProvisionedThroughputExceededException")
+            self.assertEqual(error.response["ResponseMetadata"]["HTTPStatusCode"], 400)
+            return True
+
+    def test_put_records_refused_per_record_beyond_the_shard_rate(self):
+        self.start({"scale": 0.01})   # 10 records/s, 10 KiB/s per shard
+        before = len(read_shard(lab.boto3_client("kinesis", self.kinesalite), "limited"))
+        # One partition key: every record goes to the same shard.
+        records = [{"Data": b"w%02d" % i, "PartitionKey": "a"} for i in range(15)]
+        result = self.client.put_records(StreamName="limited", Records=records)
+        self.assertEqual(result["FailedRecordCount"], 5)
+        codes = [r.get("ErrorCode") for r in result["Records"]]
+        self.assertEqual(codes, [None] * 10 + ["ProvisionedThroughputExceededException"] * 5)
+        self.assertIn("Rate exceeded for shard", result["Records"][14]["ErrorMessage"])
+        stored = read_shard(lab.boto3_client("kinesis", self.kinesalite), "limited")
+        self.assertEqual([r["Data"] for r in stored[before:]],
+                         [b"w%02d" % i for i in range(10)])   # refused: not stored
+        self.assertTrue(self.throttled(self.client.put_record, StreamName="limited",
+                                       Data=b"x", PartitionKey="a"))
+        self.clock.now += 0.5   # half a second: 5 records
+        result = self.client.put_records(StreamName="limited", Records=records[:6])
+        self.assertEqual(result["FailedRecordCount"], 1)
+        stats = self.proxy.limit_stats()
+        self.assertEqual(stats["PutRecords"]["records"], 15)
+        self.assertEqual(stats["PutRecords"]["throttled"], 6)
+
+    def test_put_records_bytes_per_second(self):
+        self.start({"write_bytes_per_s": 1000})
+        records = [{"Data": b"x" * 299, "PartitionKey": "b"} for _ in range(4)]
+        result = self.client.put_records(StreamName="limited", Records=records)
+        self.assertEqual(result["FailedRecordCount"], 1)   # 3 x (299 + 1) fit
+
+    def test_get_records_data_debt(self):
+        self.start({})
+        self.client.put_records(StreamName="limited", Records=[
+            {"Data": b"d" * 1000, "PartitionKey": "c", "ExplicitHashKey": "0"}
+            for _ in range(3)])
+        iterator = self.iterator()
+        out = self.client.get_records(ShardIterator=iterator)
+        self.assertGreaterEqual(len(out["Records"]), 3)
+        # Its data is a debt paid off at 2 MiB/s, counted from the call: on a
+        # clock that stands still, the next call is throttled.
+        self.assertTrue(self.throttled(self.client.get_records,
+                                       ShardIterator=out["NextShardIterator"]))
+        self.clock.now += 0.01
+        self.client.get_records(ShardIterator=out["NextShardIterator"])
+        stats = self.proxy.limit_stats()["GetRecords"]
+        self.assertEqual((stats["calls"], stats["throttled"]), (3, 1))
+        self.assertGreaterEqual(stats["bytes"], 3000)
+
+    def test_get_records_five_calls_per_second(self):
+        self.start({"read_bytes_per_s": 1e15})
+        iterator = self.iterator("shardId-000000000001")
+        for _ in range(5):
+            self.client.get_records(ShardIterator=iterator)
+        self.assertTrue(self.throttled(self.client.get_records, ShardIterator=iterator))
+        self.clock.now += 1.0
+        self.client.get_records(ShardIterator=iterator)
+
+    def test_get_records_cut_to_the_largest_response(self):
+        self.start({"read_max_bytes": 2500, "read_bytes_per_s": 1e15})
+        self.client.put_records(StreamName="limited", Records=[
+            {"Data": b"e" * 1000, "PartitionKey": "c", "ExplicitHashKey": "0"}
+            for _ in range(3)])
+        out = self.client.get_records(ShardIterator=self.iterator(), Limit=10000)
+        self.assertEqual(len(out["Records"]), 2)
+        self.assertEqual(self.proxy.limit_stats()["GetRecords"]["capped"], 1)
+
+    def test_control_api(self):
+        self.start({"scale": 0.5})
+        self.client.list_streams()
+        with urllib.request.urlopen(self.proxy.endpoint + "/__faultproxy/limits") as r:
+            stats = json.loads(r.read())
+        self.assertEqual(stats["limits"]["read_bytes_per_s"], 1 << 20)
+
+
 class FaultProxyTest(unittest.TestCase):
     """Each rule does what it claims, seen through boto3 without retries."""
 
