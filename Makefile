@@ -1,12 +1,13 @@
 # Entry points.  `make demo` runs the local demonstration; `make check`
 # installs what is missing, builds with -Werror and runs every test, then
-# the unit tests again under AddressSanitizer and UBSan.
+# the unit tests again under AddressSanitizer and UBSan, with a sample of
+# allocation-failure runs of some of them; `make torture` runs them all.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test unit asan fuzz docs docs-check bench sim-long clean
+.PHONY: all deps build demo check test unit asan torture fuzz docs docs-check bench sim-long clean
 
 all: build
 
@@ -26,11 +27,28 @@ test: build
 unit: build
 	ctest --test-dir $(BUILD) -L unit --output-on-failure
 
+# The unit tests under the sanitizers, then the quick torture sample
+# (label torture_quick: a few tests, about 150 runs each).
 asan:
-	CC=clang cmake -S . -B $(ASAN_BUILD) -DKN_WERROR=ON -DKN_SANITIZE=ON -DKN_BUILD_SHARED=OFF
+	CC=clang cmake -S . -B $(ASAN_BUILD) -DKN_WERROR=ON -DKN_SANITIZE=ON -DKN_BUILD_SHARED=OFF \
+	  -DKN_TORTURE=ON -DKN_TORTURE_ALL=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) -L torture_quick --output-on-failure -j 2
+
+# Allocation-failure torture, in full: every unit test run again with its
+# 1st, 2nd, ... allocation in the library failing, under the sanitizers;
+# nothing may crash, hang or leak (tests/unit/kt.h, tests/torture/).  Long:
+# TORTURE_TESTS=REGEX picks tests (e.g. decode), KT_TORTURE_MAX=N samples.
+TORTURE_TESTS ?= .
+torture:
+	CC=clang cmake -S . -B $(ASAN_BUILD) -DKN_WERROR=ON -DKN_SANITIZE=ON -DKN_BUILD_SHARED=OFF \
+	  -DKN_TORTURE=ON -DKN_TORTURE_ALL=ON
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) -L '^torture$$' -R '$(TORTURE_TESTS)' --output-on-failure -j 2
 
 fuzz:
 	CC=clang cmake -S . -B build-fuzz -DKN_FUZZ=ON -DKN_BUILD_SHARED=OFF -DKN_BUILD_TESTS=OFF

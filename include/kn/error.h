@@ -9,6 +9,8 @@
 #ifndef KN_ERROR_H
 #define KN_ERROR_H
 
+#include <stddef.h>
+
 #include "kn/export.h"
 
 #ifdef __cplusplus
@@ -84,6 +86,15 @@ KN_API int kn_error_is_retriable(const kn_error_t *error);
 KN_API int kn_error_is_throttling(const kn_error_t *error);
 /* Accepts NULL. */
 KN_API void kn_error_destroy(kn_error_t *error);
+
+/* Makes text from a server safe to show on a terminal, in place, on one
+ * line: tab, CR and LF become a space; other control characters (C0, DEL,
+ * C1), Unicode direction overrides and bytes that are not UTF-8 each
+ * become one '?'.  Returns the
+ * new length (never longer).  Error strings, error types, request ids and
+ * log lines are already passed through it; for other text a program
+ * prints (stream names, lease owners, ...).  Accepts NULL (returns 0). */
+KN_API size_t kn_text_sanitize(char *s);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #include "kn/error.h"
 #include "kn/conf.h"
 #include "kn/record.h"
+#include "kn/base64.h"
 #include "kn/client.h"
 #include "kn/consumer.h"
 #include "kn/producer.h"

@@ -91,7 +91,7 @@ KN_API int kn_producer_poll(kn_producer_t *kp, int timeout_ms);
 KN_API kn_err_t kn_producer_flush(kn_producer_t *kp, int timeout_ms);
 
 /* Records sent and not yet reported (queued, in flight, or with a report
- * waiting to be served). */
+ * waiting to be served).  0 for NULL. */
 KN_API size_t kn_producer_outq_len(kn_producer_t *kp);
 
 /* Counters since the producer started. */

@@ -168,6 +168,9 @@ static kn_error_t *ctx_init(kn_creds_ctx_t *ctx, const kn_aws_settings_t *s) {
   ctx->env_keys_off = s->profile_explicit;
   ctx->http = s->http;
   ctx->http.ca_file = ctx->ca_file;
+  ctx->http.max_response_bytes = s->credential_response_max_bytes
+                                     ? s->credential_response_max_bytes
+                                     : KN_CREDS_RESPONSE_MAX_DEFAULT;
   ctx->log = s->http.log;
   ctx->request_timeout_ms = s->request_timeout_ms > 0 ? s->request_timeout_ms : 30000;
   ctx->metadata_timeout_ms = s->metadata_timeout_ms > 0 ? s->metadata_timeout_ms : 1000;

@@ -100,7 +100,7 @@ kn_evs_decoder_t *kn_evs_decoder_new(size_t max_frame, kn_evs_msg_cb *cb,
   if (!d) return NULL;
   if (max_frame == 0) max_frame = KN_EVS_DEFAULT_MAX_FRAME;
   if (max_frame < KN_EVS_MIN_FRAME) max_frame = KN_EVS_MIN_FRAME;
-  if (max_frame > UINT32_MAX) max_frame = UINT32_MAX;
+  if (max_frame > KN_EVS_MAX_MESSAGE) max_frame = KN_EVS_MAX_MESSAGE;
   d->max_frame = max_frame;
   d->cb = cb;
   d->opaque = opaque;
@@ -138,6 +138,11 @@ static kn_err_t check_prelude(kn_evs_decoder_t *d, const uint8_t *p,
     return fail(d, errp, KN_ERR__CORRUPT,
                 "frame at offset %llu too large: %u bytes (maximum %zu)",
                 (unsigned long long)d->offset, total, d->max_frame);
+  if (hlen > KN_EVS_MAX_HEADERS)
+    return fail(d, errp, KN_ERR__CORRUPT,
+                "frame at offset %llu: headers length %u over the protocol's "
+                "maximum of %u",
+                (unsigned long long)d->offset, hlen, KN_EVS_MAX_HEADERS);
   if (hlen > total - KN_EVS_MIN_FRAME)
     return fail(d, errp, KN_ERR__CORRUPT,
                 "frame at offset %llu: headers length %u exceeds the %u "

@@ -27,9 +27,14 @@
 
 #define KN_EVS_PRELUDE_LEN 12
 #define KN_EVS_MIN_FRAME 16 /* prelude + message CRC */
-/* Default cap on a frame's total length: a 16 MiB payload plus room for
- * headers.  Kinesis events stay well below it. */
-#define KN_EVS_DEFAULT_MAX_FRAME (16u * 1024 * 1024 + 128u * 1024)
+/* The protocol's limits: a message (frame) of at most 16 MiB in all, of
+ * which at most 128 KiB of headers.  A frame that declares more is
+ * refused before anything is allocated for it.  Kinesis events stay well
+ * below them. */
+#define KN_EVS_MAX_MESSAGE (16u * 1024 * 1024)
+#define KN_EVS_MAX_HEADERS (128u * 1024)
+/* Default cap on a frame's total length: the protocol's. */
+#define KN_EVS_DEFAULT_MAX_FRAME KN_EVS_MAX_MESSAGE
 
 /* Header value types; the numbers are the wire tags. */
 typedef enum kn_evs_type {
@@ -97,7 +102,7 @@ typedef int(kn_evs_msg_cb)(void *opaque, kn_evs_decoder_t *d,
                            const kn_evs_msg_t *msg);
 
 /* max_frame caps a frame's total length (0: KN_EVS_DEFAULT_MAX_FRAME;
- * at least KN_EVS_MIN_FRAME).  cb must not be NULL.  Returns NULL on
+ * at least KN_EVS_MIN_FRAME, at most KN_EVS_MAX_MESSAGE).  cb must not be NULL.  Returns NULL on
  * out-of-memory. */
 kn_evs_decoder_t *kn_evs_decoder_new(size_t max_frame, kn_evs_msg_cb *cb,
                                      void *opaque);

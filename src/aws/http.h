@@ -32,7 +32,14 @@ typedef struct kn_http_opts {
                                   connections open to one host (more
                                   HTTP/1.1 transfers queue) */
   const kn_logger_t *log;      /* not owned; must outlive the loop */
+  /* Largest response body kept (every body but a streamed 2xx one, whose
+   * format bounds it); a larger one fails the transfer with
+   * KN_ERR__BAD_MSG, before it is all read when Content-Length says so.
+   * 0: KN_HTTP_MAX_RESPONSE_DEFAULT. */
+  size_t max_response_bytes;
 } kn_http_opts_t;
+
+#define KN_HTTP_MAX_RESPONSE_DEFAULT ((size_t)64 << 20)
 
 typedef struct kn_loop kn_loop_t;
 typedef struct kn_timer kn_timer_t;
@@ -51,11 +58,13 @@ kn_loop_t *kn_loop_new(const kn_http_opts_t *opts, kn_error_t **errp);
 void kn_loop_destroy(kn_loop_t *loop);
 
 /* Any thread: queue fn(arg) to run on the I/O thread.  Returns 0, or -1
- * when the loop is stopping, in which case fn is never called. */
+ * when the loop is stopping or memory ran out, in which case fn is never
+ * called. */
 int kn_loop_post(kn_loop_t *loop, void (*fn)(void *arg), void *arg);
 
 /* Any thread: run fn(arg) on the I/O thread and wait for it to return
- * (directly when called on the I/O thread).  Returns as kn_loop_post. */
+ * (directly when called on the I/O thread).  Allocates nothing: -1 only
+ * when the loop is stopping (fn then does not run). */
 int kn_loop_call(kn_loop_t *loop, void (*fn)(void *arg), void *arg);
 
 int kn_loop_on_thread(const kn_loop_t *loop);

@@ -64,6 +64,7 @@ struct kn_task {
   void (*fn)(void *arg);
   void *arg;
   struct kn_task *next;
+  int allocated; /* freed after it ran; else the poster's (kn_loop_call) */
 };
 
 struct kn_timer {

@@ -11,10 +11,11 @@
 #include "util/secure.h"
 #include "util/str.h"
 
-/* Bodies announced by Content-Length are allocated in one piece up to this
- * size; beyond it the buffer grows as the bytes come, so a lying header
- * cannot make us allocate much more than was sent. */
-#define KN_PREALLOC_MAX (64u << 20)
+/* The most a response body may hold (opts->max_response_bytes). */
+static size_t body_cap(const struct kn_http_xfer *x) {
+  return x->opts && x->opts->max_response_bytes ? x->opts->max_response_bytes
+                                                : KN_HTTP_MAX_RESPONSE_DEFAULT;
+}
 
 /* curl's receive buffer (CURLOPT_BUFFERSIZE). */
 #define KN_RECV_BUFFER (64L * 1024)
@@ -79,11 +80,19 @@ static void on_field(struct kn_http_xfer *x, const char *p, size_t n) {
     keep_value(&x->resp.content_type, v, vn, &x->local_err);
   else if (name_is(p, name_len, "x-amzn-ErrorType"))
     keep_value(&x->resp.error_type, v, vn, &x->local_err);
-  else if (name_is(p, name_len, "Content-Length") && !x->on_data) {
+  else if (name_is(p, name_len, "Content-Length") &&
+           (!x->on_data || x->resp.status / 100 != 2)) {
+    /* The body is kept: refuse what would pass the cap at once, else
+     * allocate it in one piece (the cap bounds what a lying header can
+     * make us reserve). */
+    size_t cap = body_cap(x);
     unsigned long long len = 0;
     for (const char *q = v; q < end && *q >= '0' && *q <= '9'; q++)
-      len = len < KN_PREALLOC_MAX ? len * 10 + (unsigned)(*q - '0') : len;
-    if (len > KN_PREALLOC_MAX) len = KN_PREALLOC_MAX;
+      len = len <= cap ? len * 10 + (unsigned)(*q - '0') : len;
+    if (len > cap) {
+      x->local_err = KN_ERR__BAD_MSG;
+      return;
+    }
     /* A failed reservation is not an error: the body may still fit. */
     if (len > x->resp.body.cap) (void)kn_buf_reserve(&x->resp.body, (size_t)len);
   }
@@ -128,6 +137,10 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ud) {
       curl_easy_pause(x->easy, CURLPAUSE_RECV);
     }
     return len;
+  }
+  if (len > body_cap(x) - x->resp.body.len) {
+    x->local_err = KN_ERR__BAD_MSG;
+    return 0;
   }
   if (kn_buf_append(&x->resp.body, p, len)) {
     x->local_err = KN_ERR__NOMEM;
@@ -295,6 +308,9 @@ void kn_xfer_finish(struct kn_http_xfer *x, CURLcode rc) {
   } else if (x->local_err == KN_ERR__NOMEM) {
     err = kn_error_new(KN_ERR__NOMEM, "%s %s: out of memory receiving the response",
                        x->method, url);
+  } else if (x->local_err == KN_ERR__BAD_MSG) {
+    err = kn_error_new(KN_ERR__BAD_MSG, "%s %s: response body larger than %zu bytes",
+                       x->method, url, body_cap(x));
   } else if (x->local_err == KN_ERR__FAIL) {
     err = kn_error_new(KN_ERR__FAIL, "%s %s: transfer aborted by its receiver",
                        x->method, url);
@@ -302,11 +318,11 @@ void kn_xfer_finish(struct kn_http_xfer *x, CURLcode rc) {
     err = kn_error_new(KN_ERR__TRANSPORT,
                        "%s %s: the server did not agree to HTTP/2 (http.version=2)",
                        x->method, url);
-    if (err) err->retriable = 0;
+    kn_error_set_retriable(err, 0);
   } else {
     const char *why = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
     err = kn_error_new(code_of(rc), "%s %s: %s", x->method, url, why);
-    if (err && is_permanent(rc)) err->retriable = 0;
+    if (is_permanent(rc)) kn_error_set_retriable(err, 0);
   }
   x->resp.error = err;
   /* Status 0 without an error means out of memory building the error. */

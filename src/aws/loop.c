@@ -30,9 +30,11 @@ static struct kn_task *take_tasks(kn_loop_t *loop, int *stopping) {
 
 static void run_tasks(struct kn_task *t) {
   while (t) {
+    /* Read before fn runs: a kn_loop_call() node is gone after it. */
     struct kn_task *next = t->next;
+    int allocated = t->allocated;
     t->fn(t->arg);
-    free(t);
+    if (allocated) free(t);
     t = next;
   }
 }
@@ -165,16 +167,11 @@ void kn_loop_destroy(kn_loop_t *loop) {
   free(loop);
 }
 
-int kn_loop_post(kn_loop_t *loop, void (*fn)(void *arg), void *arg) {
-  struct kn_task *t = malloc(sizeof(*t));
-  if (!t) return -1;
-  t->fn = fn;
-  t->arg = arg;
-  t->next = NULL;
+/* Queues t (filled in, next NULL); -1 when the loop is stopping. */
+static int enqueue(kn_loop_t *loop, struct kn_task *t) {
   pthread_mutex_lock(&loop->lock);
   if (loop->stopping) {
     pthread_mutex_unlock(&loop->lock);
-    free(t);
     return -1;
   }
   if (loop->q_tail) loop->q_tail->next = t;
@@ -189,7 +186,17 @@ int kn_loop_post(kn_loop_t *loop, void (*fn)(void *arg), void *arg) {
   return 0;
 }
 
+int kn_loop_post(kn_loop_t *loop, void (*fn)(void *arg), void *arg) {
+  struct kn_task *t = malloc(sizeof(*t));
+  if (!t) return -1;
+  *t = (struct kn_task){.fn = fn, .arg = arg, .allocated = 1};
+  int rc = enqueue(loop, t);
+  if (rc) free(t);
+  return rc;
+}
+
 struct call_wait {
+  struct kn_task task; /* on the caller's stack: a call needs no memory */
   void (*fn)(void *arg);
   void *arg;
   pthread_mutex_t lock;
@@ -217,7 +224,8 @@ int kn_loop_call(kn_loop_t *loop, void (*fn)(void *arg), void *arg) {
     pthread_mutex_destroy(&w.lock);
     return -1;
   }
-  int rc = kn_loop_post(loop, call_task, &w);
+  w.task = (struct kn_task){.fn = call_task, .arg = &w};
+  int rc = enqueue(loop, &w.task);
   if (rc == 0) {
     pthread_mutex_lock(&w.lock);
     while (!w.done) pthread_cond_wait(&w.cond, &w.lock);

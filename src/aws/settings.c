@@ -302,6 +302,9 @@ static kn_error_t *resolve_numbers(kn_aws_settings_t *s, const kn_conf_t *conf,
   s->retry_budget = (int)kn_conf_int(conf, "retry.budget");
   s->credential_process_timeout_ms =
       (long)kn_conf_int(conf, "credential.process.timeout.ms");
+  s->http.max_response_bytes = (size_t)kn_conf_int(conf, "http.response.max.bytes");
+  s->credential_response_max_bytes =
+      (size_t)kn_conf_int(conf, "credential.response.max.bytes");
   long long v;
   kn_error_t *e = int_setting(conf, pf, "retry.max.attempts", "AWS_MAX_ATTEMPTS",
                               "max_attempts", 1, &v);

@@ -65,7 +65,12 @@ typedef struct kn_aws_settings {
   long metadata_timeout_ms;   /* per request to IMDS / container endpoint */
   int metadata_max_attempts;
   long credential_process_timeout_ms;
+  size_t credential_response_max_bytes; /* IMDS, container endpoint, STS */
 } kn_aws_settings_t;
+
+/* Credential documents are small: a hostile or broken endpoint cannot
+ * make the chain hold more than this by default. */
+#define KN_CREDS_RESPONSE_MAX_DEFAULT ((size_t)64 << 10)
 
 /* Fills *s from conf (NULL: every property at its default) and the
  * environment.  Errors (a malformed config file, no region, a bad

@@ -91,7 +91,8 @@ kn_error_t *kn_svc_decode_error(int http_status, const char *body,
     free(s);
   }
   json_decref(root);
-  kn_error_t *err = nomem ? NULL : kn_error_remote(http_status, type, msg, request_id);
+  kn_error_t *err = nomem ? kn_error_nomem()
+                         : kn_error_remote(http_status, type, msg, request_id);
   free(type);
   free(msg);
   return err;

@@ -53,6 +53,11 @@ const kn_prop_t kn_props_client[] = {
      "Timeout for one HTTP request and response (not for event streams)."},
     {"http.max.connections", "client", KN_PROP_INT, "64", 1, 10000, NULL,
      "Connections kept open for reuse."},
+    {"http.response.max.bytes", "client", KN_PROP_INT, "67108864", 1024,
+     1LL << 32, NULL,
+     "Largest response body accepted (event streams excepted: the protocol "
+     "bounds their messages at 16 MiB); a larger one fails the call "
+     "(_BAD_MSG), at once when its Content-Length says so."},
     {"retry.max.attempts", "client", KN_PROP_INT, "8", 1, 1000, NULL,
      "Attempts of a retriable call (throttling, 5xx, connection failures) "
      "before its error is reported. Default when unset: AWS_MAX_ATTEMPTS, "
@@ -78,6 +83,10 @@ const kn_prop_t kn_props_client[] = {
     {"credential.process.timeout.ms", "client", KN_PROP_INT, "60000", 1,
      MS_MAX, NULL,
      "Time a profile's credential_process may take before it is killed."},
+    {"credential.response.max.bytes", "client", KN_PROP_INT, "65536", 1024,
+     1LL << 24, NULL,
+     "Largest response accepted from a credentials endpoint (instance "
+     "metadata, container credentials, STS)."},
     {"log.level", "client", KN_PROP_INT, "5", 0, 7, NULL,
      "Most verbose level logged: 3 error, 4 warning, 5 notice, 6 info, 7 "
      "debug."},

@@ -155,12 +155,26 @@ static int code_is_retriable(kn_err_t code, int http_status) {
   }
 }
 
+/* Returned instead of NULL when an error cannot be allocated. */
+static kn_error_t oom_error = {.code = KN_ERR__NOMEM, .string = (char *)"out of memory"};
+
+kn_error_t *kn_error_nomem(void) { return &oom_error; }
+
+void kn_error_set_retriable(kn_error_t *error, int retriable) {
+  if (error && error != &oom_error) error->retriable = retriable;
+}
+
+/* Every message may carry a server's text (an error message, a name it
+ * returned), and a message ends up on terminals and in logs: control and
+ * escape characters never get that far. */
 static kn_error_t *error_alloc(kn_err_t code, char *string) {
+  if (!string) return &oom_error;
   kn_error_t *e = calloc(1, sizeof(*e));
   if (!e) {
     free(string);
-    return NULL;
+    return &oom_error;
   }
+  kn_text_sanitize(string);
   e->code = code;
   e->string = string;
   e->throttling = code_is_throttling(code);
@@ -173,7 +187,6 @@ kn_error_t *kn_error_new(kn_err_t code, const char *fmt, ...) {
   va_start(ap, fmt);
   char *s = kn_vasprintf(fmt, ap);
   va_end(ap);
-  if (!s) return NULL;
   return error_alloc(code, s);
 }
 
@@ -189,7 +202,8 @@ kn_error_t *kn_error_remote(int http_status, const char *type,
   if (bare && *bare) {
     size_t n = strcspn(bare, ":");
     bare_dup = kn_strndup(bare, n);
-    if (!bare_dup) return NULL;
+    if (!bare_dup) return &oom_error;
+    kn_text_sanitize(bare_dup);
   }
   kn_err_t code = kn_err_from_aws_type(bare_dup);
   if (code == KN_ERR_HTTP && http_status >= 500)
@@ -203,20 +217,21 @@ kn_error_t *kn_error_remote(int http_status, const char *type,
       "%s%s%s (%s%s%s)", bare_dup ? bare_dup : kn_err2str(code),
       message && *message ? ": " : "", message ? message : "", status,
       request_id ? ", request id " : "", request_id ? request_id : "");
-  kn_error_t *e = s ? error_alloc(code, s) : NULL;
-  if (!e) {
+  kn_error_t *e = error_alloc(code, s);
+  if (e == &oom_error) {
     free(bare_dup);
-    return NULL;
+    return e;
   }
   e->type = bare_dup;
   e->http_status = http_status;
   e->request_id = request_id ? strdup(request_id) : NULL;
+  kn_text_sanitize(e->request_id);
   e->retriable = code_is_retriable(code, http_status);
   return e;
 }
 
 kn_error_t *kn_error_prefix(kn_error_t *error, const char *fmt, ...) {
-  if (!error) return NULL;
+  if (!error || error == &oom_error) return error;
   va_list ap;
   va_start(ap, fmt);
   char *pre = kn_vasprintf(fmt, ap);
@@ -225,6 +240,7 @@ kn_error_t *kn_error_prefix(kn_error_t *error, const char *fmt, ...) {
   char *s = kn_asprintf("%s: %s", pre, error->string);
   free(pre);
   if (s) {
+    kn_text_sanitize(s);
     free(error->string);
     error->string = s;
   }
@@ -233,8 +249,9 @@ kn_error_t *kn_error_prefix(kn_error_t *error, const char *fmt, ...) {
 
 kn_error_t *kn_error_copy(const kn_error_t *error) {
   if (!error) return NULL;
+  if (error == &oom_error) return &oom_error;
   kn_error_t *e = calloc(1, sizeof(*e));
-  if (!e) return NULL;
+  if (!e) return &oom_error;
   *e = *error;
   e->string = strdup(error->string);
   e->type = error->type ? strdup(error->type) : NULL;
@@ -242,7 +259,7 @@ kn_error_t *kn_error_copy(const kn_error_t *error) {
   if (!e->string || (error->type && !e->type) ||
       (error->request_id && !e->request_id)) {
     kn_error_destroy(e);
-    return NULL;
+    return &oom_error;
   }
   return e;
 }
@@ -282,7 +299,7 @@ int kn_error_is_throttling(const kn_error_t *error) {
 }
 
 void kn_error_destroy(kn_error_t *error) {
-  if (!error) return;
+  if (!error || error == &oom_error) return;
   free(error->type);
   free(error->request_id);
   free(error->string);

@@ -15,12 +15,19 @@ struct kn_error_s {
   char *string;     /* full human message */
 };
 
-/* A local error; message is printf-formatted.  NULL only on out-of-memory,
- * which callers treat as KN_ERR__NOMEM (see kn_error_code_of). */
+/* A local error; message is printf-formatted.  Never NULL: when memory
+ * runs out, the shared out-of-memory error (kn_error_nomem()), so that a
+ * failure is never mistaken for success. */
 kn_error_t *kn_error_new(kn_err_t code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* A remote error from an AWS response.  type may carry a namespace
+/* The shared, static error KN_ERR__NOMEM "out of memory": what every
+ * constructor returns when it cannot allocate.  kn_error_destroy() leaves
+ * it alone; it must not be changed (kn_error_set_retriable() skips it). */
+kn_error_t *kn_error_nomem(void);
+void kn_error_set_retriable(kn_error_t *error, int retriable);
+
+/* A remote error from an AWS response (never NULL, as kn_error_new).  type may carry a namespace
  * ("com.amazonaws.dynamodb.v20120810#ResourceNotFoundException") which is
  * stripped; message and request_id may be NULL.  The code and the
  * retriable and throttling flags are derived from type and status. */
@@ -30,10 +37,12 @@ kn_error_t *kn_error_remote(int http_status, const char *type,
 /* The code for a bare error type (namespace already stripped). */
 kn_err_t kn_err_from_aws_type(const char *type);
 
-/* Prepends "context: " to the message; returns error (NULL-safe). */
+/* Prepends "context: " to the message; returns error (NULL-safe; the
+ * out-of-memory error and a message that cannot grow stay as they are). */
 kn_error_t *kn_error_prefix(kn_error_t *error, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* NULL for NULL; the out-of-memory error when memory runs out. */
 kn_error_t *kn_error_copy(const kn_error_t *error);
 
 /* kn_error_code() that maps a NULL from an allocation failure, i.e. any

@@ -6,6 +6,7 @@
 #include "kinesis/client_int.h"
 #include "kinesis/decode.h"
 #include "kinesis/encode.h"
+#include "util/pager.h"
 
 #define NEED(cond, fn, what) \
   if (!(cond)) return kn_client_arg_error(fn, what)
@@ -80,6 +81,7 @@ kn_error_t *kn_list_stream_consumers(kn_client_t *kc, const char *stream_arn,
   kn_buf_t req = KN_BUF_INIT, resp = KN_BUF_INIT;
   char *token = NULL;
   kn_error_t *err = NULL;
+  kn_pager_t pager = {0};
   for (;;) {
     int rc = kn_enc_list_stream_consumers(&req, stream_arn, token);
     err = kn_client_call(kc, "ListStreamConsumers", rc, &req, &resp);
@@ -91,12 +93,13 @@ kn_error_t *kn_list_stream_consumers(kn_client_t *kc, const char *stream_arn,
     if (err) break;
     /* Some servers hand out a token even on the last page (then the next
      * page is empty) or repeat one: stop on either. */
-    int stuck = !next || l->n == before ||
-                (token && strcmp(next, token) == 0);
     free(token);
     token = next;
-    if (stuck) break;
+    int pr = kn_pager_next_str(&pager, token);
+    if ((err = kn_pager_error(&pager, pr, "ListStreamConsumers"))) break;
+    if (!token || l->n == before || pr == KN_PAGER_REPEAT) break;
   }
+  kn_pager_free(&pager);
   free(token);
   kn_buf_free(&req);
   if (err) {

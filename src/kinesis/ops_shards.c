@@ -8,6 +8,7 @@
 #include "kinesis/encode.h"
 #include "kinesis/hashkey.h"
 #include "kinesis/shard.h"
+#include "util/pager.h"
 
 #define NEED(cond, fn, what) \
   if (!(cond)) return kn_client_arg_error(fn, what)
@@ -27,6 +28,7 @@ kn_error_t *kn_list_shards(kn_client_t *kc, const char *stream,
   kn_buf_t req = KN_BUF_INIT, resp = KN_BUF_INIT;
   char *token = NULL;
   kn_error_t *err = NULL;
+  kn_pager_t pager = {0};
   for (;;) {
     int rc = kn_enc_list_shards(&req, stream, filter, filter_shard_id,
                                 filter_timestamp_ms, token);
@@ -36,13 +38,15 @@ kn_error_t *kn_list_shards(kn_client_t *kc, const char *stream,
     err = kn_decode_list_shards(resp.p, resp.len, l, &next);
     kn_buf_free(&resp);
     if (err) break;
-    /* Some servers ignore MaxResults and never page; a token that comes
-     * back unchanged would loop forever. */
-    int stuck = next && token && strcmp(next, token) == 0;
+    /* Some servers ignore MaxResults and never page, handing the token
+     * back: a token seen before ends the listing. */
     free(token);
     token = next;
-    if (!token || stuck) break;
+    int pr = kn_pager_next_str(&pager, token);
+    if ((err = kn_pager_error(&pager, pr, "ListShards"))) break;
+    if (!token || pr == KN_PAGER_REPEAT) break;
   }
+  kn_pager_free(&pager);
   free(token);
   kn_buf_free(&req);
   if (err) {

@@ -7,6 +7,7 @@
 #include "kinesis/decode.h"
 #include "kinesis/encode.h"
 #include "util/clock.h"
+#include "util/pager.h"
 
 #define NEED(cond, fn, what) \
   if (!(cond)) return kn_client_arg_error(fn, what)
@@ -95,6 +96,7 @@ kn_error_t *kn_list_streams(kn_client_t *kc, kn_strlist_t **out) {
   kn_buf_t req = KN_BUF_INIT, resp = KN_BUF_INIT;
   char *token = NULL;
   kn_error_t *err = NULL;
+  kn_pager_t pager = {0};
   for (;;) {
     /* Servers without NextToken (kinesalite) page by the last name. */
     const char *last = l->n ? l->v[l->n - 1] : NULL;
@@ -107,11 +109,13 @@ kn_error_t *kn_list_streams(kn_client_t *kc, kn_strlist_t **out) {
     err = kn_decode_list_streams(resp.p, resp.len, l, &next, &more);
     kn_buf_free(&resp);
     if (err) break;
-    int stuck = next && token && strcmp(next, token) == 0;
     free(token);
     token = next;
-    if (stuck || (!token && (!more || l->n == before))) break;
+    int pr = kn_pager_next_str(&pager, token);
+    if ((err = kn_pager_error(&pager, pr, "ListStreams"))) break;
+    if (pr == KN_PAGER_REPEAT || (!token && (!more || l->n == before))) break;
   }
+  kn_pager_free(&pager);
   free(token);
   kn_buf_free(&req);
   if (err) {

@@ -16,6 +16,7 @@
 #include "lease/store_int.h"
 #include "util/backoff.h"
 #include "util/clock.h"
+#include "util/pager.h"
 #include "util/str.h"
 
 #define TABLE_WAIT_MS 120000
@@ -206,6 +207,7 @@ static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out,
   kn_lease_t *v = NULL;
   size_t count = 0, cap = 0;
   json_t *start = NULL; /* LastEvaluatedKey of the previous page */
+  kn_pager_t pager = {0}; /* a key seen before or endless pages end it */
   kn_error_t *err = NULL;
   *out = NULL;
   *n = 0;
@@ -233,9 +235,18 @@ static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out,
         json_incref(start);
       else
         start = NULL;
+      char *key = start ? json_dumps(start, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+      int pr = start && !key ? KN_PAGER_NOMEM : kn_pager_next_str(&pager, key);
+      free(key);
+      err = kn_pager_error(&pager, pr, "Scan");
+      if (pr == KN_PAGER_REPEAT) {
+        json_decref(start);
+        start = NULL;
+      }
     }
     json_decref(resp);
   } while (!err && start);
+  kn_pager_free(&pager);
   json_decref(start);
   if (err) {
     kn_lease_array_free(v, count);

@@ -125,7 +125,7 @@ static kn_error_t *sql_error(sql_store_t *s, const char *op, const char *key,
                      "another connection for more than %ld ms",
                      s->head.name, op, key ? " " : "", key ? key : "",
                      s->busy_ms);
-    if (e) e->retriable = 1;
+    kn_error_set_retriable(e, 1);
   } else {
     e = kn_error_new(KN_ERR__IO, "lease store %s: %s%s%s: %s (%s)",
                      s->head.name, op, key ? " " : "", key ? key : "",

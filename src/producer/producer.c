@@ -141,7 +141,8 @@ kn_err_t kn_producer_send(kn_producer_t *kp, const char *partition_key,
 /* ---- poll and flush ---- */
 
 int kn_producer_poll(kn_producer_t *kp, int timeout_ms) {
-  if (!kp) return 0;
+  /* No conf: a producer whose construction failed, being destroyed. */
+  if (!kp || !kp->conf) return 0;
   typedef void (*dr_cb_t)(kn_producer_t *, const kn_msg_t *, void *);
   dr_cb_t cb = (dr_cb_t)kp->conf->cbs[KN_CB_DELIVERY];
   void *cb_opaque = kp->conf->cb_opaque[KN_CB_DELIVERY];
@@ -204,6 +205,7 @@ kn_err_t kn_producer_flush(kn_producer_t *kp, int timeout_ms) {
 }
 
 size_t kn_producer_outq_len(kn_producer_t *kp) {
+  if (!kp) return 0;
   pthread_mutex_lock(&kp->mu);
   size_t n = kp->outq_records;
   pthread_mutex_unlock(&kp->mu);

@@ -23,6 +23,7 @@
 #include "producer/msg.h"
 #include "util/backoff.h"
 #include "util/log.h"
+#include "util/pager.h"
 
 struct kn_producer_s {
   kn_conf_t *conf;            /* owned copy */
@@ -72,6 +73,7 @@ struct kn_producer_s {
   kn_call_t *list_call;       /* ListShards page in flight */
   kn_shard_list_t *list_acc;  /* pages so far */
   char *list_token;
+  kn_pager_t list_pager;      /* tokens of this listing */
   int list_again;             /* asked for while one was running */
   kn_backoff_t list_backoff;
 };

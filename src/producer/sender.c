@@ -225,6 +225,7 @@ static void list_failed(kn_producer_t *kp, kn_error_t *err) {
   kp->list_acc = NULL;
   free(kp->list_token);
   kp->list_token = NULL;
+  kn_pager_free(&kp->list_pager);
   err = kn_error_prefix(err, "stream \"%s\": ListShards", kp->stream);
   kn_warn(&kp->log, "PRODUCE", "%s", err ? kn_error_string(err) : "out of memory");
   kn_msg_list_t done = {0};
@@ -259,16 +260,22 @@ static void on_list(void *opaque, kn_call_result_t *res) {
     list_failed(kp, err);
     return;
   }
-  /* Servers that ignore paging may hand back the same token forever. */
-  int stuck = next && kp->list_token && strcmp(next, kp->list_token) == 0;
+  /* Servers that ignore paging may hand tokens back: one seen before ends
+   * the listing. */
   free(kp->list_token);
   kp->list_token = next;
-  if (next && !stuck) {
+  int pr = kn_pager_next_str(&kp->list_pager, next);
+  if (pr == KN_PAGER_LIMIT || pr == KN_PAGER_NOMEM) {
+    list_failed(kp, kn_pager_error(&kp->list_pager, pr, "ListShards"));
+    return;
+  }
+  if (next && pr != KN_PAGER_REPEAT) {
     start_list(kp);
     return;
   }
   free(kp->list_token);
   kp->list_token = NULL;
+  kn_pager_free(&kp->list_pager);
   kn_shard_list_t *l = kp->list_acc;
   kp->list_acc = NULL;
   size_t n = l->n;
@@ -335,6 +342,7 @@ void kn_sender_stop(void *arg) {
   kp->list_acc = NULL;
   free(kp->list_token);
   kp->list_token = NULL;
+  kn_pager_free(&kp->list_pager);
   kn_timer_free(kp->timer);
   kn_timer_free(kp->list_timer);
   kp->timer = kp->list_timer = NULL;

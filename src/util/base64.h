@@ -5,14 +5,11 @@
 
 #include <stddef.h>
 
-/* Encoded length for n input bytes (no terminator). */
-static inline size_t kn_base64_encoded_len(size_t n) { return (n + 2) / 3 * 4; }
+/* kn_base64_encoded_len() and kn_base64_encode(), public. */
+#include "kn/base64.h"
+
 /* Upper bound of the decoded length of n input characters. */
 static inline size_t kn_base64_decoded_max(size_t n) { return n / 4 * 3 + 3; }
-
-/* Writes kn_base64_encoded_len(n) characters to dst (no terminator);
- * returns that length. */
-size_t kn_base64_encode(char *dst, const void *src, size_t n);
 
 /* Decodes n characters.  dst may equal src or start before it (in-place
  * decoding: the output never overtakes the input), otherwise they must

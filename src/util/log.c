@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "kn/error.h"
+
 static const char *level_name(int level) {
   switch (level) {
     case KN_LOG_ERR: return "ERROR";
@@ -23,6 +25,7 @@ void kn_log(const kn_logger_t *lg, int level, const char *facility,
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
+  kn_text_sanitize(msg); /* server text in a line stays one harmless line */
   if (lg && lg->cb) {
     lg->cb(lg->opaque, level, facility, msg);
     return;

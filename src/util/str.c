@@ -1,5 +1,7 @@
 #include "util/str.h"
 
+#include "kn/error.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -82,6 +84,56 @@ char *kn_str_trim(char *s) {
   memmove(s, b, n);
   s[n] = '\0';
   return s;
+}
+
+/* Length of the valid UTF-8 sequence at s (NUL-terminated), 0 if none;
+ * reads no byte past a NUL. */
+static size_t utf8_at(const unsigned char *s) {
+  unsigned c = s[0];
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0)) return 0;
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 ||
+        (s[3] & 0xC0) != 0x80)
+      return 0;
+    if ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90)) return 0;
+    return 4;
+  }
+  return 0;
+}
+
+/* A terminal may act on these: C0, DEL, C1 (U+0080..U+009F) and the
+ * Unicode direction marks, embeddings, overrides and isolates. */
+static int is_control(const unsigned char *s, size_t k) {
+  if (k == 1) return s[0] < 0x20 || s[0] == 0x7f;
+  if (k == 2) return s[0] == 0xC2 && s[1] < 0xA0;
+  if (k == 3 && s[0] == 0xE2 && s[1] == 0x80)
+    return s[2] == 0x8E || s[2] == 0x8F || (s[2] >= 0xAA && s[2] <= 0xAE);
+  if (k == 3 && s[0] == 0xE2 && s[1] == 0x81) return s[2] >= 0xA6 && s[2] <= 0xA9;
+  return 0;
+}
+
+size_t kn_text_sanitize(char *text) {
+  if (!text) return 0;
+  unsigned char *s = (unsigned char *)text, *d = s;
+  while (*s) {
+    size_t k = utf8_at(s);
+    if (!k || is_control(s, k)) {
+      *d++ = *s == '\t' || *s == '\n' || *s == '\r' ? ' ' : '?';
+      s += k ? k : 1;
+      continue;
+    }
+    memmove(d, s, k);
+    d += k;
+    s += k;
+  }
+  *d = '\0';
+  return (size_t)(d - (unsigned char *)text);
 }
 
 long kn_utf8_count(const char *s, size_t n) {

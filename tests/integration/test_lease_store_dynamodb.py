@@ -456,7 +456,8 @@ def sqlite_locked(env, path):
     took = time.monotonic() - t0
     check(rc == 1 and out.startswith("error _IO 1") and "locked" in out,
           f"locked file: {out}")
-    check(0.3 <= took < 5, f"locked file: gave up after {took:.2f} s")
+    # Not before the busy time-out; the upper bound only tells a hang.
+    check(0.3 <= took < 30, f"locked file: gave up after {took:.2f} s")
     got = tool_json(env, "--busy-ms", 300, "get", spec, key)  # WAL readers
     con.execute("ROLLBACK")
     con.close()

@@ -238,7 +238,7 @@ class Suite:
             assert all(r.get("error") == "_MSG_TIMED_OUT" for r in reports), reports[0]
             assert "InternalFailure" in reports[0]["message"] or "500" in reports[0]["message"]
             assert all(r["attempts"] >= 2 for r in reports)
-            assert took < 20, took
+            assert took < 60, took  # the time-out, not endless retries
         assert read(self.env, s) == []
 
     def run(self):

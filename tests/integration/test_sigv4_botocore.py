@@ -18,7 +18,10 @@ query string ("a=1&&b=2": botocore signs an empty pair, the signer skips
 it), and a Date header (the signer refuses it).
 
 Environment: SIGV4_TOOL (path to sigv4_tool, set by ctest); SIGV4_SEED and
-SIGV4_COUNT to replay one seed.  Exits 0 when everything matches.
+SIGV4_COUNT to replay one seed; SIGV4_RANDOM_SEEDS=N adds N seeds drawn at
+random (a search beyond the fixed ones, which alone run by default so that
+a run's outcome does not depend on chance).  Exits 0 when everything
+matches.
 """
 import datetime
 import hashlib
@@ -36,7 +39,8 @@ from botocore.credentials import Credentials
 
 FIXED_SEED = 20150830
 FIXED_COUNT = 1500
-RANDOM_SEEDS = 5
+# More fixed seeds, of RANDOM_COUNT requests each.
+MORE_SEEDS = (1, 2718281828, 3141592653, 1618033988, 4294967295)
 RANDOM_COUNT = 100
 
 METHODS = ["GET", "POST", "PUT", "DELETE", "HEAD", "PATCH", "OPTIONS",
@@ -370,8 +374,9 @@ def main():
                  int(os.environ.get("SIGV4_COUNT", FIXED_COUNT)))]
     else:
         plan = [(FIXED_SEED, FIXED_COUNT)] + [
+            (seed, RANDOM_COUNT) for seed in MORE_SEEDS] + [
             (int.from_bytes(os.urandom(4), "big"), RANDOM_COUNT)
-            for _ in range(RANDOM_SEEDS)]
+            for _ in range(int(os.environ.get("SIGV4_RANDOM_SEEDS", "0")))]
     print("botocore", botocore.__version__, "seeds:",
           ", ".join(f"{s} x{n}" for s, n in plan))
 

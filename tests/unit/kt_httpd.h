@@ -194,8 +194,14 @@ static size_t kt_httpd_resp(char *out, size_t size, int status,
 }
 
 /* A port on 127.0.0.1 where nothing listens (bound and closed). */
-static int kt_closed_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+/* A loopback port where connections are refused: bound (so no other
+ * process can take it meanwhile) but never listening.  The socket stays
+ * open for the life of the process. */
+__attribute__((unused)) static int kt_closed_port(void) {
+  static int fd = -1;
+  static int port;
+  if (fd >= 0) return port;
+  fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in sa;
   memset(&sa, 0, sizeof(sa));
   sa.sin_family = AF_INET;
@@ -203,8 +209,8 @@ static int kt_closed_port(void) {
   bind(fd, (struct sockaddr *)&sa, sizeof(sa));
   socklen_t sl = sizeof(sa);
   getsockname(fd, (struct sockaddr *)&sa, &sl);
-  close(fd);
-  return ntohs(sa.sin_port);
+  port = ntohs(sa.sin_port);
+  return port;
 }
 
 #endif

@@ -13,6 +13,7 @@
 #include "kt_aws.h"
 #include "kt_httpd.h"
 #include "util/json.h"
+#include "util/pager.h"
 
 /* ---- The scripted server ---- */
 
@@ -52,8 +53,31 @@ static const char *target(const kt_httpd_req_t *req) {
   "\"StartingHashKey\":\"" start "\",\"EndingHashKey\":\"" end "\"},"      \
   "\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"}}"
 
+static int endless; /* pages served with a new token each */
+
+/* Scenario 6: tokens a, b, then a again; 7: a new token on every page. */
+static const char *cycling(const char *body, const char *page) {
+  static __thread char out[512];
+  if (scenario == 7) {
+    int n = __atomic_add_fetch(&endless, 1, __ATOMIC_SEQ_CST);
+    snprintf(out, sizeof out, "{%s,\"NextToken\":\"p%d\"}", page, n);
+  } else {
+    const char *next = !strstr(body, "NextToken") ? "a" : strstr(body, "\"a\"") ? "b" : "a";
+    snprintf(out, sizeof out, "{%s,\"NextToken\":\"%s\"}", page, next);
+  }
+  return out;
+}
+
 static const char *answer(const char *action, const char *body, int *status) {
   *status = 200;
+  if (scenario >= 6 && strcmp(action, "ListShards") == 0)
+    return cycling(body, "\"Shards\":[" SHARD("s9", "null", "0", "1") "]");
+  if (scenario >= 6 && strcmp(action, "ListStreams") == 0)
+    return cycling(body, "\"StreamNames\":[\"x\"],\"HasMoreStreams\":true");
+  if (scenario >= 6 && strcmp(action, "ListStreamConsumers") == 0)
+    return cycling(body, "\"Consumers\":[{\"ConsumerName\":\"c1\",\"ConsumerARN\":"
+                         "\"arn:c1\",\"ConsumerStatus\":\"ACTIVE\","
+                         "\"ConsumerCreationTimestamp\":1.7E9}]");
   if (strcmp(action, "ListShards") == 0) {
     if (scenario == 1) /* a token that never changes */
       return "{\"Shards\":[" SHARD("s9", "null", "0", "1") "],\"NextToken\":\"same\"}";
@@ -215,6 +239,52 @@ static void test_list_streams_pages(void) {
   KT_CHECK_STR(kn_json_str(r2, "ExclusiveStartStreamName"), "c");
   json_decref(r1);
   json_decref(r2);
+  kn_client_destroy(kc);
+}
+
+/* A token seen before ends a listing even when others came between; a
+ * server that never stops paging is cut off at the page limit. */
+static void test_paging_guards(void) {
+  kn_pager_t pg = {.limit = 3};
+  KT_CHECK_INT(kn_pager_next_str(&pg, "a"), KN_PAGER_GO_ON);
+  KT_CHECK_INT(kn_pager_next_str(&pg, "b"), KN_PAGER_GO_ON);
+  KT_CHECK_INT(kn_pager_next_str(&pg, "a"), KN_PAGER_REPEAT);
+  KT_CHECK_INT(kn_pager_next_str(&pg, "c"), KN_PAGER_LIMIT);
+  kn_error_t *e = kn_pager_error(&pg, KN_PAGER_LIMIT, "X");
+  KT_CHECK_STR(kn_error_string(e), "X: more than 3 pages: the server does not end the listing");
+  KT_CHECK(!kn_error_is_retriable(e));
+  kn_error_destroy(e);
+  KT_CHECK(kn_pager_error(&pg, KN_PAGER_REPEAT, "X") == NULL);
+  kn_pager_free(&pg);
+
+  kn_client_t *kc = client();
+  scenario = 6;
+  reset_records();
+  kn_shard_list_t *sl = NULL;
+  KT_CHECK(kn_list_shards(kc, "s", KN_SHARD_FILTER_NONE, NULL, 0, &sl) == NULL);
+  kn_shard_list_destroy(sl);
+  KT_CHECK_INT(count_requests("ListShards"), 3); /* -, a, b (-> a) */
+  reset_records();
+  kn_strlist_t *names = NULL;
+  KT_CHECK(kn_list_streams(kc, &names) == NULL);
+  kn_strlist_destroy(names);
+  KT_CHECK_INT(count_requests("ListStreams"), 3);
+  reset_records();
+  kn_stream_consumer_list_t *cl = NULL;
+  KT_CHECK(kn_list_stream_consumers(kc, "arn:s", &cl) == NULL);
+  kn_stream_consumer_list_destroy(cl);
+  KT_CHECK_INT(count_requests("ListStreamConsumers"), 3);
+
+  scenario = 7;
+  endless = 0;
+  sl = NULL;
+  e = kn_list_shards(kc, "s", KN_SHARD_FILTER_NONE, NULL, 0, &sl);
+  KT_CHECK(sl == NULL && kn_error_code(e) == KN_ERR__BAD_MSG);
+  KT_CHECK_MSG(e && strstr(kn_error_string(e), "more than 10000 pages"), "%s",
+               kn_error_string(e));
+  KT_CHECK_INT(endless, KN_PAGE_LIMIT + 1);
+  kn_error_destroy(e);
+  scenario = 0;
   kn_client_destroy(kc);
 }
 
@@ -450,6 +520,7 @@ int main(void) {
   }
   KT_RUN(test_list_shards_pages);
   KT_RUN(test_list_streams_pages);
+  KT_RUN(test_paging_guards);
   KT_RUN(test_consumers_and_unsupported);
   KT_RUN(test_split_default_and_wait);
   KT_RUN(test_arguments);

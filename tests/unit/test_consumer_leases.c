@@ -179,7 +179,11 @@ static void test_checkpoints(void) {
   KT_CHECK(ls != NULL);
   kn_consumer_t *kc = consumer("ckpt");
   KT_CHECK(kc != NULL);
-  if (!kc || !ls) return;
+  if (!kc || !ls) {
+    kn_consumer_destroy(kc);
+    kn_lease_store_destroy(ls);
+    return;
+  }
   kn_batch_t *b = first_batch(kc);
   KT_CHECK(b != NULL && kn_batch_count(b) == 3);
   if (!b) goto out;
@@ -302,7 +306,11 @@ static void test_lease_taken(void) {
   KT_CHECK(ls != NULL);
   kn_consumer_t *kc = consumer("taken");
   KT_CHECK(kc != NULL);
-  if (!kc || !ls) return;
+  if (!kc || !ls) {
+    kn_consumer_destroy(kc);
+    kn_lease_store_destroy(ls);
+    return;
+  }
   kn_batch_t *b = first_batch(kc);
   KT_CHECK(b != NULL);
   if (!b) goto out;
@@ -345,7 +353,11 @@ static void test_shard_gone(void) {
   pthread_mutex_unlock(&mu);
   kn_consumer_t *kc = consumer("gone");
   KT_CHECK(kc != NULL);
-  if (!kc || !ls) return;
+  if (!kc || !ls) {
+    kn_consumer_destroy(kc);
+    kn_lease_store_destroy(ls);
+    return;
+  }
   kn_lease_t l;
   memset(&l, 0, sizeof(l));
   int64_t end = kn_mono_ms() + 10000;

@@ -430,6 +430,20 @@ static void test_bad_lengths(void) {
   kn_buf_reset(&f);
   frame_raw(&f, "", 0, "", 0, 0xffffffffu, 0);
   check_corrupt(&f, "too large");
+  /* The protocol's limits bound every decoder, whatever it asks for. */
+  kn_buf_reset(&f);
+  frame_raw(&f, "", 0, "", 0, 16u * 1024 * 1024 + 1, 0);
+  check_corrupt(&f, "too large");
+  {
+    sink_t s0 = {KN_BUF_INIT, 0, 0, 0, 0, 0};
+    kn_evs_decoder_t *big = kn_evs_decoder_new(SIZE_MAX, on_msg, &s0);
+    KT_CHECK_INT(kn_evs_feed(big, f.p, f.len, NULL), KN_ERR__CORRUPT);
+    kn_evs_decoder_destroy(big);
+    kn_buf_free(&s0.text);
+  }
+  kn_buf_reset(&f);
+  frame_raw(&f, "", 0, "", 0, 16u * 1024 * 1024, 128u * 1024 + 1);
+  check_corrupt(&f, "over the protocol's maximum");
   kn_buf_reset(&f);
   frame_raw(&f, "", 0, "0123456789", 10, 0, 0);
   sink_t s = {KN_BUF_INIT, 0, 0, 0, 0, 0};

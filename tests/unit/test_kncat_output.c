@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "kn/base64.h"
 #include "kt.h"
 #include "output.h"
 #include "reader.h"
@@ -44,7 +45,16 @@ static size_t ref_escape(char *d, const uint8_t *s, size_t n) {
     else if (c == '\b') p += sprintf(p, "\\b");
     else if (c == '\f') p += sprintf(p, "\\f");
     else if (c < 0x20) p += sprintf(p, "\\u%04x", c);
-    else *p++ = (char)c;
+    else if (c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] < 0xA0)
+      p += sprintf(p, "\\u%04x", s[++i]); /* C1 */
+    else if (c == 0xE2 && i + 2 < n &&
+             ((s[i + 1] == 0x80 && (s[i + 2] == 0x8E || s[i + 2] == 0x8F ||
+                                    (s[i + 2] >= 0xAA && s[i + 2] <= 0xAE))) ||
+              (s[i + 1] == 0x81 && s[i + 2] >= 0xA6 && s[i + 2] <= 0xA9))) {
+      p += sprintf(p, "\\u%04x", 0x2000u | (s[i + 1] & 0x3Fu) << 6 |
+                                      (s[i + 2] & 0x3Fu)); /* direction */
+      i += 2;
+    } else *p++ = (char)c;
   }
   return (size_t)(p - d);
 }
@@ -88,10 +98,32 @@ static void test_utf8_edges(void) {
 
 /* Random strings built from a palette that hits every path, checked
  * against the references. */
+/* What a terminal would act on comes out as \u escapes. */
+static void test_escape_terminal(void) {
+  static const struct { const char *in, *out; } cases[] = {
+      {"a\x1b[2Jb", "a\\u001b[2Jb"},
+      {"\xC2\x9B" "2J", "\\u009b2J"},
+      {"\xC2\x80\xC2\x9F\xC2\xA0", "\\u0080\\u009f\xC2\xA0"},
+      {"x\xE2\x80\xAEy", "x\\u202ey"},
+      {"\xE2\x80\x8E\xE2\x80\x8F\xE2\x80\xAA", "\\u200e\\u200f\\u202a"},
+      {"\xE2\x81\xA6\xE2\x81\xA9\xE2\x81\xAA", "\\u2066\\u2069\xE2\x81\xAA"},
+      {"\xE2\x80\x94", "\xE2\x80\x94"}, /* an em dash stays */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char out[128];
+    char *e = kc_json_escape(out, (const uint8_t *)cases[i].in, strlen(cases[i].in));
+    KT_CHECK(e != NULL);
+    if (!e) continue;
+    *e = '\0';
+    KT_CHECK_STR(out, cases[i].out);
+  }
+}
+
 static void test_escape_random(void) {
   static const uint8_t palette[] = {'a', 'Z', ' ', '~', 0x7f, '"', '\\', '\n',
                                     0, 0x1f, 0x80, 0xBF, 0xC2, 0xDF, 0xE0,
-                                    0xED, 0xA0, 0xF0, 0xF4, 0x90, 0x8F, 0xF5};
+                                    0xED, 0xA0, 0xF0, 0xF4, 0x90, 0x8F, 0xF5,
+                                    0xE2, 0x81, 0xAE, 0xA6, 0x9B, 0x8E};
   uint8_t in[160];
   char out[160 * 6 + 1], ref[160 * 6 + 1];
   for (int iter = 0; iter < 200000; iter++) {
@@ -145,14 +177,14 @@ static void test_base64(void) {
                                        "Zm9vYmE=", "Zm9vYmFy"};
   char out[16];
   for (size_t n = 0; n <= 6; n++) {
-    size_t len = kc_base64_encode(out, (const uint8_t *)"foobar", n);
+    size_t len = kn_base64_encode(out, (const uint8_t *)"foobar", n);
     out[len] = '\0';
     KT_CHECK_STR(out, expect[n]);
   }
   uint8_t all[256];
   for (int i = 0; i < 256; i++) all[i] = (uint8_t)i;
   char b64[400];
-  size_t len = kc_base64_encode(b64, all, 256);
+  size_t len = kn_base64_encode(b64, all, 256);
   KT_CHECK_INT(len, 344);
   b64[len] = '\0';
   KT_CHECK(!strncmp(b64, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4v", 64));
@@ -165,7 +197,7 @@ static void test_base64(void) {
   for (int iter = 0; iter < 3000; iter++) {
     size_t n = (size_t)iter % 300;
     for (size_t i = 0; i < n; i++) in[i] = (uint8_t)next();
-    size_t gl = kc_base64_encode(got, in, n), rl = 0;
+    size_t gl = kn_base64_encode(got, in, n), rl = 0;
     for (size_t i = 0; i < n; i += 3) {
       uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
                    (i + 2 < n ? in[i + 2] : 0);
@@ -188,6 +220,21 @@ static char *slurp(int fd, size_t *n) {
   while ((r = read(fd, buf + *n, sizeof(buf) - 1 - *n)) > 0) *n += (size_t)r;
   buf[*n] = '\0';
   return buf;
+}
+
+/* The longest names fit the room kc_json_prefix_cap() asks for, escaped
+ * throughout. */
+static void test_json_prefix_long(void) {
+  char stream[129], shard[129];
+  memset(stream, '"', 128);
+  memset(shard, '\x01', 128);
+  stream[128] = shard[128] = '\0';
+  size_t cap = kc_json_prefix_cap(stream, shard);
+  char *buf = malloc(cap);
+  size_t n = kc_json_prefix(buf, cap, stream, shard);
+  KT_CHECK(n > 0 && n <= cap);
+  KT_CHECK_INT(kc_json_prefix(buf, cap - 1, stream, shard), 0);
+  free(buf);
 }
 
 static void test_json_record(void) {
@@ -347,6 +394,8 @@ static void test_reader(void) {
 int main(void) {
   signal(SIGPIPE, SIG_IGN); /* a closed reader must be an EPIPE */
   KT_RUN(test_utf8_edges);
+  KT_RUN(test_escape_terminal);
+  KT_RUN(test_json_prefix_long);
   KT_RUN(test_escape_random);
   KT_RUN(test_base64);
   KT_RUN(test_json_record);

@@ -402,6 +402,33 @@ static void test_list_pages(void) {
   kn_lease_store_destroy(ls);
 }
 
+/* A LastEvaluatedKey seen before (even with pages between) ends a scan. */
+static void test_list_cycle(void) {
+  static const step_t steps[] = {
+      {"Scan",
+       "{\"Items\":[{\"leaseKey\":{\"S\":\"a\"},\"leaseCounter\":{\"N\":\"1\"}}],"
+       "\"LastEvaluatedKey\":{\"leaseKey\":{\"S\":\"a\"}}}",
+       NULL},
+      {"Scan",
+       "{\"Items\":[{\"leaseKey\":{\"S\":\"b\"},\"leaseCounter\":{\"N\":\"1\"}}],"
+       "\"LastEvaluatedKey\":{\"leaseKey\":{\"S\":\"b\"}}}",
+       NULL},
+      {"Scan",
+       "{\"Items\":[{\"leaseKey\":{\"S\":\"c\"},\"leaseCounter\":{\"N\":\"1\"}}],"
+       "\"LastEvaluatedKey\":{\"leaseKey\":{\"S\":\"a\"}}}",
+       NULL},
+  };
+  kn_lease_store_t *ls = store_with(steps, 3);
+  if (!ls) return;
+  kn_lease_t *v = NULL;
+  size_t n = 0;
+  KT_CHECK(ls->ops->list(ls, &v, &n) == NULL);
+  KT_CHECK_INT(n, 3);
+  KT_CHECK_INT(script.next, 3);
+  kn_lease_array_free(v, n);
+  kn_lease_store_destroy(ls);
+}
+
 #define NS "com.amazonaws.dynamodb.v20120810#"
 #define DESC(status)                                                       \
   "{\"Table\":{\"TableName\":\"leases_app\",\"TableStatus\":\"" status     \
@@ -462,6 +489,7 @@ int main(void) {
   KT_RUN(test_create);
   KT_RUN(test_retried_success);
   KT_RUN(test_list_pages);
+  KT_RUN(test_list_cycle);
   KT_RUN(test_ensure_table);
   for (int i = 0; i < 16; i++) json_decref(script.sent[i]);
   return KT_DONE();

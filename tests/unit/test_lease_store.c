@@ -116,7 +116,7 @@ static void expect_locked(kn_error_t *e, int64_t t0, long busy_ms) {
   KT_CHECK(e && kn_error_is_retriable(e));
   KT_CHECK_MSG(e && strstr(kn_error_string(e), "locked"), "%s",
                e ? kn_error_string(e) : "success");
-  KT_CHECK_MSG(took >= busy_ms && took < busy_ms + 3000, "took %lld ms",
+  KT_CHECK_MSG(took >= busy_ms && took < busy_ms + KT_PROMPT_MS, "took %lld ms",
                (long long)took);
   kn_error_destroy(e);
 }

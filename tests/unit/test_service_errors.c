@@ -128,6 +128,69 @@ static void test_decode_snippet(void) {
   kn_error_destroy(e);
 }
 
+/* Nothing a terminal acts on gets from a server into an error. */
+static void test_sanitize(void) {
+  static const struct { const char *in, *out; } texts[] = {
+      {"", ""},
+      {"plain text, caf\xC3\xA9 \xE2\x80\x94 ok", "plain text, caf\xC3\xA9 \xE2\x80\x94 ok"},
+      {"a\x1b[31mb\x07", "a?[31mb?"},
+      {"line\r\nnext\tcol", "line  next col"},
+      {"del\x7f", "del?"},
+      {"c1 \xC2\x9B" "2J \xC2\x85 \xC2\xA0", "c1 ?2J ? \xC2\xA0"},
+      {"bidi \xE2\x80\xAE \xE2\x81\xA6 \xE2\x80\x8F", "bidi ? ? ?"},
+      {"bad \xff\xfe \xC0\x80 \xED\xA0\x80 \xF4\x90\x80\x80", "bad ?? ?? ??? ????"},
+      {"cut \xE2\x82", "cut ??"},
+  };
+  for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s", texts[i].in);
+    size_t n = kn_text_sanitize(buf);
+    KT_CHECK_STR(buf, texts[i].out);
+    KT_CHECK_INT(n, strlen(texts[i].out));
+  }
+  KT_CHECK_INT(kn_text_sanitize(NULL), 0);
+
+  /* A JSON error with escapes in the type, message and request id. */
+  const char *body =
+      "{\"__type\":\"Evil\\u001b[2JException\","
+      "\"message\":\"\\u001b]0;owned\\u0007 red\\u009b\\nfake\"}";
+  kn_error_t *e = kn_svc_decode_error(400, body, strlen(body), NULL, "id\x1b[1m");
+  KT_CHECK_STR(kn_error_string(e),
+               "Evil?[2JException: ?]0;owned? red? fake (HTTP 400, request id id?[1m)");
+  KT_CHECK_STR(kn_error_type(e), "Evil?[2JException");
+  KT_CHECK_STR(kn_error_request_id(e), "id?[1m");
+  e = kn_error_prefix(e, "shard %s", "s\x1b");
+  KT_CHECK_STR(kn_error_string(e),
+               "shard s?: Evil?[2JException: ?]0;owned? red? fake (HTTP 400, "
+               "request id id?[1m)");
+  kn_error_destroy(e);
+  /* A body that is not JSON, nor UTF-8. */
+  const char raw[] = "\x1b[2J\xC2\x9B\xff oops";
+  e = kn_svc_decode_error(400, raw, sizeof(raw) - 1, NULL, NULL);
+  KT_CHECK_STR(kn_error_string(e), "HTTP error: unexpected response body \"[2J?? oops\" (HTTP 400)");
+  kn_error_destroy(e);
+  /* Local errors quoting a server's text too. */
+  e = kn_error_new(KN_ERR__BAD_MSG, "stream \"%s\"", "x\x1b]8;;");
+  KT_CHECK_STR(kn_error_string(e), "stream \"x?]8;;\"");
+  kn_error_destroy(e);
+}
+
+/* The shared out-of-memory error: what constructors return instead of a
+ * NULL that would read as success; never freed nor changed. */
+static void test_nomem_error(void) {
+  kn_error_t *e = kn_error_nomem();
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__NOMEM);
+  KT_CHECK_STR(kn_error_string(e), "out of memory");
+  KT_CHECK(kn_error_prefix(e, "context %d", 1) == e);
+  KT_CHECK_STR(kn_error_string(e), "out of memory");
+  KT_CHECK(kn_error_copy(e) == e);
+  kn_error_set_retriable(e, 1);
+  KT_CHECK(!kn_error_is_retriable(e));
+  kn_error_destroy(e);
+  kn_error_destroy(e);
+  KT_CHECK_INT(kn_error_code(kn_error_nomem()), KN_ERR__NOMEM);
+}
+
 static void test_budget(void) {
   kn_retry_budget_t b;
   kn_retry_budget_init(&b, 500);
@@ -206,6 +269,8 @@ static void test_decide(void) {
 int main(void) {
   KT_RUN(test_decode_cases);
   KT_RUN(test_decode_snippet);
+  KT_RUN(test_sanitize);
+  KT_RUN(test_nomem_error);
   KT_RUN(test_budget);
   KT_RUN(test_decide);
   return KT_DONE();

@@ -154,26 +154,6 @@ static const kc_opt_t list_opts[] = {{'J', 'J', "json", 0}, KC_GLOBAL_OPTS,
                                      {0, 0, NULL, 0}};
 
 /* A JSON string value (or null) into a small line buffer. */
-static void json_str(FILE *fp, const char *s) {
-  if (!s) {
-    fputs("null", fp);
-    return;
-  }
-  size_t n = strlen(s);
-  char *buf = malloc(6 * n + 3);
-  if (!buf) return;
-  char *e = kc_json_escape(buf + 1, (const uint8_t *)s, n);
-  if (!e) { /* not UTF-8: cannot happen with shard ids; keep JSON valid */
-    fputs("null", fp);
-    free(buf);
-    return;
-  }
-  buf[0] = '"';
-  *e++ = '"';
-  fwrite(buf, 1, (size_t)(e - buf), fp);
-  free(buf);
-}
-
 static int list_streams(const kc_ctx_t *ctx, kn_client_t *kc, int json) {
   kn_strlist_t *names = NULL;
   kn_error_t *err = kn_list_streams(kc, &names);
@@ -185,10 +165,10 @@ static int list_streams(const kc_ctx_t *ctx, kn_client_t *kc, int json) {
   for (size_t i = 0; i < kn_strlist_count(names); i++) {
     if (json) {
       fputs("{\"stream\":", stdout);
-      json_str(stdout, kn_strlist_get(names, i));
+      kc_json_str(stdout, kn_strlist_get(names, i));
       fputs("}\n", stdout);
     } else {
-      puts(kn_strlist_get(names, i));
+      kc_linef("%s", kn_strlist_get(names, i));
     }
   }
   kn_strlist_destroy(names);
@@ -221,19 +201,19 @@ static int list_shards(const kc_ctx_t *ctx, kn_client_t *kc,
     for (size_t i = 0; i < n; i++) {
       const kn_shard_t *s = kn_shard_list_get(shards, i);
       fputs("{\"shard\":", stdout);
-      json_str(stdout, kn_shard_id(s));
+      kc_json_str(stdout, kn_shard_id(s));
       fputs(",\"parent\":", stdout);
-      json_str(stdout, kn_shard_parent_id(s));
+      kc_json_str(stdout, kn_shard_parent_id(s));
       fputs(",\"adjacent_parent\":", stdout);
-      json_str(stdout, kn_shard_adjacent_parent_id(s));
+      kc_json_str(stdout, kn_shard_adjacent_parent_id(s));
       fputs(",\"hash_key_start\":", stdout);
-      json_str(stdout, kn_shard_hash_key_start(s));
+      kc_json_str(stdout, kn_shard_hash_key_start(s));
       fputs(",\"hash_key_end\":", stdout);
-      json_str(stdout, kn_shard_hash_key_end(s));
+      kc_json_str(stdout, kn_shard_hash_key_end(s));
       fputs(",\"seq_start\":", stdout);
-      json_str(stdout, kn_shard_sequence_start(s));
+      kc_json_str(stdout, kn_shard_sequence_start(s));
       fputs(",\"seq_end\":", stdout);
-      json_str(stdout, kn_shard_sequence_end(s));
+      kc_json_str(stdout, kn_shard_sequence_end(s));
       printf(",\"open\":%s}\n", kn_shard_is_open(s) ? "true" : "false");
     }
   } else {
@@ -255,7 +235,7 @@ static int list_shards(const kc_ctx_t *ctx, kn_client_t *kc,
     for (size_t i = 0; i < n; i++) {
       const kn_shard_t *s = kn_shard_list_get(shards, i);
       parents_text(s, parents, sizeof(parents));
-      printf("%-*s  %-*s  %*s  %*s  %-6s  %s\n", w[0], kn_shard_id(s), w[1],
+      kc_linef("%-*s  %-*s  %*s  %*s  %-6s  %s", w[0], kn_shard_id(s), w[1],
              parents, w[2], or_dash(kn_shard_hash_key_start(s)), w[3],
              or_dash(kn_shard_hash_key_end(s)),
              kn_shard_is_open(s) ? "open" : "closed",

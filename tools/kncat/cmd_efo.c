@@ -92,33 +92,26 @@ static const kc_opt_t efo_opts[] = {
     {KC_OPT_NO_WAIT, 0, "no-wait", 0}, {KC_OPT_TIMEOUT, 0, "timeout", 1},
     {'J', 'J', "json", 0}, KC_GLOBAL_OPTS, {0, 0, NULL, 0}};
 
-static void json_str(FILE *fp, const char *s) {
-  size_t n = s ? strlen(s) : 0;
-  char *buf = s ? malloc(6 * n + 1) : NULL;
-  char *e = buf ? kc_json_escape(buf, (const uint8_t *)s, n) : NULL;
-  if (!e) {
-    fputs("null", fp);
-  } else {
-    fputc('"', fp);
-    fwrite(buf, 1, (size_t)(e - buf), fp);
-    fputc('"', fp);
-  }
-  free(buf);
-}
-
 static void print_consumer(const efo_cmd_t *e, const kn_stream_consumer_t *c) {
   if (e->json) {
     fputs("{\"name\":", stdout);
-    json_str(stdout, kn_stream_consumer_name(c));
+    kc_json_str(stdout, kn_stream_consumer_name(c));
     fputs(",\"status\":", stdout);
-    json_str(stdout, kn_stream_consumer_status(c));
+    kc_json_str(stdout, kn_stream_consumer_status(c));
     fputs(",\"arn\":", stdout);
-    json_str(stdout, kn_stream_consumer_arn(c));
+    kc_json_str(stdout, kn_stream_consumer_arn(c));
     printf(",\"created_ms\":%lld}\n",
            (long long)kn_stream_consumer_created_ms(c));
   } else {
-    printf("%s\t%s\t%s\n", kn_stream_consumer_name(c),
-           kn_stream_consumer_status(c), kn_stream_consumer_arn(c));
+    /* Sanitized one by one: the tabs between them stay. */
+    const char *f[3] = {kn_stream_consumer_name(c), kn_stream_consumer_status(c),
+                        kn_stream_consumer_arn(c)};
+    for (int i = 0; i < 3; i++) {
+      char *t = strdup(f[i] ? f[i] : "");
+      if (t) kn_text_sanitize(t);
+      printf("%s%c", t ? t : "?", i < 2 ? '\t' : '\n');
+      free(t);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include "args.h"
 #include "kn/leases.h"
 #include "kncat.h"
+#include "output.h"
 
 typedef struct leases_cmd {
   kc_ctx_t *ctx;
@@ -26,40 +27,22 @@ static const kc_opt_t leases_opts[] = {{KC_OPT_LEASES, 0, "leases", 1},
                                        KC_GLOBAL_OPTS,
                                        {0, 0, NULL, 0}};
 
-static void json_str(const char *s) {
-  if (!s) {
-    fputs("null", stdout);
-    return;
-  }
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      printf("\\%c", ch);
-    else if (ch < 0x20)
-      printf("\\u%04x", ch);
-    else
-      putchar(ch);
-  }
-  putchar('"');
-}
-
 static void print_json(const kn_lease_list_t *l, size_t i) {
   fputs("{\"shard\":", stdout);
-  json_str(kn_lease_list_shard(l, i));
+  kc_json_str(stdout, kn_lease_list_shard(l, i));
   fputs(",\"owner\":", stdout);
-  json_str(kn_lease_list_owner(l, i));
+  kc_json_str(stdout, kn_lease_list_owner(l, i));
   printf(",\"counter\":%lld,\"checkpoint\":",
          (long long)kn_lease_list_counter(l, i));
-  json_str(kn_lease_list_checkpoint(l, i));
+  kc_json_str(stdout, kn_lease_list_checkpoint(l, i));
   printf(",\"subseq\":%lld,\"pending\":",
          (long long)kn_lease_list_checkpoint_subseq(l, i));
-  json_str(kn_lease_list_pending(l, i));
+  kc_json_str(stdout, kn_lease_list_pending(l, i));
   printf(",\"owner_switches\":%lld,\"parents\":[",
          (long long)kn_lease_list_owner_switches(l, i));
   for (size_t k = 0; k < kn_lease_list_parent_count(l, i); k++) {
     if (k) putchar(',');
-    json_str(kn_lease_list_parent(l, i, k));
+    kc_json_str(stdout, kn_lease_list_parent(l, i, k));
   }
   fputs("]}\n", stdout);
 }
@@ -95,14 +78,15 @@ static int run_leases(kc_ctx_t *ctx, int argc, char **argv) {
     }
     const char *owner = kn_lease_list_owner(l, i);
     const char *ck = kn_lease_list_checkpoint(l, i);
-    printf("%-22s %-28s %8lld  %-58s %6lld  ", kn_lease_list_shard(l, i),
-           owner ? owner : "-", (long long)kn_lease_list_counter(l, i),
-           ck ? ck : "-", (long long)kn_lease_list_checkpoint_subseq(l, i));
-    size_t np = kn_lease_list_parent_count(l, i);
-    if (!np) fputs("-", stdout);
-    for (size_t k = 0; k < np; k++)
-      printf("%s%s", k ? "," : "", kn_lease_list_parent(l, i, k));
-    putchar('\n');
+    char parents[512] = "-";
+    size_t np = kn_lease_list_parent_count(l, i), used = 0;
+    for (size_t k = 0; k < np && used < sizeof(parents); k++)
+      used += (size_t)snprintf(parents + used, sizeof(parents) - used, "%s%s",
+                               k ? "," : "", kn_lease_list_parent(l, i, k));
+    kc_linef("%-22s %-28s %8lld  %-58s %6lld  %s", kn_lease_list_shard(l, i),
+             owner ? owner : "-", (long long)kn_lease_list_counter(l, i),
+             ck ? ck : "-", (long long)kn_lease_list_checkpoint_subseq(l, i),
+             parents);
   }
   kn_lease_list_destroy(l);
   return fflush(stdout) == 0 ? KC_EXIT_OK : KC_EXIT_RUNTIME;

@@ -1,6 +1,7 @@
 /* Diagnostics: every message is one line on stderr, "kncat: CMD: ...", so
  * that scripts can show it as is; the exit code carries the category. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kncat.h"
@@ -22,9 +23,10 @@ static const char *cmd_name(const kc_ctx_t *ctx) {
   return ctx && ctx->cmd ? ctx->cmd->name : NULL;
 }
 
-/* Writes the prefix and the formatted text with line breaks flattened,
- * then the newline, in one call so lines do not interleave with the
- * library's log lines. */
+/* Writes the prefix and the formatted text with line breaks flattened and
+ * control characters replaced (messages carry servers' text), then the
+ * newline, in one call so lines do not interleave with the library's log
+ * lines. */
 static void vline(const kc_ctx_t *ctx, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 static void vline(const kc_ctx_t *ctx, const char *fmt, va_list ap) {
@@ -33,9 +35,20 @@ static void vline(const kc_ctx_t *ctx, const char *fmt, va_list ap) {
                    cmd_name(ctx) ? ": " : "");
   if (n < 0) return;
   vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
-  for (char *p = msg; *p; p++)
-    if (*p == '\n' || *p == '\r') *p = ' ';
+  kn_text_sanitize(msg);
   fprintf(stderr, "%s\n", msg);
+}
+
+void kc_linef(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *line = NULL;
+  int n = vasprintf(&line, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  kn_text_sanitize(line);
+  printf("%s\n", line);
+  free(line);
 }
 
 void kc_errorf(const kc_ctx_t *ctx, const char *fmt, ...) {

@@ -58,6 +58,10 @@ int kc_exit_code(const kn_error_t *err);
 /* "kncat: CMD: message" on stderr (always, even with -q). */
 void kc_errorf(const kc_ctx_t *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* One line of text output on stdout (a table row), with the control
+ * characters of servers' text replaced (kn_text_sanitize); adds the
+ * newline. */
+void kc_linef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same unless -q: notices such as produce's summary. */
 void kc_noticef(const kc_ctx_t *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

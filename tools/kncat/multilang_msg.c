@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn/base64.h"
 #include "output.h"
 
 /* ---- buffer ---- */
@@ -112,7 +113,7 @@ int kc_ml_enc_record(kc_ml_buf_t *b, int first, const kc_ml_rec_t *r) {
                      : ",{\"action\":\"record\",\"data\":\"") ||
       reserve(b, (r->len + 2) / 3 * 4))
     goto fail;
-  b->len += kc_base64_encode(b->p + b->len, r->data, r->len);
+  b->len += kn_base64_encode(b->p + b->len, r->data, r->len);
   if (puts_(b, "\",\"partitionKey\":") || put_str(b, r->key) ||
       puts_(b, ",\"sequenceNumber\":") || put_str(b, r->seq) ||
       puts_(b, ",\"subSequenceNumber\":") ||

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kn/base64.h"
+
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -158,8 +160,20 @@ static inline char *escape_unit(char *d, const uint8_t **sp,
   if (c >= 0x80) {
     size_t k = utf8_seq(s, end);
     if (!k) return NULL;
-    memcpy(d, s, k); /* JSON carries UTF-8 as is */
     *sp = s + k;
+    /* C1 controls and direction overrides, which terminals act on, as
+     * \u escapes (of U+0080..U+009F, U+200E..U+206F). */
+    if ((k == 2 && c == 0xC2 && s[1] < 0xA0) ||
+        (k == 3 && c == 0xE2 &&
+         ((s[1] == 0x80 && (s[2] == 0x8E || s[2] == 0x8F ||
+                            (s[2] >= 0xAA && s[2] <= 0xAE))) ||
+          (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9)))) {
+      unsigned u = k == 2 ? s[1] : 0x2000u | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
+      memcpy(d, "\\u", 2);
+      for (int i = 0; i < 4; i++) d[2 + i] = hexdig[(u >> (12 - 4 * i)) & 15];
+      return d + 6;
+    }
+    memcpy(d, s, k); /* JSON carries UTF-8 as is */
     return d + k;
   }
   *sp = s + 1;
@@ -276,106 +290,6 @@ char *kc_json_escape(char *d, const uint8_t *s, size_t n) {
   }
 }
 
-/* ---- base64 ---- */
-
-static const char b64chars[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-/* Two output characters per 12 input bits: half the lookups of the
- * character-at-a-time loop.  Filled on first use (kncat is one thread). */
-static uint16_t b64pairs[4096];
-static int b64pairs_ready;
-
-static void b64_init(void) {
-  for (unsigned i = 0; i < 4096; i++) {
-    char pair[2] = {b64chars[i >> 6], b64chars[i & 63]};
-    memcpy(&b64pairs[i], pair, 2);
-  }
-  b64pairs_ready = 1;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define KC_B64_SSSE3 1
-#include <tmmintrin.h>
-
-/* Twelve bytes to sixteen characters with SSSE3 shuffles (the method of
- * W. Mula and D. Lemire): spread the 3-byte groups over 32-bit lanes, cut
- * out the 6-bit indices with two multiplies, then map index ranges to
- * ASCII with one table shuffle.  Binary payloads are base64 in JSON
- * output, so this is consume -J's hot loop for them.  Reads 16 bytes. */
-__attribute__((target("ssse3"))) static size_t b64_ssse3(char *d,
-                                                         const uint8_t *s,
-                                                         size_t n) {
-  const __m128i spread =
-      _mm_set_epi8(10, 11, 9, 10, 7, 8, 6, 7, 4, 5, 3, 4, 1, 2, 0, 1);
-  const __m128i shift_lut =
-      _mm_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
-                    '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '+' - 62,
-                    '/' - 63, 'A', 0, 0);
-  size_t done = 0;
-  for (; done + 16 <= n; done += 12, d += 16) {
-    __m128i in = _mm_loadu_si128((const __m128i *)(const void *)(s + done));
-    in = _mm_shuffle_epi8(in, spread);
-    __m128i t0 = _mm_and_si128(in, _mm_set1_epi32(0x0fc0fc00));
-    __m128i t1 = _mm_mulhi_epu16(t0, _mm_set1_epi32(0x04000040));
-    __m128i t2 = _mm_and_si128(in, _mm_set1_epi32(0x003f03f0));
-    __m128i t3 = _mm_mullo_epi16(t2, _mm_set1_epi32(0x01000010));
-    __m128i idx = _mm_or_si128(t1, t3);
-    /* 0..25 -> 13 ('A'), 26..51 -> 0 ('a' - 26), 52..61 -> 1..10 ('0' -
-     * 52), 62 -> 11 ('+' - 62), 63 -> 12 ('/' - 63) */
-    __m128i r = _mm_subs_epu8(idx, _mm_set1_epi8(51));
-    __m128i less = _mm_cmpgt_epi8(_mm_set1_epi8(26), idx);
-    r = _mm_or_si128(r, _mm_and_si128(less, _mm_set1_epi8(13)));
-    r = _mm_add_epi8(_mm_shuffle_epi8(shift_lut, r), idx);
-    _mm_storeu_si128((__m128i *)(void *)d, r);
-  }
-  return done;
-}
-#endif
-
-size_t kc_base64_encode(char *dst, const uint8_t *s, size_t n) {
-  if (!b64pairs_ready) b64_init();
-  char *d = dst;
-  size_t i = 0;
-#ifdef KC_B64_SSSE3
-  static int ssse3 = -1;
-  if (ssse3 < 0) {
-    __builtin_cpu_init();
-    ssse3 = __builtin_cpu_supports("ssse3") ? 1 : 0;
-  }
-  if (ssse3) {
-    i = b64_ssse3(d, s, n);
-    d += i / 3 * 4;
-  }
-#endif
-  /* Six bytes make eight characters: four table lookups, one 8-byte
-   * store. */
-  for (; i + 6 <= n; i += 6) {
-    uint64_t v = (uint64_t)s[i] << 40 | (uint64_t)s[i + 1] << 32 |
-                 (uint64_t)s[i + 2] << 24 | (uint64_t)s[i + 3] << 16 |
-                 (uint64_t)s[i + 4] << 8 | s[i + 5];
-    uint16_t q[4] = {b64pairs[v >> 36], b64pairs[(v >> 24) & 0xfff],
-                     b64pairs[(v >> 12) & 0xfff], b64pairs[v & 0xfff]};
-    memcpy(d, q, 8);
-    d += 8;
-  }
-  for (; i + 3 <= n; i += 3) {
-    uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-    memcpy(d, &b64pairs[v >> 12], 2);
-    memcpy(d + 2, &b64pairs[v & 0xfff], 2);
-    d += 4;
-  }
-  if (i < n) {
-    uint32_t v = (uint32_t)s[i] << 16;
-    if (i + 1 < n) v |= (uint32_t)s[i + 1] << 8;
-    d[0] = b64chars[v >> 18];
-    d[1] = b64chars[(v >> 12) & 63];
-    d[2] = i + 1 < n ? b64chars[(v >> 6) & 63] : '=';
-    d[3] = '=';
-    d += 4;
-  }
-  return (size_t)(d - dst);
-}
-
 /* ---- records ---- */
 
 static inline char *put_u64(char *d, uint64_t v) {
@@ -413,10 +327,31 @@ static char *put_text(char *d, const char *text) {
   }
 }
 
+void kc_json_str(FILE *fp, const char *s) {
+  if (!s) {
+    fputs("null", fp);
+    return;
+  }
+  char *buf = malloc(6 * strlen(s) + 3);
+  if (!buf) {
+    fputs("null", fp);
+    return;
+  }
+  char *d = buf;
+  *d++ = '"';
+  d = put_text(d, s);
+  *d++ = '"';
+  fwrite(buf, 1, (size_t)(d - buf), fp);
+  free(buf);
+}
+
+size_t kc_json_prefix_cap(const char *stream, const char *shard) {
+  return 40 + 6 * (strlen(stream) + strlen(shard));
+}
+
 size_t kc_json_prefix(char *dst, size_t cap, const char *stream,
                       const char *shard) {
-  size_t need = 40 + 6 * (strlen(stream) + strlen(shard));
-  if (cap < need) return 0;
+  if (cap < kc_json_prefix_cap(stream, shard)) return 0;
   char *d = dst;
   d = LIT(d, "{\"stream\":\"");
   d = put_text(d, stream);
@@ -456,7 +391,7 @@ int kc_out_json_record(kc_out_t *o, const char *prefix, size_t prefix_len,
     d = e;
   } else { /* not UTF-8: start the field again as base64 */
     d = LIT(data_at, ",\"data_b64\":\"");
-    d += kc_base64_encode(d, r->data, r->len);
+    d += kn_base64_encode(d, r->data, r->len);
   }
   d = LIT(d, "\"}\n");
   o->len = (size_t)(d - o->buf);

@@ -10,6 +10,7 @@
 #define KNCAT_OUTPUT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef struct kc_out {
@@ -48,8 +49,14 @@ typedef struct kc_json_rec {
   size_t len;
 } kc_json_rec_t;
 
+/* Writes s as a JSON string ("null" for NULL): escaped, C1 controls as
+ * \u escapes, a byte that is not UTF-8 as U+FFFD. */
+void kc_json_str(FILE *fp, const char *s);
+
 /* Builds `{"stream":"S","shard":"ID","seq":"` into dst (cap bytes, escaped
- * as needed); returns its length, 0 if it did not fit. */
+ * as needed); returns its length, 0 if cap is less than
+ * kc_json_prefix_cap(stream, shard). */
+size_t kc_json_prefix_cap(const char *stream, const char *shard);
 size_t kc_json_prefix(char *dst, size_t cap, const char *stream,
                       const char *shard);
 /* One JSON line: prefix, then seq, subseq, key, ts, and data or data_b64. */
@@ -69,8 +76,5 @@ int kc_out_raw_record(kc_out_t *o, const char *key, const char *key_delim,
 char *kc_json_escape(char *dst, const uint8_t *src, size_t n);
 /* Non-zero if src is valid UTF-8 (same rules). */
 int kc_utf8_valid(const uint8_t *src, size_t n);
-/* Standard base64 with padding; dst needs (n + 2) / 3 * 4 bytes.  Returns
- * the length written. */
-size_t kc_base64_encode(char *dst, const uint8_t *src, size_t n);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,9 +53,17 @@ static size_t write_batch(kc_sink_t *s, kc_out_t *out, const kn_batch_t *b,
   if (s->count && (long long)n > *left) n = (size_t)*left;
   if (s->count) *left -= (long long)n;
   if (s->json) {
-    char prefix[1024];
-    size_t plen = kc_json_prefix(prefix, sizeof(prefix), kn_batch_stream(b),
+    /* On the stack unless names are long (128-character stream names and
+     * shard ids, escaped, take more). */
+    char stack_prefix[1024], *prefix = stack_prefix;
+    size_t cap = kc_json_prefix_cap(kn_batch_stream(b), kn_batch_shard_id(b));
+    if (cap > sizeof(stack_prefix) && !(prefix = malloc(cap))) {
+      out->error = ENOMEM;
+      return 0;
+    }
+    size_t plen = kc_json_prefix(prefix, cap, kn_batch_stream(b),
                                  kn_batch_shard_id(b));
+    size_t done = n;
     if (n) prefetch_record(kn_batch_record(b, 0));
     for (size_t i = 0; i < n; i++) {
       const kn_record_t *r = kn_batch_record(b, i);
@@ -66,8 +75,13 @@ static size_t write_batch(kc_sink_t *s, kc_out_t *out, const kn_batch_t *b,
       if (!jr.key) jr.key = "";
       jr.ts_ms = kn_record_arrival_ms(r);
       jr.data = kn_record_data(r, &jr.len);
-      if (kc_out_json_record(out, prefix, plen, &jr)) return i;
+      if (kc_out_json_record(out, prefix, plen, &jr)) {
+        done = i;
+        break;
+      }
     }
+    if (prefix != stack_prefix) free(prefix);
+    return done;
   } else {
     const char *kd = s->key_delim_len ? s->key_delim : NULL;
     for (size_t i = 0; i < n; i++) {
