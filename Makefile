@@ -57,10 +57,13 @@ fuzz:
 
 docs: build
 	$(BUILD)/kncat -X list-md > docs/CONFIGURATION.md
+	$(BUILD)/kncat -X list-metrics-md > docs/METRICS.md
 
 docs-check: build
 	$(BUILD)/kncat -X list-md | diff -u docs/CONFIGURATION.md - \
 	  || { echo "docs/CONFIGURATION.md is stale: run make docs"; exit 1; }
+	$(BUILD)/kncat -X list-metrics-md | diff -u docs/METRICS.md - \
+	  || { echo "docs/METRICS.md is stale: run make docs"; exit 1; }
 
 check: deps build docs-check
 	ctest --test-dir $(BUILD) --output-on-failure -j 2

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 PKGS="build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev \
 libjansson-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev \
+libmicrohttpd-dev \
 clang libclang-rt-dev valgrind nodejs npm python3"
 
 missing=""
@@ -33,6 +34,16 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $want
   fi
 fi
+
+# The Prometheus server and promtool scrape kncat --metrics in the tests;
+# without the exporters and web assets Debian recommends.
+command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || {
+  echo "install-deps: installing prometheus"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+    --no-install-recommends prometheus
+}
 
 python3 -c 'import botocore, boto3' 2>/dev/null || {
   echo "install-deps: python3 needs boto3/botocore for the interoperability tests" >&2

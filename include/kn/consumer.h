@@ -119,6 +119,26 @@ KN_API int64_t kn_consumer_fencing_token(kn_consumer_t *kc,
  * and errors. */
 KN_API char *kn_consumer_stats_json(kn_consumer_t *kc);
 
+/* The consumer's metrics (docs/METRICS.md) in the Prometheus text
+ * exposition format, version 0.0.4, rendered into buf as snprintf does:
+ * returns the length of the whole document; when it is size or more, buf
+ * holds a truncated copy (NUL-terminated when size > 0) and the call may
+ * be repeated with a larger buffer.  0 on out-of-memory.  Any thread; the
+ * consumer's lock is held only to copy the counters. */
+KN_API size_t kn_consumer_metrics(kn_consumer_t *kc, char *buf, size_t size);
+
+/* Liveness and readiness, for health endpoints. */
+typedef struct kn_consumer_health {
+  int alive;        /* running: not failed, not closing */
+  int ready;        /* alive and synced (lease mode: with the lease table),
+                       holding leases or finding none to take, and the
+                       lease store answered within the grace period
+                       (lease.duration.ms less half the renewal interval) */
+  char reason[256]; /* why not, in words ("ok" when ready) */
+} kn_consumer_health_t;
+/* Fills *h.  Any thread. */
+KN_API void kn_consumer_health(kn_consumer_t *kc, kn_consumer_health_t *h);
+
 /* Stops reading, writes the final checkpoint of every shard (the records
  * returned by earlier polls, when auto-checkpoint is on) and releases
  * every lease so that other workers take them at once.  Batches not yet

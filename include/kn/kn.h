@@ -11,5 +11,6 @@
 #include "kn/consumer.h"
 #include "kn/producer.h"
 #include "kn/leases.h"
+#include "kn/metrics.h"
 
 #endif

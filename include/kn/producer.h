@@ -109,6 +109,15 @@ typedef enum kn_producer_counter {
 KN_API uint64_t kn_producer_counter(kn_producer_t *kp,
                                     kn_producer_counter_t which);
 
+/* The producer's metrics (docs/METRICS.md) in the Prometheus text
+ * exposition format, as kn_consumer_metrics() renders the consumer's.
+ * Any thread. */
+KN_API size_t kn_producer_metrics(kn_producer_t *kp, char *buf, size_t size);
+
+/* Non-zero while the producer runs (not closed); *ready (may be NULL) is
+ * set non-zero once its shard map has loaded. */
+KN_API int kn_producer_alive(kn_producer_t *kp, int *ready);
+
 /* Stops accepting records, sends everything queued and serves every
  * report (each record is stored or reported failed within its
  * `message.timeout.ms`).  Returns NULL, or the error that kept the shard

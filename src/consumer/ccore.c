@@ -1106,6 +1106,7 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
       cc_act_t *x = call(c, o);
       if (!x) continue;
       x->a.counter = t->counter;
+      x->a.steal = pass;
       cc_own(x, &x->a.old_owner, ours[idx[k]] ? ours[idx[k]] : t->owner);
     }
   }

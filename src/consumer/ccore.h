@@ -125,6 +125,7 @@ typedef struct kn_cc_action {
   int64_t counter;           /* condition of TAKE..REMOVE */
   const char *old_owner;     /* TAKE: NULL for a free lease; HANDOFF: the
                                 owner asked; YIELD: the next owner */
+  int steal;                 /* TAKE: from a live worker, to balance */
   const kn_lease_t *lease;   /* CREATE: the new lease; START: the lease as
                                 taken (checkpoint, pending state, parents,
                                 hash range) */

@@ -6,6 +6,7 @@
 
 #include "consumer/consumer_int.h"
 #include "consumer/efo.h"
+#include "consumer/metrics.h"
 #include "consumer/shard_table.h"
 #include "core/error.h"
 #include "kinesis/batch.h"
@@ -85,6 +86,7 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
     return -1;
   }
   kc->lease.grace_ms = kc->lease.duration_ms - kc->lease.renew_ms / 2;
+  kc->lstats.table_leases = kc->lstats.waiting_parents = -1;
   kc->lease.take_ms = kn_conf_int(c, "lease.take.interval.ms");
   kc->lease.handoff_ms = kn_conf_int(c, "lease.handoff.timeout.ms");
   kc->lease.max_leases = (int)kn_conf_int(c, "lease.max.per.worker");
@@ -395,6 +397,7 @@ kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms) {
         report_locked(kc, KN_CTL_DELIVERED, cs, &cs->delivered, 0);
       cs->records_delivered += b->n;
       cs->bytes_delivered += b->bytes;
+      if (leases_on(kc)) kn_metrics_delivered_locked(cs, b->n);
       mark_dirty_locked(kc, cs);
       kn_readers_wake_locked(kc);
       pthread_mutex_unlock(&kc->mu);

@@ -22,6 +22,7 @@
 #include "aws/service.h"
 #include "consumer/position.h"
 #include "core/conf.h"
+#include "core/metrics.h"
 #include "kn/client.h"
 #include "kn/consumer.h"
 #include "lease/taker.h"
@@ -40,6 +41,10 @@ typedef enum kn_cshard_state {
 const char *kn_cshard_state_name(kn_cshard_state_t s);
 
 struct kn_reader;
+
+/* Lease-store operations counted by the metrics: KN_CC_LIST_LEASES ..
+ * KN_CC_HANDOFF_DONE of consumer/ccore.h. */
+#define KN_STORE_OPS 12
 struct kn_efo_reader;
 struct kn_efo;
 
@@ -67,6 +72,17 @@ typedef struct kn_cshard {
   uint64_t records_delivered;  /* [mu] */
   uint64_t bytes_delivered;    /* [mu] */
   int queued_entries;          /* [mu] delivery entries referring to it */
+  /* [mu] For the metrics (consumer/metrics.h). */
+  uint64_t gr_calls, gr_throttles, gr_errors; /* GetRecords answers */
+  struct kn_ckpt_mark {        /* (position, records delivered up to it) of
+                                  the batches since the last checkpoint */
+    char seq[KN_SEQ_MAX];
+    uint64_t subseq;
+    uint64_t records;
+  } ck_marks[8];
+  int ck_n;
+  uint64_t ck_records;         /* records_delivered at the last checkpoint */
+  int64_t ck_tenure;           /* the tenure the three above belong to */
 
   kn_pos_t start;              /* control: where the reader starts */
   struct kn_reader *reader;    /* control: running reader, or NULL */
@@ -237,10 +253,20 @@ struct kn_consumer_s {
     int max_leases, max_steal;
   } lease;
   int64_t next_stats_ms;      /* poll thread */
-  struct {                    /* [mu] worker statistics */
+  struct kn_lease_stats {     /* [mu] worker statistics */
     uint64_t taken, lost, renewals, renew_failures;
     uint64_t handed_over;     /* passed on at another worker's request */
     int64_t renew_last_us, renew_max_us;
+    /* consumer/metrics.c: per lease-store operation (kn_cc_op_t up to
+     * KN_CC_HANDOFF_DONE; ListShards not counted) */
+    uint64_t stolen, released;
+    uint64_t store_calls[KN_STORE_OPS], store_errors[KN_STORE_OPS],
+        store_cond[KN_STORE_OPS];
+    kn_hist_t store_hist[KN_STORE_OPS];
+    int64_t store_ok_ms;       /* monotonic: when the last call answered
+                                  was sent (0: none yet) */
+    int64_t table_leases;      /* at the last listing; -1: none yet */
+    int64_t waiting_parents;   /* -1: none yet */
   } lstats;
 };
 

@@ -19,6 +19,7 @@
 #include "consumer/ccore.h"
 #include "consumer/consumer_int.h"
 #include "consumer/efo.h"
+#include "consumer/metrics.h"
 #include "consumer/shard_table.h"
 #include "consumer/store_pool.h"
 #include "core/error.h"
@@ -411,6 +412,7 @@ static void count_store(drv_t *d, const kn_store_job_t *j) {
       kc->lstats.renew_max_us = j->took_us;
   }
   if (j->op == KN_CC_TAKE && !j->err) kc->lstats.taken++;
+  kn_metrics_store_done_locked(kc, j);
   /* The statistics' view of a lease held now. */
   if (cs && !j->err && cs->view.held && cs->fencing_token == j->tenure &&
       j->tenure >= 0) {

@@ -105,6 +105,16 @@ void kn_efo_reader_retry_locked(kn_consumer_t *kc, kn_cshard_t *cs);
  * Returns 0 or -1 (out of memory). */
 int kn_efo_stats_json(kn_buf_t *b, const kn_cshard_t *cs);
 
+/* The same for the metrics: 0 when cs has no fan-out reader, else 1 with
+ * *out filled (state names as in the statistics; the list of every state
+ * name, NULL-terminated, in kn_efo_state_names).  mu held. */
+typedef struct kn_efo_snapshot {
+  const char *state;
+  uint64_t subscriptions, events, errors;
+} kn_efo_snapshot_t;
+int kn_efo_snapshot(const kn_cshard_t *cs, kn_efo_snapshot_t *out);
+extern const char *const kn_efo_state_names[];
+
 /* ---- reader.c: the polling reader a fan-out reader finishes a closed
  * shard with.  It is created, woken and freed on the I/O thread by its
  * owner; cs->reader stays NULL. ---- */

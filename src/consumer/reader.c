@@ -205,6 +205,13 @@ static void records_done(void *opaque, kn_get_records_result_t *res) {
   kn_consumer_t *kc = r->kc;
   r->call = NULL;
   release_reserve(r);
+  pthread_mutex_lock(&kc->mu);
+  r->cs->gr_calls++;
+  if (res->err && kn_error_is_throttling(res->err))
+    r->cs->gr_throttles++;
+  else if (res->err)
+    r->cs->gr_errors++;
+  pthread_mutex_unlock(&kc->mu);
   if (res->err && !res->answered) {
     kn_err_t code = kn_error_code(res->err);
     if (code == KN_ERR_EXPIRED_ITERATOR || code == KN_ERR_INTERNAL_FAILURE ||

@@ -64,10 +64,12 @@ typedef enum efo_state {
   EFO_ENDED        /* end of shard reported, or stopped by an error */
 } efo_state_t;
 
+const char *const kn_efo_state_names[] = {
+    "waiting", "room", "subscribing", "streaming", "checking", "polling",
+    "ended", NULL};
+
 static const char *state_name(efo_state_t s) {
-  static const char *names[] = {"waiting",   "room",    "subscribing",
-                                "streaming", "checking", "polling", "ended"};
-  return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+  return (unsigned)s < 7 ? kn_efo_state_names[s] : "?";
 }
 
 typedef struct kn_efo_reader {
@@ -605,4 +607,14 @@ int kn_efo_stats_json(kn_buf_t *b, const kn_cshard_t *cs) {
       (unsigned long long)r->events, age, (long long)r->behind,
       (unsigned long long)r->watchdog_renewals,
       (unsigned long long)r->in_use, (unsigned long long)r->errors);
+}
+
+int kn_efo_snapshot(const kn_cshard_t *cs, kn_efo_snapshot_t *out) {
+  const kn_efo_reader_t *r = cs->efo_reader;
+  if (!r) return 0;
+  out->state = state_name(r->state);
+  out->subscriptions = r->subscriptions;
+  out->events = r->events;
+  out->errors = r->errors;
+  return 1;
 }

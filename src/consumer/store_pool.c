@@ -25,6 +25,7 @@ kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a) {
   j->id = a->id;
   j->tenure = a->tenure;
   j->counter = a->counter;
+  j->steal = a->steal;
   j->subseq = a->subseq;
   j->pending_subseq = a->pending_subseq;
   int rc = dup_opt(&j->key, a->key);

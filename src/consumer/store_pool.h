@@ -30,6 +30,7 @@ typedef struct kn_store_job {
   int64_t tenure;
   int64_t counter;
   char *old_owner;             /* TAKE; NULL: a free lease */
+  int steal;                   /* TAKE: a steal (for the metrics) */
   kn_lease_t lease;            /* CREATE */
   char *checkpoint;            /* CHECKPOINT */
   int64_t subseq;

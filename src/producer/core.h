@@ -80,6 +80,7 @@ typedef struct kn_pbatch {
   size_t n, cap;
   size_t bytes;            /* data and partition keys, as the limit counts */
   size_t n_msgs;           /* user records */
+  int64_t sent_us;         /* the caller's: when the call was sent */
 } kn_pbatch_t;
 
 typedef struct kn_pcore kn_pcore_t;

@@ -16,6 +16,7 @@
 #include "aws/http.h"
 #include "aws/service.h"
 #include "core/conf.h"
+#include "core/metrics.h"
 #include "kn/client.h"
 #include "kn/producer.h"
 #include "producer/core.h"
@@ -58,6 +59,8 @@ struct kn_producer_s {
   int closing;
   int closed;
   uint64_t counters[KN_PC__COUNT];
+  uint64_t throttled;         /* entries refused as throttled (metrics) */
+  kn_hist_t put_hist;         /* PutRecords durations (metrics) */
   kn_error_t *map_err;        /* why no shard map could be listed yet */
   int map_loaded;
 

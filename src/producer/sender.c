@@ -69,9 +69,24 @@ static int fails_everything(const kn_error_t *err) {
   }
 }
 
+/* Entries refused as throttled: all of a throttled call, or those the
+ * answer marks so. */
+static uint64_t throttled_entries(const kn_pbatch_t *b, const kn_error_t *err,
+                                  const kn_put_results_t *res) {
+  if (err) return kn_error_is_throttling(err) ? b->n : 0;
+  uint64_t n = 0;
+  for (size_t i = 0; res && res->failed && i < res->n; i++)
+    n += res->v[i].error_code &&
+         strcmp(res->v[i].error_code,
+                "ProvisionedThroughputExceededException") == 0;
+  return n;
+}
+
 static void finish_call(kn_producer_t *kp, kn_pbatch_t *b, kn_error_t *err,
                         kn_put_results_t *res) {
   kn_msg_list_t done = {0};
+  uint64_t throttled = throttled_entries(b, err, res);
+  double took_s = (double)(kn_mono_us() - b->sent_us) / 1e6;
   kn_presp_t *resp = res ? kn_presp_new(res) : NULL;
   if (err)
     kn_warn(&kp->log, "PRODUCE", "PutRecords of %zu records failed: %s",
@@ -82,6 +97,8 @@ static void finish_call(kn_producer_t *kp, kn_pbatch_t *b, kn_error_t *err,
   kn_error_destroy(err);
   pthread_mutex_lock(&kp->mu);
   kp->counters[KN_PC_CALLS]++;
+  kp->throttled += throttled;
+  kn_hist_observe(&kp->put_hist, took_s);
   pthread_mutex_unlock(&kp->mu);
   kn_producer_deliver(kp, &done);
   if (flags & KN_PCORE_REFRESH) {
@@ -99,6 +116,7 @@ static void start_call(kn_producer_t *kp, kn_pbatch_t *b) {
   /* Failed entries are retried here, one by one, not the whole call. */
   kn_call_opts_t opts = {1, 0};
   b->owner = kp;
+  b->sent_us = kn_mono_us();
   b->next = kp->calls;
   kp->calls = b;
   kp->n_calls++;

@@ -37,7 +37,9 @@ enum {
   KC_OPT_LEASES,
   KC_OPT_WORKER,
   KC_OPT_EFO_REGISTRATION,
-  KC_OPT_EFO_ARN
+  KC_OPT_EFO_ARN,
+  KC_OPT_METRICS,
+  KC_OPT_METRICS_LINGER
 };
 
 /* The global options, accepted before the command and after it. */
@@ -46,6 +48,8 @@ enum {
       {KC_OPT_PROFILE, 0, "profile", 1},                                       \
       {KC_OPT_NO_VERIFY_SSL, 0, "no-verify-ssl", 0}, {'X', 'X', NULL, 1},      \
       {'v', 'v', "verbose", 0}, {'q', 'q', "quiet", 0},                        \
+      {KC_OPT_METRICS, 0, "metrics", 1},                                       \
+      {KC_OPT_METRICS_LINGER, 0, "metrics-linger", 1},                         \
       {KC_OPT_HELP, 'h', "help", 0}
 
 typedef struct kc_args {

@@ -25,6 +25,7 @@
 #include "args.h"
 #include "kn/consumer.h"
 #include "kncat.h"
+#include "metrics_http.h"
 #include "multilang_child.h"
 #include "multilang_msg.h"
 #include "multilang_props.h"
@@ -1102,6 +1103,11 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
   kn_conf_set_lease_acquired_cb(ctx->conf, on_acquired, &m);
   kn_conf_set_lease_lost_cb(ctx->conf, on_lost, &m);
   kn_conf_set_shard_ended_cb(ctx->conf, on_ended, &m);
+  int mrc = kc_metrics_start(ctx);
+  if (mrc != KC_GO_ON) {
+    kc_ml_conf_free(&m.conf);
+    return mrc;
+  }
   if (pipe2(m.wake, O_CLOEXEC | O_NONBLOCK)) {
     kc_errorf(ctx, "pipe: %s", strerror(errno));
     kc_ml_conf_free(&m.conf);
@@ -1116,6 +1122,7 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
     kc_ml_conf_free(&m.conf);
     return KC_EXIT_RUNTIME;
   }
+  if (ctx->metrics) kc_metrics_attach_consumer(ctx->metrics, m.kc);
   pthread_mutex_init(&m.mu, NULL);
   pthread_cond_init(&m.cv, NULL);
   pthread_cond_init(&m.hand_cv, NULL);
@@ -1162,6 +1169,7 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
     kn_error_destroy(ce);
     if (rc == KC_EXIT_OK) rc = KC_EXIT_RUNTIME;
   }
+  kc_metrics_stop_consumer(ctx, m.kc);
   kn_consumer_destroy(m.kc);
   free(m.pfd);
   free(m.owner);

@@ -13,6 +13,7 @@
 #include "args.h"
 #include "kn/producer.h"
 #include "kncat.h"
+#include "metrics_http.h"
 #include "mapped.h"
 #include "output.h"
 #include "reader.h"
@@ -373,11 +374,14 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
     goto out;
   }
   kn_conf_set_delivery_cb(conf, on_delivery, &p);
+  if ((rc = kc_metrics_start(ctx)) != KC_GO_ON) goto out;
+  rc = KC_EXIT_RUNTIME;
   char err[512];
   if (!(kp = kn_producer_new(conf, err, sizeof(err)))) {
     kc_errorf(ctx, "%s", err);
     goto out;
   }
+  if (ctx->metrics) kc_metrics_attach_producer(ctx->metrics, kp);
   /* A raw record holds the key, its delimiter and the payload. */
   if (kc_reader_init(&rd, fd, p.delim, p.delim_len,
                      KC_RECORD_MAX_BYTES + p.key_delim_len)) {
@@ -420,6 +424,7 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
   if (rc == KC_EXIT_OK && failed) rc = KC_EXIT_UNDELIVERED;
 out:
   kc_reader_free(&rd);
+  if (kp) kc_metrics_stop_producer(ctx, kp);
   kn_producer_destroy(kp);
   kc_mapped_close(&map); /* after the producer: it read from the mapping */
   kn_conf_destroy(conf);

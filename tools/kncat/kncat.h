@@ -32,6 +32,11 @@ typedef struct kc_ctx {
   int quiet;   /* -q: diagnostics only for errors */
   int verbose; /* number of -v */
   const struct kc_command *cmd;
+  /* --metrics HOST:PORT and --metrics-linger SECONDS (metrics_http.h) */
+  const char *metrics_addr;
+  long long metrics_linger_ms;
+  struct kc_metrics *metrics; /* the server, once a command started it */
+  int metrics_tried;          /* a command supports --metrics */
 } kc_ctx_t;
 
 typedef struct kc_command {

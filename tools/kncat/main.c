@@ -6,7 +6,9 @@
 
 #include "args.h"
 #include "kn/version.h"
+#include "kn/metrics.h"
 #include "kncat.h"
+#include "metrics_http.h"
 
 /* Commands in the order `kncat --help` lists them. */
 static const kc_command_t *const commands[] = {
@@ -30,7 +32,12 @@ static const char global_help[] =
     "  --profile P      profile of the shared AWS config and credentials files\n"
     "  --no-verify-ssl  do not verify TLS certificates (ssl.verify=false)\n"
     "  -X PROP=VALUE    set a library property; -X list prints every property,\n"
-    "                   -X list-md the same as Markdown\n"
+    "                   -X list-md the same as Markdown; -X list-metrics-md\n"
+    "                   the metrics of --metrics as Markdown\n"
+    "  --metrics HOST:PORT  group, consume, produce, multilang: serve /metrics\n"
+    "                   (Prometheus), /healthz and /readyz there; port 0\n"
+    "                   picks a free port (printed on stderr)\n"
+    "  --metrics-linger S  keep serving S seconds after the command ends\n"
     "  -v               more logging: -v info, -vv debug (log.level 6, 7)\n"
     "  -q               quiet: only errors on stderr\n"
     "  --version        print the versions of kncat and libkinesis and exit\n"
@@ -84,7 +91,23 @@ int kc_global_option(kc_ctx_t *ctx, int id, const char *arg) {
       ctx->quiet = 1;
       ctx->verbose = 0;
       return set_prop(ctx, "log.level", "3");
+    case KC_OPT_METRICS:
+      ctx->metrics_addr = arg;
+      return KC_GO_ON;
+    case KC_OPT_METRICS_LINGER: {
+      char *end;
+      double sec = strtod(arg, &end);
+      if (end == arg || *end || !(sec >= 0) || sec > 86400)
+        return kc_usage_error(ctx, "--metrics-linger needs seconds (0 to "
+                              "86400), not \"%s\"", arg);
+      ctx->metrics_linger_ms = (long long)(sec * 1000);
+      return KC_GO_ON;
+    }
     case 'X': {
+      if (!strcmp(arg, "list-metrics-md")) {
+        kn_metrics_markdown(stdout);
+        return KC_EXIT_OK;
+      }
       if (!strcmp(arg, "list")) {
         kn_conf_properties_show(stdout);
         return KC_EXIT_OK;
@@ -179,6 +202,10 @@ int main(int argc, char **argv) {
    * and ends the output quietly instead of killing kncat. */
   signal(SIGPIPE, SIG_IGN);
   int rc = run(&ctx, argc - 1, argv + 1);
+  if (ctx.metrics_addr && !ctx.metrics_tried && ctx.cmd && rc == KC_EXIT_OK)
+    kc_errorf(&ctx, "--metrics is served by group, consume, produce and "
+              "multilang only");
+  kc_metrics_finish(&ctx);
   kn_conf_destroy(ctx.conf);
   fflush(stdout);
   return rc;

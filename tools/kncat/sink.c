@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metrics_http.h"
 #include "output.h"
 #include "signals.h"
 
@@ -146,15 +147,19 @@ static int loop(kc_sink_t *s, kn_consumer_t *kc, kc_out_t *out,
 int kc_sink_consume(kc_sink_t *s, const char *stream) {
   kc_ctx_t *ctx = s->ctx;
   kc_signals_install();
+  int mrc = kc_metrics_start(ctx);
+  if (mrc != KC_GO_ON) return mrc;
   char errstr[512] = "";
   kn_consumer_t *kc = kn_consumer_new(ctx->conf, errstr, sizeof(errstr));
   if (!kc) {
     kc_errorf(ctx, "cannot start the consumer: %s", errstr);
     return KC_EXIT_RUNTIME;
   }
+  if (ctx->metrics) kc_metrics_attach_consumer(ctx->metrics, kc);
   kc_out_t out;
   if (kc_out_init(&out, STDOUT_FILENO, OUT_BLOCK)) {
     kc_errorf(ctx, "out of memory");
+    kc_metrics_stop_consumer(ctx, kc);
     kn_consumer_destroy(kc);
     return KC_EXIT_RUNTIME;
   }
@@ -171,6 +176,7 @@ int kc_sink_consume(kc_sink_t *s, const char *stream) {
     if (rc == KC_EXIT_OK) rc = crc;
     kn_error_destroy(err);
   }
+  kc_metrics_stop_consumer(ctx, kc);
   kn_consumer_destroy(kc);
   kc_out_free(&out);
   return rc;
