@@ -80,5 +80,14 @@ sim-long: build
 bench: deps build
 	python3 bench/run.py --build $(BUILD)
 
+# C sources in the style of .clang-format (clang-format from Debian).
+FORMAT_FILES = $(shell git ls-files 'src/*.[ch]' 'include/*.h' 'tools/*.[ch]' \
+  'tests/*.[ch]' 'bench/*.c' | grep -v hashkey_table.h)
+format:
+	clang-format -i $(FORMAT_FILES)
+
+format-check:
+	clang-format --dry-run -Werror $(FORMAT_FILES)
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

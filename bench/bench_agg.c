@@ -72,21 +72,24 @@ static double best_mbps(int (*pass)(void *), int (*prep)(void *), void *arg) {
   return best;
 }
 
-/* ---- Aggregation ---------------------------------------------------------- */
+/* ---- Aggregation ----------------------------------------------------------
+ */
 
 struct agg_arg {
   size_t cap;
-  int copy;     /* kn_aggregator_add (copies) rather than _add_borrowed */
+  int copy;           /* kn_aggregator_add (copies) rather than _add_borrowed */
   kn_aggregator_t *a; /* kept from pass to pass, as a producer keeps it */
-  blob_t *keep; /* when not NULL, the aggregates are copied here */
+  blob_t *keep;       /* when not NULL, the aggregates are copied here */
   size_t n_keep;
 };
 
-static kn_err_t add_rec(const struct agg_arg *arg, kn_aggregator_t *a, size_t i) {
-  return arg->copy ? kn_aggregator_add(a, recs[i].pk, recs[i].pk_len, NULL, 0,
-                                       recs[i].data, rec_size)
-                   : kn_aggregator_add_borrowed(a, recs[i].pk, recs[i].pk_len,
-                                                NULL, 0, recs[i].data, rec_size);
+static kn_err_t add_rec(const struct agg_arg *arg, kn_aggregator_t *a,
+                        size_t i) {
+  return arg->copy
+             ? kn_aggregator_add(a, recs[i].pk, recs[i].pk_len, NULL, 0,
+                                 recs[i].data, rec_size)
+             : kn_aggregator_add_borrowed(a, recs[i].pk, recs[i].pk_len, NULL,
+                                          0, recs[i].data, rec_size);
 }
 
 static int pass_aggregate(void *p) {
@@ -109,7 +112,8 @@ static int pass_aggregate(void *p) {
   return 0;
 }
 
-/* ---- Deaggregation ---------------------------------------------------------- */
+/* ---- Deaggregation ----------------------------------------------------------
+ */
 
 struct deagg_arg {
   blob_t *aggs;
@@ -136,12 +140,13 @@ static int prep_deaggregate(void *p) {
 static int pass_deaggregate(void *p) {
   struct deagg_arg *arg = p;
   kn_batch_t *b = kn_batch_new("stream", "shardId-000000000000");
-  const char *seq = kn_batch_strndup(b, "49590338271490256608559692538361571095921575989136588898", 56);
+  const char *seq = kn_batch_strndup(
+      b, "49590338271490256608559692538361571095921575989136588898", 56);
   size_t total = 0, off = 0;
   for (size_t i = 0; i < arg->n; i++) {
     kn_agg_result_t res;
-    if (kn_agg_expand(b, arg->work + off, arg->aggs[i].len, seq, 0,
-                      arg->filter, &res, NULL))
+    if (kn_agg_expand(b, arg->work + off, arg->aggs[i].len, seq, 0, arg->filter,
+                      &res, NULL))
       return -1;
     off += arg->aggs[i].len;
     total += res.n_added;
@@ -188,7 +193,8 @@ static char node_report[2048]; /* the last run's own lines */
  * returns -1. */
 static int run_node(double *agg, double *deagg) {
   char cmd[1024];
-  snprintf(cmd, sizeof(cmd), "node '%s/bench/agg_node.js' -n %zu -s %zu -t %g 2>&1",
+  snprintf(cmd, sizeof(cmd),
+           "node '%s/bench/agg_node.js' -n %zu -s %zu -t %g 2>&1",
            KN_SOURCE_DIR, n_recs, rec_size, seconds);
   FILE *f = popen(cmd, "r");
   if (!f) return -1;
@@ -196,7 +202,8 @@ static int run_node(double *agg, double *deagg) {
   int found = 0;
   node_report[0] = '\0';
   while (fgets(line, sizeof(line), f)) {
-    if (sscanf(line, "{\"aggregate_mbps\":%lf,\"deaggregate_mbps\":%lf", agg, deagg) == 2)
+    if (sscanf(line, "{\"aggregate_mbps\":%lf,\"deaggregate_mbps\":%lf", agg,
+               deagg) == 2)
       found = 1;
     else if (strlen(node_report) + strlen(line) < sizeof(node_report))
       strcat(node_report, line);
@@ -212,13 +219,26 @@ int main(int argc, char **argv) {
   int opt;
   while ((opt = getopt(argc, argv, "n:s:t:r:x")) != -1) {
     switch (opt) {
-      case 'n': n_recs = strtoul(optarg, NULL, 10); break;
-      case 's': rec_size = strtoul(optarg, NULL, 10); break;
-      case 't': seconds = strtod(optarg, NULL); break;
-      case 'r': rounds = atoi(optarg); break;
-      case 'x': with_node = 0; break;
+      case 'n':
+        n_recs = strtoul(optarg, NULL, 10);
+        break;
+      case 's':
+        rec_size = strtoul(optarg, NULL, 10);
+        break;
+      case 't':
+        seconds = strtod(optarg, NULL);
+        break;
+      case 'r':
+        rounds = atoi(optarg);
+        break;
+      case 'x':
+        with_node = 0;
+        break;
       default:
-        fprintf(stderr, "usage: %s [-n RECORDS] [-s RECORD_SIZE] [-t SECONDS] [-r ROUNDS] [-x]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s [-n RECORDS] [-s RECORD_SIZE] [-t SECONDS] [-r "
+                "ROUNDS] [-x]\n",
+                argv[0]);
         return 2;
     }
   }
@@ -231,9 +251,10 @@ int main(int argc, char **argv) {
     for (size_t j = 0; j < rec_size; j++) recs[i].data[j] = (uint8_t)rnd();
   }
   payload = n_recs * rec_size;
-  printf("%zu user records of %zu bytes, distinct partition keys; best pass "
-         "of %d rounds of %.1f s; MB/s of user payload\n",
-         n_recs, rec_size, rounds, seconds);
+  printf(
+      "%zu user records of %zu bytes, distinct partition keys; best pass "
+      "of %d rounds of %.1f s; MB/s of user payload\n",
+      n_recs, rec_size, rounds, seconds);
 
   /* Both sizes of aggregate, kept for decoding. */
   size_t caps[] = {KN_AGG_DEFAULT_MAX_BYTES, KN_AGG_RECORD_LIMIT - 1};
@@ -244,7 +265,8 @@ int main(int argc, char **argv) {
   for (size_t c = 0; c < 2; c++) {
     aa[c] = (struct agg_arg){caps[c], 0, kn_aggregator_new(caps[c], 0),
                              calloc(n_recs, sizeof(blob_t)), 0};
-    ac[c] = (struct agg_arg){caps[c], 1, kn_aggregator_new(caps[c], 0), NULL, 0};
+    ac[c] =
+        (struct agg_arg){caps[c], 1, kn_aggregator_new(caps[c], 0), NULL, 0};
     pass_aggregate(&aa[c]);
     size_t total = 1;
     for (size_t i = 0; i < aa[c].n_keep; i++) total += aa[c].keep[i].len;
@@ -267,8 +289,10 @@ int main(int argc, char **argv) {
       md5[c] = fmax(md5[c], best_mbps(pass_md5, NULL, &da[c]));
       agg[c] = fmax(agg[c], best_mbps(pass_aggregate, NULL, &aa[c]));
       agg_c[c] = fmax(agg_c[c], best_mbps(pass_aggregate, NULL, &ac[c]));
-      deagg[c] = fmax(deagg[c], best_mbps(pass_deaggregate, prep_deaggregate, &da[c]));
-      deagg_r[c] = fmax(deagg_r[c], best_mbps(pass_deaggregate, prep_deaggregate, &dr[c]));
+      deagg[c] =
+          fmax(deagg[c], best_mbps(pass_deaggregate, prep_deaggregate, &da[c]));
+      deagg_r[c] = fmax(deagg_r[c],
+                        best_mbps(pass_deaggregate, prep_deaggregate, &dr[c]));
       pbc[c] = fmax(pbc[c], best_mbps(pass_protobuf_c, NULL, &da[c]));
     }
     double na, nd;
@@ -301,17 +325,24 @@ int main(int argc, char **argv) {
   }
 
   if (with_node && !node_ok) {
-    printf("\naws-kinesis-agg benchmark did not run (node and the lab's node_modules needed)\n");
+    printf(
+        "\naws-kinesis-agg benchmark did not run (node and the lab's "
+        "node_modules needed)\n");
   } else if (with_node) {
     printf("\nbench/agg_node.js, last round:\n%s", node_report);
-    printf("aws-kinesis-agg (1 MB aggregates, its only size), best of %d rounds:\n"
-           "  aggregate %.0f MB/s, deaggregate %.0f MB/s\n",
-           rounds, node_agg, node_deagg);
+    printf(
+        "aws-kinesis-agg (1 MB aggregates, its only size), best of %d rounds:\n"
+        "  aggregate %.0f MB/s, deaggregate %.0f MB/s\n",
+        rounds, node_agg, node_deagg);
     printf("libkinesis / aws-kinesis-agg on the same data:\n");
-    printf("  aggregate    %5.1fx with 1 MiB aggregates   %5.1fx with the KPL's 51,200\n",
-           agg[1] / node_agg, agg[0] / node_agg);
-    printf("  deaggregate  %5.1fx with 1 MiB aggregates   %5.1fx with the KPL's 51,200\n",
-           deagg[1] / node_deagg, deagg[0] / node_deagg);
+    printf(
+        "  aggregate    %5.1fx with 1 MiB aggregates   %5.1fx with the KPL's "
+        "51,200\n",
+        agg[1] / node_agg, agg[0] / node_agg);
+    printf(
+        "  deaggregate  %5.1fx with 1 MiB aggregates   %5.1fx with the KPL's "
+        "51,200\n",
+        deagg[1] / node_deagg, deagg[0] / node_deagg);
   }
   for (size_t i = 0; i < n_recs; i++) free(recs[i].data);
   free(recs);

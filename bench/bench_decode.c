@@ -25,10 +25,10 @@ static double now_s(void) {
 }
 
 typedef struct canned {
-  char *body;    /* the response */
+  char *body; /* the response */
   size_t len;
-  char *data;    /* the Data strings back to back */
-  size_t *dlen;  /* length of each */
+  char *data;   /* the Data strings back to back */
+  size_t *dlen; /* length of each */
   size_t data_len;
 } canned_t;
 
@@ -41,29 +41,39 @@ static unsigned next_rand(void) {
 }
 
 static void make(canned_t *c, int text) {
-  static const char words[] = "the quick brown fox jumps over the lazy dog 0123456789 ";
+  static const char words[] =
+      "the quick brown fox jumps over the lazy dog 0123456789 ";
   size_t cap = (size_t)NREC * (RECLEN * 2 + 300) + 1024;
   c->body = malloc(cap);
   c->data = malloc((size_t)NREC * (RECLEN * 2));
   c->dlen = malloc(NREC * sizeof(size_t));
   c->data_len = 0;
   unsigned char payload[RECLEN];
-  size_t k = (size_t)sprintf(c->body, "{\"MillisBehindLatest\":0,\"NextShardIterator\":\"AAAAAAAAAAHG+XR78eekOxcxnBswoZwvdOrmouqe0eIFcf5W9K98h5q9Cy50PG2SK6VDvhVxfdG/TIQjxpTPyEGdDfwP8HUAfM0ba/diH9jhASpoW8iqBij0gYzMiujNJkaLTgcIdd0f8b6fXeKChNf37rhZ/Rip+LpdAGiOfk7Y0tXN+TBnkFjZdWNB2leuOTLsnqNdUSU=\",\"Records\":[");
+  size_t k = (size_t)sprintf(
+      c->body,
+      "{\"MillisBehindLatest\":0,\"NextShardIterator\":\"AAAAAAAAAAHG+"
+      "XR78eekOxcxnBswoZwvdOrmouqe0eIFcf5W9K98h5q9Cy50PG2SK6VDvhVxfdG/"
+      "TIQjxpTPyEGdDfwP8HUAfM0ba/"
+      "diH9jhASpoW8iqBij0gYzMiujNJkaLTgcIdd0f8b6fXeKChNf37rhZ/"
+      "Rip+LpdAGiOfk7Y0tXN+TBnkFjZdWNB2leuOTLsnqNdUSU=\",\"Records\":[");
   for (int i = 0; i < NREC; i++) {
     for (int j = 0; j < RECLEN; j++)
-      payload[j] = text ? (unsigned char)words[next_rand() % (sizeof(words) - 1)]
-                        : (unsigned char)next_rand();
-    k += (size_t)sprintf(c->body + k, "%s{\"PartitionKey\":\"partition-key-%06d\",\"Data\":\"",
-                         i ? "," : "", i);
+      payload[j] = text
+                       ? (unsigned char)words[next_rand() % (sizeof(words) - 1)]
+                       : (unsigned char)next_rand();
+    k += (size_t)sprintf(
+        c->body + k, "%s{\"PartitionKey\":\"partition-key-%06d\",\"Data\":\"",
+        i ? "," : "", i);
     size_t n = kn_base64_encode(c->body + k, payload, RECLEN);
     memcpy(c->data + c->data_len, c->body + k, n);
     c->dlen[i] = n;
     c->data_len += n;
     k += n;
-    k += (size_t)sprintf(c->body + k,
-                         "\",\"ApproximateArrivalTimestamp\":1795971594.%03d,\"SequenceNumber\":"
-                         "\"4968068138506349393315871002288%025d\"}",
-                         i % 1000, i);
+    k += (size_t)sprintf(
+        c->body + k,
+        "\",\"ApproximateArrivalTimestamp\":1795971594.%03d,\"SequenceNumber\":"
+        "\"4968068138506349393315871002288%025d\"}",
+        i % 1000, i);
   }
   k += (size_t)sprintf(c->body + k, "]}");
   c->len = k;
@@ -86,7 +96,8 @@ static double time_b64(const canned_t *c, char *dwork, int rounds,
     double t0 = now_s();
     size_t off = 0, total = 0;
     for (int i = 0; i < NREC; i++) {
-      long n = kn_base64_decode_with(impl, dwork + off, dwork + off, c->dlen[i]);
+      long n =
+          kn_base64_decode_with(impl, dwork + off, dwork + off, c->dlen[i]);
       if (n < 0) return -1;
       total += (size_t)n;
       off += c->dlen[i];
@@ -107,7 +118,8 @@ static int run(const canned_t *c, int rounds, result_t *res) {
     memcpy(work, c->body, c->len + 1);
     double t1 = now_s();
     kn_batch_t *b = kn_batch_new("s", "shardId-000000000000");
-    kn_error_t *e = kn_decode_records(b, work, c->len, KN_RECORDS_GET_RECORDS, NULL);
+    kn_error_t *e =
+        kn_decode_records(b, work, c->len, KN_RECORDS_GET_RECORDS, NULL);
     double t2 = now_s();
     if (e || kn_batch_count(b) != NREC) {
       fprintf(stderr, "decode failed: %s\n", e ? kn_error_string(e) : "count");
@@ -135,8 +147,9 @@ int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 200;
   if (rounds < 1) rounds = 1;
   const double mb = (double)NREC * RECLEN / 1e6; /* payload per response */
-  printf("GetRecords decode: %d records x %d B per response, best of %d rounds\n", NREC,
-         RECLEN, rounds);
+  printf(
+      "GetRecords decode: %d records x %d B per response, best of %d rounds\n",
+      NREC, RECLEN, rounds);
   kn_base64_impl_t use = kn_base64_impl();
   printf("%-7s %8s %13s %13s %13s %7s", "payload", "body MB", "decoder MB/s",
          "decoder ms/MB", "base64 MB/s", "ratio");
@@ -154,17 +167,20 @@ int main(int argc, char **argv) {
     }
     double dec = mb / r.decode_s, b64 = mb / r.b64_s[use];
     printf("%-7s %8.2f %13.0f %13.3f %13.0f %6.0f%%", text ? "text" : "random",
-           (double)c.len / 1e6, dec, r.decode_s * 1e3 / mb, b64, 100.0 * dec / b64);
+           (double)c.len / 1e6, dec, r.decode_s * 1e3 / mb, b64,
+           100.0 * dec / b64);
     for (int k = 0; k < N_IMPLS; k++)
-      if (kn_base64_impl_supported(impls[k])) printf(" %13.0f", mb / r.b64_s[k]);
+      if (kn_base64_impl_supported(impls[k]))
+        printf(" %13.0f", mb / r.b64_s[k]);
     printf("\n");
     free(c.body);
     free(c.data);
     free(c.dlen);
   }
-  printf("(MB/s of decoded payload; base64 = a plain decode of the same Data\n"
-         " strings with the implementation in use (%s), the floor; ratio =\n"
-         " decoder / base64; then plain base64 by each implementation)\n",
-         kn_base64_impl_name(use));
+  printf(
+      "(MB/s of decoded payload; base64 = a plain decode of the same Data\n"
+      " strings with the implementation in use (%s), the floor; ratio =\n"
+      " decoder / base64; then plain base64 by each implementation)\n",
+      kn_base64_impl_name(use));
   return 0;
 }

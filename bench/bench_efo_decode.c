@@ -31,7 +31,8 @@ static double now_s(void) {
 
 /* The records as JSON members of a Records array, then `tail`. */
 static char *records_json(const char *head, const char *tail, size_t *len) {
-  static const char words[] = "the quick brown fox jumps over the lazy dog 0123456789 ";
+  static const char words[] =
+      "the quick brown fox jumps over the lazy dog 0123456789 ";
   size_t cap = (size_t)NREC * (RECLEN * 2 + 300) + 1024;
   char *body = malloc(cap);
   unsigned char payload[RECLEN];
@@ -44,13 +45,15 @@ static char *records_json(const char *head, const char *tail, size_t *len) {
       rng ^= rng << 17;
       payload[j] = (unsigned char)words[rng % (sizeof(words) - 1)];
     }
-    k += (size_t)sprintf(body + k, "%s{\"PartitionKey\":\"partition-key-%06d\",\"Data\":\"",
-                         i ? "," : "", i);
+    k += (size_t)sprintf(
+        body + k, "%s{\"PartitionKey\":\"partition-key-%06d\",\"Data\":\"",
+        i ? "," : "", i);
     k += kn_base64_encode(body + k, payload, RECLEN);
-    k += (size_t)sprintf(body + k,
-                         "\",\"ApproximateArrivalTimestamp\":1795971594.%03d,"
-                         "\"SequenceNumber\":\"4968068138506349393315871002288%025d\"}",
-                         i % 1000, i);
+    k += (size_t)sprintf(
+        body + k,
+        "\",\"ApproximateArrivalTimestamp\":1795971594.%03d,"
+        "\"SequenceNumber\":\"4968068138506349393315871002288%025d\"}",
+        i % 1000, i);
   }
   k += (size_t)sprintf(body + k, "]%s", tail);
   *len = k;
@@ -63,7 +66,8 @@ typedef struct sink {
 } sink_t;
 
 /* What ops_subscribe.c does with a SubscribeToShardEvent. */
-static int on_message(void *opaque, kn_evs_decoder_t *d, const kn_evs_msg_t *msg) {
+static int on_message(void *opaque, kn_evs_decoder_t *d,
+                      const kn_evs_msg_t *msg) {
   sink_t *s = opaque;
   uint8_t *frame = kn_evs_take_frame(d);
   kn_batch_t *b = kn_batch_new("s", "shardId-000000000000");
@@ -92,12 +96,14 @@ int main(int argc, char **argv) {
   if (rounds < 1) rounds = 1;
   const double mb = (double)NREC * RECLEN / 1e6;
   size_t body_len, payload_len;
-  char *body = records_json("{\"MillisBehindLatest\":0,\"NextShardIterator\":\"AAAA\",",
-                            "}", &body_len);
-  char *payload = records_json("{",
-                               ",\"ContinuationSequenceNumber\":\"49680681385063493933158710"
-                               "02288000000000000000000999\",\"MillisBehindLatest\":0}",
-                               &payload_len);
+  char *body =
+      records_json("{\"MillisBehindLatest\":0,\"NextShardIterator\":\"AAAA\",",
+                   "}", &body_len);
+  char *payload = records_json(
+      "{",
+      ",\"ContinuationSequenceNumber\":\"49680681385063493933158710"
+      "02288000000000000000000999\",\"MillisBehindLatest\":0}",
+      &payload_len);
   kn_evs_header_t h[3] = {kn_evs_h_str(":message-type", "event"),
                           kn_evs_h_str(":event-type", "SubscribeToShardEvent"),
                           kn_evs_h_str(":content-type", "application/json")};
@@ -113,7 +119,8 @@ int main(int argc, char **argv) {
     memcpy(work, body, body_len + 1);
     double t0 = now_s();
     kn_batch_t *b = kn_batch_new("s", "shardId-000000000000");
-    kn_error_t *e = kn_decode_records(b, work, body_len, KN_RECORDS_GET_RECORDS, NULL);
+    kn_error_t *e =
+        kn_decode_records(b, work, body_len, KN_RECORDS_GET_RECORDS, NULL);
     double t1 = now_s();
     if (e || kn_batch_count(b) != NREC) return 1;
     kn_batch_destroy(b);
@@ -145,15 +152,22 @@ int main(int argc, char **argv) {
     t1 = now_s();
     if (t1 - t0 < best_copy) best_copy = t1 - t0;
   }
-  printf("records decode, %d x %d B of text, best of %d rounds (ms per MB of data)\n",
-         NREC, RECLEN, rounds);
+  printf(
+      "records decode, %d x %d B of text, best of %d rounds (ms per MB of "
+      "data)\n",
+      NREC, RECLEN, rounds);
   printf("  GetRecords body (%.2f MB), in place        %7.3f\n", body_len / 1e6,
          best_poll * 1e3 / mb);
-  printf("  SubscribeToShardEvent (%.2f MB frame), %d KiB reads %7.3f  (%.2fx)\n",
-         frame.len / 1e6, READ_LEN / 1024, best_efo * 1e3 / mb, best_efo / best_poll);
-  printf("    of which message CRC (kn_crc32)              %7.3f\n", best_crc * 1e3 / mb);
-  printf("  (the same CRC by zlib's crc32                  %7.3f)\n", best_zcrc * 1e3 / mb);
-  printf("    of which one copy of the frame              %7.3f\n", best_copy * 1e3 / mb);
+  printf(
+      "  SubscribeToShardEvent (%.2f MB frame), %d KiB reads %7.3f  (%.2fx)\n",
+      frame.len / 1e6, READ_LEN / 1024, best_efo * 1e3 / mb,
+      best_efo / best_poll);
+  printf("    of which message CRC (kn_crc32)              %7.3f\n",
+         best_crc * 1e3 / mb);
+  printf("  (the same CRC by zlib's crc32                  %7.3f)\n",
+         best_zcrc * 1e3 / mb);
+  printf("    of which one copy of the frame              %7.3f\n",
+         best_copy * 1e3 / mb);
   free(work);
   free(copy);
   free(body);

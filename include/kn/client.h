@@ -49,10 +49,12 @@ KN_API kn_error_t *kn_describe_stream_summary(kn_client_t *kc,
 KN_API const char *kn_stream_summary_name(const kn_stream_summary_t *s);
 KN_API const char *kn_stream_summary_arn(const kn_stream_summary_t *s);
 KN_API const char *kn_stream_summary_status(const kn_stream_summary_t *s);
-KN_API const char *kn_stream_summary_mode(const kn_stream_summary_t *s); /* or NULL */
+KN_API const char *kn_stream_summary_mode(
+    const kn_stream_summary_t *s); /* or NULL */
 KN_API int kn_stream_summary_open_shards(const kn_stream_summary_t *s);
 KN_API int kn_stream_summary_retention_hours(const kn_stream_summary_t *s);
-KN_API int kn_stream_summary_consumers(const kn_stream_summary_t *s); /* -1 unknown */
+KN_API int kn_stream_summary_consumers(
+    const kn_stream_summary_t *s); /* -1 unknown */
 KN_API void kn_stream_summary_destroy(kn_stream_summary_t *s);
 
 typedef struct kn_strlist_s kn_strlist_t;
@@ -93,11 +95,12 @@ KN_API const kn_shard_t *kn_shard_list_find(const kn_shard_list_t *l,
 KN_API void kn_shard_list_destroy(kn_shard_list_t *l);
 
 KN_API const char *kn_shard_id(const kn_shard_t *s);
-KN_API const char *kn_shard_parent_id(const kn_shard_t *s);          /* or NULL */
-KN_API const char *kn_shard_adjacent_parent_id(const kn_shard_t *s); /* or NULL */
-KN_API const char *kn_shard_hash_key_start(const kn_shard_t *s);     /* decimal */
-KN_API const char *kn_shard_hash_key_end(const kn_shard_t *s);       /* decimal */
-KN_API const char *kn_shard_sequence_start(const kn_shard_t *s);     /* or NULL */
+KN_API const char *kn_shard_parent_id(const kn_shard_t *s); /* or NULL */
+KN_API const char *kn_shard_adjacent_parent_id(
+    const kn_shard_t *s);                                        /* or NULL */
+KN_API const char *kn_shard_hash_key_start(const kn_shard_t *s); /* decimal */
+KN_API const char *kn_shard_hash_key_end(const kn_shard_t *s);   /* decimal */
+KN_API const char *kn_shard_sequence_start(const kn_shard_t *s); /* or NULL */
 /* Present only for a closed shard; do not compare it with record sequence
  * numbers (some servers report a placeholder). */
 KN_API const char *kn_shard_sequence_end(const kn_shard_t *s);
@@ -129,8 +132,7 @@ KN_API kn_error_t *kn_get_shard_iterator(kn_client_t *kc, const char *stream,
                                          const char *shard_id,
                                          kn_iterator_type_t type,
                                          const char *sequence_number,
-                                         int64_t timestamp_ms,
-                                         char **iterator);
+                                         int64_t timestamp_ms, char **iterator);
 
 /* One GetRecords call.  limit 0: the service default.  The batch carries
  * the records (not deaggregated: see kn_consumer_t for that),
@@ -175,7 +177,8 @@ KN_API const char *kn_put_results_sequence_number(const kn_put_results_t *r,
                                                   size_t i);
 /* ErrorCode of a failed entry ("ProvisionedThroughputExceededException"),
  * or NULL if it succeeded. */
-KN_API const char *kn_put_results_error_code(const kn_put_results_t *r, size_t i);
+KN_API const char *kn_put_results_error_code(const kn_put_results_t *r,
+                                             size_t i);
 KN_API const char *kn_put_results_error_message(const kn_put_results_t *r,
                                                 size_t i);
 KN_API void kn_put_results_destroy(kn_put_results_t *r);

@@ -82,17 +82,16 @@ KN_API kn_error_t *kn_consumer_checkpoint_batch(kn_consumer_t *kc,
  * checked against what was delivered: the caller does that. */
 KN_API kn_error_t *kn_consumer_checkpoint_seq(kn_consumer_t *kc,
                                               const char *shard_id,
-                                              const char *seq,
-                                              uint64_t subseq);
+                                              const char *seq, uint64_t subseq);
 /* The checkpoint of shard_id's lease as this worker last knew it (when it
  * took the lease, or its own last write): a decimal sequence number or
  * TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END, copied into seq (size
  * bytes, 128 are enough), its sub-sequence number into *subseq.  Returns
  * 0, or -1 if this worker does not hold the shard, there is no lease
  * store, or seq is too small. */
-KN_API int kn_consumer_lease_checkpoint(kn_consumer_t *kc,
-                                        const char *shard_id, char *seq,
-                                        size_t size, uint64_t *subseq);
+KN_API int kn_consumer_lease_checkpoint(kn_consumer_t *kc, const char *shard_id,
+                                        char *seq, size_t size,
+                                        uint64_t *subseq);
 /* Queues the checkpoint and returns at once; the outcome reaches the
  * checkpoint callback (if set) inside a later poll. */
 KN_API kn_err_t kn_consumer_checkpoint_async(kn_consumer_t *kc,
@@ -169,17 +168,18 @@ KN_API void kn_conf_set_lease_acquired_cb(
  * (or before it) are what the next owner continues from.  With
  * auto-checkpoint every record returned by earlier polls counts as
  * processed and is checkpointed; nothing more of the shard is returned. */
-KN_API void kn_conf_set_lease_lost_cb(
-    kn_conf_t *conf,
-    void (*cb)(kn_consumer_t *kc, const char *shard_id, kn_err_t reason,
-               void *opaque),
-    void *opaque);
+KN_API void kn_conf_set_lease_lost_cb(kn_conf_t *conf,
+                                      void (*cb)(kn_consumer_t *kc,
+                                                 const char *shard_id,
+                                                 kn_err_t reason, void *opaque),
+                                      void *opaque);
 
 /* shard_id is closed and every record of it has been delivered. */
-KN_API void kn_conf_set_shard_ended_cb(
-    kn_conf_t *conf,
-    void (*cb)(kn_consumer_t *kc, const char *shard_id, void *opaque),
-    void *opaque);
+KN_API void kn_conf_set_shard_ended_cb(kn_conf_t *conf,
+                                       void (*cb)(kn_consumer_t *kc,
+                                                  const char *shard_id,
+                                                  void *opaque),
+                                       void *opaque);
 
 #ifdef __cplusplus
 }

@@ -19,25 +19,25 @@ extern "C" {
 
 typedef enum kn_err_t {
   /* Local errors. */
-  KN_ERR__FAIL = -100,           /* generic local failure */
-  KN_ERR__INVALID_ARG = -99,     /* invalid argument to an API call */
-  KN_ERR__NOMEM = -98,           /* out of memory */
-  KN_ERR__TIMED_OUT = -97,       /* did not complete within the timeout */
-  KN_ERR__TRANSPORT = -96,       /* connect, DNS, TLS or connection reset */
-  KN_ERR__BAD_MSG = -95,         /* malformed or truncated response */
-  KN_ERR__QUEUE_FULL = -94,      /* a bounded queue is full: retry later */
-  KN_ERR__CONF = -93,            /* invalid or inconsistent configuration */
-  KN_ERR__CREDENTIALS = -92,     /* no usable credentials */
-  KN_ERR__STATE = -91,           /* not valid in the handle's current state */
-  KN_ERR__DESTROY = -90,         /* the handle is closing */
-  KN_ERR__MSG_TIMED_OUT = -89,   /* a record's time-to-live ran out */
-  KN_ERR__CORRUPT = -88,         /* corrupt aggregated record or frame */
-  KN_ERR__LEASE_LOST = -87,      /* the shard's lease is no longer held */
-  KN_ERR__IO = -86,              /* local file or database I/O */
-  KN_ERR__NOT_FOUND = -85,       /* a local lookup found nothing */
-  KN_ERR__UNSUPPORTED = -84,     /* the server does not support this */
-  KN_ERR__PARTIAL = -83,         /* some items of a batch failed */
-  KN_ERR__HANDOFF = -82,         /* the lease is handed to another worker */
+  KN_ERR__FAIL = -100,         /* generic local failure */
+  KN_ERR__INVALID_ARG = -99,   /* invalid argument to an API call */
+  KN_ERR__NOMEM = -98,         /* out of memory */
+  KN_ERR__TIMED_OUT = -97,     /* did not complete within the timeout */
+  KN_ERR__TRANSPORT = -96,     /* connect, DNS, TLS or connection reset */
+  KN_ERR__BAD_MSG = -95,       /* malformed or truncated response */
+  KN_ERR__QUEUE_FULL = -94,    /* a bounded queue is full: retry later */
+  KN_ERR__CONF = -93,          /* invalid or inconsistent configuration */
+  KN_ERR__CREDENTIALS = -92,   /* no usable credentials */
+  KN_ERR__STATE = -91,         /* not valid in the handle's current state */
+  KN_ERR__DESTROY = -90,       /* the handle is closing */
+  KN_ERR__MSG_TIMED_OUT = -89, /* a record's time-to-live ran out */
+  KN_ERR__CORRUPT = -88,       /* corrupt aggregated record or frame */
+  KN_ERR__LEASE_LOST = -87,    /* the shard's lease is no longer held */
+  KN_ERR__IO = -86,            /* local file or database I/O */
+  KN_ERR__NOT_FOUND = -85,     /* a local lookup found nothing */
+  KN_ERR__UNSUPPORTED = -84,   /* the server does not support this */
+  KN_ERR__PARTIAL = -83,       /* some items of a batch failed */
+  KN_ERR__HANDOFF = -82,       /* the lease is handed to another worker */
 
   KN_ERR_NO_ERROR = 0,
 
@@ -46,21 +46,21 @@ typedef enum kn_err_t {
   KN_ERR_RESOURCE_IN_USE = 2,
   KN_ERR_LIMIT_EXCEEDED = 3,
   KN_ERR_PROVISIONED_THROUGHPUT_EXCEEDED = 4,
-  KN_ERR_THROTTLING = 5,          /* Throttling, RequestLimitExceeded, ... */
+  KN_ERR_THROTTLING = 5, /* Throttling, RequestLimitExceeded, ... */
   KN_ERR_EXPIRED_ITERATOR = 6,
   KN_ERR_EXPIRED_NEXT_TOKEN = 7,
   KN_ERR_INVALID_ARGUMENT = 8,
   KN_ERR_VALIDATION = 9,
   KN_ERR_SERIALIZATION = 10,
   KN_ERR_ACCESS_DENIED = 11,
-  KN_ERR_AUTH = 12,               /* signature or credentials rejected */
-  KN_ERR_KMS = 13,                /* KMS key disabled, not found, denied */
+  KN_ERR_AUTH = 12, /* signature or credentials rejected */
+  KN_ERR_KMS = 13,  /* KMS key disabled, not found, denied */
   KN_ERR_KMS_THROTTLING = 14,
-  KN_ERR_INTERNAL_FAILURE = 15,   /* InternalFailure or a bare 5xx */
+  KN_ERR_INTERNAL_FAILURE = 15, /* InternalFailure or a bare 5xx */
   KN_ERR_SERVICE_UNAVAILABLE = 16,
   KN_ERR_CONDITIONAL_CHECK_FAILED = 17,
-  KN_ERR_HTTP = 18,               /* an HTTP error with no AWS error type */
-  KN_ERR_REMOTE_OTHER = 19        /* another error type: see kn_error_type() */
+  KN_ERR_HTTP = 18,        /* an HTTP error with no AWS error type */
+  KN_ERR_REMOTE_OTHER = 19 /* another error type: see kn_error_type() */
 } kn_err_t;
 
 /* Static strings; never NULL. */

@@ -59,11 +59,13 @@ KN_API kn_producer_t *kn_producer_new(const kn_conf_t *conf, char *errstr,
                                       size_t errstr_size);
 
 /* Flags of kn_producer_send. */
-#define KN_MSG_F_COPY 0x0   /* data is copied (the default) */
-#define KN_MSG_F_NOCOPY 0x1 /* data is borrowed: it must stay valid and
-                               unchanged until its report has been served */
-#define KN_MSG_F_FREE 0x2   /* data is taken: free()d after its report (on
-                               a failed send the caller keeps it) */
+#define KN_MSG_F_COPY 0x0 /* data is copied (the default) */
+#define KN_MSG_F_NOCOPY                           \
+  0x1 /* data is borrowed: it must stay valid and \
+         unchanged until its report has been served */
+#define KN_MSG_F_FREE                                \
+  0x2 /* data is taken: free()d after its report (on \
+         a failed send the caller keeps it) */
 
 /* Queues one record.  partition_key (1 to 256 Unicode characters, UTF-8)
  * and explicit_hash_key (a decimal in [0, 2^128-1], or NULL) are copied;
@@ -155,10 +157,10 @@ KN_API void *kn_msg_opaque(const kn_msg_t *m);
 /* Delivery callback, run only inside kn_producer_poll, _flush, _close and
  * _destroy on the calling thread; one call per record.  It may call
  * kn_producer_send but not poll, flush, close or destroy. */
-KN_API void kn_conf_set_delivery_cb(
-    kn_conf_t *conf,
-    void (*cb)(kn_producer_t *kp, const kn_msg_t *m, void *opaque),
-    void *opaque);
+KN_API void kn_conf_set_delivery_cb(kn_conf_t *conf,
+                                    void (*cb)(kn_producer_t *kp,
+                                               const kn_msg_t *m, void *opaque),
+                                    void *opaque);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,7 @@
 #define KN_VERSION_PATCH 0
 #define KN_VERSION_STR "0.1.0"
 /* 0xMMmmpp: compare with KN_VERSION_NUM >= 0x000100 */
-#define KN_VERSION_NUM                                                         \
+#define KN_VERSION_NUM \
   ((KN_VERSION_MAJOR << 16) | (KN_VERSION_MINOR << 8) | KN_VERSION_PATCH)
 
 #ifdef __cplusplus

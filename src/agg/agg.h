@@ -79,10 +79,9 @@ typedef struct kn_agg_result {
  * aggregate), aggregated = 1, pkey and ehk from the tables (a key holding
  * a NUL byte reads as cut short there) and arrival_ms; b->bytes grows by
  * the payloads added. */
-kn_err_t kn_agg_expand(kn_batch_t *b, void *data, size_t len,
-                       const char *seq, int64_t arrival_ms,
-                       const kn_agg_filter_t *filter, kn_agg_result_t *res,
-                       kn_error_t **errp);
+kn_err_t kn_agg_expand(kn_batch_t *b, void *data, size_t len, const char *seq,
+                       int64_t arrival_ms, const kn_agg_filter_t *filter,
+                       kn_agg_result_t *res, kn_error_t **errp);
 
 /* ---- Encoding ---------------------------------------------------------- */
 
@@ -97,13 +96,14 @@ void kn_aggregator_destroy(kn_aggregator_t *a);
 
 /* Appends a user record; pkey (pkey_len bytes, not empty), ehk (decimal,
  * or NULL) and data are copied.  The key tables hold strings: a partition
- * key holding a NUL byte goes into the aggregate cut short there.  Returns KN_ERR__QUEUE_FULL, changing
- * nothing, when the record would take the aggregate past a cap: flush, then
- * add it again.  An empty aggregator takes any record that Kinesis itself
- * would take, even one over max_bytes (it is then sent alone, plain).
- * KN_ERR__INVALID_ARG for an empty partition key, an explicit hash key that
- * is not a decimal in [0, 2^128 - 1], or a record over the 1 MiB limit;
- * KN_ERR__NOMEM on out-of-memory (the record is then not added). */
+ * key holding a NUL byte goes into the aggregate cut short there.  Returns
+ * KN_ERR__QUEUE_FULL, changing nothing, when the record would take the
+ * aggregate past a cap: flush, then add it again.  An empty aggregator takes
+ * any record that Kinesis itself would take, even one over max_bytes (it is
+ * then sent alone, plain). KN_ERR__INVALID_ARG for an empty partition key, an
+ * explicit hash key that is not a decimal in [0, 2^128 - 1], or a record over
+ * the 1 MiB limit; KN_ERR__NOMEM on out-of-memory (the record is then not
+ * added). */
 kn_err_t kn_aggregator_add(kn_aggregator_t *a, const char *pkey,
                            size_t pkey_len, const char *ehk, size_t ehk_len,
                            const void *data, size_t data_len);

@@ -25,7 +25,8 @@ int kn_agg_has_magic(const void *data, size_t len) {
          memcmp(data, KN_AGG_MAGIC, KN_AGG_MAGIC_LEN) == 0;
 }
 
-/* ---- The arena ------------------------------------------------------------ */
+/* ---- The arena ------------------------------------------------------------
+ */
 
 /* A chunk of the arena: this header, then the bytes handed out. */
 struct chunk {
@@ -96,7 +97,8 @@ static void arena_free(struct arena *a) {
   }
 }
 
-/* ---- Errors --------------------------------------------------------------- */
+/* ---- Errors ---------------------------------------------------------------
+ */
 
 static kn_err_t corrupt(kn_error_t **errp, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -138,7 +140,8 @@ static int any_field0(const KnKpl__AggregatedRecord *m) {
   return 0;
 }
 
-/* ---- The range check ------------------------------------------------------ */
+/* ---- The range check ------------------------------------------------------
+ */
 
 enum { HK_UNKNOWN, HK_IN, HK_OUT, HK_BAD };
 
@@ -159,12 +162,12 @@ static int key_verdict(const char *key, int is_ehk, const kn_agg_filter_t *f,
   return *v;
 }
 
-/* ---- The entry point ------------------------------------------------------ */
+/* ---- The entry point ------------------------------------------------------
+ */
 
-kn_err_t kn_agg_expand(kn_batch_t *b, void *data, size_t len,
-                       const char *seq, int64_t arrival_ms,
-                       const kn_agg_filter_t *filter, kn_agg_result_t *res,
-                       kn_error_t **errp) {
+kn_err_t kn_agg_expand(kn_batch_t *b, void *data, size_t len, const char *seq,
+                       int64_t arrival_ms, const kn_agg_filter_t *filter,
+                       kn_agg_result_t *res, kn_error_t **errp) {
   const uint8_t *base = data;
   memset(res, 0, sizeof(*res));
   if (errp) *errp = NULL;

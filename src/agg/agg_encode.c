@@ -62,7 +62,7 @@ struct kn_aggregator {
   struct urec *recs;
   KnKpl__Record **rec_ptrs;
   size_t count, cap;
-  size_t recs_wire; /* bytes the records take on the wire */
+  size_t recs_wire;   /* bytes the records take on the wire */
   kn_u128_t first_hk; /* the first record's hash key */
   int first_has_ehk;
   kn_buf_t out; /* magic, protobuf, MD5 */
@@ -139,7 +139,8 @@ static void keyset_insert(struct keyset *ks, const void *key, size_t len,
 
 /* Points ptrs at the keys, for protobuf-c. */
 static void keyset_fix(struct keyset *ks) {
-  for (size_t i = 0; i < ks->n; i++) ks->ptrs[i] = ks->chars.p + ks->ents[i].off;
+  for (size_t i = 0; i < ks->n; i++)
+    ks->ptrs[i] = ks->chars.p + ks->ents[i].off;
 }
 
 static void keyset_clear(struct keyset *ks) {
@@ -207,7 +208,8 @@ static kn_err_t add(kn_aggregator_t *a, const char *pkey, size_t pkey_len,
   kn_u128_t hk;
   if (!pkey || !pkey_len || (!data && data_len)) return KN_ERR__INVALID_ARG;
   if (ehk && kn_u128_parse(ehk, ehk_len, &hk)) return KN_ERR__INVALID_ARG;
-  if (data_len > KN_AGG_RECORD_LIMIT || pkey_len > KN_AGG_RECORD_LIMIT - data_len)
+  if (data_len > KN_AGG_RECORD_LIMIT ||
+      pkey_len > KN_AGG_RECORD_LIMIT - data_len)
     return KN_ERR__INVALID_ARG;
   if (a->count >= a->max_count) return KN_ERR__QUEUE_FULL;
 
@@ -287,7 +289,8 @@ kn_err_t kn_aggregator_add_borrowed(kn_aggregator_t *a, const char *pkey,
 
 /* Where a record's payload is, once no add can move the data buffer. */
 static uint8_t *payload(const kn_aggregator_t *a, const struct urec *r) {
-  return r->borrowed ? (uint8_t *)r->borrowed : (uint8_t *)a->data.p + r->data_off;
+  return r->borrowed ? (uint8_t *)r->borrowed
+                     : (uint8_t *)a->data.p + r->data_off;
 }
 
 static void clear(kn_aggregator_t *a) {

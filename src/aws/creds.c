@@ -42,7 +42,8 @@ static const struct step {
 } chain[] = {
     {"properties (aws.access.key.id)", kn_creds_from_properties},
     {"environment (AWS_ACCESS_KEY_ID)", kn_creds_from_env_chain},
-    {"role (role_arn with source_profile or credential_source)", kn_creds_from_role},
+    {"role (role_arn with source_profile or credential_source)",
+     kn_creds_from_role},
     {"web identity (AWS_WEB_IDENTITY_TOKEN_FILE, web_identity_token_file)",
      kn_creds_from_web_identity},
     {"IAM Identity Center (sso_account_id, sso_role_name)", kn_creds_from_sso},
@@ -58,17 +59,17 @@ static const struct step {
  * the result only if they have nothing usable. */
 struct kn_creds_provider {
   pthread_mutex_t lock;
-  pthread_cond_t cond;     /* the refresher's wake-up and every waiter's */
-  kn_creds_ctx_t ctx;      /* the refresher thread's only */
+  pthread_cond_t cond;       /* the refresher's wake-up and every waiter's */
+  kn_creds_ctx_t ctx;        /* the refresher thread's only */
   const struct step *winner; /* the refresher thread's only */
   /* The rest under lock. */
-  kn_creds_t cached;       /* valid when cached.access_key_id is set */
-  kn_error_t *last_err;    /* why the last fetch failed, until one works */
-  uint64_t done;           /* fetches finished, to tell waiters apart */
-  int want;                /* a fetch is asked for */
-  int busy;                /* a fetch is running */
+  kn_creds_t cached;    /* valid when cached.access_key_id is set */
+  kn_error_t *last_err; /* why the last fetch failed, until one works */
+  uint64_t done;        /* fetches finished, to tell waiters apart */
+  int want;             /* a fetch is asked for */
+  int busy;             /* a fetch is running */
   int stop;
-  int started;             /* the thread runs (started on first use) */
+  int started; /* the thread runs (started on first use) */
   pthread_t thread;
   int64_t next_attempt_mono_ms; /* earliest refresh while the cache is usable */
 };
@@ -154,11 +155,12 @@ static kn_error_t *ctx_init(kn_creds_ctx_t *ctx, const kn_aws_settings_t *s) {
   fail |= s->region && !(ctx->region = strdup(s->region));
   fail |= s->sts_endpoint && !(ctx->sts_endpoint = strdup(s->sts_endpoint));
   fail |= s->sso_endpoint && !(ctx->sso_endpoint = strdup(s->sso_endpoint));
-  fail |= s->sso_oidc_endpoint && !(ctx->sso_oidc_endpoint = strdup(s->sso_oidc_endpoint));
+  fail |= s->sso_oidc_endpoint &&
+          !(ctx->sso_oidc_endpoint = strdup(s->sso_oidc_endpoint));
   fail |= s->sso_cache_dir && !(ctx->sso_cache_dir = strdup(s->sso_cache_dir));
-  fail |= !(ctx->user_agent_header =
-                kn_asprintf("User-Agent: %s", s->user_agent ? s->user_agent
-                                                            : "libkinesis"));
+  fail |=
+      !(ctx->user_agent_header = kn_asprintf(
+            "User-Agent: %s", s->user_agent ? s->user_agent : "libkinesis"));
   fail |= s->ca_file && !(ctx->ca_file = strdup(s->ca_file));
   for (int i = 0; i < KN_CENV__COUNT; i++) {
     const char *v = getenv(kn_cenv_names[i]);
@@ -172,11 +174,15 @@ static kn_error_t *ctx_init(kn_creds_ctx_t *ctx, const kn_aws_settings_t *s) {
                                      ? s->credential_response_max_bytes
                                      : KN_CREDS_RESPONSE_MAX_DEFAULT;
   ctx->log = s->http.log;
-  ctx->request_timeout_ms = s->request_timeout_ms > 0 ? s->request_timeout_ms : 30000;
-  ctx->metadata_timeout_ms = s->metadata_timeout_ms > 0 ? s->metadata_timeout_ms : 1000;
-  ctx->metadata_max_attempts = s->metadata_max_attempts > 0 ? s->metadata_max_attempts : 2;
-  ctx->process_timeout_ms =
-      s->credential_process_timeout_ms > 0 ? s->credential_process_timeout_ms : 60000;
+  ctx->request_timeout_ms =
+      s->request_timeout_ms > 0 ? s->request_timeout_ms : 30000;
+  ctx->metadata_timeout_ms =
+      s->metadata_timeout_ms > 0 ? s->metadata_timeout_ms : 1000;
+  ctx->metadata_max_attempts =
+      s->metadata_max_attempts > 0 ? s->metadata_max_attempts : 2;
+  ctx->process_timeout_ms = s->credential_process_timeout_ms > 0
+                                ? s->credential_process_timeout_ms
+                                : 60000;
   const char *profile = s->profile ? s->profile : "default";
   kn_error_t *e = kn_aws_profile_load(s->config_file, s->credentials_file,
                                       profile, &ctx->profile);
@@ -256,10 +262,11 @@ static kn_error_t *walk_chain(kn_creds_provider_t *p, kn_creds_t *out) {
       p->winner = &chain[i];
       return NULL;
     }
-    int n = snprintf(tried + tl, sizeof(tried) - tl, "%s%s%s%s%s", tl ? "; " : "",
-                     chain[i].name, p->ctx.note[0] ? " (" : "", p->ctx.note,
-                     p->ctx.note[0] ? ")" : "");
-    if (n > 0) tl = (size_t)n < sizeof(tried) - tl ? tl + (size_t)n : sizeof(tried) - 1;
+    int n = snprintf(tried + tl, sizeof(tried) - tl, "%s%s%s%s%s",
+                     tl ? "; " : "", chain[i].name, p->ctx.note[0] ? " (" : "",
+                     p->ctx.note, p->ctx.note[0] ? ")" : "");
+    if (n > 0)
+      tl = (size_t)n < sizeof(tried) - tl ? tl + (size_t)n : sizeof(tried) - 1;
   }
   return kn_error_new(KN_ERR__CREDENTIALS,
                       "no AWS credentials found for profile \"%s\"; tried %s",
@@ -289,7 +296,8 @@ static void log_new(kn_creds_provider_t *p, const kn_creds_t *c) {
  * else is what waiters get. */
 static void install(kn_creds_provider_t *p, kn_creds_t *fresh, kn_error_t *e) {
   int64_t now = kn_wall_ms();
-  if (!e && fresh->expires_ms && fresh->expires_ms - now <= KN_CREDS_MIN_VALID_MS) {
+  if (!e && fresh->expires_ms &&
+      fresh->expires_ms - now <= KN_CREDS_MIN_VALID_MS) {
     char when[21];
     e = kn_error_new(KN_ERR__CREDENTIALS,
                      "credentials from %s expire at %s, too soon to use "
@@ -371,9 +379,10 @@ static void *refresher(void *arg) {
     install(p, &fresh, e);
     kn_creds_clear(&fresh);
     int64_t exp = p->cached.expires_ms, now = kn_wall_ms();
-    refresh_at_wall = p->cached.access_key_id && exp && exp - now > KN_CREDS_REFRESH_MS
-                          ? exp - KN_CREDS_REFRESH_MS + (int64_t)kn_rand_below(5000)
-                          : 0;
+    refresh_at_wall =
+        p->cached.access_key_id && exp && exp - now > KN_CREDS_REFRESH_MS
+            ? exp - KN_CREDS_REFRESH_MS + (int64_t)kn_rand_below(5000)
+            : 0;
     p->busy = 0;
     p->done++;
     pthread_cond_broadcast(&p->cond);
@@ -392,8 +401,8 @@ static kn_error_t *ask(kn_creds_provider_t *p) {
     int rc = pthread_create(&p->thread, NULL, refresher, p);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc)
-      return kn_error_new(KN_ERR__FAIL, "credentials: cannot start a thread: %s",
-                          strerror(rc));
+      return kn_error_new(
+          KN_ERR__FAIL, "credentials: cannot start a thread: %s", strerror(rc));
     p->started = 1;
   }
   p->want = 1;
@@ -403,10 +412,12 @@ static kn_error_t *ask(kn_creds_provider_t *p) {
 
 /* Lock held: copies the cached credentials if they are usable (1), asking
  * for a refresh in the background when they are due for one. */
-static int from_cache(kn_creds_provider_t *p, kn_creds_t *out, kn_error_t **errp) {
+static int from_cache(kn_creds_provider_t *p, kn_creds_t *out,
+                      kn_error_t **errp) {
   *errp = NULL;
   if (!p->cached.access_key_id) return 0;
-  int64_t left = p->cached.expires_ms ? p->cached.expires_ms - kn_wall_ms() : INT64_MAX;
+  int64_t left =
+      p->cached.expires_ms ? p->cached.expires_ms - kn_wall_ms() : INT64_MAX;
   if (left <= KN_CREDS_MIN_VALID_MS) return 0;
   if (left <= KN_CREDS_REFRESH_MS && !p->busy && !p->want &&
       kn_mono_ms() >= p->next_attempt_mono_ms) {
@@ -416,7 +427,8 @@ static int from_cache(kn_creds_provider_t *p, kn_creds_t *out, kn_error_t **errp
       kn_error_destroy(e);
     }
   }
-  if (kn_creds_copy(out, &p->cached)) *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
+  if (kn_creds_copy(out, &p->cached))
+    *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
   return 1;
 }
 

@@ -41,9 +41,9 @@
 typedef struct kn_creds {
   char *access_key_id;
   char *secret_access_key;
-  char *session_token;   /* NULL when none */
-  int64_t expires_ms;    /* wall clock, epoch ms; 0: does not expire */
-  const char *source;    /* provider name, static string ("environment") */
+  char *session_token; /* NULL when none */
+  int64_t expires_ms;  /* wall clock, epoch ms; 0: does not expire */
+  const char *source;  /* provider name, static string ("environment") */
 } kn_creds_t;
 
 /* Wipes the secrets, frees the strings and zeroes *c.  Accepts a zeroed

@@ -138,16 +138,20 @@ kn_creds_res_t kn_creds_from_container(kn_creds_ctx_t *ctx, kn_creds_t *out,
   kn_creds_res_t res = KN_CREDS_FAILED;
   char what[300];
   snprintf(what, sizeof(what), "container credentials from %.200s", url);
-  if (kn_creds_http(ctx, &req, ctx->metadata_max_attempts, &resp) != KN_ERR_NO_ERROR) {
+  if (kn_creds_http(ctx, &req, ctx->metadata_max_attempts, &resp) !=
+      KN_ERR_NO_ERROR) {
     *errp = kn_error_prefix(resp.error, "container credentials");
     resp.error = NULL;
   } else if (resp.status != 200) {
-    char *snip = kn_creds_snippet(resp.body.p ? resp.body.p : "", resp.body.len, 200);
-    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: HTTP %d%s%s", what, resp.status,
-                         snip && *snip ? ": " : "", snip ? snip : "");
+    char *snip =
+        kn_creds_snippet(resp.body.p ? resp.body.p : "", resp.body.len, 200);
+    *errp =
+        kn_error_new(KN_ERR__CREDENTIALS, "%s: HTTP %d%s%s", what, resp.status,
+                     snip && *snip ? ": " : "", snip ? snip : "");
     free(snip);
   } else if (kn_creds_parse_json(resp.body.p ? resp.body.p : "", resp.body.len,
-                                 KN_CREDS_DOC_CONTAINER, what, out, errp) == 0) {
+                                 KN_CREDS_DOC_CONTAINER, what, out,
+                                 errp) == 0) {
     out->source = KN_CREDS_SRC_CONTAINER;
     res = KN_CREDS_FOUND;
   }

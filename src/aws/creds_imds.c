@@ -25,22 +25,23 @@ static int true_flag(const char *v) { return v && kn_str_ieq(v, "true"); }
 static char *endpoint(kn_creds_ctx_t *ctx, kn_error_t **errp) {
   char where[256] = "AWS_EC2_METADATA_SERVICE_ENDPOINT";
   const char *ep = ctx->env[KN_CENV_IMDS_ENDPOINT];
-  if (!ep) ep = kn_aws_profile_get(ctx->profile, "ec2_metadata_service_endpoint",
-                                   where, sizeof(where));
+  if (!ep)
+    ep = kn_aws_profile_get(ctx->profile, "ec2_metadata_service_endpoint",
+                            where, sizeof(where));
   if (ep && *ep) {
     kn_url_t u;
     const char *why = NULL;
     if (kn_url_parse(ep, &u, &why)) {
       *errp = kn_error_new(KN_ERR__CONF,
-                           "instance metadata endpoint \"%s\" (from %s): %s", ep,
-                           where, why);
+                           "instance metadata endpoint \"%s\" (from %s): %s",
+                           ep, where, why);
       return NULL;
     }
   } else {
     const char *mode = ctx->env[KN_CENV_IMDS_ENDPOINT_MODE];
     if (!mode)
-      mode = kn_aws_profile_get(ctx->profile, "ec2_metadata_service_endpoint_mode",
-                                NULL, 0);
+      mode = kn_aws_profile_get(ctx->profile,
+                                "ec2_metadata_service_endpoint_mode", NULL, 0);
     ep = mode && kn_str_ieq(mode, "IPv6") ? DEFAULT_V6 : DEFAULT_V4;
   }
   size_t n = strlen(ep);
@@ -50,15 +51,21 @@ static char *endpoint(kn_creds_ctx_t *ctx, kn_error_t **errp) {
   return r;
 }
 
-typedef enum { TOKEN_OK, TOKEN_NONE, TOKEN_UNREACHABLE, TOKEN_FAILED } token_res_t;
+typedef enum {
+  TOKEN_OK,
+  TOKEN_NONE,
+  TOKEN_UNREACHABLE,
+  TOKEN_FAILED
+} token_res_t;
 
 /* Control characters (NUL included) in len bytes, outer white space
  * aside. */
 static int has_ctl(const char *p, size_t len) {
-  while (len && (p[len - 1] == '\n' || p[len - 1] == '\r' || p[len - 1] == ' ' ||
-                 p[len - 1] == '\t'))
+  while (len && (p[len - 1] == '\n' || p[len - 1] == '\r' ||
+                 p[len - 1] == ' ' || p[len - 1] == '\t'))
     len--;
-  while (len && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++, len--;
+  while (len && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+    p++, len--;
   for (size_t i = 0; i < len; i++)
     if ((unsigned char)p[i] < ' ' || p[i] == 0x7f) return 1;
   return 0;
@@ -72,7 +79,8 @@ static token_res_t fetch_token(kn_creds_ctx_t *ctx, const char *base,
   ctx->imds_token = NULL;
   char *url = kn_asprintf("%s/latest/api/token", base);
   char ttl[64];
-  snprintf(ttl, sizeof(ttl), "X-aws-ec2-metadata-token-ttl-seconds: %d", TOKEN_TTL_S);
+  snprintf(ttl, sizeof(ttl), "X-aws-ec2-metadata-token-ttl-seconds: %d",
+           TOKEN_TTL_S);
   const char *headers[] = {ttl, ctx->user_agent_header, NULL};
   if (!url) {
     *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
@@ -88,16 +96,17 @@ static token_res_t fetch_token(kn_creds_ctx_t *ctx, const char *base,
   int64_t started = kn_mono_ms();
   kn_err_t rc = kn_creds_http(ctx, &req, ctx->metadata_max_attempts, &resp);
   if (rc != KN_ERR_NO_ERROR) {
-    snprintf(ctx->note, sizeof(ctx->note), "not reachable at %.80s: %.120s", base,
-             resp.error ? kn_error_string(resp.error) : "out of memory");
+    snprintf(ctx->note, sizeof(ctx->note), "not reachable at %.80s: %.120s",
+             base, resp.error ? kn_error_string(resp.error) : "out of memory");
     res = TOKEN_UNREACHABLE;
   } else if (resp.status == 200 && resp.body.len) {
     if (has_ctl(resp.body.p, resp.body.len)) {
       /* It goes into a header line: CR/LF would add headers of the
        * server's choosing (NUL would cut it short). */
-      *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                           "EC2 instance metadata: the session token holds control "
-                           "characters; not used");
+      *errp =
+          kn_error_new(KN_ERR__CREDENTIALS,
+                       "EC2 instance metadata: the session token holds control "
+                       "characters; not used");
     } else if (!(ctx->imds_token = kn_strndup(resp.body.p, resp.body.len))) {
       *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
     } else {
@@ -125,9 +134,9 @@ static token_res_t fetch_token(kn_creds_ctx_t *ctx, const char *base,
 static int get(kn_creds_ctx_t *ctx, const char *base, const char *path,
                kn_http_resp_t *resp, kn_error_t **errp) {
   char *url = kn_asprintf("%s%s", base, path);
-  char *tok = ctx->imds_token ? kn_asprintf("X-aws-ec2-metadata-token: %s",
-                                            ctx->imds_token)
-                              : NULL;
+  char *tok = ctx->imds_token
+                  ? kn_asprintf("X-aws-ec2-metadata-token: %s", ctx->imds_token)
+                  : NULL;
   if (!url || (ctx->imds_token && !tok)) {
     free(url);
     kn_secure_free_str(tok);
@@ -141,7 +150,8 @@ static int get(kn_creds_ctx_t *ctx, const char *base, const char *path,
   req.headers = headers;
   req.timeout_ms = ctx->metadata_timeout_ms;
   int rc = 0;
-  if (kn_creds_http(ctx, &req, ctx->metadata_max_attempts, resp) != KN_ERR_NO_ERROR) {
+  if (kn_creds_http(ctx, &req, ctx->metadata_max_attempts, resp) !=
+      KN_ERR_NO_ERROR) {
     *errp = kn_error_prefix(resp->error, "EC2 instance metadata");
     resp->error = NULL;
     kn_http_resp_clear(resp);
@@ -154,8 +164,8 @@ static int get(kn_creds_ctx_t *ctx, const char *base, const char *path,
 
 /* One pass: role name then credentials.  *retry is set on a 401 with a
  * token, which means the token went stale. */
-static kn_creds_res_t fetch(kn_creds_ctx_t *ctx, const char *base, kn_creds_t *out,
-                            int *retry, kn_error_t **errp) {
+static kn_creds_res_t fetch(kn_creds_ctx_t *ctx, const char *base,
+                            kn_creds_t *out, int *retry, kn_error_t **errp) {
   *retry = 0;
   kn_http_resp_t resp;
   if (get(ctx, base, CREDS_PATH, &resp, errp)) return KN_CREDS_FAILED;
@@ -168,7 +178,8 @@ static kn_creds_res_t fetch(kn_creds_ctx_t *ctx, const char *base, kn_creds_t *o
                          "EC2 instance metadata requires a session token "
                          "(HTTP 401) but would not give one");
   } else if (resp.status == 404) {
-    snprintf(ctx->note, sizeof(ctx->note), "no IAM role attached to the instance");
+    snprintf(ctx->note, sizeof(ctx->note),
+             "no IAM role attached to the instance");
     res = KN_CREDS_ABSENT;
   } else if (resp.status != 200 || !resp.body.len) {
     *errp = kn_error_new(KN_ERR__CREDENTIALS,
@@ -185,7 +196,8 @@ static kn_creds_res_t fetch(kn_creds_ctx_t *ctx, const char *base, kn_creds_t *o
       *errp = kn_error_new(KN_ERR__BAD_MSG,
                            "EC2 instance metadata: unexpected role name");
     }
-    if (role && !*errp && !path) *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
+    if (role && !*errp && !path)
+      *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
   }
   kn_http_resp_clear(&resp);
   if (!path) goto out;
@@ -212,7 +224,8 @@ out:
 kn_creds_res_t kn_creds_from_imds(kn_creds_ctx_t *ctx, kn_creds_t *out,
                                   kn_error_t **errp) {
   if (true_flag(ctx->env[KN_CENV_IMDS_DISABLED])) {
-    snprintf(ctx->note, sizeof(ctx->note), "disabled by AWS_EC2_METADATA_DISABLED");
+    snprintf(ctx->note, sizeof(ctx->note),
+             "disabled by AWS_EC2_METADATA_DISABLED");
     return KN_CREDS_ABSENT;
   }
   char *base = endpoint(ctx, errp);
@@ -227,7 +240,8 @@ kn_creds_res_t kn_creds_from_imds(kn_creds_ctx_t *ctx, kn_creds_t *out,
     if (t == TOKEN_FAILED) break;
     if (t == TOKEN_NONE &&
         (true_flag(ctx->env[KN_CENV_IMDS_V1_DISABLED]) ||
-         true_flag(kn_aws_profile_get(ctx->profile, "ec2_metadata_v1_disabled", NULL, 0)))) {
+         true_flag(kn_aws_profile_get(ctx->profile, "ec2_metadata_v1_disabled",
+                                      NULL, 0)))) {
       *errp = kn_error_new(KN_ERR__CREDENTIALS,
                            "EC2 instance metadata refused a session token and "
                            "IMDSv1 is disabled (AWS_EC2_METADATA_V1_DISABLED)");
@@ -237,14 +251,16 @@ kn_creds_res_t kn_creds_from_imds(kn_creds_ctx_t *ctx, kn_creds_t *out,
     res = fetch(ctx, base, out, &retry, errp);
     if (!retry) break;
     /* The token was refused: forget it and get a new one, once. */
-    kn_dbg(ctx->log, FAC, "instance metadata refused the session token; renewing it");
+    kn_dbg(ctx->log, FAC,
+           "instance metadata refused the session token; renewing it");
     kn_secure_free_str(ctx->imds_token);
     ctx->imds_token = NULL;
     res = KN_CREDS_FAILED;
     if (pass == 1)
-      *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                           "EC2 instance metadata refused a fresh session token "
-                           "(HTTP 401)");
+      *errp =
+          kn_error_new(KN_ERR__CREDENTIALS,
+                       "EC2 instance metadata refused a fresh session token "
+                       "(HTTP 401)");
   }
   free(base);
   return res;

@@ -35,24 +35,24 @@ extern const char *const kn_cenv_names[KN_CENV__COUNT];
 /* What every provider may read.  Owned by the chain; providers run with
  * its lock held, so they may keep state here (the IMDS token). */
 typedef struct kn_creds_ctx {
-  char *access_key_id;        /* explicit properties */
+  char *access_key_id; /* explicit properties */
   char *secret_access_key;
   char *session_token;
-  kn_aws_profile_t *profile;  /* the shared files as read at creation */
-  int env_keys_off;           /* a profile named by property: no env keys */
+  kn_aws_profile_t *profile; /* the shared files as read at creation */
+  int env_keys_off;          /* a profile named by property: no env keys */
   char *region;
   char *sts_endpoint;
-  char *sso_endpoint;         /* configured, or NULL: from sso_region */
+  char *sso_endpoint; /* configured, or NULL: from sso_region */
   char *sso_oidc_endpoint;
-  char *sso_cache_dir;        /* ~/.aws/sso/cache, or NULL */
-  char *user_agent_header;    /* "User-Agent: ..." */
+  char *sso_cache_dir;     /* ~/.aws/sso/cache, or NULL */
+  char *user_agent_header; /* "User-Agent: ..." */
   char *ca_file;
-  kn_http_opts_t http;        /* http.ca_file points at ca_file */
+  kn_http_opts_t http; /* http.ca_file points at ca_file */
   long request_timeout_ms;
   long metadata_timeout_ms;
   int metadata_max_attempts;
   long process_timeout_ms;
-  char *env[KN_CENV__COUNT];  /* NULL when unset or empty */
+  char *env[KN_CENV__COUNT]; /* NULL when unset or empty */
   const kn_logger_t *log;
   /* IMDSv2 session token, reused until shortly before its TTL ends. */
   char *imds_token;
@@ -62,9 +62,9 @@ typedef struct kn_creds_ctx {
 } kn_creds_ctx_t;
 
 typedef enum kn_creds_res {
-  KN_CREDS_FOUND,   /* *out is filled */
-  KN_CREDS_ABSENT,  /* not configured here: try the next provider */
-  KN_CREDS_FAILED   /* configured but failed: *errp (NULL: out of memory) */
+  KN_CREDS_FOUND,  /* *out is filled */
+  KN_CREDS_ABSENT, /* not configured here: try the next provider */
+  KN_CREDS_FAILED  /* configured but failed: *errp (NULL: out of memory) */
 } kn_creds_res_t;
 
 typedef kn_creds_res_t(kn_creds_fetch_fn)(kn_creds_ctx_t *ctx, kn_creds_t *out,
@@ -83,17 +83,16 @@ kn_creds_fetch_fn kn_creds_from_imds;         /* creds_imds.c */
 /* Fills *out with copies of static keys after checking them; what names
  * their origin in messages.  0, or -1 with *errp set. */
 int kn_creds_set_static(kn_creds_t *out, const char *id, const char *secret,
-                        const char *token, const char *source,
-                        const char *what, kn_error_t **errp);
+                        const char *token, const char *source, const char *what,
+                        kn_error_t **errp);
 
 /* STS AssumeRoleWithWebIdentity with the token read from token_file;
  * session_name NULL: generated.  what names the configuration ("profile
  * \"x\" (~/.aws/config:3)") in messages. */
 kn_creds_res_t kn_creds_web_identity(kn_creds_ctx_t *ctx, const char *role_arn,
                                      const char *token_file,
-                                     const char *session_name,
-                                     const char *what, kn_creds_t *out,
-                                     kn_error_t **errp);
+                                     const char *session_name, const char *what,
+                                     kn_creds_t *out, kn_error_t **errp);
 
 /* What AssumeRole is asked for; strings borrowed. */
 typedef struct kn_creds_role {
@@ -104,7 +103,8 @@ typedef struct kn_creds_role {
 } kn_creds_role_t;
 
 /* STS AssumeRole signed with source. */
-kn_creds_res_t kn_creds_assume_role(kn_creds_ctx_t *ctx, const kn_creds_role_t *role,
+kn_creds_res_t kn_creds_assume_role(kn_creds_ctx_t *ctx,
+                                    const kn_creds_role_t *role,
                                     const kn_creds_t *source, const char *what,
                                     kn_creds_t *out, kn_error_t **errp);
 
@@ -112,16 +112,18 @@ kn_creds_res_t kn_creds_assume_role(kn_creds_ctx_t *ctx, const kn_creds_role_t *
  * profile's keys, and the environment's when with_env), IAM Identity
  * Center (SSO), keys of the credentials file, credential_process, keys of
  * the config file.  ABSENT with ctx->note set when none applies. */
-kn_creds_res_t kn_creds_profile_chain(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
-                                      int with_env, kn_creds_t *out,
-                                      kn_error_t **errp);
+kn_creds_res_t kn_creds_profile_chain(kn_creds_ctx_t *ctx,
+                                      const kn_aws_profile_t *pf, int with_env,
+                                      kn_creds_t *out, kn_error_t **errp);
 /* Single providers of that chain, for one profile. */
-kn_creds_res_t kn_creds_web_identity_of(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
+kn_creds_res_t kn_creds_web_identity_of(kn_creds_ctx_t *ctx,
+                                        const kn_aws_profile_t *pf,
                                         int with_env, kn_creds_t *out,
                                         kn_error_t **errp);
 kn_creds_res_t kn_creds_sso(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
                             kn_creds_t *out, kn_error_t **errp);
-kn_creds_res_t kn_creds_profile_files(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
+kn_creds_res_t kn_creds_profile_files(kn_creds_ctx_t *ctx,
+                                      const kn_aws_profile_t *pf,
                                       kn_creds_t *out, kn_error_t **errp);
 
 /* Runs command with /bin/sh -c (stdin /dev/null, stdout captured, stderr

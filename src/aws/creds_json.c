@@ -9,8 +9,9 @@
 
 static int bad(kn_error_t **errp, const char *what, const char *why,
                const char *field) {
-  *errp = kn_error_new(KN_ERR__BAD_MSG, "%s: %s%s%s%s", what, why,
-                       field ? " \"" : "", field ? field : "", field ? "\"" : "");
+  *errp =
+      kn_error_new(KN_ERR__BAD_MSG, "%s: %s%s%s%s", what, why,
+                   field ? " \"" : "", field ? field : "", field ? "\"" : "");
   return -1;
 }
 
@@ -31,9 +32,10 @@ int kn_creds_parse_json(const char *json, size_t len, kn_creds_doc_t doc,
   json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
     /* jerr.text may quote the input, which holds secrets: position only. */
-    *errp = kn_error_new(KN_ERR__BAD_MSG,
-                         "%s: the output is not valid JSON (line %d, column %d)",
-                         what, jerr.line, jerr.column);
+    *errp =
+        kn_error_new(KN_ERR__BAD_MSG,
+                     "%s: the output is not valid JSON (line %d, column %d)",
+                     what, jerr.line, jerr.column);
     return -1;
   }
   int rc = -1;
@@ -44,7 +46,8 @@ int kn_creds_parse_json(const char *json, size_t len, kn_creds_doc_t doc,
   if (doc == KN_CREDS_DOC_PROCESS) {
     json_t *v = json_object_get(root, "Version");
     if (!json_is_integer(v) || json_integer_value(v) != 1) {
-      *errp = kn_error_new(KN_ERR__BAD_MSG, "%s: expected \"Version\": 1", what);
+      *errp =
+          kn_error_new(KN_ERR__BAD_MSG, "%s: expected \"Version\": 1", what);
       goto out;
     }
   }
@@ -53,7 +56,8 @@ int kn_creds_parse_json(const char *json, size_t len, kn_creds_doc_t doc,
     const char *code = str_member(root, "Code", &wrong);
     if (code && strcmp(code, "Success") != 0) {
       /* The code is a status word such as "AssumeRoleUnauthorizedAccess". */
-      *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: Code is \"%.64s\"", what, code);
+      *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: Code is \"%.64s\"", what,
+                           code);
       goto out;
     }
   }

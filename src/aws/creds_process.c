@@ -42,13 +42,16 @@ static int spawn(const char *command, child_t *c) {
   sigset_t none, def;
   sigemptyset(&none);
   sigemptyset(&def);
-  sigaddset(&def, SIGPIPE); /* the application may ignore it; the child should not */
+  sigaddset(&def,
+            SIGPIPE); /* the application may ignore it; the child should not */
   if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
       posix_spawn_file_actions_adddup2(&fa, po[1], 1) ||
       posix_spawn_file_actions_adddup2(&fa, pe[1], 2) ||
-      posix_spawnattr_setpgroup(&at, 0) || posix_spawnattr_setsigmask(&at, &none) ||
+      posix_spawnattr_setpgroup(&at, 0) ||
+      posix_spawnattr_setsigmask(&at, &none) ||
       posix_spawnattr_setsigdefault(&at, &def) ||
-      posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+      posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+                                        POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF))
     goto out;
   char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)command, NULL};
@@ -157,16 +160,19 @@ kn_creds_res_t kn_creds_process(const char *command, long timeout_ms,
   char *line = stderr_line(&se);
   if (timed_out) {
     *errp = kn_error_new(KN_ERR__TIMED_OUT,
-                         "%s: did not finish within %ld ms (killed)", what, timeout_ms);
+                         "%s: did not finish within %ld ms (killed)", what,
+                         timeout_ms);
   } else if (too_big) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                         "%s: output larger than %d bytes", what, MAX_STDOUT);
+    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: output larger than %d bytes",
+                         what, MAX_STDOUT);
   } else if (!reaped) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: lost track of the process: %s",
-                         what, strerror(errno));
+    *errp =
+        kn_error_new(KN_ERR__CREDENTIALS, "%s: lost track of the process: %s",
+                     what, strerror(errno));
   } else if (WIFSIGNALED(status)) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: killed by signal %d%s%s", what,
-                         WTERMSIG(status), line && *line ? ": " : "", line ? line : "");
+    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: killed by signal %d%s%s",
+                         what, WTERMSIG(status), line && *line ? ": " : "",
+                         line ? line : "");
   } else if (WEXITSTATUS(status) != 0) {
     *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: exited with status %d%s%s",
                          what, WEXITSTATUS(status), line && *line ? ": " : "",
@@ -175,7 +181,8 @@ kn_creds_res_t kn_creds_process(const char *command, long timeout_ms,
                                  what, out, errp) == 0) {
     out->source = KN_CREDS_SRC_PROCESS;
     res = KN_CREDS_FOUND;
-    if (se.len) kn_dbg(log, FAC, "%s wrote on stderr: %s", what, line ? line : "");
+    if (se.len)
+      kn_dbg(log, FAC, "%s wrote on stderr: %s", what, line ? line : "");
   }
   free(line);
   if (so.p) kn_secure_wipe(so.p, so.len);

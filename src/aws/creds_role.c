@@ -26,16 +26,19 @@ static const char *get(const kn_aws_profile_t *pf, const char *key, char *where,
 }
 
 static int has_keys(const kn_aws_profile_t *pf) {
-  return get(pf, "aws_access_key_id", NULL, 0) || get(pf, "aws_secret_access_key", NULL, 0);
+  return get(pf, "aws_access_key_id", NULL, 0) ||
+         get(pf, "aws_secret_access_key", NULL, 0);
 }
 
 /* A role this provider assumes (web identity roles go elsewhere). */
 static int has_role(const kn_aws_profile_t *pf) {
-  return get(pf, "role_arn", NULL, 0) && !get(pf, "web_identity_token_file", NULL, 0);
+  return get(pf, "role_arn", NULL, 0) &&
+         !get(pf, "web_identity_token_file", NULL, 0);
 }
 
 static kn_creds_res_t from_source(kn_creds_ctx_t *ctx, const char *csrc,
-                                  const char *what, kn_creds_t *out, kn_error_t **errp) {
+                                  const char *what, kn_creds_t *out,
+                                  kn_error_t **errp) {
   kn_creds_fetch_fn *fetch = NULL;
   const char *needs = "";
   if (strcmp(csrc, "Environment") == 0) {
@@ -48,16 +51,19 @@ static kn_creds_res_t from_source(kn_creds_ctx_t *ctx, const char *csrc,
     fetch = kn_creds_from_container;
     needs = "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI";
   } else {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                         "%s: credential_source \"%.60s\" is not one of Environment, "
-                         "Ec2InstanceMetadata, EcsContainer",
-                         what, csrc);
+    *errp = kn_error_new(
+        KN_ERR__CREDENTIALS,
+        "%s: credential_source \"%.60s\" is not one of Environment, "
+        "Ec2InstanceMetadata, EcsContainer",
+        what, csrc);
     return KN_CREDS_FAILED;
   }
   kn_creds_res_t r = fetch(ctx, out, errp);
   if (r == KN_CREDS_ABSENT) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: credential_source %s found no "
-                         "credentials: it needs %s", what, csrc, needs);
+    *errp = kn_error_new(KN_ERR__CREDENTIALS,
+                         "%s: credential_source %s found no "
+                         "credentials: it needs %s",
+                         what, csrc, needs);
     return KN_CREDS_FAILED;
   }
   if (r == KN_CREDS_FAILED && *errp)
@@ -66,7 +72,8 @@ static kn_creds_res_t from_source(kn_creds_ctx_t *ctx, const char *csrc,
 }
 
 /* "a -> b -> a" for the loop message. */
-static void path_of(const visited_t *v, const char *last, char *buf, size_t size) {
+static void path_of(const visited_t *v, const char *last, char *buf,
+                    size_t size) {
   size_t len = 0;
   buf[0] = '\0';
   for (int i = 0; i <= v->n; i++) {
@@ -82,27 +89,30 @@ static kn_creds_res_t assume(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
   char where[256], what[400];
   kn_creds_role_t role = {0};
   role.role_arn = get(pf, "role_arn", where, sizeof(where));
-  snprintf(what, sizeof(what), "role_arn of profile \"%.100s\" (%.200s)", pf->name, where);
+  snprintf(what, sizeof(what), "role_arn of profile \"%.100s\" (%.200s)",
+           pf->name, where);
   const char *src = get(pf, "source_profile", NULL, 0);
   const char *csrc = get(pf, "credential_source", NULL, 0);
   if (src && csrc) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                         "%s: the profile has both source_profile and credential_source",
-                         what);
+    *errp = kn_error_new(
+        KN_ERR__CREDENTIALS,
+        "%s: the profile has both source_profile and credential_source", what);
     return KN_CREDS_FAILED;
   }
   if (!src && !csrc) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                         "%s: role_arn needs web_identity_token_file, source_profile "
-                         "or credential_source",
-                         what);
+    *errp = kn_error_new(
+        KN_ERR__CREDENTIALS,
+        "%s: role_arn needs web_identity_token_file, source_profile "
+        "or credential_source",
+        what);
     return KN_CREDS_FAILED;
   }
   if (get(pf, "mfa_serial", NULL, 0)) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                         "%s: mfa_serial is not supported (it needs a code typed at a "
-                         "terminal); use a profile without it, or credential_process",
-                         what);
+    *errp = kn_error_new(
+        KN_ERR__CREDENTIALS,
+        "%s: mfa_serial is not supported (it needs a code typed at a "
+        "terminal); use a profile without it, or credential_process",
+        what);
     return KN_CREDS_FAILED;
   }
   role.session_name = get(pf, "role_session_name", NULL, 0);
@@ -112,10 +122,11 @@ static kn_creds_res_t assume(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
   if (dur) {
     long long d;
     if (kn_str_to_i64(dur, 1, 43200, &d) || d < 900) {
-      *errp = kn_error_new(KN_ERR__CONF,
-                           "duration_seconds = \"%.40s\" of profile \"%.100s\" (%.200s): "
-                           "expected seconds from 900 to 43200",
-                           dur, pf->name, dwhere);
+      *errp = kn_error_new(
+          KN_ERR__CONF,
+          "duration_seconds = \"%.40s\" of profile \"%.100s\" (%.200s): "
+          "expected seconds from 900 to 43200",
+          dur, pf->name, dwhere);
       return KN_CREDS_FAILED;
     }
     role.duration_s = (int)d;
@@ -129,19 +140,20 @@ static kn_creds_res_t assume(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
     kn_aws_profile_t sp;
     kn_aws_profile_view(ctx->profile, src, &sp);
     if (!kn_aws_profile_exists(&sp)) {
-      *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                           "%s: source_profile \"%.100s\" is in neither shared file",
-                           what, src);
+      *errp = kn_error_new(
+          KN_ERR__CREDENTIALS,
+          "%s: source_profile \"%.100s\" is in neither shared file", what, src);
       return KN_CREDS_FAILED;
     }
     int seen = 0;
     for (int i = 0; i < v->n; i++) seen |= strcmp(v->names[i], src) == 0;
-    if ((seen && (strcmp(src, pf->name) != 0 || !has_keys(&sp))) || v->n >= MAX_CHAIN) {
+    if ((seen && (strcmp(src, pf->name) != 0 || !has_keys(&sp))) ||
+        v->n >= MAX_CHAIN) {
       char path[600];
       path_of(v, src, path, sizeof(path));
-      *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                           "%s: source_profile makes a %s: %s", what,
-                           seen ? "loop" : "chain too long", path);
+      *errp =
+          kn_error_new(KN_ERR__CREDENTIALS, "%s: source_profile makes a %s: %s",
+                       what, seen ? "loop" : "chain too long", path);
       return KN_CREDS_FAILED;
     }
     v->names[v->n++] = src;
@@ -149,7 +161,8 @@ static kn_creds_res_t assume(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
       r = kn_creds_profile_chain(ctx, &sp, 0, &source, errp);
       if (r == KN_CREDS_ABSENT) {
         *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                             "%s: source_profile \"%.100s\" has no credentials", what, src);
+                             "%s: source_profile \"%.100s\" has no credentials",
+                             what, src);
         r = KN_CREDS_FAILED;
       }
     } else {
@@ -157,7 +170,8 @@ static kn_creds_res_t assume(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
     }
   }
   if (r == KN_CREDS_FOUND) {
-    kn_dbg(ctx->log, "creds", "%s: assuming %s with credentials from %s (key %s)", what,
+    kn_dbg(ctx->log, "creds",
+           "%s: assuming %s with credentials from %s (key %s)", what,
            role.role_arn, source.source, source.access_key_id);
     r = kn_creds_assume_role(ctx, &role, &source, what, out, errp);
   }

@@ -35,13 +35,13 @@
 
 typedef struct sso_conf {
   const char *profile;
-  const char *session;   /* sso_session, or NULL: the legacy form */
+  const char *session; /* sso_session, or NULL: the legacy form */
   const char *start_url;
   const char *region;
   const char *account;
   const char *role;
-  char login[200];       /* the command that gets a new token */
-  char what[300];        /* for messages */
+  char login[200]; /* the command that gets a new token */
+  char what[300];  /* for messages */
 } sso_conf_t;
 
 static const char *get(const kn_aws_profile_t *pf, const char *key) {
@@ -60,15 +60,16 @@ static kn_creds_res_t load_conf(const kn_aws_profile_t *pf, sso_conf_t *c,
   c->session = get(pf, "sso_session");
   c->start_url = get(pf, "sso_start_url");
   c->region = get(pf, "sso_region");
-  snprintf(c->what, sizeof(c->what), "IAM Identity Center (SSO) profile \"%.100s\"",
-           pf->name);
+  snprintf(c->what, sizeof(c->what),
+           "IAM Identity Center (SSO) profile \"%.100s\"", pf->name);
   if (c->session) {
     const kn_ini_section_t *sec = kn_aws_sso_session(pf, c->session);
     if (!sec) {
-      *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                           "%s: sso_session \"%.100s\" has no [sso-session %.100s] "
-                           "section in the config file",
-                           c->what, c->session, c->session);
+      *errp =
+          kn_error_new(KN_ERR__CREDENTIALS,
+                       "%s: sso_session \"%.100s\" has no [sso-session %.100s] "
+                       "section in the config file",
+                       c->what, c->session, c->session);
       return KN_CREDS_FAILED;
     }
     static const char *const keys[] = {"sso_start_url", "sso_region"};
@@ -77,34 +78,40 @@ static kn_creds_res_t load_conf(const kn_aws_profile_t *pf, sso_conf_t *c,
       const char *v = kn_ini_get(sec, keys[i]);
       if (!v || !*v) continue;
       if (*mine[i] && strcmp(*mine[i], v) != 0) {
-        *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                             "%s: %s is \"%.100s\" in the profile but \"%.100s\" in "
-                             "[sso-session %.100s]",
-                             c->what, keys[i], *mine[i], v, c->session);
+        *errp = kn_error_new(
+            KN_ERR__CREDENTIALS,
+            "%s: %s is \"%.100s\" in the profile but \"%.100s\" in "
+            "[sso-session %.100s]",
+            c->what, keys[i], *mine[i], v, c->session);
         return KN_CREDS_FAILED;
       }
       *mine[i] = v;
     }
-    snprintf(c->login, sizeof(c->login), "aws sso login --sso-session %.100s", c->session);
+    snprintf(c->login, sizeof(c->login), "aws sso login --sso-session %.100s",
+             c->session);
   } else {
-    snprintf(c->login, sizeof(c->login), "aws sso login --profile %.100s", pf->name);
+    snprintf(c->login, sizeof(c->login), "aws sso login --profile %.100s",
+             pf->name);
   }
   char missing[200] = "";
-  const char *names[] = {"sso_start_url", "sso_region", "sso_account_id", "sso_role_name"};
+  const char *names[] = {"sso_start_url", "sso_region", "sso_account_id",
+                         "sso_role_name"};
   const char *vals[] = {c->start_url, c->region, c->account, c->role};
   for (int i = 0; i < 4; i++)
     if (!vals[i])
-      snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
-               missing[0] ? ", " : "", names[i]);
+      snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+               "%s%s", missing[0] ? ", " : "", names[i]);
   if (missing[0]) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: missing %s", c->what, missing);
+    *errp =
+        kn_error_new(KN_ERR__CREDENTIALS, "%s: missing %s", c->what, missing);
     return KN_CREDS_FAILED;
   }
   /* The region goes into a host name, the others into a query. */
   for (const char *p = c->region; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-')) {
-      *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: sso_region \"%.60s\" is not a region",
-                           c->what, c->region);
+      *errp = kn_error_new(KN_ERR__CREDENTIALS,
+                           "%s: sso_region \"%.60s\" is not a region", c->what,
+                           c->region);
       return KN_CREDS_FAILED;
     }
   return KN_CREDS_FOUND;
@@ -121,7 +128,8 @@ static int url_escape(kn_buf_t *b, const char *s) {
     int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
                 (*p >= '0' && *p <= '9') || strchr("-_.~", *p);
     char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-    if (plain ? kn_buf_append_char(b, (char)*p) : kn_buf_append(b, e, 3)) return -1;
+    if (plain ? kn_buf_append_char(b, (char)*p) : kn_buf_append(b, e, 3))
+      return -1;
   }
   return 0;
 }
@@ -132,7 +140,8 @@ static char *cache_path(kn_creds_ctx_t *ctx, const sso_conf_t *c) {
   const char *key = c->session ? c->session : c->start_url;
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  if (!EVP_Digest(key, strlen(key), md, &n, EVP_sha1(), NULL) || n != 20) return NULL;
+  if (!EVP_Digest(key, strlen(key), md, &n, EVP_sha1(), NULL) || n != 20)
+    return NULL;
   char hex[41];
   kn_hex_encode(hex, md, 20);
   return kn_asprintf("%s/%s.json", ctx->sso_cache_dir, hex);
@@ -140,7 +149,8 @@ static char *cache_path(kn_creds_ctx_t *ctx, const sso_conf_t *c) {
 
 static const char *jstr(json_t *o, const char *name) {
   json_t *v = json_object_get(o, name);
-  return json_is_string(v) && *json_string_value(v) ? json_string_value(v) : NULL;
+  return json_is_string(v) && *json_string_value(v) ? json_string_value(v)
+                                                    : NULL;
 }
 
 /* Writes doc to path through a temporary file and a rename, readable by
@@ -154,11 +164,14 @@ static int write_cache(const char *path, json_t *doc) {
     if (fd >= 0) {
       size_t len = strlen(text), off = 0;
       ssize_t w = 0;
-      while (off < len && (w = write(fd, text + off, len - off)) > 0) off += (size_t)w;
+      while (off < len && (w = write(fd, text + off, len - off)) > 0)
+        off += (size_t)w;
       int ok = off == len && fchmod(fd, 0600) == 0;
       ok = close(fd) == 0 && ok;
-      if (ok && rename(tmp, path) == 0) rc = 0;
-      else unlink(tmp);
+      if (ok && rename(tmp, path) == 0)
+        rc = 0;
+      else
+        unlink(tmp);
     }
   }
   kn_secure_free_str(text);
@@ -168,29 +181,35 @@ static int write_cache(const char *path, json_t *doc) {
 
 /* SSO-OIDC CreateToken with the cached refresh token; on success updates
  * doc (access token, expiry, a new refresh token) and returns 0. */
-static int refresh_token(kn_creds_ctx_t *ctx, const sso_conf_t *c, json_t *doc) {
+static int refresh_token(kn_creds_ctx_t *ctx, const sso_conf_t *c,
+                         json_t *doc) {
   const char *rt = jstr(doc, "refreshToken"), *cid = jstr(doc, "clientId");
-  const char *cs = jstr(doc, "clientSecret"), *reg = jstr(doc, "registrationExpiresAt");
+  const char *cs = jstr(doc, "clientSecret"),
+             *reg = jstr(doc, "registrationExpiresAt");
   int64_t reg_exp = 0;
   if (!rt || !cid || !cs || !reg || kn_iso8601_parse(reg, &reg_exp) ||
       reg_exp <= kn_wall_ms()) {
-    kn_info(ctx->log, FAC, "%s: the cached token cannot be refreshed (%s)", c->what,
-            !rt || !cid || !cs || !reg ? "no refresh token or client registration"
-                                       : "the client registration has expired");
+    kn_info(
+        ctx->log, FAC, "%s: the cached token cannot be refreshed (%s)", c->what,
+        !rt || !cid || !cs || !reg ? "no refresh token or client registration"
+                                   : "the client registration has expired");
     return -1;
   }
-  char *url = ctx->sso_oidc_endpoint
-                  ? kn_asprintf("%s%stoken", ctx->sso_oidc_endpoint,
-                                ends_slash(ctx->sso_oidc_endpoint) ? "" : "/")
-                  : kn_asprintf("https://oidc.%s.amazonaws.com/token", c->region);
-  json_t *req_doc = json_pack("{s:s, s:s, s:s, s:s}", "clientId", cid, "clientSecret", cs,
-                              "grantType", "refresh_token", "refreshToken", rt);
+  char *url =
+      ctx->sso_oidc_endpoint
+          ? kn_asprintf("%s%stoken", ctx->sso_oidc_endpoint,
+                        ends_slash(ctx->sso_oidc_endpoint) ? "" : "/")
+          : kn_asprintf("https://oidc.%s.amazonaws.com/token", c->region);
+  json_t *req_doc =
+      json_pack("{s:s, s:s, s:s, s:s}", "clientId", cid, "clientSecret", cs,
+                "grantType", "refresh_token", "refreshToken", rt);
   char *body = req_doc ? json_dumps(req_doc, JSON_COMPACT) : NULL;
   json_decref(req_doc);
   int rc = -1;
   if (url && body) {
-    const char *headers[] = {"Content-Type: application/json", "Accept: application/json",
-                             ctx->user_agent_header, NULL};
+    const char *headers[] = {"Content-Type: application/json",
+                             "Accept: application/json", ctx->user_agent_header,
+                             NULL};
     kn_http_req_t req = {0};
     req.method = "POST";
     req.url = url;
@@ -204,25 +223,31 @@ static int refresh_token(kn_creds_ctx_t *ctx, const sso_conf_t *c, json_t *doc) 
               kn_error_string(resp.error));
     } else if (resp.status != 200) {
       /* The error body is {"error": "invalid_grant", ...}: no secrets. */
-      char *snip = kn_creds_snippet(resp.body.p ? resp.body.p : "", resp.body.len, 200);
-      kn_warn(ctx->log, FAC, "%s: refreshing the token: SSO-OIDC CreateToken: HTTP %d %s",
+      char *snip =
+          kn_creds_snippet(resp.body.p ? resp.body.p : "", resp.body.len, 200);
+      kn_warn(ctx->log, FAC,
+              "%s: refreshing the token: SSO-OIDC CreateToken: HTTP %d %s",
               c->what, resp.status, snip ? snip : "");
       free(snip);
     } else {
-      json_t *r = json_loadb(resp.body.p ? resp.body.p : "", resp.body.len, 0, NULL);
+      json_t *r =
+          json_loadb(resp.body.p ? resp.body.p : "", resp.body.len, 0, NULL);
       const char *at = jstr(r, "accessToken");
       json_t *ein = json_object_get(r, "expiresIn");
       if (at && json_is_integer(ein) && json_integer_value(ein) > 0) {
         char exp[21];
-        kn_iso8601_format(kn_wall_ms() + (int64_t)json_integer_value(ein) * 1000, exp);
+        kn_iso8601_format(
+            kn_wall_ms() + (int64_t)json_integer_value(ein) * 1000, exp);
         json_object_set_new(doc, "accessToken", json_string(at));
         json_object_set_new(doc, "expiresAt", json_string(exp));
         const char *nrt = jstr(r, "refreshToken");
         if (nrt) json_object_set_new(doc, "refreshToken", json_string(nrt));
         rc = 0;
       } else {
-        kn_warn(ctx->log, FAC, "%s: refreshing the token: SSO-OIDC CreateToken answered "
-                "without accessToken or expiresIn", c->what);
+        kn_warn(ctx->log, FAC,
+                "%s: refreshing the token: SSO-OIDC CreateToken answered "
+                "without accessToken or expiresIn",
+                c->what);
       }
       json_decref(r);
     }
@@ -236,11 +261,12 @@ static int refresh_token(kn_creds_ctx_t *ctx, const sso_conf_t *c, json_t *doc) 
 
 /* The access token to use (a copy, caller wipes and frees), refreshed
  * when it is about to expire and can be. */
-static char *load_token(kn_creds_ctx_t *ctx, const sso_conf_t *c, kn_error_t **errp) {
+static char *load_token(kn_creds_ctx_t *ctx, const sso_conf_t *c,
+                        kn_error_t **errp) {
   char *path = cache_path(ctx, c);
   if (!path) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: no home directory for ~/.aws/sso/cache",
-                         c->what);
+    *errp = kn_error_new(KN_ERR__CREDENTIALS,
+                         "%s: no home directory for ~/.aws/sso/cache", c->what);
     return NULL;
   }
   char *shown = kn_path_display(path);
@@ -249,9 +275,9 @@ static char *load_token(kn_creds_ctx_t *ctx, const sso_conf_t *c, kn_error_t **e
   char *token = NULL;
   int rc = kn_file_read(path, MAX_CACHE_FILE, &text);
   if (rc == ENOENT) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                         "%s: no cached token (%s): run `%s`", c->what,
-                         shown ? shown : path, c->login);
+    *errp =
+        kn_error_new(KN_ERR__CREDENTIALS, "%s: no cached token (%s): run `%s`",
+                     c->what, shown ? shown : path, c->login);
     goto out;
   }
   if (rc) {
@@ -264,16 +290,18 @@ static char *load_token(kn_creds_ctx_t *ctx, const sso_conf_t *c, kn_error_t **e
   const char *at = jstr(doc, "accessToken"), *ea = jstr(doc, "expiresAt");
   int64_t expires = 0;
   if (!json_is_object(doc) || !at || !ea || kn_iso8601_parse(ea, &expires)) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                         "%s: %s is not a token cache (accessToken and expiresAt): "
-                         "run `%s`",
-                         c->what, shown ? shown : path, c->login);
+    *errp =
+        kn_error_new(KN_ERR__CREDENTIALS,
+                     "%s: %s is not a token cache (accessToken and expiresAt): "
+                     "run `%s`",
+                     c->what, shown ? shown : path, c->login);
     goto out;
   }
   if (c->session && expires - kn_wall_ms() < TOKEN_REFRESH_MS &&
       refresh_token(ctx, c, doc) == 0) {
     if (write_cache(path, doc))
-      kn_warn(ctx->log, FAC, "%s: could not rewrite %s with the refreshed token", c->what,
+      kn_warn(ctx->log, FAC,
+              "%s: could not rewrite %s with the refreshed token", c->what,
               shown ? shown : path);
     else
       kn_info(ctx->log, FAC, "%s: token refreshed", c->what);
@@ -282,20 +310,22 @@ static char *load_token(kn_creds_ctx_t *ctx, const sso_conf_t *c, kn_error_t **e
   }
   if (expires <= kn_wall_ms()) {
     char when[21];
-    *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                         "%s: the cached token expired at %s%s: run `%s`", c->what,
-                         kn_iso8601_format(expires, when),
-                         c->session ? " and could not be refreshed" : "", c->login);
+    *errp = kn_error_new(
+        KN_ERR__CREDENTIALS, "%s: the cached token expired at %s%s: run `%s`",
+        c->what, kn_iso8601_format(expires, when),
+        c->session ? " and could not be refreshed" : "", c->login);
     goto out;
   }
   for (const char *p = at; *p; p++)
     if ((unsigned char)*p < ' ' || *p == 0x7f) {
-      *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                           "%s: the cached token holds control characters: run `%s`",
-                           c->what, c->login);
+      *errp = kn_error_new(
+          KN_ERR__CREDENTIALS,
+          "%s: the cached token holds control characters: run `%s`", c->what,
+          c->login);
       goto out;
     }
-  if (!(token = strdup(at))) *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
+  if (!(token = strdup(at)))
+    *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
 out:
   json_decref(doc);
   if (text.p) kn_secure_wipe(text.p, text.len);
@@ -305,9 +335,11 @@ out:
   return token;
 }
 
-static kn_creds_res_t parse_role_creds(const kn_http_resp_t *resp, const sso_conf_t *c,
-                                       kn_creds_t *out, kn_error_t **errp) {
-  json_t *doc = json_loadb(resp->body.p ? resp->body.p : "", resp->body.len, 0, NULL);
+static kn_creds_res_t parse_role_creds(const kn_http_resp_t *resp,
+                                       const sso_conf_t *c, kn_creds_t *out,
+                                       kn_error_t **errp) {
+  json_t *doc =
+      json_loadb(resp->body.p ? resp->body.p : "", resp->body.len, 0, NULL);
   json_t *rc = json_object_get(doc, "roleCredentials");
   const char *id = jstr(rc, "accessKeyId"), *sk = jstr(rc, "secretAccessKey");
   const char *st = jstr(rc, "sessionToken");
@@ -316,11 +348,13 @@ static kn_creds_res_t parse_role_creds(const kn_http_resp_t *resp, const sso_con
   char what[400];
   snprintf(what, sizeof(what), "%s: SSO GetRoleCredentials", c->what);
   if (!id || !sk || !st || !json_is_integer(exp)) {
-    *errp = kn_error_new(KN_ERR__BAD_MSG,
-                         "%s: the answer has no roleCredentials with accessKeyId, "
-                         "secretAccessKey, sessionToken and expiration",
-                         what);
-  } else if (kn_creds_set_static(out, id, sk, st, KN_CREDS_SRC_SSO, what, errp) == 0) {
+    *errp =
+        kn_error_new(KN_ERR__BAD_MSG,
+                     "%s: the answer has no roleCredentials with accessKeyId, "
+                     "secretAccessKey, sessionToken and expiration",
+                     what);
+  } else if (kn_creds_set_static(out, id, sk, st, KN_CREDS_SRC_SSO, what,
+                                 errp) == 0) {
     out->expires_ms = (int64_t)json_integer_value(exp);
     r = KN_CREDS_FOUND;
   }
@@ -340,19 +374,24 @@ kn_creds_res_t kn_creds_sso(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
   kn_secure_free_str(token);
   int fail = !auth;
   if (ctx->sso_endpoint)
-    fail |= kn_buf_printf(&url, "%s%sfederation/credentials?account_id=", ctx->sso_endpoint,
+    fail |= kn_buf_printf(&url, "%s%sfederation/credentials?account_id=",
+                          ctx->sso_endpoint,
                           ends_slash(ctx->sso_endpoint) ? "" : "/") != 0;
   else
-    fail |= kn_buf_printf(&url, "https://portal.sso.%s.amazonaws.com/federation/"
-                          "credentials?account_id=", c.region) != 0;
-  fail = fail || url_escape(&url, c.account) || kn_buf_append_str(&url, "&role_name=") ||
-         url_escape(&url, c.role) || kn_buf_append_char(&url, '\0');
+    fail |= kn_buf_printf(&url,
+                          "https://portal.sso.%s.amazonaws.com/federation/"
+                          "credentials?account_id=",
+                          c.region) != 0;
+  fail = fail || url_escape(&url, c.account) ||
+         kn_buf_append_str(&url, "&role_name=") || url_escape(&url, c.role) ||
+         kn_buf_append_char(&url, '\0');
   r = KN_CREDS_FAILED;
   if (fail) {
     *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
     goto out;
   }
-  const char *headers[] = {auth, "Accept: application/json", ctx->user_agent_header, NULL};
+  const char *headers[] = {auth, "Accept: application/json",
+                           ctx->user_agent_header, NULL};
   kn_http_req_t req = {0};
   req.method = "GET";
   req.url = url.p;
@@ -363,15 +402,18 @@ kn_creds_res_t kn_creds_sso(kn_creds_ctx_t *ctx, const kn_aws_profile_t *pf,
     *errp = kn_error_prefix(resp.error, "%s: SSO GetRoleCredentials", c.what);
     resp.error = NULL;
   } else if (resp.status == 401 || resp.status == 403) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                         "%s: SSO GetRoleCredentials: the token was refused (HTTP %d%s%s): "
-                         "run `%s`",
-                         c.what, resp.status, resp.error_type ? " " : "",
-                         resp.error_type ? resp.error_type : "", c.login);
+    *errp = kn_error_new(
+        KN_ERR__CREDENTIALS,
+        "%s: SSO GetRoleCredentials: the token was refused (HTTP %d%s%s): "
+        "run `%s`",
+        c.what, resp.status, resp.error_type ? " " : "",
+        resp.error_type ? resp.error_type : "", c.login);
   } else if (resp.status != 200) {
-    char *snip = kn_creds_snippet(resp.body.p ? resp.body.p : "", resp.body.len, 200);
-    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: SSO GetRoleCredentials: HTTP %d%s%s",
-                         c.what, resp.status, snip && *snip ? ": " : "", snip ? snip : "");
+    char *snip =
+        kn_creds_snippet(resp.body.p ? resp.body.p : "", resp.body.len, 200);
+    *errp = kn_error_new(
+        KN_ERR__CREDENTIALS, "%s: SSO GetRoleCredentials: HTTP %d%s%s", c.what,
+        resp.status, snip && *snip ? ": " : "", snip ? snip : "");
     free(snip);
   } else {
     r = parse_role_creds(&resp, &c, out, errp);
@@ -384,6 +426,7 @@ out:
   return r;
 }
 
-kn_creds_res_t kn_creds_from_sso(kn_creds_ctx_t *ctx, kn_creds_t *out, kn_error_t **errp) {
+kn_creds_res_t kn_creds_from_sso(kn_creds_ctx_t *ctx, kn_creds_t *out,
+                                 kn_error_t **errp) {
   return kn_creds_sso(ctx, ctx->profile, out, errp);
 }

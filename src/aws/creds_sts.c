@@ -55,8 +55,9 @@ static char *xml_get(kn_xml_span_t doc, const char *const *path) {
 }
 
 /* The credentials of a successful response to action. */
-static int parse_ok(const kn_buf_t *body, const char *action, const char *source,
-                    const char *what, kn_creds_t *out, kn_error_t **errp) {
+static int parse_ok(const kn_buf_t *body, const char *action,
+                    const char *source, const char *what, kn_creds_t *out,
+                    kn_error_t **errp) {
   kn_xml_span_t doc = {body->p ? body->p : "", body->len};
   kn_xml_span_t creds;
   char result[64];
@@ -76,13 +77,16 @@ static int parse_ok(const kn_buf_t *body, const char *action, const char *source
   int rc = -1;
   int64_t expires = 0;
   if (!id || !sk || !st || !ex) {
-    *errp = kn_error_new(KN_ERR__BAD_MSG,
-                         "%s: STS Credentials without %s", what,
-                         !id ? "AccessKeyId" : !sk ? "SecretAccessKey"
-                                 : !st ? "SessionToken" : "Expiration");
+    *errp =
+        kn_error_new(KN_ERR__BAD_MSG, "%s: STS Credentials without %s", what,
+                     !id   ? "AccessKeyId"
+                     : !sk ? "SecretAccessKey"
+                     : !st ? "SessionToken"
+                           : "Expiration");
   } else if (kn_iso8601_parse(ex, &expires)) {
     *errp = kn_error_new(KN_ERR__BAD_MSG,
-                         "%s: STS Expiration is not a date-time: \"%.40s\"", what, ex);
+                         "%s: STS Expiration is not a date-time: \"%.40s\"",
+                         what, ex);
   } else if (kn_creds_set_static(out, id, sk, st, source, what, errp) == 0) {
     out->expires_ms = expires;
     rc = 0;
@@ -127,7 +131,8 @@ static int sts_retriable(const kn_error_t *e) {
 }
 
 /* Host (with port) and path of the STS endpoint, for signing. */
-static int split_url(const char *url, char *host, size_t host_size, const char **path) {
+static int split_url(const char *url, char *host, size_t host_size,
+                     const char **path) {
   const char *a = strstr(url, "://");
   if (!a) return -1;
   a += 3;
@@ -151,7 +156,8 @@ static kn_creds_res_t sts_call(kn_creds_ctx_t *ctx, const char *action,
     *errp = kn_error_new(KN_ERR__CONF, "%s: no STS endpoint", what);
     return KN_CREDS_FAILED;
   }
-  static const char ctype[] = "application/x-www-form-urlencoded; charset=utf-8";
+  static const char ctype[] =
+      "application/x-www-form-urlencoded; charset=utf-8";
   char host[300];
   const char *path = "/";
   if (signer && split_url(ctx->sts_endpoint, host, sizeof(host), &path)) {
@@ -165,23 +171,28 @@ static kn_creds_res_t sts_call(kn_creds_ctx_t *ctx, const char *action,
     char *lines[3] = {NULL, NULL, NULL}; /* Authorization, token, date */
     if (signer) {
       kn_sigv4_header_t sh[] = {{"Host", host}, {"Content-Type", ctype}};
-      kn_sigv4_request_t sreq = {.method = "POST", .path = path, .headers = sh,
-                                 .n_headers = 2, .payload = body->p,
+      kn_sigv4_request_t sreq = {.method = "POST",
+                                 .path = path,
+                                 .headers = sh,
+                                 .n_headers = 2,
+                                 .payload = body->p,
                                  .payload_len = body->len};
       kn_sigv4_creds_t sc = {signer->access_key_id, signer->secret_access_key,
                              signer->session_token};
-      if (kn_sigv4_sign(&sreq, &sc, ctx->region ? ctx->region : "us-east-1", "sts",
-                        (long long)(kn_wall_ms() / 1000), &sig)) {
-        *errp = kn_error_new(KN_ERR__CREDENTIALS,
-                             "%s: cannot sign STS %s with the credentials from %s",
-                             what, action, signer->source ? signer->source : "?");
+      if (kn_sigv4_sign(&sreq, &sc, ctx->region ? ctx->region : "us-east-1",
+                        "sts", (long long)(kn_wall_ms() / 1000), &sig)) {
+        *errp =
+            kn_error_new(KN_ERR__CREDENTIALS,
+                         "%s: cannot sign STS %s with the credentials from %s",
+                         what, action, signer->source ? signer->source : "?");
         kn_sigv4_result_clear(&sig);
         return KN_CREDS_FAILED;
       }
       lines[0] = kn_asprintf("Authorization: %s", sig.authorization);
-      lines[1] = signer->session_token && *signer->session_token
-                     ? kn_asprintf("X-Amz-Security-Token: %s", signer->session_token)
-                     : NULL;
+      lines[1] =
+          signer->session_token && *signer->session_token
+              ? kn_asprintf("X-Amz-Security-Token: %s", signer->session_token)
+              : NULL;
       lines[2] = kn_asprintf("X-Amz-Date: %s", sig.amz_date);
       kn_secure_wipe(sig.authorization, sizeof(sig.authorization));
       kn_sigv4_result_clear(&sig);
@@ -194,8 +205,12 @@ static kn_creds_res_t sts_call(kn_creds_ctx_t *ctx, const char *action,
     }
     const char *headers[] = {
         "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
-        "Accept: text/xml", ctx->user_agent_header, lines[0], lines[2],
-        lines[1], NULL};
+        "Accept: text/xml",
+        ctx->user_agent_header,
+        lines[0],
+        lines[2],
+        lines[1],
+        NULL};
     if (!lines[0]) headers[3] = NULL;
     kn_http_req_t req = {0};
     req.method = "POST";
@@ -212,9 +227,10 @@ static kn_creds_res_t sts_call(kn_creds_ctx_t *ctx, const char *action,
       e = kn_error_prefix(resp.error, "%s: STS %s", what, action);
       resp.error = NULL;
     } else if (resp.status == 200) {
-      kn_creds_res_t res = parse_ok(&resp.body, action, source, what, out, errp) == 0
-                               ? KN_CREDS_FOUND
-                               : KN_CREDS_FAILED;
+      kn_creds_res_t res =
+          parse_ok(&resp.body, action, source, what, out, errp) == 0
+              ? KN_CREDS_FOUND
+              : KN_CREDS_FAILED;
       if (resp.body.p) kn_secure_wipe(resp.body.p, resp.body.len);
       kn_http_resp_clear(&resp);
       return res;
@@ -233,13 +249,15 @@ static kn_creds_res_t sts_call(kn_creds_ctx_t *ctx, const char *action,
 }
 
 /* A generated session name, as botocore makes them. */
-static const char *session_or_default(const char *name, char *gen, size_t size) {
+static const char *session_or_default(const char *name, char *gen,
+                                      size_t size) {
   if (name && *name) return name;
   snprintf(gen, size, "libkinesis-%lld", (long long)kn_wall_ms());
   return gen;
 }
 
-static int check_session_name(const char *name, const char *what, kn_error_t **errp) {
+static int check_session_name(const char *name, const char *what,
+                              kn_error_t **errp) {
   if (session_name_valid(name)) return 0;
   *errp = kn_error_new(KN_ERR__CONF,
                        "%s: role session name \"%.80s\" must be 2 to 64 of "
@@ -250,9 +268,8 @@ static int check_session_name(const char *name, const char *what, kn_error_t **e
 
 kn_creds_res_t kn_creds_web_identity(kn_creds_ctx_t *ctx, const char *role_arn,
                                      const char *token_file,
-                                     const char *session_name,
-                                     const char *what, kn_creds_t *out,
-                                     kn_error_t **errp) {
+                                     const char *session_name, const char *what,
+                                     kn_creds_t *out, kn_error_t **errp) {
   char gen[64];
   session_name = session_or_default(session_name, gen, sizeof(gen));
   if (check_session_name(session_name, what, errp)) return KN_CREDS_FAILED;
@@ -265,8 +282,9 @@ kn_creds_res_t kn_creds_web_identity(kn_creds_ctx_t *ctx, const char *role_arn,
   /* Read on every fetch: the token file is rotated (EKS: hourly). */
   int rc = kn_file_read(token_file, MAX_TOKEN_FILE, &token);
   if (rc || !token.len) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: web identity token file %s: %s",
-                         what, token_file, rc ? strerror(rc) : "empty");
+    *errp =
+        kn_error_new(KN_ERR__CREDENTIALS, "%s: web identity token file %s: %s",
+                     what, token_file, rc ? strerror(rc) : "empty");
     goto out;
   }
   kn_str_trim(token.p);
@@ -288,18 +306,21 @@ out:
   return res;
 }
 
-kn_creds_res_t kn_creds_assume_role(kn_creds_ctx_t *ctx, const kn_creds_role_t *role,
+kn_creds_res_t kn_creds_assume_role(kn_creds_ctx_t *ctx,
+                                    const kn_creds_role_t *role,
                                     const kn_creds_t *source, const char *what,
                                     kn_creds_t *out, kn_error_t **errp) {
   char gen[64], dur[24];
-  const char *session = session_or_default(role->session_name, gen, sizeof(gen));
+  const char *session =
+      session_or_default(role->session_name, gen, sizeof(gen));
   if (check_session_name(session, what, errp)) return KN_CREDS_FAILED;
   kn_buf_t body = KN_BUF_INIT;
   int fail = form_append(&body, "Action", "AssumeRole") ||
              form_append(&body, "Version", "2011-06-15") ||
              form_append(&body, "RoleArn", role->role_arn) ||
              form_append(&body, "RoleSessionName", session);
-  if (!fail && role->external_id) fail = form_append(&body, "ExternalId", role->external_id);
+  if (!fail && role->external_id)
+    fail = form_append(&body, "ExternalId", role->external_id);
   if (!fail && role->duration_s > 0) {
     snprintf(dur, sizeof(dur), "%d", role->duration_s);
     fail = form_append(&body, "DurationSeconds", dur);
@@ -308,8 +329,8 @@ kn_creds_res_t kn_creds_assume_role(kn_creds_ctx_t *ctx, const kn_creds_role_t *
   if (fail)
     *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
   else
-    res = sts_call(ctx, "AssumeRole", &body, source, KN_CREDS_SRC_ASSUME_ROLE, what,
-                   out, errp);
+    res = sts_call(ctx, "AssumeRole", &body, source, KN_CREDS_SRC_ASSUME_ROLE,
+                   what, out, errp);
   kn_buf_free(&body);
   return res;
 }

@@ -24,20 +24,20 @@ struct kn_evs_decoder {
   uint8_t pre[KN_EVS_PRELUDE_LEN];
   size_t have;
   uint32_t total, hlen;
-  uint32_t crc;       /* running CRC of buf[0 .. min(have, total - 4)) */
-  uint8_t *buf;       /* owned; cap + 1 bytes */
+  uint32_t crc; /* running CRC of buf[0 .. min(have, total - 4)) */
+  uint8_t *buf; /* owned; cap + 1 bytes */
   size_t cap;
 
   kn_evs_header_t *hdrs; /* owned, reused for every message */
   size_t hdr_cap;
 
-  uint64_t offset;    /* stream offset of the current frame */
+  uint64_t offset; /* stream offset of the current frame */
   uint64_t frames;
 
   /* During the callback: what kn_evs_take_frame() may hand over. */
   int in_cb;
   int taken;
-  int cur_in_buf;     /* the frame is d->buf, not the caller's bytes */
+  int cur_in_buf; /* the frame is d->buf, not the caller's bytes */
   const uint8_t *cur;
   size_t cur_len;
 
@@ -69,7 +69,8 @@ static uint32_t crc_update(uint32_t crc, const uint8_t *p, size_t n) {
 
 /* Records the first failure; every later call reports it again. */
 static kn_err_t fail(kn_evs_decoder_t *d, kn_error_t **errp, kn_err_t code,
-                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+                     const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 static kn_err_t fail(kn_evs_decoder_t *d, kn_error_t **errp, kn_err_t code,
                      const char *fmt, ...) {
@@ -81,15 +82,16 @@ static kn_err_t fail(kn_evs_decoder_t *d, kn_error_t **errp, kn_err_t code,
   free(d->fail_msg);
   d->fail_msg = msg;
   if (errp)
-    *errp = kn_error_new(code, "event stream: %s",
-                         msg ? msg : kn_err2str(code));
+    *errp =
+        kn_error_new(code, "event stream: %s", msg ? msg : kn_err2str(code));
   return code;
 }
 
 static kn_err_t refail(const kn_evs_decoder_t *d, kn_error_t **errp) {
   if (errp)
-    *errp = kn_error_new(d->fail_code, "event stream: decoder failed earlier: %s",
-                         d->fail_msg ? d->fail_msg : kn_err2str(d->fail_code));
+    *errp =
+        kn_error_new(d->fail_code, "event stream: decoder failed earlier: %s",
+                     d->fail_msg ? d->fail_msg : kn_err2str(d->fail_code));
   return d->fail_code;
 }
 
@@ -178,7 +180,8 @@ static long parse_headers(kn_evs_decoder_t *d, const uint8_t *h, size_t hlen,
     if (nl > hlen - pos) {
       fail(d, errp, KN_ERR__CORRUPT,
            "frame at offset %llu: header name at byte %zu runs past the "
-           "headers", off, start);
+           "headers",
+           off, start);
       return -1;
     }
     const char *name = (const char *)h + pos;
@@ -199,7 +202,8 @@ static long parse_headers(kn_evs_decoder_t *d, const uint8_t *h, size_t hlen,
     size_t vlen = fixed_len[type];
     const uint8_t *v = h + pos;
     if (type == KN_EVS_BYTES || type == KN_EVS_STRING) {
-      if (hlen - pos < 2) vlen = 2; /* reported as truncated below */
+      if (hlen - pos < 2)
+        vlen = 2; /* reported as truncated below */
       else {
         vlen = (size_t)v[0] << 8 | v[1];
         pos += 2;
@@ -224,13 +228,24 @@ static long parse_headers(kn_evs_decoder_t *d, const uint8_t *h, size_t hlen,
     hd->val = NULL;
     hd->val_len = 0;
     switch (hd->type) {
-      case KN_EVS_BOOL_TRUE: hd->num = 1; break;
-      case KN_EVS_BOOL_FALSE: break;
-      case KN_EVS_BYTE: hd->num = sext(v[0], 8); break;
-      case KN_EVS_SHORT: hd->num = sext((uint64_t)v[0] << 8 | v[1], 16); break;
-      case KN_EVS_INT: hd->num = sext(be32(v), 32); break;
+      case KN_EVS_BOOL_TRUE:
+        hd->num = 1;
+        break;
+      case KN_EVS_BOOL_FALSE:
+        break;
+      case KN_EVS_BYTE:
+        hd->num = sext(v[0], 8);
+        break;
+      case KN_EVS_SHORT:
+        hd->num = sext((uint64_t)v[0] << 8 | v[1], 16);
+        break;
+      case KN_EVS_INT:
+        hd->num = sext(be32(v), 32);
+        break;
       case KN_EVS_LONG:
-      case KN_EVS_TIMESTAMP: hd->num = sext(be64(v), 64); break;
+      case KN_EVS_TIMESTAMP:
+        hd->num = sext(be64(v), 64);
+        break;
       case KN_EVS_BYTES:
       case KN_EVS_STRING:
       case KN_EVS_UUID:

@@ -58,11 +58,11 @@ const char *kn_evs_type_name(kn_evs_type_t type);
  * the encoder copies what it points at. */
 typedef struct kn_evs_header {
   const char *name;
-  size_t name_len;       /* 0..255 */
+  size_t name_len; /* 0..255 */
   kn_evs_type_t type;
-  int64_t num;           /* BOOL_* (1 or 0), BYTE, SHORT, INT, LONG, TIMESTAMP */
-  const uint8_t *val;    /* BYTES, STRING, UUID */
-  size_t val_len;        /* BYTES and STRING: 0..65535; UUID: 16 */
+  int64_t num;        /* BOOL_* (1 or 0), BYTE, SHORT, INT, LONG, TIMESTAMP */
+  const uint8_t *val; /* BYTES, STRING, UUID */
+  size_t val_len;     /* BYTES and STRING: 0..65535; UUID: 16 */
 } kn_evs_header_t;
 
 /* A decoded message.  Every pointer (headers, their names and values, the
@@ -74,7 +74,7 @@ typedef struct kn_evs_msg {
   size_t payload_len;
   const uint8_t *frame; /* the whole frame, prelude to CRC */
   size_t frame_len;
-  uint64_t offset;      /* of the frame in the stream, for diagnostics */
+  uint64_t offset; /* of the frame in the stream, for diagnostics */
 } kn_evs_msg_t;
 
 /* The last header named name (NUL-terminated), as the JS SDK keeps the
@@ -86,8 +86,7 @@ const kn_evs_header_t *kn_evs_msg_header(const kn_evs_msg_t *msg,
 const char *kn_evs_msg_str(const kn_evs_msg_t *msg, const char *name,
                            size_t *len);
 /* Non-zero if header name is a string equal to s (NUL-terminated). */
-int kn_evs_msg_str_eq(const kn_evs_msg_t *msg, const char *name,
-                      const char *s);
+int kn_evs_msg_str_eq(const kn_evs_msg_t *msg, const char *name, const char *s);
 
 /* ---- Decoder ---- */
 
@@ -102,8 +101,8 @@ typedef int(kn_evs_msg_cb)(void *opaque, kn_evs_decoder_t *d,
                            const kn_evs_msg_t *msg);
 
 /* max_frame caps a frame's total length (0: KN_EVS_DEFAULT_MAX_FRAME;
- * at least KN_EVS_MIN_FRAME, at most KN_EVS_MAX_MESSAGE).  cb must not be NULL.  Returns NULL on
- * out-of-memory. */
+ * at least KN_EVS_MIN_FRAME, at most KN_EVS_MAX_MESSAGE).  cb must not be NULL.
+ * Returns NULL on out-of-memory. */
 kn_evs_decoder_t *kn_evs_decoder_new(size_t max_frame, kn_evs_msg_cb *cb,
                                      void *opaque);
 /* Accepts NULL. */

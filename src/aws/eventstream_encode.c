@@ -7,8 +7,8 @@
 #include "core/error.h"
 
 const char *kn_evs_type_name(kn_evs_type_t type) {
-  static const char *const names[] = {"bool", "bool", "byte",   "short",
-                                      "int",  "long", "bytes",  "string",
+  static const char *const names[] = {"bool",      "bool", "byte",  "short",
+                                      "int",       "long", "bytes", "string",
                                       "timestamp", "uuid"};
   return (unsigned)type <= KN_EVS_UUID ? names[type] : "unknown";
 }
@@ -24,7 +24,8 @@ static size_t header_len(const kn_evs_header_t *h, const char **why) {
   int64_t v = h->num;
   switch (h->type) {
     case KN_EVS_BOOL_TRUE:
-    case KN_EVS_BOOL_FALSE: return n;
+    case KN_EVS_BOOL_FALSE:
+      return n;
     case KN_EVS_BYTE:
       if (v < INT8_MIN || v > INT8_MAX) break;
       return n + 1;
@@ -35,7 +36,8 @@ static size_t header_len(const kn_evs_header_t *h, const char **why) {
       if (v < INT32_MIN || v > INT32_MAX) break;
       return n + 4;
     case KN_EVS_LONG:
-    case KN_EVS_TIMESTAMP: return n + 8;
+    case KN_EVS_TIMESTAMP:
+      return n + 8;
     case KN_EVS_BYTES:
     case KN_EVS_STRING:
       if (h->val_len > 65535) {
@@ -115,15 +117,22 @@ static uint8_t *put_header(uint8_t *o, const kn_evs_header_t *h) {
   uint64_t u = (uint64_t)h->num;
   switch (h->type) {
     case KN_EVS_BOOL_TRUE:
-    case KN_EVS_BOOL_FALSE: break;
-    case KN_EVS_BYTE: *o++ = (uint8_t)u; break;
+    case KN_EVS_BOOL_FALSE:
+      break;
+    case KN_EVS_BYTE:
+      *o++ = (uint8_t)u;
+      break;
     case KN_EVS_SHORT:
       *o++ = (uint8_t)(u >> 8);
       *o++ = (uint8_t)u;
       break;
-    case KN_EVS_INT: o = put32(o, (uint32_t)u); break;
+    case KN_EVS_INT:
+      o = put32(o, (uint32_t)u);
+      break;
     case KN_EVS_LONG:
-    case KN_EVS_TIMESTAMP: o = put64(o, h->num); break;
+    case KN_EVS_TIMESTAMP:
+      o = put64(o, h->num);
+      break;
     case KN_EVS_BYTES:
     case KN_EVS_STRING:
       *o++ = (uint8_t)(h->val_len >> 8);
@@ -147,26 +156,29 @@ kn_err_t kn_evs_encode(kn_buf_t *out, const kn_evs_header_t *headers,
   if (bad < n_headers) {
     const kn_evs_header_t *h = &headers[bad];
     if (errp)
-      *errp = kn_error_new(KN_ERR__INVALID_ARG,
-                           "event stream: cannot encode header %zu \"%.*s\" "
-                           "(%s): %s",
-                           bad, h->name_len > 255 ? 255 : (int)h->name_len,
-                           h->name ? h->name : "", kn_evs_type_name(h->type),
-                           why);
+      *errp =
+          kn_error_new(KN_ERR__INVALID_ARG,
+                       "event stream: cannot encode header %zu \"%.*s\" "
+                       "(%s): %s",
+                       bad, h->name_len > 255 ? 255 : (int)h->name_len,
+                       h->name ? h->name : "", kn_evs_type_name(h->type), why);
     return KN_ERR__INVALID_ARG;
   }
   if (payload_len > UINT32_MAX - KN_EVS_MIN_FRAME - hl) {
     if (errp)
       *errp = kn_error_new(KN_ERR__INVALID_ARG,
                            "event stream: frame over 4 GiB (%zu header bytes, "
-                           "%zu payload bytes)", hl, payload_len);
+                           "%zu payload bytes)",
+                           hl, payload_len);
     return KN_ERR__INVALID_ARG;
   }
   size_t total = KN_EVS_MIN_FRAME + hl + payload_len;
   if (kn_buf_reserve(out, total)) {
     if (errp)
-      *errp = kn_error_new(KN_ERR__NOMEM, "event stream: out of memory for a "
-                           "%zu-byte frame", total);
+      *errp = kn_error_new(KN_ERR__NOMEM,
+                           "event stream: out of memory for a "
+                           "%zu-byte frame",
+                           total);
     return KN_ERR__NOMEM;
   }
   uint8_t *f = (uint8_t *)out->p + out->len, *o = f;
@@ -191,9 +203,9 @@ kn_evs_header_t kn_evs_h_str(const char *name, const char *s) {
 }
 
 kn_evs_header_t kn_evs_h_bool(const char *name, int v) {
-  kn_evs_header_t h = {name, strlen(name),
-                       v ? KN_EVS_BOOL_TRUE : KN_EVS_BOOL_FALSE, v ? 1 : 0,
-                       NULL, 0};
+  kn_evs_header_t h = {
+      name,      strlen(name), v ? KN_EVS_BOOL_TRUE : KN_EVS_BOOL_FALSE,
+      v ? 1 : 0, NULL,         0};
   return h;
 }
 

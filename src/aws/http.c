@@ -17,8 +17,10 @@ static void mark_dirty(struct kn_http_xfer *x) {
 }
 
 static void unlink_xfer(struct kn_http_xfer *x) {
-  if (x->prev) x->prev->next = x->next;
-  else x->loop->xfers = x->next;
+  if (x->prev)
+    x->prev->next = x->next;
+  else
+    x->loop->xfers = x->next;
   if (x->next) x->next->prev = x->prev;
   x->prev = x->next = NULL;
 }
@@ -60,16 +62,16 @@ static void complete(struct kn_http_xfer *x) {
 static kn_error_t *add(struct kn_http_xfer *x) {
   CURLMcode mc = curl_multi_add_handle(x->loop->multi, x->easy);
   if (mc != CURLM_OK)
-    return kn_error_new(mc == CURLM_OUT_OF_MEMORY ? KN_ERR__NOMEM : KN_ERR__FAIL,
-                        "%s %s: cannot start the transfer: %s", x->method,
-                        x->url, curl_multi_strerror(mc));
+    return kn_error_new(
+        mc == CURLM_OUT_OF_MEMORY ? KN_ERR__NOMEM : KN_ERR__FAIL,
+        "%s %s: cannot start the transfer: %s", x->method, x->url,
+        curl_multi_strerror(mc));
   x->added = 1;
   return NULL;
 }
 
 kn_http_xfer_t *kn_http_start(kn_loop_t *loop, const kn_http_req_t *req,
-                              kn_http_cb *cb, void *opaque,
-                              kn_error_t **errp) {
+                              kn_http_cb *cb, void *opaque, kn_error_t **errp) {
   *errp = NULL;
   struct kn_http_xfer *x = calloc(1, sizeof(*x));
   if (!x) {
@@ -88,8 +90,10 @@ kn_http_xfer_t *kn_http_start(kn_loop_t *loop, const kn_http_req_t *req,
     x->next = loop->xfers;
     if (x->next) x->next->prev = x;
     loop->xfers = x;
-    if (loop->in_curl) mark_dirty(x);
-    else if ((err = add(x)) != NULL) unlink_xfer(x);
+    if (loop->in_curl)
+      mark_dirty(x);
+    else if ((err = add(x)) != NULL)
+      unlink_xfer(x);
   }
   if (err) {
     kn_xfer_cleanup(x);
@@ -121,8 +125,10 @@ void kn_http_resume(kn_http_xfer_t *x) {
 void kn_http_cancel(kn_http_xfer_t *x) {
   if (!x || x->cancelled) return;
   x->cancelled = 1;
-  if (x->loop->in_curl || x->on_dirty) mark_dirty(x);
-  else free_xfer(x);
+  if (x->loop->in_curl || x->on_dirty)
+    mark_dirty(x);
+  else
+    free_xfer(x);
 }
 
 void kn_http_loop_apply(kn_loop_t *loop) {
@@ -168,7 +174,9 @@ static void count(kn_loop_t *loop, struct kn_http_xfer *x) {
   st->bytes_in += (uint64_t)(down > 0 ? down : 0);
 }
 
-void kn_loop_stats(const kn_loop_t *loop, kn_http_stats_t *out) { *out = loop->stats; }
+void kn_loop_stats(const kn_loop_t *loop, kn_http_stats_t *out) {
+  *out = loop->stats;
+}
 
 void kn_http_loop_done(kn_loop_t *loop) {
   CURLMsg *m;

@@ -16,22 +16,22 @@
 #include "util/log.h"
 
 typedef enum kn_http_version {
-  KN_HTTP_AUTO = 0,     /* HTTP/2 over TLS when ALPN agrees, else 1.1 */
+  KN_HTTP_AUTO = 0, /* HTTP/2 over TLS when ALPN agrees, else 1.1 */
   KN_HTTP_1_1,
-  KN_HTTP_2,            /* HTTP/2 over TLS required; 1.1 in cleartext */
-  KN_HTTP_2_PRIOR       /* HTTP/2 in cleartext with prior knowledge (needs
-                           libcurl >= 8.0.0: kn_loop_new refuses it before) */
+  KN_HTTP_2,      /* HTTP/2 over TLS required; 1.1 in cleartext */
+  KN_HTTP_2_PRIOR /* HTTP/2 in cleartext with prior knowledge (needs
+                     libcurl >= 8.0.0: kn_loop_new refuses it before) */
 } kn_http_version_t;
 
 typedef struct kn_http_opts {
-  int verify_tls;              /* 1: verify peer and host */
-  const char *ca_file;         /* NULL: system store; copied */
+  int verify_tls;      /* 1: verify peer and host */
+  const char *ca_file; /* NULL: system store; copied */
   kn_http_version_t version;
   long connect_timeout_ms;
-  long max_connections;        /* connection cache size, and the most
-                                  connections open to one host (more
-                                  HTTP/1.1 transfers queue) */
-  const kn_logger_t *log;      /* not owned; must outlive the loop */
+  long max_connections;   /* connection cache size, and the most
+                             connections open to one host (more
+                             HTTP/1.1 transfers queue) */
+  const kn_logger_t *log; /* not owned; must outlive the loop */
   /* Largest response body kept (every body but a streamed 2xx one, whose
    * format bounds it); a larger one fails the transfer with
    * KN_ERR__BAD_MSG, before it is all read when Content-Length says so.
@@ -71,12 +71,12 @@ int kn_loop_on_thread(const kn_loop_t *loop);
 
 /* Counters of the loop's transfers since it started. */
 typedef struct kn_http_stats {
-  uint64_t requests;     /* transfers that ended with a callback */
-  uint64_t failures;     /* of which without a whole response */
-  uint64_t connects;     /* new connections they opened */
-  uint64_t http2;        /* responses over HTTP/2 */
-  uint64_t bytes_out;    /* request bodies */
-  uint64_t bytes_in;     /* response bodies */
+  uint64_t requests;  /* transfers that ended with a callback */
+  uint64_t failures;  /* of which without a whole response */
+  uint64_t connects;  /* new connections they opened */
+  uint64_t http2;     /* responses over HTTP/2 */
+  uint64_t bytes_out; /* request bodies */
+  uint64_t bytes_in;  /* response bodies */
 } kn_http_stats_t;
 
 /* I/O thread only (other threads go through kn_loop_call). */
@@ -98,17 +98,17 @@ void kn_timer_free(kn_timer_t *t); /* stops it; accepts NULL */
  * body_take, when given, is moved (left empty), and that body is borrowed
  * when body_borrow is set, to avoid copying large bodies. */
 typedef struct kn_http_req {
-  const char *method;           /* "POST", "GET", "PUT" */
+  const char *method; /* "POST", "GET", "PUT" */
   const char *url;
-  const char *const *headers;   /* NULL-terminated "Name: value" lines */
-  const void *body;             /* ignored when body_take is set */
+  const char *const *headers; /* NULL-terminated "Name: value" lines */
+  const void *body;           /* ignored when body_take is set */
   size_t body_len;
   kn_buf_t *body_take;
   /* 1: body is not copied; it must stay valid and unchanged until the
    * callback has run or the transfer is cancelled (retries re-send one
    * buffer this way). */
   int body_borrow;
-  long timeout_ms;              /* whole exchange; 0: none (event streams) */
+  long timeout_ms; /* whole exchange; 0: none (event streams) */
   /* Streaming: for a 2xx response, body bytes go to on_data as they
    * arrive instead of into resp->body.  Return 0 to go on, 1 to pause the
    * transfer (resume with kn_http_resume()), -1 to abort it (the callback
@@ -122,12 +122,12 @@ typedef struct kn_http_req {
 } kn_http_req_t;
 
 typedef struct kn_http_resp {
-  int status;            /* 0 when no response arrived */
-  kn_buf_t body;         /* the body (non-streamed); callbacks may steal it */
-  char *request_id;      /* x-amzn-RequestId or x-amz-request-id, or NULL */
-  char *content_type;    /* or NULL */
-  char *error_type;      /* x-amzn-ErrorType, or NULL */
-  int http_version;      /* 1 or 2 */
+  int status;         /* 0 when no response arrived */
+  kn_buf_t body;      /* the body (non-streamed); callbacks may steal it */
+  char *request_id;   /* x-amzn-RequestId or x-amz-request-id, or NULL */
+  char *content_type; /* or NULL */
+  char *error_type;   /* x-amzn-ErrorType, or NULL */
+  int http_version;   /* 1 or 2 */
   /* Transport failure (connect, TLS, reset, timeout, truncated body), or
    * NULL when a whole response arrived; then status says how it went.
    * (status 0 with a NULL error: out of memory reporting a failure.) */
@@ -143,8 +143,7 @@ typedef void(kn_http_cb)(void *opaque, kn_http_resp_t *resp);
 /* I/O thread only.  Never calls cb before returning.  On failure returns
  * NULL with *errp set, and cb is never called. */
 kn_http_xfer_t *kn_http_start(kn_loop_t *loop, const kn_http_req_t *req,
-                              kn_http_cb *cb, void *opaque,
-                              kn_error_t **errp);
+                              kn_http_cb *cb, void *opaque, kn_error_t **errp);
 /* I/O thread only: stop or restart reading a streamed body (HTTP/2 flow
  * control holds the server back).  Both take effect on the next turn of
  * the loop, so on_data is never called from inside them. */

@@ -12,12 +12,12 @@
 /* One transfer, on the loop or blocking.  Owned by the loop (or by
  * kn_http_perform_blocking's stack frame); freed by kn_xfer_free(). */
 struct kn_http_xfer {
-  kn_loop_t *loop;       /* NULL when blocking */
+  kn_loop_t *loop; /* NULL when blocking */
   CURL *easy;
   struct curl_slist *headers;
   char *method;
   char *url;
-  kn_buf_t body;         /* the request body when copied or moved */
+  kn_buf_t body; /* the request body when copied or moved */
   const kn_http_opts_t *opts;
 
   int (*on_data)(void *opaque, const char *p, size_t n);
@@ -28,14 +28,14 @@ struct kn_http_xfer {
   kn_http_resp_t resp;
   char errbuf[CURL_ERROR_SIZE];
   int64_t start_us;
-  int headers_done;      /* the final status line and headers are in */
-  int streaming;         /* 2xx with on_data: body bytes go to on_data */
-  int require_h2;        /* KN_HTTP_2 over TLS: refuse an HTTP/1 answer */
-  kn_err_t local_err;    /* why a callback stopped the transfer */
+  int headers_done;   /* the final status line and headers are in */
+  int streaming;      /* 2xx with on_data: body bytes go to on_data */
+  int require_h2;     /* KN_HTTP_2 over TLS: refuse an HTTP/1 answer */
+  kn_err_t local_err; /* why a callback stopped the transfer */
 
   /* Loop bookkeeping (http.c). */
-  int added;             /* in the multi handle */
-  int cancelled;         /* callback will never run; free when possible */
+  int added;     /* in the multi handle */
+  int cancelled; /* callback will never run; free when possible */
   int want_paused, paused;
   int on_dirty;
   struct kn_http_xfer *dirty_next;
@@ -72,8 +72,8 @@ struct kn_timer {
   void (*fn)(void *arg);
   void *arg;
   int64_t due_us;
-  uint64_t seq;             /* start order, breaks ties between equal dues */
-  size_t idx;               /* heap slot, or KN_TIMER_IDLE */
+  uint64_t seq; /* start order, breaks ties between equal dues */
+  size_t idx;   /* heap slot, or KN_TIMER_IDLE */
   struct kn_timer *prev, *next; /* every timer of the loop */
 };
 #define KN_TIMER_IDLE ((size_t)-1)
@@ -81,14 +81,14 @@ struct kn_timer {
 
 struct kn_loop {
   kn_http_opts_t opts;
-  char *ca_file;            /* opts.ca_file points here */
+  char *ca_file; /* opts.ca_file points here */
   CURLM *multi;
   pthread_t thread;
 
-  pthread_mutex_t lock;     /* guards the fields up to the next comment */
+  pthread_mutex_t lock; /* guards the fields up to the next comment */
   struct kn_task *q_head, *q_tail;
   int stopping;
-  int wake_pending;         /* a wakeup is on its way to curl_multi_poll */
+  int wake_pending; /* a wakeup is on its way to curl_multi_poll */
 
   /* I/O thread only. */
   struct kn_timer **heap;
@@ -97,7 +97,7 @@ struct kn_loop {
   struct kn_timer *timers;
   struct kn_http_xfer *xfers;
   struct kn_http_xfer *dirty;
-  int in_curl;              /* inside curl_multi_perform: no multi calls */
+  int in_curl; /* inside curl_multi_perform: no multi calls */
   kn_http_stats_t stats;
   /* Idle easy handles, reset and reused: making one per transfer costs
    * more than the small requests they carry. */
@@ -112,8 +112,8 @@ long kn_timers_next_ms(const kn_loop_t *loop);
 void kn_timers_free_all(kn_loop_t *loop);
 
 /* http.c */
-void kn_http_loop_apply(kn_loop_t *loop);   /* deferred adds, pauses, frees */
-void kn_http_loop_done(kn_loop_t *loop);    /* completions and callbacks */
+void kn_http_loop_apply(kn_loop_t *loop);    /* deferred adds, pauses, frees */
+void kn_http_loop_done(kn_loop_t *loop);     /* completions and callbacks */
 void kn_http_loop_drop_all(kn_loop_t *loop); /* and the idle handles */
 
 #endif

@@ -23,7 +23,9 @@ static size_t body_cap(const struct kn_http_xfer *x) {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc = CURLE_FAILED_INIT;
 
-static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+static void curl_init(void) {
+  curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
 
 int kn_curl_init_once(void) {
   pthread_once(&curl_once, curl_init);
@@ -94,7 +96,8 @@ static void on_field(struct kn_http_xfer *x, const char *p, size_t n) {
       return;
     }
     /* A failed reservation is not an error: the body may still fit. */
-    if (len > x->resp.body.cap) (void)kn_buf_reserve(&x->resp.body, (size_t)len);
+    if (len > x->resp.body.cap)
+      (void)kn_buf_reserve(&x->resp.body, (size_t)len);
   }
 }
 
@@ -151,23 +154,26 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ud) {
 
 static long http_version_opt(kn_http_version_t v, int tls) {
   switch (v) {
-    case KN_HTTP_1_1: return CURL_HTTP_VERSION_1_1;
-    case KN_HTTP_2_PRIOR: return CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+    case KN_HTTP_1_1:
+      return CURL_HTTP_VERSION_1_1;
+    case KN_HTTP_2_PRIOR:
+      return CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
     case KN_HTTP_2:
       /* Never the cleartext Upgrade dance: servers handle it poorly. */
       return tls ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1;
     case KN_HTTP_AUTO:
-    default: return CURL_HTTP_VERSION_2TLS;
+    default:
+      return CURL_HTTP_VERSION_2TLS;
   }
 }
 
-#define SETOPT(opt, val)                          \
-  do {                                            \
-    bad_rc = curl_easy_setopt(h, opt, val);       \
-    if (bad_rc != CURLE_OK) {                     \
-      bad_name = #opt;                            \
-      goto bad_opt;                               \
-    }                                             \
+#define SETOPT(opt, val)                    \
+  do {                                      \
+    bad_rc = curl_easy_setopt(h, opt, val); \
+    if (bad_rc != CURLE_OK) {               \
+      bad_name = #opt;                      \
+      goto bad_opt;                         \
+    }                                       \
   } while (0)
 
 kn_error_t *kn_xfer_setup(struct kn_http_xfer *x, const kn_http_opts_t *opts,
@@ -189,7 +195,8 @@ kn_error_t *kn_xfer_setup(struct kn_http_xfer *x, const kn_http_opts_t *opts,
     body_len = req->body_len;
   } else if (req->body_len) {
     if (kn_buf_append(&x->body, req->body, req->body_len))
-      return kn_error_new(KN_ERR__NOMEM, "out of memory copying a request body");
+      return kn_error_new(KN_ERR__NOMEM,
+                          "out of memory copying a request body");
     body = x->body.p;
     body_len = x->body.len;
   }
@@ -197,7 +204,8 @@ kn_error_t *kn_xfer_setup(struct kn_http_xfer *x, const kn_http_opts_t *opts,
     return kn_error_new(KN_ERR__INVALID_ARG, "HTTP request without a URL");
   x->method = strdup(req->method ? req->method : "GET");
   x->url = strdup(req->url);
-  if (!x->method || !x->url) return kn_error_new(KN_ERR__NOMEM, "out of memory");
+  if (!x->method || !x->url)
+    return kn_error_new(KN_ERR__NOMEM, "out of memory");
   for (const char *const *hd = req->headers; hd && *hd; hd++) {
     struct curl_slist *l = curl_slist_append(x->headers, *hd);
     if (!l) return kn_error_new(KN_ERR__NOMEM, "out of memory");
@@ -255,7 +263,8 @@ kn_error_t *kn_xfer_setup(struct kn_http_xfer *x, const kn_http_opts_t *opts,
     SETOPT(CURLOPT_POST, 1L);
     SETOPT(CURLOPT_POSTFIELDS, body ? body : "");
     SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-    if (strcmp(x->method, "POST") != 0) SETOPT(CURLOPT_CUSTOMREQUEST, x->method);
+    if (strcmp(x->method, "POST") != 0)
+      SETOPT(CURLOPT_CUSTOMREQUEST, x->method);
   } else {
     SETOPT(CURLOPT_CUSTOMREQUEST, x->method);
   }
@@ -277,21 +286,25 @@ static const char *url_for_log(const char *url, char *buf, size_t size) {
 
 static kn_err_t code_of(CURLcode rc) {
   switch (rc) {
-    case CURLE_OPERATION_TIMEDOUT: return KN_ERR__TIMED_OUT;
-    case CURLE_OUT_OF_MEMORY: return KN_ERR__NOMEM;
+    case CURLE_OPERATION_TIMEDOUT:
+      return KN_ERR__TIMED_OUT;
+    case CURLE_OUT_OF_MEMORY:
+      return KN_ERR__NOMEM;
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CRL_BADFILE:
       return KN_ERR__CONF;
-    default: return KN_ERR__TRANSPORT;
+    default:
+      return KN_ERR__TRANSPORT;
   }
 }
 
 /* Failures that the same request would meet again. */
 static int is_permanent(CURLcode rc) {
-  return rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
+  return rc == CURLE_PEER_FAILED_VERIFICATION ||
+         rc == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
 }
 
 void kn_xfer_finish(struct kn_http_xfer *x, CURLcode rc) {
@@ -306,18 +319,21 @@ void kn_xfer_finish(struct kn_http_xfer *x, CURLcode rc) {
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
     x->resp.status = (int)status;
   } else if (x->local_err == KN_ERR__NOMEM) {
-    err = kn_error_new(KN_ERR__NOMEM, "%s %s: out of memory receiving the response",
-                       x->method, url);
+    err = kn_error_new(KN_ERR__NOMEM,
+                       "%s %s: out of memory receiving the response", x->method,
+                       url);
   } else if (x->local_err == KN_ERR__BAD_MSG) {
-    err = kn_error_new(KN_ERR__BAD_MSG, "%s %s: response body larger than %zu bytes",
-                       x->method, url, body_cap(x));
+    err = kn_error_new(KN_ERR__BAD_MSG,
+                       "%s %s: response body larger than %zu bytes", x->method,
+                       url, body_cap(x));
   } else if (x->local_err == KN_ERR__FAIL) {
     err = kn_error_new(KN_ERR__FAIL, "%s %s: transfer aborted by its receiver",
                        x->method, url);
   } else if (x->local_err == KN_ERR__TRANSPORT) {
-    err = kn_error_new(KN_ERR__TRANSPORT,
-                       "%s %s: the server did not agree to HTTP/2 (http.version=2)",
-                       x->method, url);
+    err = kn_error_new(
+        KN_ERR__TRANSPORT,
+        "%s %s: the server did not agree to HTTP/2 (http.version=2)", x->method,
+        url);
     kn_error_set_retriable(err, 0);
   } else {
     const char *why = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
@@ -334,10 +350,11 @@ void kn_xfer_finish(struct kn_http_xfer *x, CURLcode rc) {
     curl_off_t up = 0, down = 0;
     curl_easy_getinfo(x->easy, CURLINFO_SIZE_UPLOAD_T, &up);
     curl_easy_getinfo(x->easy, CURLINFO_SIZE_DOWNLOAD_T, &down);
-    kn_log(lg, KN_LOG_DEBUG, "http", "%s %s -> %d HTTP/%s %.1f ms, %lld B out, %lld B in%s%s%s%s",
-           x->method, url, x->resp.status, x->resp.http_version == 2 ? "2" : "1.1",
-           ms, (long long)up, (long long)down,
-           x->resp.request_id ? ", request id " : "",
+    kn_log(lg, KN_LOG_DEBUG, "http",
+           "%s %s -> %d HTTP/%s %.1f ms, %lld B out, %lld B in%s%s%s%s",
+           x->method, url, x->resp.status,
+           x->resp.http_version == 2 ? "2" : "1.1", ms, (long long)up,
+           (long long)down, x->resp.request_id ? ", request id " : "",
            x->resp.request_id ? x->resp.request_id : "", err ? ": " : "",
            err ? kn_error_string(err) : "");
   }
@@ -370,4 +387,6 @@ void kn_http_resp_clear(kn_http_resp_t *resp) {
   memset(resp, 0, sizeof(*resp));
 }
 
-char *kn_http_redact_header(const char *line) { return kn_redact_header_line(line); }
+char *kn_http_redact_header(const char *line) {
+  return kn_redact_header_line(line);
+}

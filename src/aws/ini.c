@@ -18,7 +18,7 @@ typedef struct parser {
   int nested;            /* ent's value is a sub-section */
   kn_buf_t val;          /* ent's value while it may grow */
   int line;
-  kn_error_t *err;       /* set with the first failure (NULL: out of memory) */
+  kn_error_t *err; /* set with the first failure (NULL: out of memory) */
 } parser_t;
 
 static void entries_free(kn_ini_entry_t *e, size_t n) {
@@ -43,14 +43,14 @@ void kn_ini_destroy(kn_ini_t *ini) {
 
 /* Records "source:line: message" and returns -1. */
 __attribute__((format(printf, 2, 3))) static int syntax(parser_t *ps,
-                                                       const char *fmt, ...) {
+                                                        const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   char *msg = kn_vasprintf(fmt, ap);
   va_end(ap);
   if (msg)
-    ps->err = kn_error_new(KN_ERR__CONF, "%s:%d: %s", ps->ini->source,
-                           ps->line, msg);
+    ps->err =
+        kn_error_new(KN_ERR__CONF, "%s:%d: %s", ps->ini->source, ps->line, msg);
   free(msg);
   return -1;
 }
@@ -119,7 +119,8 @@ static int section_line(parser_t *ps, const char *s, size_t n) {
     }
   if (!close)
     return memchr(s, ']', n)
-               ? syntax(ps, "unexpected text after the \"]\" of a section header")
+               ? syntax(ps,
+                        "unexpected text after the \"]\" of a section header")
                : syntax(ps, "expected \"]\" at the end of a section header");
   char *name = trimmed_dup(s + 1, (size_t)(close - s - 1));
   if (!name) return nomem(ps);
@@ -128,10 +129,11 @@ static int section_line(parser_t *ps, const char *s, size_t n) {
   if (!*name) {
     rc = syntax(ps, "empty section name \"[]\"");
   } else if (dup) {
-    rc = syntax(ps, "duplicate section [%s] (first at line %d)", name, dup->line);
+    rc = syntax(ps, "duplicate section [%s] (first at line %d)", name,
+                dup->line);
   } else {
-    kn_ini_section_t *sec = grow((void **)&ps->ini->sections,
-                                 &ps->ini->n_sections, sizeof(*sec));
+    kn_ini_section_t *sec =
+        grow((void **)&ps->ini->sections, &ps->ini->n_sections, sizeof(*sec));
     if (sec) {
       sec->name = name;
       sec->line = ps->line;
@@ -201,8 +203,8 @@ static int continuation_line(parser_t *ps, const char *s, size_t n) {
                 ps->ent->key);
   } else {
     lower(key);
-    kn_ini_entry_t *sub = grow((void **)&ps->ent->subs, &ps->ent->n_subs,
-                               sizeof(*sub));
+    kn_ini_entry_t *sub =
+        grow((void **)&ps->ent->subs, &ps->ent->n_subs, sizeof(*sub));
     if (sub) {
       sub->key = key;
       sub->value = val;
@@ -276,7 +278,8 @@ const kn_ini_section_t *kn_ini_section(const kn_ini_t *ini, const char *name) {
   return NULL;
 }
 
-const kn_ini_entry_t *kn_ini_entry(const kn_ini_section_t *sec, const char *key) {
+const kn_ini_entry_t *kn_ini_entry(const kn_ini_section_t *sec,
+                                   const char *key) {
   if (!sec) return NULL;
   for (size_t i = 0; i < sec->n_entries; i++)
     if (kn_str_ieq(sec->entries[i].key, key)) return &sec->entries[i];

@@ -24,15 +24,15 @@
 #include "kn/error.h"
 
 typedef struct kn_ini_entry {
-  char *key;                  /* lower-case */
-  char *value;                /* "" for a sub-section */
-  int line;                   /* 1-based line of the key */
-  struct kn_ini_entry *subs;  /* sub-section entries, or NULL */
+  char *key;                 /* lower-case */
+  char *value;               /* "" for a sub-section */
+  int line;                  /* 1-based line of the key */
+  struct kn_ini_entry *subs; /* sub-section entries, or NULL */
   size_t n_subs;
 } kn_ini_entry_t;
 
 typedef struct kn_ini_section {
-  char *name;                 /* e.g. "default", "profile dev" */
+  char *name; /* e.g. "default", "profile dev" */
   int line;
   kn_ini_entry_t *entries;
   size_t n_entries;

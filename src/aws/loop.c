@@ -102,10 +102,11 @@ kn_loop_t *kn_loop_new(const kn_http_opts_t *opts, kn_error_t **errp) {
   if (opts->version == KN_HTTP_2_PRIOR && vi->version_num < 0x080000) {
     /* curl before 8.0.0 breaks HTTP/2 prior-knowledge connections when it
      * reuses them (curl issue 10634): every later request on them fails. */
-    *errp = kn_error_new(KN_ERR__CONF,
-                         "http.version=2-prior-knowledge needs libcurl 8.0.0 or "
-                         "later (this is %s, which fails on reused connections)",
-                         vi->version);
+    *errp =
+        kn_error_new(KN_ERR__CONF,
+                     "http.version=2-prior-knowledge needs libcurl 8.0.0 or "
+                     "later (this is %s, which fails on reused connections)",
+                     vi->version);
     return NULL;
   }
   kn_loop_t *loop = calloc(1, sizeof(*loop));
@@ -153,7 +154,8 @@ void kn_loop_destroy(kn_loop_t *loop) {
   if (!loop) return;
   if (current_loop == loop) {
     /* Joining ourselves would hang; leaking is the lesser harm. */
-    kn_err_log(loop->opts.log, "loop", "kn_loop_destroy called on the I/O thread");
+    kn_err_log(loop->opts.log, "loop",
+               "kn_loop_destroy called on the I/O thread");
     return;
   }
   pthread_mutex_lock(&loop->lock);
@@ -174,13 +176,16 @@ static int enqueue(kn_loop_t *loop, struct kn_task *t) {
     pthread_mutex_unlock(&loop->lock);
     return -1;
   }
-  if (loop->q_tail) loop->q_tail->next = t;
-  else loop->q_head = t;
+  if (loop->q_tail)
+    loop->q_tail->next = t;
+  else
+    loop->q_head = t;
   loop->q_tail = t;
   /* One wakeup per batch of posts is enough: the loop takes them all.
    * Woken under the lock, so that destroy cannot free the multi handle
    * between our check of `stopping` and the wakeup. */
-  if (!loop->wake_pending && current_loop != loop) curl_multi_wakeup(loop->multi);
+  if (!loop->wake_pending && current_loop != loop)
+    curl_multi_wakeup(loop->multi);
   loop->wake_pending = 1;
   pthread_mutex_unlock(&loop->lock);
   return 0;
@@ -238,4 +243,6 @@ int kn_loop_call(kn_loop_t *loop, void (*fn)(void *arg), void *arg) {
 
 int kn_loop_on_thread(const kn_loop_t *loop) { return current_loop == loop; }
 
-const kn_logger_t *kn_loop_logger(const kn_loop_t *loop) { return loop->opts.log; }
+const kn_logger_t *kn_loop_logger(const kn_loop_t *loop) {
+  return loop->opts.log;
+}

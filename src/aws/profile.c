@@ -31,8 +31,9 @@ static kn_error_t *load_file(const char *path, kn_ini_t **out) {
   if (rc == ENOENT) {
     /* Not having the file is the common case. */
   } else if (rc == EFBIG) {
-    e = kn_error_new(KN_ERR__CONF, "%s: larger than %u bytes: not a config file",
-                     shown, KN_AWS_PROFILE_MAX_FILE);
+    e = kn_error_new(KN_ERR__CONF,
+                     "%s: larger than %u bytes: not a config file", shown,
+                     KN_AWS_PROFILE_MAX_FILE);
   } else if (rc) {
     e = kn_error_new(KN_ERR__CONF, "cannot read %s: %s", shown, strerror(rc));
   } else {
@@ -49,7 +50,8 @@ const char *kn_aws_config_profile_name(const char *section, size_t *len) {
     *len = 7;
     return section;
   }
-  if (strncmp(section, "profile", 7) != 0 || !isspace((unsigned char)section[7]))
+  if (strncmp(section, "profile", 7) != 0 ||
+      !isspace((unsigned char)section[7]))
     return NULL;
   const char *n = section + 7;
   while (isspace((unsigned char)*n)) n++;
@@ -80,8 +82,8 @@ static const kn_ini_section_t *find_config_profile(const kn_ini_t *ini,
 }
 
 kn_error_t *kn_aws_profile_load(const char *config_path,
-                                const char *credentials_path,
-                                const char *name, kn_aws_profile_t **out) {
+                                const char *credentials_path, const char *name,
+                                kn_aws_profile_t **out) {
   *out = NULL;
   kn_aws_profile_t *p = calloc(1, sizeof(*p));
   if (!p || !(p->name = strdup(name))) {
@@ -153,9 +155,11 @@ const char *kn_aws_profile_get_file(const kn_aws_profile_t *p, int credentials,
                                     const char *key, char *where,
                                     size_t where_size) {
   if (!p) return NULL;
-  const kn_ini_entry_t *e = kn_ini_entry(credentials ? p->cred_sec : p->config_sec, key);
+  const kn_ini_entry_t *e =
+      kn_ini_entry(credentials ? p->cred_sec : p->config_sec, key);
   if (!e) return NULL;
-  set_where(where, where_size, credentials ? p->credentials : p->config, e->line);
+  set_where(where, where_size, credentials ? p->credentials : p->config,
+            e->line);
   return e->value;
 }
 

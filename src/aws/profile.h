@@ -16,9 +16,9 @@
 
 typedef struct kn_aws_profile {
   char *name;
-  kn_ini_t *config;                    /* NULL: no such file */
+  kn_ini_t *config; /* NULL: no such file */
   kn_ini_t *credentials;
-  const kn_ini_section_t *config_sec;  /* the profile in each file, or NULL */
+  const kn_ini_section_t *config_sec; /* the profile in each file, or NULL */
   const kn_ini_section_t *cred_sec;
 } kn_aws_profile_t;
 
@@ -31,8 +31,8 @@ typedef struct kn_aws_profile {
  * copied.  On success sets *out (free with kn_aws_profile_destroy) and
  * returns NULL; on failure *out is NULL. */
 kn_error_t *kn_aws_profile_load(const char *config_path,
-                                const char *credentials_path,
-                                const char *name, kn_aws_profile_t **out);
+                                const char *credentials_path, const char *name,
+                                kn_aws_profile_t **out);
 void kn_aws_profile_destroy(kn_aws_profile_t *p); /* accepts NULL */
 
 /* Non-zero if either file has the profile. */

@@ -28,8 +28,9 @@ kn_retry_verdict_t kn_retry_decide(const kn_retry_policy_t *p,
   if (attempts >= p->max_attempts) return KN_RETRY_ATTEMPTS;
   if (kn_retry_budget_take(b, err)) return KN_RETRY_NO_BUDGET;
   kn_backoff_t bo;
-  kn_backoff_init(&bo, kn_error_is_throttling(err) ? p->throttle_base_ms : p->base_ms,
-                  p->max_ms);
+  kn_backoff_init(
+      &bo, kn_error_is_throttling(err) ? p->throttle_base_ms : p->base_ms,
+      p->max_ms);
   bo.attempt = attempts > 1 ? attempts - 1 : 0;
   *delay_ms = kn_backoff_next(&bo);
   return KN_RETRY;

@@ -33,10 +33,10 @@ typedef struct kn_retry_policy {
 } kn_retry_policy_t;
 
 typedef enum kn_retry_verdict {
-  KN_RETRY = 0,          /* retry after *delay_ms */
-  KN_RETRY_FATAL,        /* the error is not retriable */
-  KN_RETRY_ATTEMPTS,     /* retriable, but no attempts left */
-  KN_RETRY_NO_BUDGET     /* retriable, but the budget is empty */
+  KN_RETRY = 0,      /* retry after *delay_ms */
+  KN_RETRY_FATAL,    /* the error is not retriable */
+  KN_RETRY_ATTEMPTS, /* retriable, but no attempts left */
+  KN_RETRY_NO_BUDGET /* retriable, but the budget is empty */
 } kn_retry_verdict_t;
 
 /* Decides what to do after attempt number `attempts` (1-based) failed with

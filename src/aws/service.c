@@ -29,11 +29,11 @@ struct kn_svc {
   const kn_aws_settings_t *settings;
   const kn_svc_def_t *def;
   const kn_logger_t *log;
-  char *url;        /* scheme://authority/path */
-  char *host;       /* authority, for Host */
-  char *path;       /* for signing */
-  char *ua_line;    /* "User-Agent: ..." */
-  char *ct_line;    /* "Content-Type: ..." */
+  char *url;     /* scheme://authority/path */
+  char *host;    /* authority, for Host */
+  char *path;    /* for signing */
+  char *ua_line; /* "User-Agent: ..." */
+  char *ct_line; /* "Content-Type: ..." */
   kn_retry_policy_t policy;
   kn_retry_budget_t budget; /* I/O thread only */
 };
@@ -68,10 +68,13 @@ struct kn_call {
 static kn_error_t *parse_endpoint(kn_svc_t *svc, const char *endpoint) {
   const char *p = endpoint;
   size_t scheme_len;
-  if (strncasecmp(p, "https://", 8) == 0) scheme_len = 8;
-  else if (strncasecmp(p, "http://", 7) == 0) scheme_len = 7;
+  if (strncasecmp(p, "https://", 8) == 0)
+    scheme_len = 8;
+  else if (strncasecmp(p, "http://", 7) == 0)
+    scheme_len = 7;
   else
-    return kn_error_new(KN_ERR__CONF, "endpoint \"%s\": not an http:// or https:// URL",
+    return kn_error_new(KN_ERR__CONF,
+                        "endpoint \"%s\": not an http:// or https:// URL",
                         endpoint);
   const char *auth = p + scheme_len;
   size_t auth_len = strcspn(auth, "/?#");
@@ -80,12 +83,13 @@ static kn_error_t *parse_endpoint(kn_svc_t *svc, const char *endpoint) {
       strcspn(auth, " \t\r\n") < auth_len)
     return kn_error_new(KN_ERR__CONF, "endpoint \"%s\": bad host", endpoint);
   if (strpbrk(rest, "?# \t\r\n"))
-    return kn_error_new(KN_ERR__CONF,
-                        "endpoint \"%s\": a query, fragment or space is not allowed",
-                        endpoint);
+    return kn_error_new(
+        KN_ERR__CONF,
+        "endpoint \"%s\": a query, fragment or space is not allowed", endpoint);
   svc->host = kn_strndup(auth, auth_len);
   svc->path = strdup(*rest ? rest : "/");
-  svc->url = kn_asprintf("%.*s%s", (int)(rest - endpoint), endpoint, *rest ? "" : "/");
+  svc->url =
+      kn_asprintf("%.*s%s", (int)(rest - endpoint), endpoint, *rest ? "" : "/");
   if (!svc->host || !svc->path || !svc->url)
     return kn_error_new(KN_ERR__NOMEM, "out of memory");
   return NULL;
@@ -122,7 +126,8 @@ kn_svc_t *kn_svc_new(kn_loop_t *loop, kn_creds_provider_t *creds,
                          : "libkinesis/" KN_VERSION_STR;
     svc->ua_line = kn_asprintf("User-Agent: %s", ua);
     svc->ct_line = kn_asprintf("Content-Type: %s", def->content_type);
-    if (!svc->ua_line || !svc->ct_line) err = kn_error_new(KN_ERR__NOMEM, "out of memory");
+    if (!svc->ua_line || !svc->ct_line)
+      err = kn_error_new(KN_ERR__NOMEM, "out of memory");
   }
   if (err) {
     *errp = err;
@@ -130,9 +135,13 @@ kn_svc_t *kn_svc_new(kn_loop_t *loop, kn_creds_provider_t *creds,
     return NULL;
   }
   kn_retry_policy_t *pol = &svc->policy;
-  pol->max_attempts = settings->retry_max_attempts > 0 ? settings->retry_max_attempts : 1;
-  pol->base_ms = settings->retry_backoff_ms > 0 ? settings->retry_backoff_ms : 100;
-  pol->max_ms = settings->retry_backoff_max_ms > 0 ? settings->retry_backoff_max_ms : 20000;
+  pol->max_attempts =
+      settings->retry_max_attempts > 0 ? settings->retry_max_attempts : 1;
+  pol->base_ms =
+      settings->retry_backoff_ms > 0 ? settings->retry_backoff_ms : 100;
+  pol->max_ms = settings->retry_backoff_max_ms > 0
+                    ? settings->retry_backoff_max_ms
+                    : 20000;
   pol->throttle_base_ms = pol->base_ms * KN_THROTTLE_BASE_FACTOR;
   if (pol->throttle_base_ms > pol->max_ms) pol->throttle_base_ms = pol->max_ms;
   kn_retry_budget_init(&svc->budget, settings->retry_budget);
@@ -191,7 +200,8 @@ static kn_error_t *send_attempt(kn_call_t *c) {
   memset(&cr, 0, sizeof(cr));
   /* Never a fetch on this thread: every transfer of the loop would wait. */
   kn_error_t *err = kn_creds_get_nowait(svc->creds, &cr, &c->creds_ticket);
-  if (err) return kn_error_prefix(err, "%s %s", svc->def->signing_name, c->action);
+  if (err)
+    return kn_error_prefix(err, "%s %s", svc->def->signing_name, c->action);
   if (!cr.access_key_id) {
     if (!c->timer) c->timer = kn_timer_new(svc->loop, retry_now, c);
     if (!c->timer) return kn_error_new(KN_ERR__NOMEM, "out of memory");
@@ -204,11 +214,15 @@ static kn_error_t *send_attempt(kn_call_t *c) {
   kn_sigv4_header_t sh[] = {{"Host", svc->host},
                             {"Content-Type", svc->def->content_type},
                             {"X-Amz-Target", target}};
-  kn_sigv4_request_t sreq = {.method = "POST", .path = svc->path,
-                             .headers = sh, .n_headers = 3,
-                             .payload = c->body.p, .payload_len = c->body.len,
+  kn_sigv4_request_t sreq = {.method = "POST",
+                             .path = svc->path,
+                             .headers = sh,
+                             .n_headers = 3,
+                             .payload = c->body.p,
+                             .payload_len = c->body.len,
                              .payload_hash = c->payload_hash};
-  kn_sigv4_creds_t sc = {cr.access_key_id, cr.secret_access_key, cr.session_token};
+  kn_sigv4_creds_t sc = {cr.access_key_id, cr.secret_access_key,
+                         cr.session_token};
   kn_sigv4_result_t sig;
   memset(&sig, 0, sizeof(sig));
   char *lines[4] = {NULL, NULL, NULL, NULL};
@@ -232,19 +246,26 @@ static kn_error_t *send_attempt(kn_call_t *c) {
   }
   char date_line[40];
   snprintf(date_line, sizeof(date_line), "X-Amz-Date: %s", sig.amz_date);
-  const char *headers[] = {lines[0], svc->ct_line, lines[1], date_line,
-                           svc->ua_line, lines[2], lines[3], NULL};
-  kn_http_req_t req = {.method = "POST", .url = svc->url, .headers = headers,
-                       .body = c->body.p, .body_len = c->body.len,
-                       .body_borrow = 1, .timeout_ms = c->timeout_ms};
+  const char *headers[] = {lines[0],     svc->ct_line, lines[1], date_line,
+                           svc->ua_line, lines[2],     lines[3], NULL};
+  kn_http_req_t req = {.method = "POST",
+                       .url = svc->url,
+                       .headers = headers,
+                       .body = c->body.p,
+                       .body_len = c->body.len,
+                       .body_borrow = 1,
+                       .timeout_ms = c->timeout_ms};
   if (c->on_data) req.on_data = on_stream_data;
   c->attempts++;
   c->xfer = kn_http_start(svc->loop, &req, on_response, c, &err);
-  if (!c->xfer) c->attempts--;
-  else if (c->paused) kn_http_pause(c->xfer);
+  if (!c->xfer)
+    c->attempts--;
+  else if (c->paused)
+    kn_http_pause(c->xfer);
 
 out:
-  for (int i = 0; i < 4; i++) kn_secure_free_str(lines[i]); /* signature, token */
+  for (int i = 0; i < 4; i++)
+    kn_secure_free_str(lines[i]); /* signature, token */
   kn_sigv4_result_clear(&sig);
   kn_creds_clear(&cr);
   return err;
@@ -276,7 +297,8 @@ static void failed(kn_call_t *c, kn_error_t *err) {
   if (v == KN_RETRY) {
     if (!c->timer) c->timer = kn_timer_new(svc->loop, retry_now, c);
     if (c->timer) {
-      kn_dbg(svc->log, "retry", "%s %s: attempt %d failed, retrying in %lld ms: %s",
+      kn_dbg(svc->log, "retry",
+             "%s %s: attempt %d failed, retrying in %lld ms: %s",
              svc->def->signing_name, c->action, c->attempts, (long long)delay,
              kn_error_string(err));
       c->last_err = err;
@@ -285,12 +307,15 @@ static void failed(kn_call_t *c, kn_error_t *err) {
     }
   }
   if (err && c->attempts > 1)
-    err = kn_error_prefix(err, "%s %s failed after %d attempts%s",
-                          svc->def->signing_name, c->action, c->attempts,
-                          v == KN_RETRY_NO_BUDGET ? " (retry budget exhausted)" : "");
+    err = kn_error_prefix(
+        err, "%s %s failed after %d attempts%s", svc->def->signing_name,
+        c->action, c->attempts,
+        v == KN_RETRY_NO_BUDGET ? " (retry budget exhausted)" : "");
   else if (err)
     err = kn_error_prefix(err, "%s %s%s", svc->def->signing_name, c->action,
-                          v == KN_RETRY_NO_BUDGET ? " (retry budget exhausted, not retried)" : "");
+                          v == KN_RETRY_NO_BUDGET
+                              ? " (retry budget exhausted, not retried)"
+                              : "");
   finish(c, err, NULL);
 }
 
@@ -347,23 +372,26 @@ static kn_call_t *call_new(kn_svc_t *svc, const char *action, kn_buf_t *body,
   return c;
 }
 
-static kn_error_t *off_thread(const kn_svc_t *svc, const char *action, kn_buf_t *body) {
+static kn_error_t *off_thread(const kn_svc_t *svc, const char *action,
+                              kn_buf_t *body) {
   if (kn_loop_on_thread(svc->loop)) return NULL;
   if (body) kn_buf_free(body);
-  return kn_error_new(KN_ERR__STATE, "%s %s: asynchronous calls start on the I/O thread",
+  return kn_error_new(KN_ERR__STATE,
+                      "%s %s: asynchronous calls start on the I/O thread",
                       svc->def->signing_name, action);
 }
 
 kn_call_t *kn_svc_call(kn_svc_t *svc, const char *action, kn_buf_t *body,
-                       const kn_call_opts_t *opts, kn_call_cb *cb,
-                       void *opaque, kn_error_t **errp) {
+                       const kn_call_opts_t *opts, kn_call_cb *cb, void *opaque,
+                       kn_error_t **errp) {
   if ((*errp = off_thread(svc, action, body)) != NULL) return NULL;
   kn_call_t *c = call_new(svc, action, body, cb, opaque, errp);
   if (!c) return NULL;
   c->max_attempts = opts && opts->max_attempts > 0 ? opts->max_attempts
                                                    : svc->policy.max_attempts;
-  c->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms
-                                               : svc->settings->request_timeout_ms;
+  c->timeout_ms = opts && opts->timeout_ms > 0
+                      ? opts->timeout_ms
+                      : svc->settings->request_timeout_ms;
   if ((*errp = send_attempt(c)) != NULL) {
     call_free(c);
     return NULL;
@@ -447,9 +475,10 @@ kn_error_t *kn_svc_call_sync(kn_svc_t *svc, const char *action,
                              const kn_call_opts_t *opts, kn_buf_t *out) {
   *out = (kn_buf_t)KN_BUF_INIT;
   if (kn_loop_on_thread(svc->loop))
-    return kn_error_new(KN_ERR__STATE,
-                        "%s %s: a blocking call on the I/O thread would never end",
-                        svc->def->signing_name, action);
+    return kn_error_new(
+        KN_ERR__STATE,
+        "%s %s: a blocking call on the I/O thread would never end",
+        svc->def->signing_name, action);
   struct sync_call s;
   memset(&s, 0, sizeof(s));
   s.svc = svc;

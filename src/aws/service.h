@@ -53,8 +53,8 @@ void kn_svc_destroy(kn_svc_t *svc);
 kn_loop_t *kn_svc_loop(const kn_svc_t *svc);
 
 typedef struct kn_call_opts {
-  int max_attempts;  /* 0: the configured retry.max.attempts; 1: no retry */
-  long timeout_ms;   /* per attempt; 0: http.request.timeout.ms */
+  int max_attempts; /* 0: the configured retry.max.attempts; 1: no retry */
+  long timeout_ms;  /* per attempt; 0: http.request.timeout.ms */
 } kn_call_opts_t;
 
 /* The outcome of a call.  err is NULL on success (HTTP 2xx), and then body
@@ -69,7 +69,7 @@ typedef struct kn_call_result {
   kn_error_t *err;
   kn_buf_t body;
   kn_buf_t request;
-  int attempts;     /* how many were made */
+  int attempts; /* how many were made */
   int http_status;
 } kn_call_result_t;
 
@@ -81,8 +81,8 @@ typedef void(kn_call_cb)(void *opaque, kn_call_result_t *res);
  * returns; if this returns NULL (*errp set) cb is never called.  The call
  * handle is invalid from the moment cb starts. */
 kn_call_t *kn_svc_call(kn_svc_t *svc, const char *action, kn_buf_t *body,
-                       const kn_call_opts_t *opts, kn_call_cb *cb,
-                       void *opaque, kn_error_t **errp);
+                       const kn_call_opts_t *opts, kn_call_cb *cb, void *opaque,
+                       kn_error_t **errp);
 /* I/O thread only: stops the call wherever it is (in flight or waiting
  * to retry); cb will not be called.  Accepts NULL. */
 void kn_call_cancel(kn_call_t *call);

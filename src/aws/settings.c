@@ -93,7 +93,8 @@ static kn_error_t *resolve_files(kn_aws_settings_t *s) {
     fail |= !(s->credentials_file = kn_path_expand_home(crd));
   else if (home)
     fail |= !(s->credentials_file = kn_asprintf("%s/.aws/credentials", home));
-  if (home) fail |= !(s->sso_cache_dir = kn_asprintf("%s/.aws/sso/cache", home));
+  if (home)
+    fail |= !(s->sso_cache_dir = kn_asprintf("%s/.aws/sso/cache", home));
   free(home);
   return fail ? nomem() : NULL;
 }
@@ -107,8 +108,8 @@ static kn_error_t *resolve_profile(kn_aws_settings_t *s, const kn_conf_t *conf,
   if (!explicit) src.value = "default";
   s->profile_explicit = prop(conf, "profile") != NULL;
   if (!(s->profile = strdup(src.value))) return nomem();
-  kn_error_t *e = kn_aws_profile_load(s->config_file, s->credentials_file,
-                                      s->profile, pf);
+  kn_error_t *e =
+      kn_aws_profile_load(s->config_file, s->credentials_file, s->profile, pf);
   if (e || !*pf) return e ? e : nomem();
   if (explicit && !kn_aws_profile_exists(*pf)) {
     char *c = s->config_file ? kn_path_display(s->config_file) : NULL;
@@ -133,11 +134,11 @@ static int region_valid(const char *r) {
 }
 
 typedef struct svc {
-  const char *name;     /* "kinesis": host prefix and services key */
-  const char *prop;     /* "kinesis.endpoint" */
-  const char *env;      /* "AWS_ENDPOINT_URL_KINESIS" */
+  const char *name; /* "kinesis": host prefix and services key */
+  const char *prop; /* "kinesis.endpoint" */
+  const char *env;  /* "AWS_ENDPOINT_URL_KINESIS" */
   char **field;
-  source_t src;         /* configured endpoint, if any */
+  source_t src; /* configured endpoint, if any */
 } svc_t;
 
 static int true_flag(const char *v) { return v && kn_str_ieq(v, "true"); }
@@ -180,16 +181,28 @@ static kn_error_t *resolve_region_endpoints(kn_aws_settings_t *s,
                                             const kn_conf_t *conf,
                                             const kn_aws_profile_t *pf) {
   int ignore = true_flag(env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) ||
-               true_flag(kn_aws_profile_get(pf, "ignore_configured_endpoint_urls",
-                                            NULL, 0));
+               true_flag(kn_aws_profile_get(
+                   pf, "ignore_configured_endpoint_urls", NULL, 0));
   svc_t svcs[] = {
-      {"kinesis", "kinesis.endpoint", "AWS_ENDPOINT_URL_KINESIS", &s->kinesis_endpoint, {0}},
-      {"dynamodb", "dynamodb.endpoint", "AWS_ENDPOINT_URL_DYNAMODB", &s->dynamodb_endpoint, {0}},
+      {"kinesis",
+       "kinesis.endpoint",
+       "AWS_ENDPOINT_URL_KINESIS",
+       &s->kinesis_endpoint,
+       {0}},
+      {"dynamodb",
+       "dynamodb.endpoint",
+       "AWS_ENDPOINT_URL_DYNAMODB",
+       &s->dynamodb_endpoint,
+       {0}},
       {"sts", "sts.endpoint", "AWS_ENDPOINT_URL_STS", &s->sts_endpoint, {0}},
       /* IAM Identity Center: the default depends on the profile's
        * sso_region, so it is left to the credentials chain. */
       {"sso", NULL, "AWS_ENDPOINT_URL_SSO", &s->sso_endpoint, {0}},
-      {"sso_oidc", NULL, "AWS_ENDPOINT_URL_SSO_OIDC", &s->sso_oidc_endpoint, {0}},
+      {"sso_oidc",
+       NULL,
+       "AWS_ENDPOINT_URL_SSO_OIDC",
+       &s->sso_oidc_endpoint,
+       {0}},
   };
   const size_t n_svcs = sizeof(svcs) / sizeof(svcs[0]);
   int any_endpoint = 0;
@@ -209,11 +222,11 @@ static kn_error_t *resolve_region_endpoints(kn_aws_settings_t *s,
       !take_profile(&reg, pf, "region")) {
     if (!any_endpoint) {
       char *shown = s->config_file ? kn_path_display(s->config_file) : NULL;
-      kn_error_t *e = kn_error_new(
-          KN_ERR__CONF,
-          "no AWS region: set the region property, AWS_REGION or "
-          "AWS_DEFAULT_REGION, or region in profile \"%s\" of %s",
-          s->profile, shown ? shown : "the config file");
+      kn_error_t *e =
+          kn_error_new(KN_ERR__CONF,
+                       "no AWS region: set the region property, AWS_REGION or "
+                       "AWS_DEFAULT_REGION, or region in profile \"%s\" of %s",
+                       s->profile, shown ? shown : "the config file");
       free(shown);
       return e;
     }
@@ -232,10 +245,10 @@ static kn_error_t *resolve_region_endpoints(kn_aws_settings_t *s,
     if (svcs[i].src.value && !(*svcs[i].field = strdup(svcs[i].src.value)))
       return nomem();
   for (size_t i = 0; i < 3; i++) {
-    *svcs[i].field = svcs[i].src.value
-                         ? strdup(svcs[i].src.value)
-                         : kn_asprintf("https://%s.%s.%s", svcs[i].name,
-                                       s->region, dns);
+    *svcs[i].field =
+        svcs[i].src.value
+            ? strdup(svcs[i].src.value)
+            : kn_asprintf("https://%s.%s.%s", svcs[i].name, s->region, dns);
     if (!*svcs[i].field) return nomem();
   }
   return NULL;
@@ -261,15 +274,14 @@ static kn_error_t *resolve_tls(kn_aws_settings_t *s, const kn_conf_t *conf,
 
 /* An integer setting: the property when set, else a variable (times
  * scale), else a profile key, else the property's default. */
-static kn_error_t *int_setting(const kn_conf_t *conf, const kn_aws_profile_t *pf,
-                               const char *name, const char *var,
-                               const char *key, long long scale,
-                               long long *out) {
+static kn_error_t *int_setting(const kn_conf_t *conf,
+                               const kn_aws_profile_t *pf, const char *name,
+                               const char *var, const char *key,
+                               long long scale, long long *out) {
   *out = kn_conf_int(conf, name);
   if (conf && kn_conf_is_set(conf, name)) return NULL;
   source_t src = {0};
-  if (!take(&src, env(var), var) && !take_profile(&src, pf, key))
-    return NULL;
+  if (!take(&src, env(var), var) && !take_profile(&src, pf, key)) return NULL;
   const kn_prop_t *p = kn_prop_find(name);
   long long v;
   if (kn_str_to_i64(src.value, 1, p->max / scale, &v) || v * scale < p->min)
@@ -293,8 +305,10 @@ static kn_error_t *resolve_numbers(kn_aws_settings_t *s, const kn_conf_t *conf,
                   {"2-prior-knowledge", KN_HTTP_2_PRIOR}};
   const char *ver = kn_conf_str(conf, "http.version");
   for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
-    if (ver && strcmp(ver, versions[i].name) == 0) s->http.version = versions[i].v;
-  s->http.connect_timeout_ms = (long)kn_conf_int(conf, "http.connect.timeout.ms");
+    if (ver && strcmp(ver, versions[i].name) == 0)
+      s->http.version = versions[i].v;
+  s->http.connect_timeout_ms =
+      (long)kn_conf_int(conf, "http.connect.timeout.ms");
   s->http.max_connections = (long)kn_conf_int(conf, "http.max.connections");
   s->request_timeout_ms = (long)kn_conf_int(conf, "http.request.timeout.ms");
   s->retry_backoff_ms = (long)kn_conf_int(conf, "retry.backoff.ms");
@@ -302,17 +316,18 @@ static kn_error_t *resolve_numbers(kn_aws_settings_t *s, const kn_conf_t *conf,
   s->retry_budget = (int)kn_conf_int(conf, "retry.budget");
   s->credential_process_timeout_ms =
       (long)kn_conf_int(conf, "credential.process.timeout.ms");
-  s->http.max_response_bytes = (size_t)kn_conf_int(conf, "http.response.max.bytes");
+  s->http.max_response_bytes =
+      (size_t)kn_conf_int(conf, "http.response.max.bytes");
   s->credential_response_max_bytes =
       (size_t)kn_conf_int(conf, "credential.response.max.bytes");
   long long v;
-  kn_error_t *e = int_setting(conf, pf, "retry.max.attempts", "AWS_MAX_ATTEMPTS",
-                              "max_attempts", 1, &v);
+  kn_error_t *e = int_setting(conf, pf, "retry.max.attempts",
+                              "AWS_MAX_ATTEMPTS", "max_attempts", 1, &v);
   if (e) return e;
   s->retry_max_attempts = (int)v;
   if ((e = int_setting(conf, pf, "metadata.timeout.ms",
-                       "AWS_METADATA_SERVICE_TIMEOUT", "metadata_service_timeout",
-                       1000, &v)))
+                       "AWS_METADATA_SERVICE_TIMEOUT",
+                       "metadata_service_timeout", 1000, &v)))
     return e;
   s->metadata_timeout_ms = (long)v;
   if ((e = int_setting(conf, pf, "metadata.max.attempts",
@@ -329,7 +344,8 @@ static int has_ctl(const char *s) {
   return 0;
 }
 
-static kn_error_t *resolve_user_agent(kn_aws_settings_t *s, const kn_conf_t *conf,
+static kn_error_t *resolve_user_agent(kn_aws_settings_t *s,
+                                      const kn_conf_t *conf,
                                       const kn_aws_profile_t *pf) {
   source_t app = {0};
   if (!take(&app, env("AWS_SDK_UA_APP_ID"), "AWS_SDK_UA_APP_ID"))
@@ -344,9 +360,9 @@ static kn_error_t *resolve_user_agent(kn_aws_settings_t *s, const kn_conf_t *con
   if (extra && has_ctl(extra))
     return kn_error_new(KN_ERR__CONF,
                         "user.agent must not contain control characters");
-  s->user_agent = kn_asprintf("libkinesis/%s%s%s%s%s", KN_VERSION_STR,
-                              app.value ? " app/" : "", app.value ? app.value : "",
-                              extra ? " " : "", extra ? extra : "");
+  s->user_agent = kn_asprintf(
+      "libkinesis/%s%s%s%s%s", KN_VERSION_STR, app.value ? " app/" : "",
+      app.value ? app.value : "", extra ? " " : "", extra ? extra : "");
   return s->user_agent ? NULL : nomem();
 }
 
@@ -375,33 +391,39 @@ static void warn_no_verify(const kn_aws_settings_t *s, const kn_logger_t *log) {
   static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   static uint64_t warned[16];
   static size_t n_warned;
-  const char *eps[] = {s->kinesis_endpoint, s->dynamodb_endpoint, s->sts_endpoint,
-                       s->sso_endpoint, s->sso_oidc_endpoint};
+  const char *eps[] = {s->kinesis_endpoint, s->dynamodb_endpoint,
+                       s->sts_endpoint, s->sso_endpoint, s->sso_oidc_endpoint};
   char list[1200] = "";
   size_t len = 0;
   for (size_t i = 0; i < sizeof(eps) / sizeof(eps[0]); i++) {
     if (!eps[i] || strncasecmp(eps[i], "https://", 8) != 0) continue;
     if (len && strstr(list, eps[i])) continue; /* the same URL twice */
-    int w = snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "", eps[i]);
+    int w = snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "",
+                     eps[i]);
     if (w < 0 || (size_t)w >= sizeof(list) - len) break;
     len += (size_t)w;
   }
   uint64_t h = 1469598103934665603ULL; /* FNV-1a of the list */
-  for (const char *p = list; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  for (const char *p = list; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
   pthread_mutex_lock(&mu);
   int seen = 0;
   for (size_t i = 0; i < n_warned; i++) seen |= warned[i] == h;
-  if (!seen && n_warned < sizeof(warned) / sizeof(warned[0])) warned[n_warned++] = h;
+  if (!seen && n_warned < sizeof(warned) / sizeof(warned[0]))
+    warned[n_warned++] = h;
   pthread_mutex_unlock(&mu);
   if (seen) return;
-  kn_warn(log, FAC,
-          "TLS certificate verification is off (ssl.verify=false, --no-verify-ssl): "
-          "%s%s%s",
-          len ? "the servers at " : "no https endpoint is configured", list,
-          len ? " are not authenticated: signed requests and credentials sent to "
-                "them could reach anyone on the path (credential endpoints over https "
-                "too: STS, IAM Identity Center, container)"
-              : "; credential endpoints over https are not authenticated");
+  kn_warn(
+      log, FAC,
+      "TLS certificate verification is off (ssl.verify=false, "
+      "--no-verify-ssl): "
+      "%s%s%s",
+      len ? "the servers at " : "no https endpoint is configured", list,
+      len ? " are not authenticated: signed requests and credentials sent to "
+            "them could reach anyone on the path (credential endpoints over "
+            "https "
+            "too: STS, IAM Identity Center, container)"
+          : "; credential endpoints over https are not authenticated");
 }
 
 kn_error_t *kn_aws_settings_load(kn_aws_settings_t *s, const kn_conf_t *conf,

@@ -41,28 +41,29 @@
  * kn_aws_settings_clear(). */
 typedef struct kn_aws_settings {
   char *region;
-  char *profile;            /* effective profile name */
-  int profile_explicit;     /* from the profile property (kncat --profile) */
-  char *config_file;        /* effective paths of the shared files, or NULL */
-  char *credentials_file;   /* (no HOME and no variable) */
-  char *kinesis_endpoint;   /* full URL, e.g. https://kinesis.us-east-1.amazonaws.com */
+  char *profile;          /* effective profile name */
+  int profile_explicit;   /* from the profile property (kncat --profile) */
+  char *config_file;      /* effective paths of the shared files, or NULL */
+  char *credentials_file; /* (no HOME and no variable) */
+  char *kinesis_endpoint; /* full URL, e.g.
+                             https://kinesis.us-east-1.amazonaws.com */
   char *dynamodb_endpoint;
   char *sts_endpoint;
-  char *sso_endpoint;       /* configured IAM Identity Center endpoints, */
-  char *sso_oidc_endpoint;  /* or NULL: the profile's sso_region decides */
-  char *sso_cache_dir;      /* $HOME/.aws/sso/cache, or NULL */
-  char *access_key_id;      /* explicit properties, or NULL */
+  char *sso_endpoint;      /* configured IAM Identity Center endpoints, */
+  char *sso_oidc_endpoint; /* or NULL: the profile's sso_region decides */
+  char *sso_cache_dir;     /* $HOME/.aws/sso/cache, or NULL */
+  char *access_key_id;     /* explicit properties, or NULL */
   char *secret_access_key;
   char *session_token;
-  char *ca_file;            /* NULL: system store */
-  char *user_agent;         /* full User-Agent value */
-  kn_http_opts_t http;      /* http.ca_file points at ca_file */
+  char *ca_file;       /* NULL: system store */
+  char *user_agent;    /* full User-Agent value */
+  kn_http_opts_t http; /* http.ca_file points at ca_file */
   long request_timeout_ms;
   int retry_max_attempts;
   long retry_backoff_ms;
   long retry_backoff_max_ms;
   int retry_budget;
-  long metadata_timeout_ms;   /* per request to IMDS / container endpoint */
+  long metadata_timeout_ms; /* per request to IMDS / container endpoint */
   int metadata_max_attempts;
   long credential_process_timeout_ms;
   size_t credential_response_max_bytes; /* IMDS, container endpoint, STS */

@@ -32,19 +32,19 @@ typedef struct kn_sigv4_header {
 
 /* All pointers are borrowed for the duration of the call only. */
 typedef struct kn_sigv4_request {
-  const char *method;   /* "POST"; any case */
-  const char *path;     /* the path as sent on the wire, e.g. "/"; must
-                           start with "/" (NULL or "" mean "/") and hold no
-                           control characters, "?" or "#" */
-  const char *query;    /* raw query string without '?', or NULL; must be
-                           validly percent-encoded (no stray "%") */
+  const char *method; /* "POST"; any case */
+  const char *path;   /* the path as sent on the wire, e.g. "/"; must
+                         start with "/" (NULL or "" mean "/") and hold no
+                         control characters, "?" or "#" */
+  const char *query;  /* raw query string without '?', or NULL; must be
+                         validly percent-encoded (no stray "%") */
   /* Must include Host.  Authorization, X-Amz-Date and, when a session token
    * is given, X-Amz-Security-Token headers in this list are ignored (a
    * retry may pass the previous attempt's).  A Date header is refused:
    * this signer always dates with X-Amz-Date. */
   const kn_sigv4_header_t *headers;
   size_t n_headers;
-  const void *payload;  /* may be NULL when payload_len is 0 */
+  const void *payload; /* may be NULL when payload_len is 0 */
   size_t payload_len;
   /* Hex SHA-256 of the payload when already known, or "UNSIGNED-PAYLOAD";
    * NULL: computed from payload.  An X-Amz-Content-Sha256 header in
@@ -60,13 +60,13 @@ typedef struct kn_sigv4_creds {
 
 /* Headers to add to the request.  The arrays are inline: no ownership. */
 typedef struct kn_sigv4_result {
-  char authorization[1024];  /* value of the Authorization header */
-  char amz_date[17];         /* value of X-Amz-Date: YYYYMMDDTHHMMSSZ */
-  char payload_hash[65];     /* hex SHA-256 used (for X-Amz-Content-Sha256) */
+  char authorization[1024]; /* value of the Authorization header */
+  char amz_date[17];        /* value of X-Amz-Date: YYYYMMDDTHHMMSSZ */
+  char payload_hash[65];    /* hex SHA-256 used (for X-Amz-Content-Sha256) */
   /* Intermediate strings, for tests and debug logs.  Owned by the result:
    * free both with kn_sigv4_result_clear(). */
-  char *canonical_request;   /* malloc'ed */
-  char *string_to_sign;      /* malloc'ed */
+  char *canonical_request; /* malloc'ed */
+  char *string_to_sign;    /* malloc'ed */
 } kn_sigv4_result_t;
 
 /* Signs req for service/region at epoch_s (UTC seconds, 1970 to 9999).

@@ -67,7 +67,8 @@ kn_error_t *kn_svc_decode_error(int http_status, const char *body,
                                 size_t body_len, const char *type_hint,
                                 const char *request_id) {
   static const char *const type_names[] = {"code", "__type", "Code", NULL};
-  static const char *const msg_names[] = {"message", "Message", "errorMessage", NULL};
+  static const char *const msg_names[] = {"message", "Message", "errorMessage",
+                                          NULL};
   json_t *root = NULL;
   if (body && body_len) root = json_loadb(body, body_len, 0, NULL);
 
@@ -92,7 +93,7 @@ kn_error_t *kn_svc_decode_error(int http_status, const char *body,
   }
   json_decref(root);
   kn_error_t *err = nomem ? kn_error_nomem()
-                         : kn_error_remote(http_status, type, msg, request_id);
+                          : kn_error_remote(http_status, type, msg, request_id);
   free(type);
   free(msg);
   return err;

@@ -90,8 +90,10 @@ int kn_timer_armed(const kn_timer_t *t) { return t && t->idx != KN_TIMER_IDLE; }
 void kn_timer_free(kn_timer_t *t) {
   if (!t) return;
   kn_timer_stop(t);
-  if (t->prev) t->prev->next = t->next;
-  else t->loop->timers = t->next;
+  if (t->prev)
+    t->prev->next = t->next;
+  else
+    t->loop->timers = t->next;
   if (t->next) t->next->prev = t->prev;
   t->loop->n_timers--;
   free(t);

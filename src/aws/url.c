@@ -64,8 +64,8 @@ int kn_url_parse(const char *url, kn_url_t *out, const char **why) {
     return -1;
   }
   for (const char *c = hs; c < he; c++) {
-    int ok = isalnum((unsigned char)*c) || *c == '-' || *c == '.' || *c == '_' ||
-             *c == '~' || *c == '%' || (out->ipv6 && *c == ':');
+    int ok = isalnum((unsigned char)*c) || *c == '-' || *c == '.' ||
+             *c == '_' || *c == '~' || *c == '%' || (out->ipv6 && *c == ':');
     if (!ok) {
       *why = "invalid character in the host";
       return -1;

@@ -5,11 +5,11 @@
 #include <stddef.h>
 
 typedef struct kn_url {
-  int https;          /* 0: http */
-  char host[256];     /* IPv6 without brackets */
-  int ipv6;           /* the host was written in brackets */
-  int port;           /* 0: the scheme's default */
-  size_t path_off;    /* offset of the path (or "?"/"#", or end) in the URL */
+  int https;       /* 0: http */
+  char host[256];  /* IPv6 without brackets */
+  int ipv6;        /* the host was written in brackets */
+  int port;        /* 0: the scheme's default */
+  size_t path_off; /* offset of the path (or "?"/"#", or end) in the URL */
 } kn_url_t;
 
 /* Parses an absolute http:// or https:// URL (scheme in any case) with a

@@ -12,7 +12,8 @@
 static const char *skip_special(const char *p, const char *end, int *bad) {
   static const struct {
     const char *open, *close;
-  } kinds[] = {{"<!--", "-->"}, {"<![CDATA[", "]]>"}, {"<?", "?>"}, {"<!", ">"}};
+  } kinds[] = {
+      {"<!--", "-->"}, {"<![CDATA[", "]]>"}, {"<?", "?>"}, {"<!", ">"}};
   for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
     size_t ol = strlen(kinds[k].open), cl = strlen(kinds[k].close);
     if ((size_t)(end - p) < ol || memcmp(p, kinds[k].open, ol) != 0) continue;
@@ -25,12 +26,14 @@ static const char *skip_special(const char *p, const char *end, int *bad) {
 }
 
 static int is_name_char(char c) {
-  return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.' || c == ':';
+  return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.' ||
+         c == ':';
 }
 
 /* Reads a tag name at p (after "<" or "</"); returns its end.  *local is
  * the part after any prefix. */
-static const char *tag_name(const char *p, const char *end, const char **local) {
+static const char *tag_name(const char *p, const char *end,
+                            const char **local) {
   const char *s = p;
   *local = p;
   while (p < end && is_name_char(*p)) {
@@ -117,7 +120,8 @@ int kn_xml_find(kn_xml_span_t in, const char *name, kn_xml_span_t *inner) {
   return -1;
 }
 
-int kn_xml_path(kn_xml_span_t in, const char *const *path, kn_xml_span_t *inner) {
+int kn_xml_path(kn_xml_span_t in, const char *const *path,
+                kn_xml_span_t *inner) {
   kn_xml_span_t cur = in;
   for (; *path; path++)
     if (kn_xml_find(cur, *path, &cur)) return -1;
@@ -156,7 +160,8 @@ static int decode_entity(kn_buf_t *b, const char *e, size_t n) {
   static const struct {
     const char *name;
     char c;
-  } named[] = {{"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
+  } named[] = {
+      {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
   for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
     if (strlen(named[i].name) == n && memcmp(e, named[i].name, n) == 0)
       return kn_buf_append_char(b, named[i].c);
@@ -167,7 +172,7 @@ static int decode_entity(kn_buf_t *b, const char *e, size_t n) {
   unsigned long cp = 0;
   for (; i < n; i++) {
     int c = (unsigned char)e[i];
-    int d = isdigit(c) ? c - '0'
+    int d = isdigit(c)           ? c - '0'
             : hex && isxdigit(c) ? (tolower(c) - 'a' + 10)
                                  : -1;
     if (d < 0) return -1;

@@ -21,7 +21,8 @@ int kn_xml_find(kn_xml_span_t in, const char *name, kn_xml_span_t *inner);
 
 /* Follows a path of nested element names, e.g. {"Credentials",
  * "AccessKeyId", NULL}, each searched inside the previous one. */
-int kn_xml_path(kn_xml_span_t in, const char *const *path, kn_xml_span_t *inner);
+int kn_xml_path(kn_xml_span_t in, const char *const *path,
+                kn_xml_span_t *inner);
 
 /* The text of span with entities decoded and surrounding white space
  * trimmed, as a malloc'ed string (caller frees); NULL if the text holds

@@ -27,17 +27,17 @@ typedef struct cc_req {
 /* A lease this worker holds, or held. */
 typedef struct cc_lease {
   char *key;
-  int held;             /* ours in the table: writes may go on */
-  int reading;          /* a reader runs (START sent, no STOP yet) */
+  int held;    /* ours in the table: writes may go on */
+  int reading; /* a reader runs (START sent, no STOP yet) */
   int64_t tenure;
-  int64_t counter;      /* after our last good write */
-  int64_t since_ms;     /* when the take was answered */
-  int64_t until_ms;     /* reading deadline */
+  int64_t counter;  /* after our last good write */
+  int64_t since_ms; /* when the take was answered */
+  int64_t until_ms; /* reading deadline */
   int64_t next_renew_ms;
-  uint64_t busy;        /* id of our write in flight, 0: none */
+  uint64_t busy; /* id of our write in flight, 0: none */
   int flush_due;
-  int failed_write;     /* the last write failed: the next waits a while */
-  char ckpt[SEQ_CAP];   /* in the table */
+  int failed_write;   /* the last write failed: the next waits a while */
+  char ckpt[SEQ_CAP]; /* in the table */
   int64_t ckpt_sub;
   char processed[SEQ_CAP];
   int64_t processed_sub;
@@ -55,11 +55,11 @@ typedef struct cc_lease {
 /* A lease asked for from its owner (HANDOFF), watched until passed on. */
 typedef struct cc_in {
   char *key;
-  int64_t counter;      /* as last seen */
-  int64_t since_ms;     /* asked at */
-  int64_t changed_ms;   /* the counter last changed (observed) */
-  int64_t next_ms;      /* next look */
-  uint64_t busy;        /* GET in flight */
+  int64_t counter;    /* as last seen */
+  int64_t since_ms;   /* asked at */
+  int64_t changed_ms; /* the counter last changed (observed) */
+  int64_t next_ms;    /* next look */
+  uint64_t busy;      /* GET in flight */
 } cc_in_t;
 
 /* What a listing is for.  A sync lists the leases, the shards, then the
@@ -79,11 +79,11 @@ typedef struct cc_op {
   char *key;
   int64_t tenure;
   int64_t emit_ms;
-  kn_lease_t lease;     /* TAKE: the lease as listed */
-  char ckpt[SEQ_CAP];   /* CHECKPOINT: what it writes ("" for none) */
+  kn_lease_t lease;   /* TAKE: the lease as listed */
+  char ckpt[SEQ_CAP]; /* CHECKPOINT: what it writes ("" for none) */
   int64_t ckpt_sub;
-  int wave;             /* CREATE */
-  cc_req_t *req;        /* CHECKPOINT for the application */
+  int wave;      /* CREATE */
+  cc_req_t *req; /* CHECKPOINT for the application */
 } cc_op_t;
 
 struct kn_cc {
@@ -96,8 +96,8 @@ struct kn_cc {
   size_t n_ops, cap_ops;
   cc_lease_t **ls;
   size_t n_ls, cap_ls;
-  kn_strmap_t lmap;      /* key -> ls entry (a worker may hold thousands) */
-  cc_in_t *in;           /* hand-offs asked for */
+  kn_strmap_t lmap; /* key -> ls entry (a worker may hold thousands) */
+  cc_in_t *in;      /* hand-offs asked for */
   size_t n_in, cap_in;
   int64_t watch_ms;
   kn_lease_observer_t obs;
@@ -107,10 +107,10 @@ struct kn_cc {
   int sync_failures;
   kn_cc_shard_t *shards; /* the last listing, owned strings */
   size_t n_shards;
-  kn_lease_t *snap;      /* the sync's first lease listing (owned) */
+  kn_lease_t *snap; /* the sync's first lease listing (owned) */
   size_t n_snap;
-  int64_t sync_emit_ms;  /* when that listing was asked for */
-  kn_cc_create_t *plan;  /* creates of the sync in progress */
+  int64_t sync_emit_ms; /* when that listing was asked for */
+  kn_cc_create_t *plan; /* creates of the sync in progress */
   size_t n_plan, plan_next;
   int wave_left, create_failed;
   /* take */
@@ -125,11 +125,11 @@ static int is_seq(const char *s) { return s && *s >= '0' && *s <= '9'; }
 
 const char *kn_cc_op_name(kn_cc_op_t op) {
   static const char *names[] = {
-      "LIST_LEASES", "LIST_SHARDS", "CREATE", "TAKE",  "RENEW",
-      "CHECKPOINT",  "RELEASE",     "REMOVE", "SET_CHILDREN", "GET",
-      "HANDOFF",     "HANDOFF_DONE", "START",
-      "STOP",        "EXTEND",      "DONE",   "YIELD", "REPLY", "FATAL",
-      "CLOSED",      "LOG"};
+      "LIST_LEASES", "LIST_SHARDS",  "CREATE", "TAKE",         "RENEW",
+      "CHECKPOINT",  "RELEASE",      "REMOVE", "SET_CHILDREN", "GET",
+      "HANDOFF",     "HANDOFF_DONE", "START",  "STOP",         "EXTEND",
+      "DONE",        "YIELD",        "REPLY",  "FATAL",        "CLOSED",
+      "LOG"};
   return (unsigned)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
 }
 
@@ -288,8 +288,8 @@ static int after_ckpt(const cc_lease_t *l, const char *seq, int64_t sub) {
   return kn_seqpos_cmp(seq, (uint64_t)sub, l->ckpt, (uint64_t)l->ckpt_sub) > 0;
 }
 
-static void write_ckpt(kn_cc_t *c, cc_lease_t *l, const char *ckpt,
-                       int64_t sub, cc_req_t *req, int64_t now) {
+static void write_ckpt(kn_cc_t *c, cc_lease_t *l, const char *ckpt, int64_t sub,
+                       cc_req_t *req, int64_t now) {
   cc_op_t *o = op_new(c, KN_CC_CHECKPOINT, l->key, l->tenure, now);
   if (!o) {
     if (req) reply(c, req->req, KN_ERR__NOMEM, "out of memory");
@@ -324,7 +324,8 @@ static void pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
     return;
   while (l->reqs) {
     cc_req_t *r = l->reqs;
-    if (!r->prepare && (l->shard_end_written || !after_ckpt(l, r->seq, r->subseq))) {
+    if (!r->prepare &&
+        (l->shard_end_written || !after_ckpt(l, r->seq, r->subseq))) {
       /* At or behind the table's checkpoint: nothing to write. */
       l->reqs = r->next;
       if (!l->reqs) l->reqs_tail = NULL;
@@ -575,9 +576,10 @@ void kn_cc_tick(kn_cc_t *c, int64_t now) {
                now - l->handoff_since >= c->cfg.handoff_ms) {
       /* The application has not finished in time: what it processed is
        * checkpointed, the rest is read again by the next owner. */
-      logf_(c, KN_CC_LOG_WARN, "shard %s: the application did not finish "
-            "within %lld ms: handing it over as it is", l->key,
-            (long long)c->cfg.handoff_ms);
+      logf_(c, KN_CC_LOG_WARN,
+            "shard %s: the application did not finish "
+            "within %lld ms: handing it over as it is",
+            l->key, (long long)c->cfg.handoff_ms);
       l->yielded = 1;
     }
   }
@@ -781,8 +783,10 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
   if (now - c->sync_emit_ms > c->cfg.duration_ms / 2) {
     /* The view spans a pause or a very slow store: a lease may have been
      * created, finished and cleaned up meanwhile.  Look again. */
-    logf_(c, KN_CC_LOG_WARN, "shard sync took %lld ms: its view is too old "
-          "to act on; syncing again", (long long)(now - c->sync_emit_ms));
+    logf_(c, KN_CC_LOG_WARN,
+          "shard sync took %lld ms: its view is too old "
+          "to act on; syncing again",
+          (long long)(now - c->sync_emit_ms));
     c->syncing = 0;
     c->sync_at = now + backoff_ms(c->sync_failures++);
     return;
@@ -792,8 +796,8 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
    * their lease has stood still for a while: a create of the same lease
    * still on its way (a slow or retried call of a sync that saw no lease
    * yet) must not land after the removal and start the shard again. */
-  int64_t settle = c->cfg.duration_ms > c->cfg.sync_ms ? c->cfg.duration_ms
-                                                      : c->cfg.sync_ms;
+  int64_t settle =
+      c->cfg.duration_ms > c->cfg.sync_ms ? c->cfg.duration_ms : c->cfg.sync_ms;
   for (size_t i = 0; i < n; i++) {
     const kn_lease_obs_t *ob = kn_lease_observer_get(&c->obs, v[i].key);
     if (!ob || now - ob->changed_ms < settle) continue;
@@ -807,9 +811,9 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
   c->n_plan = c->plan_next = 0;
   /* Both listings: a lease in either counts (the array borrows them). */
   kn_lease_t *both = malloc((n + c->n_snap + 1) * sizeof(*both));
-  if (!both || kn_cc_plan_sync(c->shards, c->n_shards, both_of(both, v, n, c),
-                               n + c->n_snap, c->initial, &c->plan,
-                               &c->n_plan)) {
+  if (!both ||
+      kn_cc_plan_sync(c->shards, c->n_shards, both_of(both, v, n, c),
+                      n + c->n_snap, c->initial, &c->plan, &c->n_plan)) {
     free(both);
     c->syncing = 0;
     c->sync_at = now + 1000;
@@ -884,8 +888,7 @@ static void in_remove(kn_cc_t *c, const char *key) {
 }
 
 /* Starts watching a lease asked for. */
-static void in_add(kn_cc_t *c, const char *key, int64_t counter,
-                   int64_t now) {
+static void in_add(kn_cc_t *c, const char *key, int64_t counter, int64_t now) {
   if (in_find(c, key)) return;
   if (c->n_in == c->cap_in) {
     size_t cap = c->cap_in ? c->cap_in * 2 : 8;
@@ -944,8 +947,7 @@ void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   if (err && kn_error_code(err) != KN_ERR__NOT_FOUND) return; /* again */
   if (err || !t || !is_me(c, t->owner)) {
     logf_(c, KN_CC_LOG_INFO, "shard %s: no longer handed to this worker%s%s",
-          x->key, t && t->owner ? " (now " : "",
-          t && t->owner ? t->owner : "");
+          x->key, t && t->owner ? " (now " : "", t && t->owner ? t->owner : "");
     in_remove(c, x->key);
     return;
   }
@@ -958,8 +960,10 @@ void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   int late = now - x->since_ms >= c->cfg.handoff_ms;
   if (!passed && !silent && !late) return;
   if (!passed)
-    logf_(c, KN_CC_LOG_WARN, "shard %s: %s did not hand it over (%s): "
-          "taking it", t->key, t->checkpoint_owner,
+    logf_(c, KN_CC_LOG_WARN,
+          "shard %s: %s did not hand it over (%s): "
+          "taking it",
+          t->key, t->checkpoint_owner,
           silent ? "no renewal for a lease duration" : "hand-off too long");
   in_remove(c, t->key);
   if (!take_in_flight(c, t->key)) take_handed(c, t, now);
@@ -972,8 +976,8 @@ static void begin_handoff(kn_cc_t *c, cc_lease_t *l, const char *to,
   if (!(l->handoff_to = strdup(to))) return;
   l->handoff_since = now;
   l->yielded = !l->reading;
-  logf_(c, KN_CC_LOG_INFO, "shard %s: %s asks for it: handing it over",
-        l->key, to);
+  logf_(c, KN_CC_LOG_INFO, "shard %s: %s asks for it: handing it over", l->key,
+        to);
   if (!l->reading) return;
   l->reading = 0;
   cc_act_t *x = cc_push(&c->q, KN_CC_YIELD);
@@ -989,9 +993,9 @@ void kn_cc_yielded(kn_cc_t *c, const char *key, int64_t tenure,
   cc_lease_t *l = lease_find(c, key);
   if (!l || !l->held || l->tenure != tenure || !l->handoff_to) return;
   if (pos && pos->seq &&
-      (!l->processed[0] || kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq,
-                                         l->processed,
-                                         (uint64_t)l->processed_sub) > 0)) {
+      (!l->processed[0] ||
+       kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq, l->processed,
+                     (uint64_t)l->processed_sub) > 0)) {
     set_str(l->processed, pos->seq);
     l->processed_sub = pos->subseq;
   }
@@ -1015,16 +1019,16 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
     cc_lease_t *l = c->ls[i];
     if (!l->held || l->shard_end_written || emit_ms < l->since_ms) continue;
     const kn_lease_t *t = lease_in(v, n, l->key);
-    if (t && t->owner && is_me(c, t->checkpoint_owner) &&
-        !is_me(c, t->owner)) {
+    if (t && t->owner && is_me(c, t->checkpoint_owner) && !is_me(c, t->owner)) {
       begin_handoff(c, l, t->owner, now);
       continue;
     }
     if (!t || ((!t->owner || strcmp(t->owner, c->worker) != 0) &&
                t->counter >= l->counter)) {
-      logf_(c, KN_CC_LOG_WARN, "lost the lease of shard %s%s%s: stopped "
-            "reading it", l->key, t && t->owner ? " to " : "",
-            t && t->owner ? t->owner : "");
+      logf_(c, KN_CC_LOG_WARN,
+            "lost the lease of shard %s%s%s: stopped "
+            "reading it",
+            l->key, t && t->owner ? " to " : "", t && t->owner ? t->owner : "");
       drop(c, l, KN_ERR__LEASE_LOST);
     }
   }
@@ -1072,9 +1076,9 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
   }
   /* A worker that renewed nothing for two renewal intervals is likely
    * dead: its leases are taken when they expire, before anyone steals. */
-  kn_take_params_t p = {c->worker, now, c->cfg.duration_ms,
-                        c->cfg.max_leases, c->cfg.max_steal,
-                        2 * c->cfg.renew_ms};
+  kn_take_params_t p = {c->worker,          now,
+                        c->cfg.duration_ms, c->cfg.max_leases,
+                        c->cfg.max_steal,   2 * c->cfg.renew_ms};
   kn_take_plan_t plan;
   if (kn_take_plan(w, n, &c->obs, &p, &plan)) {
     free(w);
@@ -1095,8 +1099,7 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
       /* A live worker's lease is asked for: it hands it over once its
        * application is done with what it was handed. */
       int ask = pass && c->cfg.handoff_ms > 0 && t->owner && !ours[idx[k]];
-      cc_op_t *o = op_new(c, ask ? KN_CC_HANDOFF : KN_CC_TAKE, t->key, -1,
-                          now);
+      cc_op_t *o = op_new(c, ask ? KN_CC_HANDOFF : KN_CC_TAKE, t->key, -1, now);
       if (!o) continue;
       o->purpose = pass;
       if (kn_lease_copy(&o->lease, t)) {
@@ -1132,8 +1135,11 @@ static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
   free(l->handoff_to);
   l->handoff_to = NULL;
   l->yielded = 0;
-  set_str(l->ckpt, is_seq(t->checkpoint) || (t->checkpoint &&
-          strcmp(t->checkpoint, KN_CKPT_SHARD_END) == 0) ? t->checkpoint : "");
+  set_str(l->ckpt, is_seq(t->checkpoint) ||
+                           (t->checkpoint &&
+                            strcmp(t->checkpoint, KN_CKPT_SHARD_END) == 0)
+                       ? t->checkpoint
+                       : "");
   l->ckpt_sub = t->checkpoint_subseq > 0 ? t->checkpoint_subseq : 0;
   l->processed[0] = l->delivered[0] = '\0';
   l->ended = l->end_popped = 0;
@@ -1177,17 +1183,22 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
   if (!l || l->tenure != o->tenure || l->busy != o->id || !l->held) {
     /* A write of an ended tenure: whatever it did, this one ignores it. */
     if (l && l->busy == o->id) l->busy = 0;
-    if (req) reply(c, req->req, KN_ERR__LEASE_LOST,
-                   "lease lost; checkpoint not written");
+    if (req)
+      reply(c, req->req, KN_ERR__LEASE_LOST,
+            "lease lost; checkpoint not written");
     req_free(req);
     return;
   }
   l->busy = 0;
   if (is_cond(err)) {
-    logf_(c, KN_CC_LOG_WARN, "shard %s: %s refused: lease taken by another "
-          "worker", l->key, kn_cc_op_name(o->op));
-    if (req) reply(c, req->req, KN_ERR__LEASE_LOST, "lease taken by another "
-                   "worker; checkpoint not written");
+    logf_(c, KN_CC_LOG_WARN,
+          "shard %s: %s refused: lease taken by another "
+          "worker",
+          l->key, kn_cc_op_name(o->op));
+    if (req)
+      reply(c, req->req, KN_ERR__LEASE_LOST,
+            "lease taken by another "
+            "worker; checkpoint not written");
     req_free(req);
     drop(c, l, KN_ERR__LEASE_LOST);
     return;
@@ -1199,12 +1210,12 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
                kn_error_string(err));
       reply(c, req->req, kn_error_code(err), msg);
       req_free(req);
-    } else if (o->op == KN_CC_CHECKPOINT && strcmp(o->ckpt, KN_CKPT_SHARD_END)) {
+    } else if (o->op == KN_CC_CHECKPOINT &&
+               strcmp(o->ckpt, KN_CKPT_SHARD_END)) {
       l->flush_due = 1;
     }
-    logf_(c, KN_CC_LOG_WARN, "shard %s: %s: %s%s", l->key,
-          kn_cc_op_name(o->op), kn_error_string(err),
-          o->op == KN_CC_RENEW ? " (still held)" : "");
+    logf_(c, KN_CC_LOG_WARN, "shard %s: %s: %s%s", l->key, kn_cc_op_name(o->op),
+          kn_error_string(err), o->op == KN_CC_RENEW ? " (still held)" : "");
     l->failed_write = 1;
     if ((o->op == KN_CC_RELEASE || o->op == KN_CC_HANDOFF_DONE) &&
         (c->closing || c->fatal)) {
@@ -1245,8 +1256,10 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     l->held = 0;
     fail_reqs(c, l, KN_ERR__LEASE_LOST);
     logf_(c, KN_CC_LOG_INFO, "handed shard %s over to %s at %s", l->key,
-          l->handoff_to ? l->handoff_to : "?", l->ckpt[0] ? l->ckpt : "its "
-          "checkpoint");
+          l->handoff_to ? l->handoff_to : "?",
+          l->ckpt[0] ? l->ckpt
+                     : "its "
+                       "checkpoint");
     free(l->handoff_to);
     l->handoff_to = NULL;
   } else if (o->op == KN_CC_RENEW && handoff_to && l->held) {
@@ -1323,8 +1336,10 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     case KN_CC_HANDOFF_DONE:
       if (o->tenure < 0) {
         if (!err)
-          logf_(c, KN_CC_LOG_INFO, "shard %s: passed on (asked for while "
-                "an earlier run held it)", o->key);
+          logf_(c, KN_CC_LOG_INFO,
+                "shard %s: passed on (asked for while "
+                "an earlier run held it)",
+                o->key);
         break;
       }
       lease_write_done(c, o, err, new_counter, NULL, sent_ms, now);
@@ -1374,8 +1389,10 @@ void kn_cc_shard_ended(kn_cc_t *c, const char *key, int64_t tenure,
   cc_retire(&c->q);
   cc_lease_t *l = tenure_of(c, key, tenure);
   if (!l) {
-    logf_(c, KN_CC_LOG_DEBUG, "shard %s: end reported for an ended tenure "
-          "(%lld): ignored", key, (long long)tenure);
+    logf_(c, KN_CC_LOG_DEBUG,
+          "shard %s: end reported for an ended tenure "
+          "(%lld): ignored",
+          key, (long long)tenure);
     return;
   }
   l->ended = 1;
@@ -1401,8 +1418,10 @@ void kn_cc_shard_gone(kn_cc_t *c, const char *key, int64_t tenure,
   cc_retire(&c->q);
   cc_lease_t *l = tenure_of(c, key, tenure);
   if (!l) return;
-  logf_(c, KN_CC_LOG_WARN, "shard %s: gone (past retention); treating it as "
-        "read", key);
+  logf_(c, KN_CC_LOG_WARN,
+        "shard %s: gone (past retention); treating it as "
+        "read",
+        key);
   l->ended = l->end_popped = 1;
   l->delivered[0] = '\0';
   sync_soon(c, now);
@@ -1429,9 +1448,9 @@ void kn_cc_delivered(kn_cc_t *c, const char *key, int64_t tenure,
   cc_lease_t *l = tenure_of(c, key, tenure);
   if (!l) return;
   if (pos && pos->seq &&
-      (!l->delivered[0] || kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq,
-                                         l->delivered,
-                                         (uint64_t)l->delivered_sub) > 0)) {
+      (!l->delivered[0] ||
+       kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq, l->delivered,
+                     (uint64_t)l->delivered_sub) > 0)) {
     set_str(l->delivered, pos->seq);
     l->delivered_sub = pos->subseq;
   }

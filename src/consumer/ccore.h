@@ -56,27 +56,27 @@
 typedef struct kn_cc kn_cc_t;
 
 typedef struct kn_cc_cfg {
-  const char *worker;        /* this worker's id (unique), copied */
-  int64_t duration_ms;       /* lease.duration.ms */
-  int64_t renew_ms;          /* lease.renew.interval.ms (< 2/3 duration) */
-  int64_t take_ms;           /* lease.take.interval.ms */
-  int64_t sync_ms;           /* shard.sync.interval.ms */
-  int64_t checkpoint_ms;     /* checkpoint.interval.ms */
+  const char *worker;    /* this worker's id (unique), copied */
+  int64_t duration_ms;   /* lease.duration.ms */
+  int64_t renew_ms;      /* lease.renew.interval.ms (< 2/3 duration) */
+  int64_t take_ms;       /* lease.take.interval.ms */
+  int64_t sync_ms;       /* shard.sync.interval.ms */
+  int64_t checkpoint_ms; /* checkpoint.interval.ms */
   int max_leases, max_steal;
   /* Checkpoint of leases created with no ancestry to follow:
    * KN_CKPT_TRIM_HORIZON, KN_CKPT_LATEST or KN_CKPT_AT_TIMESTAMP. */
   const char *initial;
-  int auto_checkpoint;       /* checkpoint.auto */
-  int64_t handoff_ms;        /* lease.handoff.timeout.ms; 0: steal */
+  int auto_checkpoint; /* checkpoint.auto */
+  int64_t handoff_ms;  /* lease.handoff.timeout.ms; 0: steal */
 } kn_cc_cfg_t;
 
 /* One shard of a listing (ListShards or ChildShards). */
 typedef struct kn_cc_shard {
   const char *id;
-  const char *parent;        /* or NULL */
-  const char *adjacent;      /* or NULL */
+  const char *parent;                /* or NULL */
+  const char *adjacent;              /* or NULL */
   const char *hash_start, *hash_end; /* decimal, or NULL */
-  int closed;                /* has an ending sequence number */
+  int closed;                        /* has an ending sequence number */
 } kn_cc_shard_t;
 
 /* A position: a decimal sequence number and sub-sequence number. */
@@ -86,49 +86,49 @@ typedef struct kn_cc_pos {
 } kn_cc_pos_t;
 
 typedef enum kn_cc_op {
-  KN_CC_LIST_LEASES,   /* store list(); answer kn_cc_leases_done */
-  KN_CC_LIST_SHARDS,   /* ListShards, unfiltered; kn_cc_shards_done */
-  KN_CC_CREATE,        /* store create(lease) */
-  KN_CC_TAKE,          /* store take(key, counter, old_owner, worker) */
-  KN_CC_RENEW,         /* store renew(key, counter, worker) */
-  KN_CC_CHECKPOINT,    /* store checkpoint(key, counter, worker, ckpt...) */
-  KN_CC_RELEASE,       /* store release(key, counter, worker) */
-  KN_CC_REMOVE,        /* store remove(key, counter) */
-  KN_CC_SET_CHILDREN,  /* store set_children(key, children) */
-  KN_CC_GET,           /* store get(key); answer kn_cc_lease_got */
-  KN_CC_HANDOFF,       /* store handoff(key, counter, old_owner, worker) */
-  KN_CC_HANDOFF_DONE,  /* store handoff_done(key, counter, worker) */
+  KN_CC_LIST_LEASES,  /* store list(); answer kn_cc_leases_done */
+  KN_CC_LIST_SHARDS,  /* ListShards, unfiltered; kn_cc_shards_done */
+  KN_CC_CREATE,       /* store create(lease) */
+  KN_CC_TAKE,         /* store take(key, counter, old_owner, worker) */
+  KN_CC_RENEW,        /* store renew(key, counter, worker) */
+  KN_CC_CHECKPOINT,   /* store checkpoint(key, counter, worker, ckpt...) */
+  KN_CC_RELEASE,      /* store release(key, counter, worker) */
+  KN_CC_REMOVE,       /* store remove(key, counter) */
+  KN_CC_SET_CHILDREN, /* store set_children(key, children) */
+  KN_CC_GET,          /* store get(key); answer kn_cc_lease_got */
+  KN_CC_HANDOFF,      /* store handoff(key, counter, old_owner, worker) */
+  KN_CC_HANDOFF_DONE, /* store handoff_done(key, counter, worker) */
   /* Not store calls: */
-  KN_CC_START,         /* start reading shard `key` for tenure at `start` */
-  KN_CC_STOP,          /* stop reading `key` (tenure ended); reason */
-  KN_CC_EXTEND,        /* `key` may be read until until_ms (tenure) */
-  KN_CC_DONE,          /* `key` is finished: SHARD_END written, released */
-  KN_CC_YIELD,         /* stop reading `key` (tenure): it is handed to
-                          old_owner (the next owner).  Queued records are
-                          dropped; the application finishes what it was
-                          handed, then kn_cc_yielded */
-  KN_CC_REPLY,         /* answer to kn_cc_checkpoint's request `req` */
-  KN_CC_FATAL,         /* the worker cannot go on: err_msg; it has stopped
-                          reading and releases its leases */
-  KN_CC_CLOSED,        /* close (or fatal) finished: nothing more to do */
-  KN_CC_LOG            /* a line for the log: err_msg at `level` */
+  KN_CC_START,  /* start reading shard `key` for tenure at `start` */
+  KN_CC_STOP,   /* stop reading `key` (tenure ended); reason */
+  KN_CC_EXTEND, /* `key` may be read until until_ms (tenure) */
+  KN_CC_DONE,   /* `key` is finished: SHARD_END written, released */
+  KN_CC_YIELD,  /* stop reading `key` (tenure): it is handed to
+                   old_owner (the next owner).  Queued records are
+                   dropped; the application finishes what it was
+                   handed, then kn_cc_yielded */
+  KN_CC_REPLY,  /* answer to kn_cc_checkpoint's request `req` */
+  KN_CC_FATAL,  /* the worker cannot go on: err_msg; it has stopped
+                   reading and releases its leases */
+  KN_CC_CLOSED, /* close (or fatal) finished: nothing more to do */
+  KN_CC_LOG     /* a line for the log: err_msg at `level` */
 } kn_cc_op_t;
 
 const char *kn_cc_op_name(kn_cc_op_t op);
 
 typedef struct kn_cc_action {
   kn_cc_op_t op;
-  uint64_t id;               /* store calls and listings: echo it back */
-  const char *key;           /* shard id */
-  int64_t tenure;            /* START, STOP, EXTEND, DONE, YIELD; store
-                                calls made for a held lease; else -1 */
-  int64_t counter;           /* condition of TAKE..REMOVE */
-  const char *old_owner;     /* TAKE: NULL for a free lease; HANDOFF: the
-                                owner asked; YIELD: the next owner */
-  int steal;                 /* TAKE: from a live worker, to balance */
-  const kn_lease_t *lease;   /* CREATE: the new lease; START: the lease as
-                                taken (checkpoint, pending state, parents,
-                                hash range) */
+  uint64_t id;             /* store calls and listings: echo it back */
+  const char *key;         /* shard id */
+  int64_t tenure;          /* START, STOP, EXTEND, DONE, YIELD; store
+                              calls made for a held lease; else -1 */
+  int64_t counter;         /* condition of TAKE..REMOVE */
+  const char *old_owner;   /* TAKE: NULL for a free lease; HANDOFF: the
+                              owner asked; YIELD: the next owner */
+  int steal;               /* TAKE: from a live worker, to balance */
+  const kn_lease_t *lease; /* CREATE: the new lease; START: the lease as
+                              taken (checkpoint, pending state, parents,
+                              hash range) */
   /* CHECKPOINT: what to write (checkpoint NULL: leave it; pending NULL:
    * remove the pending checkpoint). */
   const char *checkpoint;
@@ -137,16 +137,16 @@ typedef struct kn_cc_action {
   int64_t pending_subseq;
   const void *state;
   size_t state_len;
-  char *const *children;     /* SET_CHILDREN */
+  char *const *children; /* SET_CHILDREN */
   size_t n_children;
-  int64_t until_ms;          /* START, EXTEND */
-  kn_err_t reason;           /* STOP: KN_ERR__LEASE_LOST, KN_ERR__DESTROY,
-                                KN_ERR__TIMED_OUT (not renewed in time);
-                                REPLY: the checkpoint's outcome; FATAL: the
-                                code of the error that stopped it */
-  void *req;                 /* REPLY */
-  const char *err_msg;       /* REPLY, FATAL, LOG: a message, or NULL */
-  int level;                 /* LOG: KN_CC_LOG_DEBUG, _INFO or _WARN */
+  int64_t until_ms;    /* START, EXTEND */
+  kn_err_t reason;     /* STOP: KN_ERR__LEASE_LOST, KN_ERR__DESTROY,
+                          KN_ERR__TIMED_OUT (not renewed in time);
+                          REPLY: the checkpoint's outcome; FATAL: the
+                          code of the error that stopped it */
+  void *req;           /* REPLY */
+  const char *err_msg; /* REPLY, FATAL, LOG: a message, or NULL */
+  int level;           /* LOG: KN_CC_LOG_DEBUG, _INFO or _WARN */
 } kn_cc_action_t;
 
 #define KN_CC_LOG_DEBUG 0
@@ -193,8 +193,7 @@ void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
 /* The reader of (key, tenure) reached the end of the shard; children from
  * ChildShards (n 0: the server did not say, a sync will find them). */
 void kn_cc_shard_ended(kn_cc_t *c, const char *key, int64_t tenure,
-                       const kn_cc_shard_t *children, size_t n,
-                       int64_t now_ms);
+                       const kn_cc_shard_t *children, size_t n, int64_t now_ms);
 /* The shard is past retention (nothing left to read). */
 void kn_cc_shard_gone(kn_cc_t *c, const char *key, int64_t tenure,
                       int64_t now_ms);
@@ -240,10 +239,10 @@ int kn_cc_synced(const kn_cc_t *c);
 /* ---- the pure planners, exposed for tests ---- */
 
 typedef struct kn_cc_create {
-  size_t shard;          /* index into the listing */
+  size_t shard;           /* index into the listing */
   const char *checkpoint; /* KN_CKPT_* */
-  int wave;              /* 0 first: a lease is created after its parents'
-                            (lower waves) exist */
+  int wave;               /* 0 first: a lease is created after its parents'
+                             (lower waves) exist */
 } kn_cc_create_t;
 
 /* The leases a sync creates: fills *out (malloc'ed, caller frees) with

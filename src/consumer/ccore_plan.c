@@ -20,10 +20,10 @@ typedef struct plan_ctx {
   size_t n;
   const kn_lease_t *leases;
   size_t n_leases;
-  int latest;            /* initial position LATEST */
-  size_t *kids;          /* children of shard i: kids[kid_at[i] ..] */
-  size_t *kid_at;        /* n + 1 offsets */
-  long *par[2];          /* parent indexes in the listing, or -1 */
+  int latest;     /* initial position LATEST */
+  size_t *kids;   /* children of shard i: kids[kid_at[i] ..] */
+  size_t *kid_at; /* n + 1 offsets */
+  long *par[2];   /* parent indexes in the listing, or -1 */
   unsigned char *leased, *covered, *lineage, *want;
   unsigned char *named;     /* a lease names the shard as its parent */
   unsigned char *gone_read; /* descends from a shard read here that the
@@ -129,8 +129,7 @@ static int want(plan_ctx_t *x, size_t i) {
         r = want(x, c) && (!x->latest || lineage(x, c));
       }
       /* No child listed (not yet, in a listing taken mid-reshard). */
-      if (x->kid_at[i] == x->kid_at[i + 1])
-        r = !x->latest || lineage(x, i);
+      if (x->kid_at[i] == x->kid_at[i + 1]) r = !x->latest || lineage(x, i);
     }
   }
   x->want[i] = r ? M_YES : M_NO;
@@ -231,18 +230,18 @@ int kn_cc_plan_sync(const kn_cc_shard_t *shards, size_t n_shards,
     int known_parent = 0;
     for (int j = 0; j < 2; j++) {
       long p = x.par[j][i];
-      if (p >= 0 && (x.leased[p] || covered(&x, (size_t)p) ||
-                     want(&x, (size_t)p)))
+      if (p >= 0 &&
+          (x.leased[p] || covered(&x, (size_t)p) || want(&x, (size_t)p)))
         known_parent = 1;
     }
     v[k].shard = i;
     /* After a parent the application reads: from the child's start.  A
      * closed shard created although the start is LATEST is the other
      * parent of a merge the application follows: from its start too. */
-    v[k].checkpoint = known_parent || lineage(&x, i) ||
-                              (x.latest && shards[i].closed)
-                          ? KN_CKPT_TRIM_HORIZON
-                          : initial;
+    v[k].checkpoint =
+        known_parent || lineage(&x, i) || (x.latest && shards[i].closed)
+            ? KN_CKPT_TRIM_HORIZON
+            : initial;
     k++;
   }
   /* Waves: a lease is created after those of its created parents.  The
@@ -284,15 +283,16 @@ static int is_seq(const char *s) { return s && *s >= '0' && *s <= '9'; }
 /* The lease has moved past its start. */
 static int started(const kn_lease_t *l) {
   return l && l->checkpoint &&
-         (is_seq(l->checkpoint) || strcmp(l->checkpoint, KN_CKPT_SHARD_END) == 0);
+         (is_seq(l->checkpoint) ||
+          strcmp(l->checkpoint, KN_CKPT_SHARD_END) == 0);
 }
 
 int kn_cc_can_remove(const kn_lease_t *leases, size_t n_leases, size_t i,
                      const kn_cc_shard_t *shards, size_t n_shards) {
   const kn_lease_t *l = &leases[i];
   if (!kn_lease_is_shard_end(l)) return 0;
-  /* Parents go first: while a parent's lease remains, its children's
-   * leases order the rest of the family and must stay. */
+    /* Parents go first: while a parent's lease remains, its children's
+     * leases order the rest of the family and must stay. */
 #if KN_CC_MUTANT != 1 /* the simulator's check that this rule matters */
   for (size_t p = 0; p < l->n_parents; p++)
     if (find_lease(leases, n_leases, l->parents[p])) return 0;

@@ -79,7 +79,8 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
     /* A worker reads a shard until duration - renew / 2 after its last
      * good renewal was sent: with a longer interval that grace period
      * ends before the next renewal, and every lease expires on its own. */
-    snprintf(errstr, size, "lease.renew.interval.ms (%lld) must be less than "
+    snprintf(errstr, size,
+             "lease.renew.interval.ms (%lld) must be less than "
              "2/3 of lease.duration.ms (%lld): the leases would expire "
              "between two renewals",
              (long long)kc->lease.renew_ms, (long long)kc->lease.duration_ms);
@@ -98,8 +99,9 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
     char host[256] = "host";
     gethostname(host, sizeof(host) - 1);
     host[sizeof(host) - 1] = '\0';
-    kc->worker_id = kn_asprintf("%s:%d:%08llx", host, (int)getpid(),
-                                (unsigned long long)(kn_rand_u64() & 0xffffffffu));
+    kc->worker_id =
+        kn_asprintf("%s:%d:%08llx", host, (int)getpid(),
+                    (unsigned long long)(kn_rand_u64() & 0xffffffffu));
   }
   if (!kc->worker_id) goto oom;
   const char *store = kn_conf_str(c, "lease.store");
@@ -113,7 +115,8 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
       return -1;
     }
     if (leases) {
-      snprintf(errstr, size, "shards cannot be combined with a lease store: "
+      snprintf(errstr, size,
+               "shards cannot be combined with a lease store: "
                "the workers share every shard");
       return -1;
     }
@@ -138,20 +141,20 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
       return -1;
     }
     if (leases) {
-      snprintf(errstr, size, "initial.position=%s needs lease.store=none",
-               ip);
+      snprintf(errstr, size, "initial.position=%s needs lease.store=none", ip);
       return -1;
     }
     if (n_only != 1) {
       snprintf(errstr, size,
-               "initial.position=%s needs exactly one shard in \"shards\"",
-               ip);
+               "initial.position=%s needs exactly one shard in \"shards\"", ip);
       return -1;
     }
     for (const char *q = seq; *q; q++)
       if (*q < '0' || *q > '9') {
-        snprintf(errstr, size, "initial.sequence.number: not a decimal "
-                 "sequence number: \"%s\"", seq);
+        snprintf(errstr, size,
+                 "initial.sequence.number: not a decimal "
+                 "sequence number: \"%s\"",
+                 seq);
         return -1;
       }
     if (kn_pos_set_seq(p,
@@ -261,8 +264,8 @@ static void yielded_locked(kn_consumer_t *kc, const kn_app_ev_t *e) {
 
 /* Runs queued callbacks; called with mu held, returns with mu held. */
 static void dispatch_events_locked(kn_consumer_t *kc) {
-  typedef void (*acq_cb_t)(kn_consumer_t *, const char *, int64_t,
-                           const void *, size_t, void *);
+  typedef void (*acq_cb_t)(kn_consumer_t *, const char *, int64_t, const void *,
+                           size_t, void *);
   typedef void (*lost_cb_t)(kn_consumer_t *, const char *, kn_err_t, void *);
   while (kc->ev_head) {
     kn_app_ev_t *e = kc->ev_head;
@@ -458,7 +461,8 @@ static kn_error_t *request_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
     pthread_cond_destroy(&req.cv);
     return kn_error_new(KN_ERR__LEASE_LOST,
                         "shard %s: the consumer is closed; checkpoint not "
-                        "written", cs->id);
+                        "written",
+                        cs->id);
   }
   kn_control_post_msg_locked(kc, m);
   while (!req.done) pthread_cond_wait(&req.cv, &kc->mu);
@@ -505,8 +509,7 @@ static kn_error_t *checkpoint_at(kn_consumer_t *kc, const kn_record_t *r,
 
 kn_error_t *kn_consumer_checkpoint_seq(kn_consumer_t *kc, const char *shard_id,
                                        const char *seq, uint64_t subseq) {
-  if (!shard_id)
-    return kn_error_new(KN_ERR__INVALID_ARG, "no shard id");
+  if (!shard_id) return kn_error_new(KN_ERR__INVALID_ARG, "no shard id");
   return checkpoint_pos(kc, shard_id, seq, subseq, NULL, 0, 0);
 }
 
@@ -532,13 +535,11 @@ kn_error_t *kn_consumer_checkpoint(kn_consumer_t *kc, const kn_record_t *r) {
 
 kn_error_t *kn_consumer_checkpoint_batch(kn_consumer_t *kc,
                                          const kn_batch_t *b) {
-  if (!b || b->n == 0)
-    return kn_error_new(KN_ERR__INVALID_ARG, "empty batch");
+  if (!b || b->n == 0) return kn_error_new(KN_ERR__INVALID_ARG, "empty batch");
   return checkpoint_at(kc, &b->recs[b->n - 1], NULL, 0, 0);
 }
 
-kn_err_t kn_consumer_checkpoint_async(kn_consumer_t *kc,
-                                      const kn_record_t *r) {
+kn_err_t kn_consumer_checkpoint_async(kn_consumer_t *kc, const kn_record_t *r) {
   if (!r || !r->batch || !r->batch->shard_id) return KN_ERR__INVALID_ARG;
   /* Recorded as processed; the control thread writes it with the next
    * flush (checkpoint.interval.ms). */
@@ -582,18 +583,19 @@ int64_t kn_consumer_fencing_token(kn_consumer_t *kc, const char *shard_id) {
 
 /* ---- callbacks ---- */
 
-void kn_conf_set_lease_acquired_cb(
-    kn_conf_t *conf,
-    void (*cb)(kn_consumer_t *, const char *, int64_t, const void *, size_t,
-               void *),
-    void *opaque) {
+void kn_conf_set_lease_acquired_cb(kn_conf_t *conf,
+                                   void (*cb)(kn_consumer_t *, const char *,
+                                              int64_t, const void *, size_t,
+                                              void *),
+                                   void *opaque) {
   conf->cbs[KN_CB_LEASE_ACQUIRED] = (kn_fnptr_t)cb;
   conf->cb_opaque[KN_CB_LEASE_ACQUIRED] = opaque;
 }
 
-void kn_conf_set_lease_lost_cb(
-    kn_conf_t *conf, void (*cb)(kn_consumer_t *, const char *, kn_err_t, void *),
-    void *opaque) {
+void kn_conf_set_lease_lost_cb(kn_conf_t *conf,
+                               void (*cb)(kn_consumer_t *, const char *,
+                                          kn_err_t, void *),
+                               void *opaque) {
   conf->cbs[KN_CB_LEASE_LOST] = (kn_fnptr_t)cb;
   conf->cb_opaque[KN_CB_LEASE_LOST] = opaque;
 }
@@ -632,7 +634,8 @@ kn_error_t *kn_consumer_close(kn_consumer_t *kc) {
 
 void kn_consumer_destroy(kn_consumer_t *kc) {
   if (!kc) return;
-  if (kc->control_started || kc->n_shards) kn_error_destroy(kn_consumer_close(kc));
+  if (kc->control_started || kc->n_shards)
+    kn_error_destroy(kn_consumer_close(kc));
   kn_lease_store_destroy(kc->ls);
   kn_client_destroy(kc->client);
   kn_shard_table_clear(kc);

@@ -31,11 +31,11 @@
 #include "util/strmap.h"
 
 typedef enum kn_cshard_state {
-  KN_CS_WAITING,  /* known, not started: parents unfinished or not ours */
-  KN_CS_READING,  /* a reader runs for it */
-  KN_CS_ENDED,    /* the reader saw the end; records may still be queued */
-  KN_CS_DONE,     /* closed shard, every record handed to the application */
-  KN_CS_STOPPED,  /* no longer ours (lease lost, or skipped at start) */
+  KN_CS_WAITING, /* known, not started: parents unfinished or not ours */
+  KN_CS_READING, /* a reader runs for it */
+  KN_CS_ENDED,   /* the reader saw the end; records may still be queued */
+  KN_CS_DONE,    /* closed shard, every record handed to the application */
+  KN_CS_STOPPED, /* no longer ours (lease lost, or skipped at start) */
 } kn_cshard_state_t;
 
 const char *kn_cshard_state_name(kn_cshard_state_t s);
@@ -52,49 +52,49 @@ struct kn_efo;
  * thread (under mu); fields without a mark are fixed after creation. */
 typedef struct kn_cshard {
   char *id;
-  char *parent;           /* or NULL */
-  char *adjacent_parent;  /* or NULL */
+  char *parent;                     /* or NULL */
+  char *adjacent_parent;            /* or NULL */
   kn_u128_t range_start, range_end; /* hash key range */
-  int closed_at_sync;     /* [mu] ListShards showed it closed */
+  int closed_at_sync;               /* [mu] ListShards showed it closed */
 
-  kn_cshard_state_t state;     /* [mu] */
-  int caught_up;               /* [mu] reader reached the tip */
-  int paused;                  /* [mu] reader waits for buffer room */
-  size_t buffered_records;     /* [mu] queued, not yet polled */
-  size_t buffered_bytes;       /* [mu] */
-  int in_dirty;                /* [mu] listed in kc->dirty */
-  kn_pos_t delivered;          /* [mu] last record returned by poll */
-  int has_delivered;           /* [mu] */
-  kn_pos_t processed;          /* [mu] last record of an earlier poll */
-  int has_processed;           /* [mu] */
-  int64_t fencing_token;       /* [mu] -1: not held */
-  int64_t millis_behind;       /* [mu] of the last response */
-  uint64_t records_delivered;  /* [mu] */
-  uint64_t bytes_delivered;    /* [mu] */
-  int queued_entries;          /* [mu] delivery entries referring to it */
+  kn_cshard_state_t state;    /* [mu] */
+  int caught_up;              /* [mu] reader reached the tip */
+  int paused;                 /* [mu] reader waits for buffer room */
+  size_t buffered_records;    /* [mu] queued, not yet polled */
+  size_t buffered_bytes;      /* [mu] */
+  int in_dirty;               /* [mu] listed in kc->dirty */
+  kn_pos_t delivered;         /* [mu] last record returned by poll */
+  int has_delivered;          /* [mu] */
+  kn_pos_t processed;         /* [mu] last record of an earlier poll */
+  int has_processed;          /* [mu] */
+  int64_t fencing_token;      /* [mu] -1: not held */
+  int64_t millis_behind;      /* [mu] of the last response */
+  uint64_t records_delivered; /* [mu] */
+  uint64_t bytes_delivered;   /* [mu] */
+  int queued_entries;         /* [mu] delivery entries referring to it */
   /* [mu] For the metrics (consumer/metrics.h). */
   uint64_t gr_calls, gr_throttles, gr_errors; /* GetRecords answers */
-  struct kn_ckpt_mark {        /* (position, records delivered up to it) of
-                                  the batches since the last checkpoint */
+  struct kn_ckpt_mark { /* (position, records delivered up to it) of
+                           the batches since the last checkpoint */
     char seq[KN_SEQ_MAX];
     uint64_t subseq;
     uint64_t records;
   } ck_marks[8];
   int ck_n;
-  uint64_t ck_records;         /* records_delivered at the last checkpoint */
-  int64_t ck_tenure;           /* the tenure the three above belong to */
+  uint64_t ck_records; /* records_delivered at the last checkpoint */
+  int64_t ck_tenure;   /* the tenure the three above belong to */
 
-  kn_pos_t start;              /* control: where the reader starts */
-  struct kn_reader *reader;    /* control: running reader, or NULL */
+  kn_pos_t start;                   /* control: where the reader starts */
+  struct kn_reader *reader;         /* control: running reader, or NULL */
   struct kn_efo_reader *efo_reader; /* [mu] fan-out reader, or NULL */
-  int end_popped;              /* [mu] the application polled past the end */
+  int end_popped; /* [mu] the application polled past the end */
   /* Lease mode: from this monotonic time on, records of the shard are
    * neither fetched nor handed out, unless a write to the lease moves it
    * first (0: no limit).  The readers and poll judge it themselves, so a
    * renewal stuck in an unreachable store cannot keep them going.  Once
    * passed it is never moved again for the same tenure (poll may have
    * dropped records): the driver stops the shard. */
-  int64_t lease_until_ms;      /* [mu] */
+  int64_t lease_until_ms; /* [mu] */
 
   /* [mu] Lease mode: the lease as the driver last learnt it, for the
    * statistics (the coordination core owns the lease itself). */
@@ -122,7 +122,7 @@ typedef struct kn_app_ev {
   char *shard_id;
   int64_t token;
   kn_err_t reason;
-  void *state;                 /* pending checkpoint state, or NULL */
+  void *state; /* pending checkpoint state, or NULL */
   size_t state_len;
 } kn_app_ev_t;
 
@@ -130,23 +130,23 @@ typedef struct kn_app_ev {
 typedef struct kn_dentry {
   struct kn_dentry *next;
   kn_cshard_t *cs;
-  kn_batch_t *batch;   /* NULL for an end-of-shard marker */
-  size_t bytes;        /* memory accounted for this entry */
+  kn_batch_t *batch; /* NULL for an end-of-shard marker */
+  size_t bytes;      /* memory accounted for this entry */
 } kn_dentry_t;
 
 /* A checkpoint the application waits for (lease mode): it lives on the
  * caller's stack until `done`; the driver answers every request it is
  * handed, at the latest when it stops. */
 typedef struct kn_ckpt_req {
-  struct kn_ckpt_req *next;   /* driver thread: the unanswered requests */
+  struct kn_ckpt_req *next; /* driver thread: the unanswered requests */
   kn_cshard_t *cs;
   kn_pos_t pos;
   int prepare;
-  const void *state;          /* borrowed from the waiting caller */
+  const void *state; /* borrowed from the waiting caller */
   size_t state_len;
-  int done;                   /* [mu] */
-  kn_error_t *err;            /* [mu] the outcome, owned by the caller */
-  pthread_cond_t cv;          /* with mu: signalled when done */
+  int done;          /* [mu] */
+  kn_error_t *err;   /* [mu] the outcome, owned by the caller */
+  pthread_cond_t cv; /* with mu: signalled when done */
 } kn_ckpt_req_t;
 
 struct kn_store_job;
@@ -178,24 +178,24 @@ typedef struct kn_ctl_msg {
   struct kn_ctl_msg *next;
   kn_ctl_kind_t kind;
   kn_cshard_t *cs;
-  int64_t tenure;             /* the reader's or poll's tenure (0 without a
-                                 lease store) */
-  kn_error_t *err;            /* owned by the message */
-  kn_shard_list_t *children;  /* owned by the message, or NULL */
-  kn_pos_t pos;               /* DELIVERED, PROCESSED, YIELDED */
-  int end;                    /* DELIVERED */
-  kn_ckpt_req_t *req;         /* CHECKPOINT: borrowed, answered */
-  struct kn_store_job *job;   /* STORE_DONE: owned by the message */
+  int64_t tenure;            /* the reader's or poll's tenure (0 without a
+                                lease store) */
+  kn_error_t *err;           /* owned by the message */
+  kn_shard_list_t *children; /* owned by the message, or NULL */
+  kn_pos_t pos;              /* DELIVERED, PROCESSED, YIELDED */
+  int end;                   /* DELIVERED */
+  kn_ckpt_req_t *req;        /* CHECKPOINT: borrowed, answered */
+  struct kn_store_job *job;  /* STORE_DONE: owned by the message */
 } kn_ctl_msg_t;
 
 struct kn_consumer_s {
-  kn_conf_t *conf;            /* owned copy */
+  kn_conf_t *conf; /* owned copy */
   kn_logger_t log;
-  kn_client_t *client;        /* owned: settings, credentials, loop, svc */
-  kn_loop_t *loop;            /* borrowed from client */
-  kn_svc_t *svc;              /* borrowed from client */
+  kn_client_t *client; /* owned: settings, credentials, loop, svc */
+  kn_loop_t *loop;     /* borrowed from client */
+  kn_svc_t *svc;       /* borrowed from client */
   char *stream;
-  struct kn_efo *efo;         /* owned; NULL when reading by polling */
+  struct kn_efo *efo; /* owned; NULL when reading by polling */
 
   /* Settings read once at start. */
   struct {
@@ -208,27 +208,27 @@ struct kn_consumer_s {
     double calls_per_s, bytes_per_s;
     int64_t sync_interval_ms;
     kn_pos_t initial;
-    char **only_shards;       /* from `shards`, NULL-terminated, or NULL */
+    char **only_shards; /* from `shards`, NULL-terminated, or NULL */
   } cfg;
 
   pthread_mutex_t mu;
-  pthread_cond_t poll_cv;     /* delivery queue became non-empty */
-  pthread_cond_t ctl_cv;      /* control queue became non-empty */
+  pthread_cond_t poll_cv; /* delivery queue became non-empty */
+  pthread_cond_t ctl_cv;  /* control queue became non-empty */
 
   /* [mu] */
   kn_cshard_t **shards;
   size_t n_shards, cap_shards;
-  kn_strmap_t shard_map;      /* id -> shards entry */
+  kn_strmap_t shard_map; /* id -> shards entry */
   kn_dentry_t *q_head, *q_tail;
   size_t q_len;
-  size_t total_bytes;         /* buffered + reserved in flight */
-  int n_paused;               /* shards whose reader waits for room */
-  size_t wake_next;           /* where the next wake-up round starts */
-  kn_cshard_t **dirty;        /* shards delivered since the last poll */
+  size_t total_bytes;  /* buffered + reserved in flight */
+  int n_paused;        /* shards whose reader waits for room */
+  size_t wake_next;    /* where the next wake-up round starts */
+  kn_cshard_t **dirty; /* shards delivered since the last poll */
   size_t n_dirty, cap_dirty;
   kn_ctl_msg_t *ctl_head, *ctl_tail;
-  int ctl_pending;            /* messages posted and not yet handled */
-  int synced;                 /* first shard listing done */
+  int ctl_pending; /* messages posted and not yet handled */
+  int synced;      /* first shard listing done */
   int closing;
   kn_error_t *fatal;
 
@@ -243,8 +243,8 @@ struct kn_consumer_s {
    * threads (store_pool.c). */
   struct kn_lease_store *ls;
   char *worker_id;
-  int ctl_open;               /* [mu] the control thread takes requests */
-  int taker_idle;             /* [mu] the core has nothing left to take */
+  int ctl_open;   /* [mu] the control thread takes requests */
+  int taker_idle; /* [mu] the core has nothing left to take */
   struct {
     int64_t duration_ms, renew_ms, take_ms, handoff_ms;
     /* How long after a good write this worker reads on without another
@@ -252,10 +252,10 @@ struct kn_consumer_s {
     int64_t grace_ms;
     int max_leases, max_steal;
   } lease;
-  int64_t next_stats_ms;      /* poll thread */
-  struct kn_lease_stats {     /* [mu] worker statistics */
+  int64_t next_stats_ms;  /* poll thread */
+  struct kn_lease_stats { /* [mu] worker statistics */
     uint64_t taken, lost, renewals, renew_failures;
-    uint64_t handed_over;     /* passed on at another worker's request */
+    uint64_t handed_over; /* passed on at another worker's request */
     int64_t renew_last_us, renew_max_us;
     /* consumer/metrics.c: per lease-store operation (kn_cc_op_t up to
      * KN_CC_HANDOFF_DONE; ListShards not counted) */
@@ -263,10 +263,10 @@ struct kn_consumer_s {
     uint64_t store_calls[KN_STORE_OPS], store_errors[KN_STORE_OPS],
         store_cond[KN_STORE_OPS];
     kn_hist_t store_hist[KN_STORE_OPS];
-    int64_t store_ok_ms;       /* monotonic: when the last call answered
-                                  was sent (0: none yet) */
-    int64_t table_leases;      /* at the last listing; -1: none yet */
-    int64_t waiting_parents;   /* -1: none yet */
+    int64_t store_ok_ms;     /* monotonic: when the last call answered
+                                was sent (0: none yet) */
+    int64_t table_leases;    /* at the last listing; -1: none yet */
+    int64_t waiting_parents; /* -1: none yet */
   } lstats;
 };
 

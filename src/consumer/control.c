@@ -140,8 +140,8 @@ static void start_ready(kn_consumer_t *kc) {
 
 static kn_error_t *sync_shards(kn_consumer_t *kc, int first) {
   kn_shard_list_t *list = NULL;
-  kn_error_t *err = kn_list_shards(kc->client, kc->stream,
-                                   KN_SHARD_FILTER_NONE, NULL, 0, &list);
+  kn_error_t *err = kn_list_shards(kc->client, kc->stream, KN_SHARD_FILTER_NONE,
+                                   NULL, 0, &list);
   if (err) return kn_error_prefix(err, "stream \"%s\": ListShards", kc->stream);
 
   if (first && kc->cfg.only_shards) {
@@ -220,8 +220,7 @@ int kn_control_stream_exists(kn_consumer_t *kc) {
 static void handle(kn_consumer_t *kc, kn_ctl_msg_t *m, int64_t *next_sync) {
   switch (m->kind) {
     case KN_CTL_SHARD_ENDED:
-      kn_info(&kc->log, "CONTROL", "shard %s: end of shard reached",
-              m->cs->id);
+      kn_info(&kc->log, "CONTROL", "shard %s: end of shard reached", m->cs->id);
       kn_reader_stop(kc, m->cs);
       add_children(kc, m->children);
       /* kinesalite reports no children: list shards now to find them. */

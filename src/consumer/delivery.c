@@ -111,9 +111,10 @@ void kn_delivery_queue(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
      * of the shard would skip it, so the consumer stops here; nothing past
      * what was delivered gets checkpointed. */
     if (!kc->fatal)
-      kc->fatal = kn_error_new(KN_ERR__NOMEM, "shard %s: out of memory "
-                               "queueing %zu records", cs->id,
-                               kn_batch_count(b));
+      kc->fatal = kn_error_new(KN_ERR__NOMEM,
+                               "shard %s: out of memory "
+                               "queueing %zu records",
+                               cs->id, kn_batch_count(b));
     pthread_cond_broadcast(&kc->poll_cv);
   }
   pthread_mutex_unlock(&kc->mu);

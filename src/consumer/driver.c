@@ -34,21 +34,21 @@
 
 typedef struct drv {
   kn_consumer_t *kc;
-  kn_cc_t *cc;                /* NULL when the start failed */
+  kn_cc_t *cc; /* NULL when the start failed */
   kn_store_pool_t *pool;
-  kn_shard_list_t *listing;   /* the last good ListShards */
-  kn_ckpt_req_t *reqs;        /* handed to the core, not yet answered */
-  kn_err_t verdict;           /* code of the last non-retriable failure */
-  int close_asked;            /* CLOSE came */
-  int close_started;          /* kn_cc_close called, or the core failed */
-  int cc_closed;              /* the core said CLOSED */
+  kn_shard_list_t *listing; /* the last good ListShards */
+  kn_ckpt_req_t *reqs;      /* handed to the core, not yet answered */
+  kn_err_t verdict;         /* code of the last non-retriable failure */
+  int close_asked;          /* CLOSE came */
+  int close_started;        /* kn_cc_close called, or the core failed */
+  int cc_closed;            /* the core said CLOSED */
   int64_t close_deadline;
   /* Extensions that came after the shard's time had run out: told to the
    * core as expiries once the actions in hand are done. */
   struct late {
     char *key;
     int64_t tenure;
-  } *late;
+  } * late;
   size_t n_late, cap_late;
 } drv_t;
 
@@ -109,10 +109,10 @@ static void start_of(const kn_consumer_t *kc, const kn_lease_t *l,
   memset(p, 0, sizeof(*p));
   const char *c = l && l->checkpoint ? l->checkpoint : KN_CKPT_TRIM_HORIZON;
   if (is_seq(c) &&
-      kn_pos_set_seq(p, KN_ITER_AT_SEQUENCE_NUMBER, c,
-                     (uint64_t)(l->checkpoint_subseq > 0 ? l->checkpoint_subseq
-                                                         : 0),
-                     1) == 0)
+      kn_pos_set_seq(
+          p, KN_ITER_AT_SEQUENCE_NUMBER, c,
+          (uint64_t)(l->checkpoint_subseq > 0 ? l->checkpoint_subseq : 0),
+          1) == 0)
     return; /* AT the checkpoint, dropping records at or below it */
   if (strcmp(c, KN_CKPT_LATEST) == 0) {
     p->type = KN_ITER_LATEST;
@@ -185,8 +185,8 @@ static void yield_shard(drv_t *d, const kn_cc_action_t *a) {
   kn_delivery_purge(kc, cs);
   cs->state = KN_CS_STOPPED;
   cs->caught_up = 0;
-  kn_app_event_locked(kc, KN_APP_EV_HANDOFF, cs->id, a->tenure,
-                      KN_ERR__HANDOFF, NULL, 0);
+  kn_app_event_locked(kc, KN_APP_EV_HANDOFF, cs->id, a->tenure, KN_ERR__HANDOFF,
+                      NULL, 0);
   pthread_mutex_unlock(&kc->mu);
   kn_dbg(&kc->log, "COORD", "shard %s: stopped reading it for %s", cs->id,
          a->old_owner ? a->old_owner : "another worker");
@@ -231,12 +231,13 @@ static void start_shard(drv_t *d, const kn_cc_action_t *a) {
   cs->view.counter = a->tenure;
   view_ckpt_locked(cs, l ? l->checkpoint : NULL, l ? l->checkpoint_subseq : 0);
   kn_app_event_locked(kc, KN_APP_EV_ACQUIRED, cs->id, a->tenure,
-                      KN_ERR_NO_ERROR, state,
-                      state ? l->pending_state_len : 0);
+                      KN_ERR_NO_ERROR, state, state ? l->pending_state_len : 0);
   pthread_mutex_unlock(&kc->mu);
   if (kn_reader_start(kc, cs))
-    set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory starting shard "
-                               "%s", cs->id));
+    set_fatal(kc, kn_error_new(KN_ERR__NOMEM,
+                               "out of memory starting shard "
+                               "%s",
+                               cs->id));
 }
 
 static void extend_shard(drv_t *d, const kn_cc_action_t *a) {
@@ -349,12 +350,12 @@ static void act(drv_t *d, const kn_cc_action_t *a) {
       break;
     }
     case KN_CC_FATAL: {
-      kn_err_t code = a->reason != KN_ERR_NO_ERROR ? a->reason
+      kn_err_t code = a->reason != KN_ERR_NO_ERROR    ? a->reason
                       : d->verdict != KN_ERR_NO_ERROR ? d->verdict
                                                       : KN_ERR__FAIL;
-      kn_error_t *err = kn_error_new(code, "%s",
-                                     a->err_msg ? a->err_msg : kn_err2str(code));
-      set_fatal(kc, err); /* the application is told */
+      kn_error_t *err =
+          kn_error_new(code, "%s", a->err_msg ? a->err_msg : kn_err2str(code));
+      set_fatal(kc, err);   /* the application is told */
       d->close_started = 1; /* the core releases its leases itself */
       break;
     }
@@ -433,8 +434,10 @@ static void log_store(drv_t *d, const kn_store_job_t *j) {
   kn_consumer_t *kc = d->kc;
   if (j->err || j->op != KN_CC_TAKE || !j->old_owner) return;
   if (strcmp(j->old_owner, kc->worker_id) == 0)
-    kn_info(&kc->log, "COORD", "shard %s was in this worker's name but not "
-            "read here: taken back", j->key);
+    kn_info(&kc->log, "COORD",
+            "shard %s was in this worker's name but not "
+            "read here: taken back",
+            j->key);
   else
     kn_dbg(&kc->log, "COORD", "shard %s taken from %s", j->key, j->old_owner);
 }
@@ -526,8 +529,8 @@ static void shard_ended(drv_t *d, kn_ctl_msg_t *m) {
 static void shard_gone(drv_t *d, kn_ctl_msg_t *m) {
   kn_consumer_t *kc = d->kc;
   if (current(kc, m->cs, m->tenure)) kn_reader_stop(kc, m->cs);
-  kn_dbg(&kc->log, "CONTROL", "shard %s: %s: does the stream exist?",
-         m->cs->id, kn_error_string(m->err));
+  kn_dbg(&kc->log, "CONTROL", "shard %s: %s: does the stream exist?", m->cs->id,
+         kn_error_string(m->err));
   if (!live(d)) return;
   kn_store_job_t *j = kn_store_job_stream_check(m->cs, m->tenure);
   if (!j) {
@@ -662,9 +665,12 @@ static kn_error_t *open_store(kn_consumer_t *kc) {
 
 static const char *initial_checkpoint(const kn_consumer_t *kc) {
   switch (kc->cfg.initial.type) {
-    case KN_ITER_LATEST: return KN_CKPT_LATEST;
-    case KN_ITER_AT_TIMESTAMP: return KN_CKPT_AT_TIMESTAMP;
-    default: return KN_CKPT_TRIM_HORIZON;
+    case KN_ITER_LATEST:
+      return KN_CKPT_LATEST;
+    case KN_ITER_AT_TIMESTAMP:
+      return KN_CKPT_AT_TIMESTAMP;
+    default:
+      return KN_CKPT_TRIM_HORIZON;
   }
 }
 
@@ -722,7 +728,8 @@ static void finish(drv_t *d) {
   kn_store_pool_destroy(d->pool);
   d->pool = NULL;
   if (d->close_asked && !d->cc_closed && d->cc)
-    kn_warn(&kc->log, "COORD", "closing: the lease store did not answer "
+    kn_warn(&kc->log, "COORD",
+            "closing: the lease store did not answer "
             "within %lld ms; leases not released expire on their own",
             (long long)kc->lease.duration_ms);
   kn_cc_destroy(d->cc);
@@ -752,9 +759,7 @@ void kn_driver_run(kn_consumer_t *kc) {
     drain(&d);
   }
   for (;;) {
-    if (d.close_asked &&
-        (!live(&d) || kn_mono_ms() >= d.close_deadline))
-      break;
+    if (d.close_asked && (!live(&d) || kn_mono_ms() >= d.close_deadline)) break;
     pthread_mutex_lock(&kc->mu);
     while (!kc->ctl_head) {
       int64_t due = live(&d) ? kn_cc_wake_ms(d.cc) : INT64_MAX;

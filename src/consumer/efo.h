@@ -34,7 +34,7 @@ const char *kn_efo_registration_name(kn_efo_registration_t r);
 
 typedef struct kn_efo {
   /* Settings, fixed once kn_efo_conf() returns. */
-  char *name;                 /* consumer name; NULL with none */
+  char *name; /* consumer name; NULL with none */
   kn_efo_registration_t registration;
   int deregister_on_close;
   int64_t watchdog_ms;
@@ -42,20 +42,20 @@ typedef struct kn_efo {
   int64_t register_timeout_ms;
 
   /* Control thread only. */
-  char *stream_arn;           /* NULL until needed */
-  uint64_t verified_gen;      /* generation last seen ACTIVE ... */
-  int64_t verified_ms;        /* ... and when (monotonic; 0: never) */
-  kn_shard_list_t *listing;   /* last ListShards of a check */
+  char *stream_arn;         /* NULL until needed */
+  uint64_t verified_gen;    /* generation last seen ACTIVE ... */
+  int64_t verified_ms;      /* ... and when (monotonic; 0: never) */
+  kn_shard_list_t *listing; /* last ListShards of a check */
   int64_t listing_ms;
 
   /* [kc->mu] */
-  char *consumer_arn;         /* NULL until registered */
-  uint64_t generation;        /* bumped whenever consumer_arn changes */
-  uint64_t lists_started;     /* closure listings started ... */
-  uint64_t lists_done;        /* ... and the last one finished */
-  int list_pending;           /* a listing is queued or running */
-  int64_t list_last_ms;       /* when the last one finished */
-  size_t readers;             /* fan-out readers running */
+  char *consumer_arn;     /* NULL until registered */
+  uint64_t generation;    /* bumped whenever consumer_arn changes */
+  uint64_t lists_started; /* closure listings started ... */
+  uint64_t lists_done;    /* ... and the last one finished */
+  int list_pending;       /* a listing is queued or running */
+  int64_t list_last_ms;   /* when the last one finished */
+  size_t readers;         /* fan-out readers running */
   int warned_connections;
 } kn_efo_t;
 

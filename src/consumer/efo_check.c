@@ -32,7 +32,8 @@
 void kn_efo_request_listing_locked(kn_consumer_t *kc) {
   kn_efo_t *efo = kc->efo;
   if (efo->list_pending) return;
-  if (efo->list_last_ms && kn_mono_ms() - efo->list_last_ms < KN_EFO_LIST_MIN_MS)
+  if (efo->list_last_ms &&
+      kn_mono_ms() - efo->list_last_ms < KN_EFO_LIST_MIN_MS)
     return;
   efo->list_pending = 1;
   kn_control_post_locked(kc, KN_CTL_EFO_CHECK, NULL, NULL, NULL);
@@ -42,8 +43,8 @@ void kn_efo_request_listing_locked(kn_consumer_t *kc) {
 static kn_error_t *list_now(kn_consumer_t *kc) {
   kn_efo_t *efo = kc->efo;
   kn_shard_list_t *list = NULL;
-  kn_error_t *err = kn_list_shards(kc->client, kc->stream,
-                                   KN_SHARD_FILTER_NONE, NULL, 0, &list);
+  kn_error_t *err = kn_list_shards(kc->client, kc->stream, KN_SHARD_FILTER_NONE,
+                                   NULL, 0, &list);
   if (err) return err;
   size_t closed = 0;
   pthread_mutex_lock(&kc->mu);
@@ -58,8 +59,10 @@ static kn_error_t *list_now(kn_consumer_t *kc) {
   }
   pthread_mutex_unlock(&kc->mu);
   if (closed)
-    kn_info(&kc->log, "EFO", "%zu subscribed shard(s) closed: finishing "
-            "them with GetRecords once their subscriptions are idle", closed);
+    kn_info(&kc->log, "EFO",
+            "%zu subscribed shard(s) closed: finishing "
+            "them with GetRecords once their subscriptions are idle",
+            closed);
   kn_shard_list_destroy(efo->listing);
   efo->listing = list;
   efo->listing_ms = kn_mono_ms();
@@ -83,7 +86,11 @@ static void listing_for_idle(kn_consumer_t *kc) {
   pthread_mutex_unlock(&kc->mu);
 }
 
-typedef enum { CONSUMER_OK, CONSUMER_GONE, CONSUMER_UNKNOWN } consumer_verdict_t;
+typedef enum {
+  CONSUMER_OK,
+  CONSUMER_GONE,
+  CONSUMER_UNKNOWN
+} consumer_verdict_t;
 
 static consumer_verdict_t consumer_state(kn_consumer_t *kc, const char *arn,
                                          uint64_t gen) {
@@ -92,7 +99,8 @@ static consumer_verdict_t consumer_state(kn_consumer_t *kc, const char *arn,
       kn_mono_ms() - efo->verified_ms < KN_EFO_CHECK_CACHE_MS)
     return CONSUMER_OK;
   kn_stream_consumer_t *c = NULL;
-  kn_error_t *err = kn_describe_stream_consumer(kc->client, NULL, NULL, arn, &c);
+  kn_error_t *err =
+      kn_describe_stream_consumer(kc->client, NULL, NULL, arn, &c);
   if (err) {
     consumer_verdict_t v = kn_error_code(err) == KN_ERR_RESOURCE_NOT_FOUND
                                ? CONSUMER_GONE
@@ -129,23 +137,28 @@ static void consumer_gone(kn_consumer_t *kc, const char *arn, uint64_t gen) {
   pthread_mutex_unlock(&kc->mu);
   if (renewed) return;
   if (efo->registration != KN_EFO_LAZY) {
-    kn_efo_fail(kc, kn_error_new(KN_ERR_RESOURCE_NOT_FOUND,
-                                 "stream consumer %s no longer exists "
-                                 "(efo.registration=%s does not register it "
-                                 "again)", arn,
-                                 kn_efo_registration_name(efo->registration)));
+    kn_efo_fail(kc,
+                kn_error_new(KN_ERR_RESOURCE_NOT_FOUND,
+                             "stream consumer %s no longer exists "
+                             "(efo.registration=%s does not register it "
+                             "again)",
+                             arn, kn_efo_registration_name(efo->registration)));
     return;
   }
-  kn_warn(&kc->log, "EFO", "stream consumer %s is gone: registering \"%s\" "
-          "again", arn, efo->name);
+  kn_warn(&kc->log, "EFO",
+          "stream consumer %s is gone: registering \"%s\" "
+          "again",
+          arn, efo->name);
   char *fresh = NULL;
   kn_error_t *err = kn_efo_ensure(kc, &fresh);
   if (err) {
     if (kn_error_code(err) == KN_ERR__DESTROY)
       kn_error_destroy(err);
     else
-      kn_efo_fail(kc, kn_error_prefix(err, "registering stream consumer "
-                                      "\"%s\" again", efo->name));
+      kn_efo_fail(kc, kn_error_prefix(err,
+                                      "registering stream consumer "
+                                      "\"%s\" again",
+                                      efo->name));
     return;
   }
   pthread_mutex_lock(&kc->mu);
@@ -201,9 +214,10 @@ void kn_efo_check(kn_consumer_t *kc, kn_cshard_t *cs, int64_t tenure,
         free(arn);
         return;
       }
-      kn_warn(&kc->log, "EFO", "shard %s: %s, yet the shard is listed and "
-              "the consumer ACTIVE: subscribing again", cs->id,
-              kn_error_string(why));
+      kn_warn(&kc->log, "EFO",
+              "shard %s: %s, yet the shard is listed and "
+              "the consumer ACTIVE: subscribing again",
+              cs->id, kn_error_string(why));
       break;
     }
   }

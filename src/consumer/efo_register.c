@@ -31,9 +31,12 @@
 
 const char *kn_efo_registration_name(kn_efo_registration_t r) {
   switch (r) {
-    case KN_EFO_LAZY: return "lazy";
-    case KN_EFO_EAGER: return "eager";
-    case KN_EFO_NONE: return "none";
+    case KN_EFO_LAZY:
+      return "lazy";
+    case KN_EFO_EAGER:
+      return "eager";
+    case KN_EFO_NONE:
+      return "none";
   }
   return "?";
 }
@@ -47,7 +50,8 @@ int kn_efo_conf(kn_consumer_t *kc, char *errstr, size_t size) {
   int has_name = name && *name, has_arn = arn && *arn;
   if (!has_name && !has_arn) {
     if (!kn_conf_is_set(c, "efo.registration")) return 0; /* polling */
-    snprintf(errstr, size, "efo.registration is set but neither "
+    snprintf(errstr, size,
+             "efo.registration is set but neither "
              "efo.consumer.name nor efo.consumer.arn");
     return -1;
   }
@@ -63,7 +67,8 @@ int kn_efo_conf(kn_consumer_t *kc, char *errstr, size_t size) {
     return -1;
   }
   if (r != KN_EFO_NONE && has_arn) {
-    snprintf(errstr, size, "efo.consumer.arn goes with efo.registration=none "
+    snprintf(errstr, size,
+             "efo.consumer.arn goes with efo.registration=none "
              "(%s registration uses efo.consumer.name)",
              kn_efo_registration_name(r));
     return -1;
@@ -155,8 +160,10 @@ static kn_error_t *fetch_stream_arn(kn_consumer_t *kc) {
   if (err) return kn_error_prefix(err, "stream \"%s\"", kc->stream);
   const char *arn = kn_stream_summary_arn(sum);
   if (!arn || !*arn)
-    err = kn_error_new(KN_ERR__BAD_MSG, "stream \"%s\": no StreamARN in "
-                       "DescribeStreamSummary", kc->stream);
+    err = kn_error_new(KN_ERR__BAD_MSG,
+                       "stream \"%s\": no StreamARN in "
+                       "DescribeStreamSummary",
+                       kc->stream);
   else if (!(efo->stream_arn = strdup(arn)))
     err = kn_error_new(KN_ERR__NOMEM, "out of memory");
   kn_stream_summary_destroy(sum);
@@ -171,7 +178,8 @@ static int status_is(const kn_stream_consumer_t *c, const char *s) {
 static kn_error_t *take_arn(const kn_stream_consumer_t *c, char **arn) {
   const char *a = kn_stream_consumer_arn(c);
   if (!a || !*a)
-    return kn_error_new(KN_ERR__BAD_MSG, "DescribeStreamConsumer: no "
+    return kn_error_new(KN_ERR__BAD_MSG,
+                        "DescribeStreamConsumer: no "
                         "ConsumerARN");
   *arn = strdup(a);
   return *arn ? NULL : kn_error_new(KN_ERR__NOMEM, "out of memory");
@@ -192,8 +200,8 @@ kn_error_t *kn_efo_ensure(kn_consumer_t *kc, char **arn) {
     kn_stream_consumer_t *c = NULL;
     kn_error_t *err = fetch_stream_arn(kc);
     if (!err)
-      err = kn_describe_stream_consumer(kc->client, efo->stream_arn,
-                                        efo->name, NULL, &c);
+      err = kn_describe_stream_consumer(kc->client, efo->stream_arn, efo->name,
+                                        NULL, &c);
     if (!err) {
       if (status_is(c, "ACTIVE")) {
         err = take_arn(c, arn);
@@ -213,8 +221,10 @@ kn_error_t *kn_efo_ensure(kn_consumer_t *kc, char **arn) {
          * random pause lets the first one's registration show. */
         spread = 1;
         wait = (int64_t)kn_rand_below(1000);
-        kn_dbg(&kc->log, "EFO", "consumer \"%s\" not registered; registering "
-               "in %lld ms", efo->name, (long long)wait);
+        kn_dbg(&kc->log, "EFO",
+               "consumer \"%s\" not registered; registering "
+               "in %lld ms",
+               efo->name, (long long)wait);
       } else {
         err = kn_register_stream_consumer(kc->client, efo->stream_arn,
                                           efo->name, &c);
@@ -243,8 +253,8 @@ kn_error_t *kn_efo_ensure(kn_consumer_t *kc, char **arn) {
     if (kn_mono_ms() + wait > deadline)
       return kn_error_new(KN_ERR__TIMED_OUT,
                           "stream consumer \"%s\" not ACTIVE after %lld ms "
-                          "(last seen: %s)", efo->name,
-                          (long long)efo->register_timeout_ms, last);
+                          "(last seen: %s)",
+                          efo->name, (long long)efo->register_timeout_ms, last);
     if (efo_sleep(kc, wait)) return closing_error();
   }
 }
@@ -258,8 +268,8 @@ static kn_error_t *eager(kn_consumer_t *kc, char **arn) {
   kn_stream_consumer_t *c = NULL;
   kn_error_t *err = fetch_stream_arn(kc);
   if (!err)
-    err = kn_register_stream_consumer(kc->client, efo->stream_arn, efo->name,
-                                      &c);
+    err =
+        kn_register_stream_consumer(kc->client, efo->stream_arn, efo->name, &c);
   if (!err) {
     kn_info(&kc->log, "EFO", "registered stream consumer \"%s\" (%s)",
             efo->name, kn_stream_consumer_arn(c));
@@ -281,13 +291,16 @@ static kn_error_t *eager(kn_consumer_t *kc, char **arn) {
     int deleting = status_is(c, "DELETING");
     kn_stream_consumer_destroy(c);
     if (deleting)
-      return kn_error_new(KN_ERR_RESOURCE_IN_USE, "stream consumer \"%s\" is "
-                          "being deleted", efo->name);
+      return kn_error_new(KN_ERR_RESOURCE_IN_USE,
+                          "stream consumer \"%s\" is "
+                          "being deleted",
+                          efo->name);
     int64_t wait = status_wait(waits);
     if (kn_mono_ms() + wait > deadline)
-      return kn_error_new(KN_ERR__TIMED_OUT, "stream consumer \"%s\" not "
-                          "ACTIVE after %lld ms", efo->name,
-                          (long long)efo->register_timeout_ms);
+      return kn_error_new(KN_ERR__TIMED_OUT,
+                          "stream consumer \"%s\" not "
+                          "ACTIVE after %lld ms",
+                          efo->name, (long long)efo->register_timeout_ms);
     if (efo_sleep(kc, wait)) return closing_error();
   }
 }
@@ -309,9 +322,12 @@ void kn_efo_setup(kn_consumer_t *kc) {
       kn_error_destroy(err); /* closed before it was ready */
       return;
     }
-    kn_efo_fail(kc, kn_error_prefix(err, "fan-out consumer \"%s\" (%s "
-                                    "registration)", efo->name,
-                                    kn_efo_registration_name(efo->registration)));
+    kn_efo_fail(kc,
+                kn_error_prefix(err,
+                                "fan-out consumer \"%s\" (%s "
+                                "registration)",
+                                efo->name,
+                                kn_efo_registration_name(efo->registration)));
     return;
   }
   pthread_mutex_lock(&kc->mu);
@@ -337,7 +353,8 @@ void kn_efo_close(kn_consumer_t *kc) {
   if (!failed && arn) {
     /* Subscriptions end first: deregistering under them fails them. */
     for (size_t i = 0; v && i < n; i++) kn_reader_stop(kc, v[i]);
-    kn_error_t *err = kn_deregister_stream_consumer(kc->client, NULL, NULL, arn);
+    kn_error_t *err =
+        kn_deregister_stream_consumer(kc->client, NULL, NULL, arn);
     if (err)
       kn_warn(&kc->log, "EFO", "deregistering stream consumer %s: %s", arn,
               kn_error_string(err));

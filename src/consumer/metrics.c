@@ -65,25 +65,25 @@ static void table_shape_locked(kn_consumer_t *kc, const kn_store_job_t *j) {
   int64_t waiting = 0;
   for (size_t i = 0; i < j->n_leases; i++) {
     const kn_lease_t *l = &j->leases[i];
-    if (!kn_lease_is_shard_end(l) && !kn_lease_is_ready(l, j->leases,
-                                                        j->n_leases))
+    if (!kn_lease_is_shard_end(l) &&
+        !kn_lease_is_ready(l, j->leases, j->n_leases))
       waiting++;
   }
   kc->lstats.table_leases = (int64_t)j->n_leases;
   kc->lstats.waiting_parents = waiting;
 }
 
-void kn_metrics_store_done_locked(kn_consumer_t *kc,
-                                  const kn_store_job_t *j) {
+void kn_metrics_store_done_locked(kn_consumer_t *kc, const kn_store_job_t *j) {
   if (j->stream_check || (unsigned)j->op >= KN_STORE_OPS ||
       j->op == KN_CC_LIST_SHARDS)
     return;
   size_t op = (size_t)j->op;
-  int cond = j->err &&
-             kn_error_code(j->err) == KN_ERR_CONDITIONAL_CHECK_FAILED;
+  int cond = j->err && kn_error_code(j->err) == KN_ERR_CONDITIONAL_CHECK_FAILED;
   kc->lstats.store_calls[op]++;
-  if (cond) kc->lstats.store_cond[op]++;
-  else if (j->err) kc->lstats.store_errors[op]++;
+  if (cond)
+    kc->lstats.store_cond[op]++;
+  else if (j->err)
+    kc->lstats.store_errors[op]++;
   kn_hist_observe(&kc->lstats.store_hist[op], (double)j->took_us / 1e6);
   /* From when the call was sent, as the core counts its grace period. */
   if ((!j->err || cond) && j->sent_ms > kc->lstats.store_ok_ms)
@@ -220,9 +220,9 @@ static int take_snapshot(kn_consumer_t *kc, snap_t *s) {
       break;
     }
     s->n++;
-    o->held = s->lease_mode ? cs->view.held
-                            : cs->state != KN_CS_STOPPED &&
-                                  cs->state != KN_CS_DONE;
+    o->held = s->lease_mode
+                  ? cs->view.held
+                  : cs->state != KN_CS_STOPPED && cs->state != KN_CS_DONE;
     o->reading = cs->state == KN_CS_READING || cs->state == KN_CS_ENDED;
     o->millis_behind = cs->millis_behind;
     o->records = cs->records_delivered;
@@ -249,8 +249,8 @@ static int take_snapshot(kn_consumer_t *kc, snap_t *s) {
 }
 
 static const char *const op_names[KN_STORE_OPS] = {
-    "list",   NULL,   "create",       "take", "renew",   "checkpoint",
-    "release", "remove", "set_children", "get", "handoff", "handoff_done"};
+    "list",    NULL,     "create",       "take", "renew",   "checkpoint",
+    "release", "remove", "set_children", "get",  "handoff", "handoff_done"};
 _Static_assert(KN_CC_HANDOFF_DONE == KN_STORE_OPS - 1 &&
                    KN_CC_LIST_SHARDS == 1 && KN_CC_GET == 9,
                "op_names follows kn_cc_op_t");
@@ -275,7 +275,10 @@ static void render_worker(kn_mw_t *w, const snap_t *s) {
   kn_mw_family(w, KN_M_C_BUFFERED_BYTES);
   kn_mw_u64(w, NULL, NULL, s->buffered);
   if (!s->lease_mode) return;
-  const struct { kn_metric_id_t id; uint64_t v; } plain[] = {
+  const struct {
+    kn_metric_id_t id;
+    uint64_t v;
+  } plain[] = {
       {KN_M_C_LEASES_HELD, s->held},
       {KN_M_C_LEASES_TAKEN, s->ls.taken},
       {KN_M_C_LEASES_STOLEN, s->ls.stolen},
@@ -312,27 +315,54 @@ static int shard_value(kn_metric_id_t id, const shard_snap_t *o, double *v,
                        uint64_t *u) {
   *v = -1;
   switch (id) {
-    case KN_M_S_LEASE_HELD: *u = (uint64_t)o->held; return 1;
+    case KN_M_S_LEASE_HELD:
+      *u = (uint64_t)o->held;
+      return 1;
     case KN_M_S_LAG:
       if (!o->held || !o->reading || o->millis_behind < 0) return 0;
       *v = (double)o->millis_behind / 1000.0;
       return 1;
-    case KN_M_S_RECORDS: *u = o->records; return 1;
-    case KN_M_S_BYTES: *u = o->bytes; return 1;
-    case KN_M_S_GR_CALLS: *u = o->gr_calls; return 1;
-    case KN_M_S_GR_THROTTLES: *u = o->gr_throttles; return 1;
-    case KN_M_S_GR_ERRORS: *u = o->gr_errors; return 1;
-    case KN_M_S_BUFFERED_RECORDS: *u = o->buffered_records; return 1;
-    case KN_M_S_BUFFERED_BYTES: *u = o->buffered_bytes; return 1;
-    case KN_M_S_PAUSED: *u = (uint64_t)o->paused; return 1;
-    case KN_M_S_CKPT_LAG: *u = o->ckpt_lag; return o->has_ckpt_lag;
-    case KN_M_S_FO_SUBSCRIPTIONS: *u = o->fo.subscriptions; return o->efo;
+    case KN_M_S_RECORDS:
+      *u = o->records;
+      return 1;
+    case KN_M_S_BYTES:
+      *u = o->bytes;
+      return 1;
+    case KN_M_S_GR_CALLS:
+      *u = o->gr_calls;
+      return 1;
+    case KN_M_S_GR_THROTTLES:
+      *u = o->gr_throttles;
+      return 1;
+    case KN_M_S_GR_ERRORS:
+      *u = o->gr_errors;
+      return 1;
+    case KN_M_S_BUFFERED_RECORDS:
+      *u = o->buffered_records;
+      return 1;
+    case KN_M_S_BUFFERED_BYTES:
+      *u = o->buffered_bytes;
+      return 1;
+    case KN_M_S_PAUSED:
+      *u = (uint64_t)o->paused;
+      return 1;
+    case KN_M_S_CKPT_LAG:
+      *u = o->ckpt_lag;
+      return o->has_ckpt_lag;
+    case KN_M_S_FO_SUBSCRIPTIONS:
+      *u = o->fo.subscriptions;
+      return o->efo;
     case KN_M_S_FO_RESUBSCRIBES:
       *u = o->fo.subscriptions ? o->fo.subscriptions - 1 : 0;
       return o->efo;
-    case KN_M_S_FO_EVENTS: *u = o->fo.events; return o->efo;
-    case KN_M_S_FO_ERRORS: *u = o->fo.errors; return o->efo;
-    default: return 0;
+    case KN_M_S_FO_EVENTS:
+      *u = o->fo.events;
+      return o->efo;
+    case KN_M_S_FO_ERRORS:
+      *u = o->fo.errors;
+      return o->efo;
+    default:
+      return 0;
   }
 }
 
@@ -364,9 +394,9 @@ size_t kn_consumer_metrics(kn_consumer_t *kc, char *buf, size_t size) {
   snap_t s;
   kn_buf_t b = KN_BUF_INIT;
   int rc = take_snapshot(kc, &s);
-  const char *base[] = {"stream", kc->stream,
-                        "app", kn_conf_str(kc->conf, "app.name"),
-                        "worker", kc->worker_id, NULL};
+  const char *base[] = {
+      "stream", kc->stream,    "app", kn_conf_str(kc->conf, "app.name"),
+      "worker", kc->worker_id, NULL};
   kn_mw_t w;
   kn_mw_init(&w, &b, base);
   if (!rc) {

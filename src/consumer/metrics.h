@@ -13,8 +13,7 @@
 /* A lease-store call or listing finished (driver.c, control thread):
  * counts it, its duration, what it did to leases (released, stolen), the
  * table's shape after a listing and a checkpoint's position.  mu held. */
-void kn_metrics_store_done_locked(kn_consumer_t *kc,
-                                  const kn_store_job_t *j);
+void kn_metrics_store_done_locked(kn_consumer_t *kc, const kn_store_job_t *j);
 /* poll handed out a batch of n_records records of cs (already added to
  * records_delivered), for the checkpoint lag.  Lease mode; mu held. */
 void kn_metrics_delivered_locked(kn_cshard_t *cs, size_t n_records);

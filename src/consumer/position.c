@@ -13,4 +13,3 @@ int kn_pos_set_seq(kn_pos_t *p, kn_iterator_type_t type, const char *seq,
   p->has_subseq = has_subseq;
   return 0;
 }
-

@@ -11,11 +11,11 @@
 
 typedef struct kn_pos {
   kn_iterator_type_t type;
-  char seq[KN_SEQ_MAX];  /* AT/AFTER_SEQUENCE_NUMBER */
-  uint64_t subseq;       /* with AT_SEQUENCE_NUMBER: skip user records of
-                            an aggregate at or below this sub-sequence */
+  char seq[KN_SEQ_MAX]; /* AT/AFTER_SEQUENCE_NUMBER */
+  uint64_t subseq;      /* with AT_SEQUENCE_NUMBER: skip user records of
+                           an aggregate at or below this sub-sequence */
   int has_subseq;
-  int64_t timestamp_ms;  /* AT_TIMESTAMP */
+  int64_t timestamp_ms; /* AT_TIMESTAMP */
 } kn_pos_t;
 
 /* Sets a sequence position; returns -1 if seq is too long. */

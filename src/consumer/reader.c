@@ -35,22 +35,22 @@ typedef enum reader_step {
 typedef struct kn_reader {
   kn_consumer_t *kc;
   kn_cshard_t *cs;
-  int64_t tenure;          /* the lease tenure it reads for (0: none) */
+  int64_t tenure; /* the lease tenure it reads for (0: none) */
   reader_step_t step;
-  kn_pos_t pos;            /* where a new iterator starts */
-  kn_pos_t skip;           /* drop records at or below this position */
+  kn_pos_t pos;  /* where a new iterator starts */
+  kn_pos_t skip; /* drop records at or below this position */
   int has_skip;
   char *iterator;
   char last_seq[KN_SEQ_MAX]; /* last Kinesis record queued */
   kn_kreq_t *call;
   kn_timer_t *timer;
   kn_tbucket_t calls_tb, bytes_tb;
-  int64_t sent_us;         /* when the GetRecords in flight was sent */
-  double guard_s;          /* pacing guard per call (KN_PACE_GUARD_*) */
+  int64_t sent_us; /* when the GetRecords in flight was sent */
+  double guard_s;  /* pacing guard per call (KN_PACE_GUARD_*) */
   kn_backoff_t backoff;
-  double avg_rec_bytes;    /* response bytes per record, smoothed */
-  size_t reserved;         /* bytes reserved in kc->total_bytes in flight */
-  int waiting_room;        /* paused for buffer room */
+  double avg_rec_bytes; /* response bytes per record, smoothed */
+  size_t reserved;      /* bytes reserved in kc->total_bytes in flight */
+  int waiting_room;     /* paused for buffer room */
   int stopped;
 } kn_reader_t;
 
@@ -100,12 +100,11 @@ static void iterator_done(void *opaque, kn_get_records_result_t *res) {
       r->stopped = 1;
       return;
     }
-    if (!kn_error_is_retriable(res->err) &&
-        code != KN_ERR_INTERNAL_FAILURE) {
-      kn_control_post(r->kc, KN_CTL_FATAL, r->cs,
-                      kn_error_prefix(res->err, "shard %s: GetShardIterator",
-                                      r->cs->id),
-                      NULL);
+    if (!kn_error_is_retriable(res->err) && code != KN_ERR_INTERNAL_FAILURE) {
+      kn_control_post(
+          r->kc, KN_CTL_FATAL, r->cs,
+          kn_error_prefix(res->err, "shard %s: GetShardIterator", r->cs->id),
+          NULL);
       res->err = NULL;
       r->stopped = 1;
       return;
@@ -161,9 +160,10 @@ static int records_limit(kn_reader_t *r, size_t *reserve) {
    * small responses cost more per byte.  Waiting is safe: a paused reader
    * is woken once half its buffer and half the total are free, which is
    * at least this much. */
-  size_t min_fetch = (kc->cfg.max_bytes < kc->cfg.max_total_bytes
-                          ? kc->cfg.max_bytes
-                          : kc->cfg.max_total_bytes) / 4;
+  size_t min_fetch =
+      (kc->cfg.max_bytes < kc->cfg.max_total_bytes ? kc->cfg.max_bytes
+                                                   : kc->cfg.max_total_bytes) /
+      4;
   double per = r->avg_rec_bytes > 64 ? r->avg_rec_bytes : 64;
   double lim = byte_room >= min_fetch ? (double)byte_room / per : 0;
   /* Until a response tells the size of this shard's records, a few: a
@@ -196,8 +196,8 @@ static void release_reserve(kn_reader_t *r) {
 }
 
 static void charge_bytes(kn_reader_t *r, double data_bytes) {
-  kn_tbucket_take(&r->bytes_tb,
-                  data_bytes + r->bytes_tb.rate * r->guard_s, r->sent_us);
+  kn_tbucket_take(&r->bytes_tb, data_bytes + r->bytes_tb.rate * r->guard_s,
+                  r->sent_us);
 }
 
 static void records_done(void *opaque, kn_get_records_result_t *res) {
@@ -234,8 +234,8 @@ static void records_done(void *opaque, kn_get_records_result_t *res) {
       return;
     }
     if (code == KN_ERR_RESOURCE_NOT_FOUND) {
-      kn_control_post_tenure(kc, KN_CTL_SHARD_GONE, r->cs, r->tenure,
-                             res->err, NULL);
+      kn_control_post_tenure(kc, KN_CTL_SHARD_GONE, r->cs, r->tenure, res->err,
+                             NULL);
       res->err = NULL;
       r->stopped = 1;
       return;
@@ -250,10 +250,9 @@ static void records_done(void *opaque, kn_get_records_result_t *res) {
       schedule(r, kn_backoff_next(&r->backoff));
       return;
     }
-    kn_control_post(kc, KN_CTL_FATAL, r->cs,
-                    kn_error_prefix(res->err, "shard %s: GetRecords",
-                                    r->cs->id),
-                    NULL);
+    kn_control_post(
+        kc, KN_CTL_FATAL, r->cs,
+        kn_error_prefix(res->err, "shard %s: GetRecords", r->cs->id), NULL);
     res->err = NULL;
     r->stopped = 1;
     return;
@@ -274,16 +273,18 @@ static void records_done(void *opaque, kn_get_records_result_t *res) {
    * base64 and JSON around it, which make the body about 1.4 times as
    * long. */
   charge_bytes(r, (double)b->bytes);
-  if ((r->guard_s *= 0.99) < KN_PACE_GUARD_MIN_S) r->guard_s = KN_PACE_GUARD_MIN_S;
+  if ((r->guard_s *= 0.99) < KN_PACE_GUARD_MIN_S)
+    r->guard_s = KN_PACE_GUARD_MIN_S;
   kn_backoff_reset(&r->backoff);
   size_t kinesis_records = kn_batch_count(b);
   if (kinesis_records) {
     double per = (double)raw / (double)kinesis_records;
     r->avg_rec_bytes =
         r->avg_rec_bytes > 0 ? 0.7 * r->avg_rec_bytes + 0.3 * per : per;
-    kn_strlcpy(r->last_seq,
-               kn_record_sequence_number(kn_batch_record(b, kinesis_records - 1)),
-               sizeof(r->last_seq));
+    kn_strlcpy(
+        r->last_seq,
+        kn_record_sequence_number(kn_batch_record(b, kinesis_records - 1)),
+        sizeof(r->last_seq));
   }
   int64_t behind = kn_batch_millis_behind(b);
   const char *next = kn_batch_next_iterator(b);
@@ -303,14 +304,15 @@ static void records_done(void *opaque, kn_get_records_result_t *res) {
     return;
   }
   kn_records_filter(kc, r->cs, b, r->has_skip ? &r->skip : NULL);
-  if (kinesis_records) r->has_skip = 0; /* only the first records can be at
-                                           or below the resume position */
+  if (kinesis_records)
+    r->has_skip = 0; /* only the first records can be at
+                        or below the resume position */
   pthread_mutex_lock(&kc->mu);
   /* A shard known to be closed is caught up only at its end: kinesalite
    * reports MillisBehindLatest 0 and a next iterator on an empty read of
    * a closed shard before it reports the end. */
-  r->cs->caught_up = !kinesis_records && behind <= 0 && !shard_end &&
-                     !r->cs->closed_at_sync;
+  r->cs->caught_up =
+      !kinesis_records && behind <= 0 && !shard_end && !r->cs->closed_at_sync;
   r->cs->millis_behind = behind;
   pthread_mutex_unlock(&kc->mu);
 
@@ -364,9 +366,9 @@ static void request_records(kn_reader_t *r) {
    * back-off would be charged from a time the buckets do not know, and
    * this reader retries every retriable failure itself. */
   static const kn_call_opts_t once = {.max_attempts = 1};
-  r->call = kn_kinesis_get_records_async(kc->svc, r->iterator, limit,
-                                         kc->stream, r->cs->id, &once,
-                                         records_done, r, &err);
+  r->call =
+      kn_kinesis_get_records_async(kc->svc, r->iterator, limit, kc->stream,
+                                   r->cs->id, &once, records_done, r, &err);
   if (!r->call) {
     release_reserve(r);
     if (err) reader_log_err(r, "GetRecords", err);
@@ -383,8 +385,10 @@ static int reader_expired(kn_reader_t *r) {
   int expired = kn_lease_expired_locked(r->cs, kn_mono_ms());
   pthread_mutex_unlock(&r->kc->mu);
   if (!expired) return 0;
-  kn_warn(&r->kc->log, "READER", "shard %s: lease not renewed within %lld ms: "
-          "stopped reading it", r->cs->id, (long long)r->kc->lease.grace_ms);
+  kn_warn(&r->kc->log, "READER",
+          "shard %s: lease not renewed within %lld ms: "
+          "stopped reading it",
+          r->cs->id, (long long)r->kc->lease.grace_ms);
   r->stopped = 1;
   kn_control_post_tenure(r->kc, KN_CTL_LEASE_EXPIRED, r->cs, r->tenure, NULL,
                          NULL);
@@ -439,8 +443,8 @@ static kn_reader_t *reader_new(kn_consumer_t *kc, kn_cshard_t *cs,
 
 int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
   if (kc->efo) return kn_efo_reader_start(kc, cs);
-  int resume = cs->start.type == KN_ITER_AT_SEQUENCE_NUMBER &&
-               cs->start.has_subseq;
+  int resume =
+      cs->start.type == KN_ITER_AT_SEQUENCE_NUMBER && cs->start.has_subseq;
   pthread_mutex_lock(&kc->mu);
   int64_t tenure = kn_cshard_tenure_locked(cs);
   pthread_mutex_unlock(&kc->mu);

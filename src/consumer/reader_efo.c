@@ -65,8 +65,8 @@ typedef enum efo_state {
 } efo_state_t;
 
 const char *const kn_efo_state_names[] = {
-    "waiting", "room", "subscribing", "streaming", "checking", "polling",
-    "ended", NULL};
+    "waiting",  "room",    "subscribing", "streaming",
+    "checking", "polling", "ended",       NULL};
 
 static const char *state_name(efo_state_t s) {
   return (unsigned)s < 7 ? kn_efo_state_names[s] : "?";
@@ -75,9 +75,9 @@ static const char *state_name(efo_state_t s) {
 typedef struct kn_efo_reader {
   kn_consumer_t *kc;
   kn_cshard_t *cs;
-  int64_t tenure;            /* the lease tenure it reads for (0: none) */
-  kn_pos_t start;            /* where the first subscription starts */
-  kn_pos_t skip;             /* drop records at or below this position */
+  int64_t tenure; /* the lease tenure it reads for (0: none) */
+  kn_pos_t start; /* where the first subscription starts */
+  kn_pos_t skip;  /* drop records at or below this position */
   int has_skip;
   char cont[KN_SEQ_MAX];     /* last ContinuationSequenceNumber, or "" */
   char last_seq[KN_SEQ_MAX]; /* last Kinesis record queued, or "" */
@@ -95,13 +95,13 @@ typedef struct kn_efo_reader {
   kn_backoff_t backoff;
   int64_t last_subscribe_us;
   int64_t last_event_us;
-  struct kn_reader *poller;  /* finishing a closed shard, or NULL */
+  struct kn_reader *poller; /* finishing a closed shard, or NULL */
 
   /* [mu] for the statistics */
   efo_state_t state;
   uint64_t subscriptions, events, watchdog_renewals, in_use, errors;
-  int64_t last_event_ms;     /* monotonic; 0: none yet */
-  int64_t behind;            /* MillisBehindLatest of the last event */
+  int64_t last_event_ms; /* monotonic; 0: none yet */
+  int64_t behind;        /* MillisBehindLatest of the last event */
 } kn_efo_reader_t;
 
 static void subscribe(kn_efo_reader_t *r);
@@ -132,8 +132,10 @@ static int lease_expired(kn_efo_reader_t *r) {
   r->expired = kn_lease_expired_locked(r->cs, kn_mono_ms());
   pthread_mutex_unlock(&r->kc->mu);
   if (!r->expired) return 0;
-  kn_warn(&r->kc->log, "EFO", "shard %s: lease not renewed within %lld ms: "
-          "stopped reading it", r->cs->id, (long long)r->kc->lease.grace_ms);
+  kn_warn(&r->kc->log, "EFO",
+          "shard %s: lease not renewed within %lld ms: "
+          "stopped reading it",
+          r->cs->id, (long long)r->kc->lease.grace_ms);
   kn_control_post_tenure(r->kc, KN_CTL_LEASE_EXPIRED, r->cs, r->tenure, NULL,
                          NULL);
   return 1;
@@ -187,7 +189,8 @@ static kn_ksub_action_t on_event(kn_efo_reader_t *r, kn_batch_t *b,
   size_t n = kn_batch_count(b);
   if (cont) kn_strlcpy(r->cont, cont, sizeof(r->cont));
   if (n)
-    kn_strlcpy(r->last_seq, kn_record_sequence_number(kn_batch_record(b, n - 1)),
+    kn_strlcpy(r->last_seq,
+               kn_record_sequence_number(kn_batch_record(b, n - 1)),
                sizeof(r->last_seq));
   int shard_end = b->shard_end;
   kn_shard_list_t *children = NULL;
@@ -300,8 +303,8 @@ static void start_polling(kn_efo_reader_t *r, const char *why) {
   }
   kn_info(&kc->log, "EFO", "shard %s %s with GetRecords from %s %s", r->cs->id,
           why, kn_iterator_type_name(pos.type), pos.seq);
-  r->poller = kn_poll_reader_spawn(kc, r->cs, r->tenure, &pos,
-                                   has_skip ? &skip : NULL);
+  r->poller =
+      kn_poll_reader_spawn(kc, r->cs, r->tenure, &pos, has_skip ? &skip : NULL);
   if (!r->poller) {
     fatal(r, kn_error_new(KN_ERR__NOMEM, "out of memory"));
     return;
@@ -346,8 +349,10 @@ static void ended(kn_efo_reader_t *r, kn_error_t *err) {
     /* With a lease nobody else may read the shard, so a holder that stays
      * is a dead one; without, it may be another consumer reading. */
     if (kc->ls && now - r->in_use_since_us >= kc->efo->in_use_poll_ms * 1000) {
-      kn_warn(&kc->log, "EFO", "shard %s: %s for %lld ms: reading it with "
-              "GetRecords instead", r->cs->id, kn_error_string(err),
+      kn_warn(&kc->log, "EFO",
+              "shard %s: %s for %lld ms: reading it with "
+              "GetRecords instead",
+              r->cs->id, kn_error_string(err),
               (long long)((now - r->in_use_since_us) / 1000));
       kn_error_destroy(err);
       start_polling(r, "read");
@@ -399,8 +404,10 @@ static void watchdog_fired(void *arg) {
     ended(r, err);
     return;
   }
-  kn_warn(&r->kc->log, "EFO", "shard %s: no event for %lld ms: renewing the "
-          "subscription", r->cs->id, (long long)quiet);
+  kn_warn(&r->kc->log, "EFO",
+          "shard %s: no event for %lld ms: renewing the "
+          "subscription",
+          r->cs->id, (long long)quiet);
   count(r, &r->watchdog_renewals);
   drop_call(r);
   schedule(r, kn_backoff_next(&r->backoff));
@@ -418,8 +425,8 @@ static void subscribe(kn_efo_reader_t *r) {
   int64_t now = kn_mono_us();
   if (r->last_subscribe_us &&
       now - r->last_subscribe_us < KN_EFO_SUBSCRIBE_GAP_US) {
-    schedule(r, (r->last_subscribe_us + KN_EFO_SUBSCRIBE_GAP_US - now + 999) /
-                    1000);
+    schedule(
+        r, (r->last_subscribe_us + KN_EFO_SUBSCRIBE_GAP_US - now + 999) / 1000);
     return;
   }
   pthread_mutex_lock(&kc->mu);
@@ -439,15 +446,14 @@ static void subscribe(kn_efo_reader_t *r) {
   kn_pos_t pos = r->start;
   if (r->cont[0])
     kn_pos_set_seq(&pos, KN_ITER_AFTER_SEQUENCE_NUMBER, r->cont, 0, 0);
-  if (r->last_seq[0] &&
-      kn_pos_set_seq(&r->skip, KN_ITER_AT_SEQUENCE_NUMBER, r->last_seq,
-                     INT64_MAX, 1) == 0)
+  if (r->last_seq[0] && kn_pos_set_seq(&r->skip, KN_ITER_AT_SEQUENCE_NUMBER,
+                                       r->last_seq, INT64_MAX, 1) == 0)
     r->has_skip = 1;
   static const kn_ksub_cbs_t cbs = {on_message, on_data, on_done};
   kn_error_t *err = NULL;
-  r->call = kn_kinesis_subscribe_async(kc->svc, kc->stream, arn, r->cs->id,
-                                       pos.type, pos.seq, pos.timestamp_ms,
-                                       &cbs, r, &err);
+  r->call =
+      kn_kinesis_subscribe_async(kc->svc, kc->stream, arn, r->cs->id, pos.type,
+                                 pos.seq, pos.timestamp_ms, &cbs, r, &err);
   free(arn);
   if (!r->call) {
     kn_warn(&kc->log, "EFO", "shard %s: SubscribeToShard: %s", r->cs->id,
@@ -493,9 +499,11 @@ static void check_connections_locked(kn_consumer_t *kc) {
       efo->readers + 2 <= (size_t)st->http.max_connections)
     return;
   efo->warned_connections = 1;
-  kn_warn(&kc->log, "EFO", "%zu subscriptions over HTTP/1.1 take a connection "
+  kn_warn(&kc->log, "EFO",
+          "%zu subscriptions over HTTP/1.1 take a connection "
           "each: raise http.max.connections (%ld) above the shards read, or "
-          "use HTTP/2 (https)", efo->readers, st->http.max_connections);
+          "use HTTP/2 (https)",
+          efo->readers, st->http.max_connections);
 }
 
 int kn_efo_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
@@ -595,18 +603,19 @@ void kn_efo_reader_retry_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
 int kn_efo_stats_json(kn_buf_t *b, const kn_cshard_t *cs) {
   const kn_efo_reader_t *r = cs->efo_reader;
   if (!r) return 0;
-  long long age = r->last_event_ms ? (long long)(kn_mono_ms() - r->last_event_ms)
-                                   : -1;
+  long long age =
+      r->last_event_ms ? (long long)(kn_mono_ms() - r->last_event_ms) : -1;
   return kn_buf_printf(
-      b, ",\"efo\":{\"state\":\"%s\",\"subscriptions\":%llu,"
-         "\"resubscribes\":%llu,\"events\":%llu,\"last_event_age_ms\":%lld,"
-         "\"millis_behind_latest\":%lld,\"watchdog_renewals\":%llu,"
-         "\"in_use\":%llu,\"errors\":%llu}",
+      b,
+      ",\"efo\":{\"state\":\"%s\",\"subscriptions\":%llu,"
+      "\"resubscribes\":%llu,\"events\":%llu,\"last_event_age_ms\":%lld,"
+      "\"millis_behind_latest\":%lld,\"watchdog_renewals\":%llu,"
+      "\"in_use\":%llu,\"errors\":%llu}",
       state_name(r->state), (unsigned long long)r->subscriptions,
       (unsigned long long)(r->subscriptions ? r->subscriptions - 1 : 0),
       (unsigned long long)r->events, age, (long long)r->behind,
-      (unsigned long long)r->watchdog_renewals,
-      (unsigned long long)r->in_use, (unsigned long long)r->errors);
+      (unsigned long long)r->watchdog_renewals, (unsigned long long)r->in_use,
+      (unsigned long long)r->errors);
 }
 
 int kn_efo_snapshot(const kn_cshard_t *cs, kn_efo_snapshot_t *out) {

@@ -47,9 +47,9 @@ static void deaggregate(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
       total++;
       continue;
     }
-    filter.subseq_floor =
-        skip && kn_seqnum_cmp(r.seq, skip->seq) == 0 ? (int64_t)skip->subseq
-                                                     : -1;
+    filter.subseq_floor = skip && kn_seqnum_cmp(r.seq, skip->seq) == 0
+                              ? (int64_t)skip->subseq
+                              : -1;
     kn_agg_result_t res;
     kn_error_t *err = NULL;
     size_t before = b->n;
@@ -69,9 +69,10 @@ static void deaggregate(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
                cs->id, r.seq, res.n_user);
     } else if (code != KN_ERR_NO_ERROR) {
       /* A corrupt aggregate is still data: hand it over as it is. */
-      kn_warn(&kc->log, "READER", "shard %s: record %s: %s; delivered as "
-              "a plain record", cs->id, r.seq,
-              err ? kn_error_string(err) : kn_err2str(code));
+      kn_warn(&kc->log, "READER",
+              "shard %s: record %s: %s; delivered as "
+              "a plain record",
+              cs->id, r.seq, err ? kn_error_string(err) : kn_err2str(code));
     }
     kn_error_destroy(err);
     total += spans[i].n;

@@ -26,9 +26,8 @@ static void cshard_free(kn_cshard_t *cs) {
 
 kn_cshard_t *kn_shard_table_add_raw(kn_consumer_t *kc, const char *id,
                                     const char *parent,
-                                    const char *adjacent_parent,
-                                    const char *hs, const char *he,
-                                    int closed) {
+                                    const char *adjacent_parent, const char *hs,
+                                    const char *he, int closed) {
   if (kc->n_shards == kc->cap_shards) {
     size_t cap = kc->cap_shards ? kc->cap_shards * 2 : 16;
     kn_cshard_t **n = realloc(kc->shards, cap * sizeof(*n));

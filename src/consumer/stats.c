@@ -18,15 +18,14 @@ static int add_checkpoint(kn_buf_t *b, const kn_cshard_t *cs, int leases) {
   if (leases) {
     const char *c = cs->view.ckpt;
     if (!c[0]) return rc | kn_buf_append_str(b, "null");
-    if (c[0] < '0' || c[0] > '9')
-      return rc | kn_buf_printf(b, "\"%s\"", c);
+    if (c[0] < '0' || c[0] > '9') return rc | kn_buf_printf(b, "\"%s\"", c);
     return rc | kn_buf_printf(b, "{\"seq\":\"%s\",\"subseq\":%llu}", c,
                               (unsigned long long)cs->view.ckpt_subseq);
   }
   if (!cs->has_processed) return rc | kn_buf_append_str(b, "null");
-  return rc | kn_buf_printf(b, "{\"seq\":\"%s\",\"subseq\":%llu}",
-                            cs->processed.seq,
-                            (unsigned long long)cs->processed.subseq);
+  return rc |
+         kn_buf_printf(b, "{\"seq\":\"%s\",\"subseq\":%llu}", cs->processed.seq,
+                       (unsigned long long)cs->processed.subseq);
 }
 
 char *kn_consumer_stats_json(kn_consumer_t *kc) {

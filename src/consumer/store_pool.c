@@ -91,8 +91,8 @@ void kn_store_job_free(kn_store_job_t *j) {
 
 /* ListShards, unfiltered, as the core's shard view. */
 static kn_error_t *list_shards(kn_consumer_t *kc, kn_store_job_t *j) {
-  kn_error_t *err = kn_list_shards(kc->client, kc->stream,
-                                   KN_SHARD_FILTER_NONE, NULL, 0, &j->list);
+  kn_error_t *err = kn_list_shards(kc->client, kc->stream, KN_SHARD_FILTER_NONE,
+                                   NULL, 0, &j->list);
   if (err) return kn_error_prefix(err, "stream \"%s\"", kc->stream);
   size_t n = kn_shard_list_count(j->list);
   j->shards = calloc(n ? n : 1, sizeof(*j->shards));
@@ -145,8 +145,8 @@ static void run(kn_consumer_t *kc, kn_store_job_t *j) {
       err = o->take(ls, j->key, j->counter, j->old_owner, w, &j->new_counter);
       break;
     case KN_CC_RENEW:
-      err = o->renew(ls, j->key, j->counter, w, &j->new_counter,
-                     &j->handoff_to);
+      err =
+          o->renew(ls, j->key, j->counter, w, &j->new_counter, &j->handoff_to);
       break;
     case KN_CC_GET:
       err = o->get(ls, j->key, &j->got);
@@ -159,8 +159,8 @@ static void run(kn_consumer_t *kc, kn_store_job_t *j) {
       break;
     case KN_CC_CHECKPOINT:
       err = o->checkpoint(ls, j->key, j->counter, w, j->checkpoint, j->subseq,
-                          j->pending, j->pending_subseq, j->state,
-                          j->state_len, &j->new_counter);
+                          j->pending, j->pending_subseq, j->state, j->state_len,
+                          &j->new_counter);
       break;
     case KN_CC_RELEASE:
       err = o->release(ls, j->key, j->counter, w, &j->new_counter);

@@ -17,7 +17,7 @@
 #include "lease/lease.h"
 
 typedef struct kn_store_job {
-  struct kn_store_job *next;   /* the pool's queue */
+  struct kn_store_job *next; /* the pool's queue */
   /* Not for the core: does the stream still exist (DescribeStreamSummary)
    * now that the reader of (cs, tenure) found its shard missing?  op is
    * then KN_CC_LOG, which is no store call. */
@@ -29,28 +29,28 @@ typedef struct kn_store_job {
   char *key;
   int64_t tenure;
   int64_t counter;
-  char *old_owner;             /* TAKE; NULL: a free lease */
-  int steal;                   /* TAKE: a steal (for the metrics) */
-  kn_lease_t lease;            /* CREATE */
-  char *checkpoint;            /* CHECKPOINT */
+  char *old_owner;  /* TAKE; NULL: a free lease */
+  int steal;        /* TAKE: a steal (for the metrics) */
+  kn_lease_t lease; /* CREATE */
+  char *checkpoint; /* CHECKPOINT */
   int64_t subseq;
   char *pending;
   int64_t pending_subseq;
   void *state;
   size_t state_len;
-  char **children;             /* SET_CHILDREN */
+  char **children; /* SET_CHILDREN */
   size_t n_children;
   /* The outcome. */
-  int64_t sent_ms;             /* monotonic ms when the call began */
+  int64_t sent_ms; /* monotonic ms when the call began */
   int64_t took_us;
-  kn_error_t *err;             /* owned */
+  kn_error_t *err; /* owned */
   int64_t new_counter;
-  char *handoff_to;            /* RENEW: a hand-off asked for; owned */
-  kn_lease_t got;              /* GET: the lease (owned) */
-  kn_lease_t *leases;          /* LIST_LEASES: owned */
+  char *handoff_to;   /* RENEW: a hand-off asked for; owned */
+  kn_lease_t got;     /* GET: the lease (owned) */
+  kn_lease_t *leases; /* LIST_LEASES: owned */
   size_t n_leases;
-  kn_shard_list_t *list;       /* LIST_SHARDS: owned ... */
-  kn_cc_shard_t *shards;       /* ... and a view pointing into it */
+  kn_shard_list_t *list; /* LIST_SHARDS: owned ... */
+  kn_cc_shard_t *shards; /* ... and a view pointing into it */
   size_t n_shards;
 } kn_store_job_t;
 

@@ -92,7 +92,8 @@ static int validate(const kn_prop_t *p, const char *value, char *errstr,
   switch (p->type) {
     case KN_PROP_INT:
       if (kn_str_to_i64(value, p->min, p->max, &v)) {
-        snprintf(errstr, size, "%s: expected an integer from %lld to %lld, got \"%s\"",
+        snprintf(errstr, size,
+                 "%s: expected an integer from %lld to %lld, got \"%s\"",
                  p->name, p->min, p->max, value);
         return -1;
       }
@@ -116,9 +117,8 @@ static int validate(const kn_prop_t *p, const char *value, char *errstr,
   }
 }
 
-kn_conf_res_t kn_conf_set(kn_conf_t *conf, const char *name,
-                          const char *value, char *errstr,
-                          size_t errstr_size) {
+kn_conf_res_t kn_conf_set(kn_conf_t *conf, const char *name, const char *value,
+                          char *errstr, size_t errstr_size) {
   char dummy[1];
   if (!errstr || !errstr_size) {
     errstr = dummy;
@@ -147,8 +147,8 @@ kn_conf_res_t kn_conf_set(kn_conf_t *conf, const char *name,
   return KN_CONF_OK;
 }
 
-kn_conf_res_t kn_conf_get(const kn_conf_t *conf, const char *name,
-                          char *dest, size_t *dest_size) {
+kn_conf_res_t kn_conf_get(const kn_conf_t *conf, const char *name, char *dest,
+                          size_t *dest_size) {
   long i = prop_index(name);
   if (i < 0) return KN_CONF_UNKNOWN;
   const kn_prop_t *p = prop_at(i);
@@ -188,8 +188,7 @@ int kn_conf_is_set(const kn_conf_t *conf, const char *name) {
 }
 
 void kn_conf_set_log_cb(kn_conf_t *conf,
-                        void (*log_cb)(void *, int, const char *,
-                                       const char *),
+                        void (*log_cb)(void *, int, const char *, const char *),
                         void *opaque) {
   conf->log_cb = log_cb;
   conf->log_opaque = opaque;
@@ -211,10 +210,14 @@ void kn_conf_logger(const kn_conf_t *conf, kn_logger_t *lg, const char *name) {
 
 static const char *type_name(const kn_prop_t *p) {
   switch (p->type) {
-    case KN_PROP_INT: return "integer";
-    case KN_PROP_BOOL: return "boolean";
-    case KN_PROP_ENUM: return "enum";
-    default: return "string";
+    case KN_PROP_INT:
+      return "integer";
+    case KN_PROP_BOOL:
+      return "boolean";
+    case KN_PROP_ENUM:
+      return "enum";
+    default:
+      return "string";
   }
 }
 
@@ -223,24 +226,28 @@ void kn_conf_properties_show(FILE *fp) {
     for (const kn_prop_t *p = tables[t]; p->name; p++) {
       fprintf(fp, "%-40s %-9s %-8s default: %s\n", p->name, p->scope,
               type_name(p), p->def ? p->def : "(unset)");
-      fprintf(fp, "    %s%s%s\n", p->doc, p->type == KN_PROP_ENUM ? " One of: " : "",
+      fprintf(fp, "    %s%s%s\n", p->doc,
+              p->type == KN_PROP_ENUM ? " One of: " : "",
               p->type == KN_PROP_ENUM ? p->choices : "");
     }
 }
 
 void kn_conf_properties_markdown(FILE *fp) {
-  fputs("# Configuration properties\n\n"
-        "Generated from the library's property table by `kncat -X list-md`"
-        " (`kncat -X list` prints the same as text); set a property with"
-        " `kn_conf_set()` or `kncat -X name=value`.\n",
-        fp);
+  fputs(
+      "# Configuration properties\n\n"
+      "Generated from the library's property table by `kncat -X list-md`"
+      " (`kncat -X list` prints the same as text); set a property with"
+      " `kn_conf_set()` or `kncat -X name=value`.\n",
+      fp);
   const char *scope = NULL;
   for (size_t t = 0; t < NTABLES; t++)
     for (const kn_prop_t *p = tables[t]; p->name; p++) {
       if (!scope || strcmp(scope, p->scope) != 0) {
         scope = p->scope;
-        fprintf(fp, "\n## %s\n\n| Property | Type | Default | Description |\n"
-                    "|---|---|---|---|\n", scope);
+        fprintf(fp,
+                "\n## %s\n\n| Property | Type | Default | Description |\n"
+                "|---|---|---|---|\n",
+                scope);
       }
       char type[160];
       if (p->type == KN_PROP_INT)

@@ -12,14 +12,14 @@ typedef enum kn_prop_type {
   KN_PROP_SECRET, /* a string never printed or logged */
   KN_PROP_INT,    /* 64-bit, within [min, max] */
   KN_PROP_BOOL,
-  KN_PROP_ENUM    /* one of the comma-separated `choices` */
+  KN_PROP_ENUM /* one of the comma-separated `choices` */
 } kn_prop_type_t;
 
 typedef struct kn_prop {
   const char *name;
   const char *scope; /* "client", "consumer", "producer", "lease", ... */
   kn_prop_type_t type;
-  const char *def;   /* default as text; NULL: unset */
+  const char *def; /* default as text; NULL: unset */
   long long min, max;
   const char *choices;
   const char *doc;
@@ -53,7 +53,8 @@ struct kn_conf_s {
 
 /* Typed reads of a property's value or default.  The name must exist in
  * the table (a unit test checks every name the code uses). */
-const char *kn_conf_str(const kn_conf_t *conf, const char *name); /* NULL if unset */
+const char *kn_conf_str(const kn_conf_t *conf,
+                        const char *name); /* NULL if unset */
 long long kn_conf_int(const kn_conf_t *conf, const char *name);
 int kn_conf_bool(const kn_conf_t *conf, const char *name);
 /* Non-zero if the application set the property explicitly. */

@@ -80,9 +80,8 @@ const kn_prop_t kn_props_client[] = {
      "container credentials endpoint. Default when unset: "
      "AWS_METADATA_SERVICE_NUM_ATTEMPTS, the profile's "
      "metadata_service_num_attempts, then 2."},
-    {"credential.process.timeout.ms", "client", KN_PROP_INT, "60000", 1,
-     MS_MAX, NULL,
-     "Time a profile's credential_process may take before it is killed."},
+    {"credential.process.timeout.ms", "client", KN_PROP_INT, "60000", 1, MS_MAX,
+     NULL, "Time a profile's credential_process may take before it is killed."},
     {"credential.response.max.bytes", "client", KN_PROP_INT, "65536", 1024,
      1LL << 24, NULL,
      "Largest response accepted from a credentials endpoint (instance "

@@ -27,14 +27,15 @@ const kn_prop_t kn_props_consumer[] = {
      "earlier polls (at-least-once: a record is checkpointed only after the "
      "application asked for the next batch)."},
     {"checkpoint.interval.ms", "consumer", KN_PROP_INT, "5000", 10, MS_MAX,
-     NULL, "Interval of automatic checkpoints and of flushing asynchronous "
+     NULL,
+     "Interval of automatic checkpoints and of flushing asynchronous "
      "ones. With a lease store the checkpoint is written with the lease's "
      "next renewal after it (and renews it), so a lease costs one write per "
      "renewal interval."},
     {"buffer.max.records", "consumer", KN_PROP_INT, "20000", 1, 10000000, NULL,
      "Records buffered per shard before its retrieval pauses."},
-    {"buffer.max.bytes", "consumer", KN_PROP_INT, "2097152", 1024,
-     1LL << 40, NULL,
+    {"buffer.max.bytes", "consumer", KN_PROP_INT, "2097152", 1024, 1LL << 40,
+     NULL,
      "Bytes (of GetRecords responses) buffered per shard before its "
      "retrieval pauses; also the largest response asked for. A shard "
      "cannot be read faster than 2 MB/s, so more rarely helps."},
@@ -82,15 +83,14 @@ const kn_prop_t kn_props_consumer[] = {
      "A subscription that delivers no event for this long (its shard's "
      "buffer not being full) is dropped and renewed from its last "
      "continuation."},
-    {"efo.in.use.poll.ms", "consumer", KN_PROP_INT, "30000", 1000, MS_MAX,
-     NULL,
+    {"efo.in.use.poll.ms", "consumer", KN_PROP_INT, "30000", 1000, MS_MAX, NULL,
      "Lease mode: a shard whose subscriptions meet nothing but "
      "ResourceInUse for this long (the service holds a subscription that "
      "nobody reads: kinesis-local keeps the one of a client that died for "
      "minutes) is read with GetRecords instead while this worker holds its "
      "lease."},
-    {"efo.register.timeout.ms", "consumer", KN_PROP_INT, "120000", 1000,
-     MS_MAX, NULL,
+    {"efo.register.timeout.ms", "consumer", KN_PROP_INT, "120000", 1000, MS_MAX,
+     NULL,
      "How long registration may take (until the consumer is ACTIVE) before "
      "the consumer fails."},
     {"lease.store", "lease", KN_PROP_STR, "none", 0, 0, NULL,
@@ -112,16 +112,15 @@ const kn_prop_t kn_props_consumer[] = {
      "less than 2/3 of lease.duration.ms: a worker reads a shard until "
      "lease.duration.ms less half this interval after its last good "
      "renewal, and that must outlast the wait for the next one."},
-    {"lease.take.interval.ms", "lease", KN_PROP_INT, "2000", 100, MS_MAX,
-     NULL, "Interval of looking for leases to take (expired, free, or to "
+    {"lease.take.interval.ms", "lease", KN_PROP_INT, "2000", 100, MS_MAX, NULL,
+     "Interval of looking for leases to take (expired, free, or to "
      "balance the load)."},
     {"lease.max.per.worker", "lease", KN_PROP_INT, "0", 0, 100000, NULL,
      "Most leases this worker holds; 0: no limit."},
     {"lease.max.steal", "lease", KN_PROP_INT, "1", 0, 100000, NULL,
      "Most leases taken per round from the busiest worker to balance the "
      "load; 0 never steals."},
-    {"lease.handoff.timeout.ms", "lease", KN_PROP_INT, "30000", 0, MS_MAX,
-     NULL,
+    {"lease.handoff.timeout.ms", "lease", KN_PROP_INT, "30000", 0, MS_MAX, NULL,
      "A lease taken from a live worker to balance the load is asked for "
      "(the KCL 3.x's checkpointOwner): its owner stops reading, lets the "
      "application finish what it was handed, checkpoints exactly that and "

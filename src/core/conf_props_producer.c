@@ -18,8 +18,8 @@ const kn_prop_t kn_props_producer[] = {
     {"batch.max.records", "producer", KN_PROP_INT, "500", 1, 500, NULL,
      "Most Kinesis records (aggregates count as one) in one PutRecords "
      "call."},
-    {"batch.max.bytes", "producer", KN_PROP_INT, "5242880", 1024, 5242880,
-     NULL, "Most bytes (data and partition keys) in one PutRecords call."},
+    {"batch.max.bytes", "producer", KN_PROP_INT, "5242880", 1024, 5242880, NULL,
+     "Most bytes (data and partition keys) in one PutRecords call."},
     {"linger.ms", "producer", KN_PROP_INT, "100", 0, MS_MAX, NULL,
      "Longest time a record waits for a PutRecords call to fill before it "
      "is sent; a full call goes at once."},
@@ -27,12 +27,11 @@ const kn_prop_t kn_props_producer[] = {
      "Time-to-live of a record: if it is not stored this long after "
      "kn_producer_send (retries included), its delivery report carries "
      "KN_ERR__MSG_TIMED_OUT."},
-    {"queue.max.records", "producer", KN_PROP_INT, "100000", 1, 100000000,
-     NULL,
+    {"queue.max.records", "producer", KN_PROP_INT, "100000", 1, 100000000, NULL,
      "Records sent and not yet reported before kn_producer_send returns "
      "KN_ERR__QUEUE_FULL."},
-    {"queue.max.bytes", "producer", KN_PROP_INT, "67108864", 1048576,
-     1LL << 40, NULL,
+    {"queue.max.bytes", "producer", KN_PROP_INT, "67108864", 1048576, 1LL << 40,
+     NULL,
      "Bytes (data and partition keys) of the records sent and not yet "
      "reported before kn_producer_send returns KN_ERR__QUEUE_FULL."},
     {"max.in.flight", "producer", KN_PROP_INT, "16", 1, 1000, NULL,
@@ -48,8 +47,8 @@ const kn_prop_t kn_props_producer[] = {
      "two records of one partition key for a shard (with aggregation: one "
      "aggregate per shard per call), so that a retried record is never "
      "overtaken by a later one of its key. Costs throughput."},
-    {"shard.records.per.second", "producer", KN_PROP_INT, "1000", 1,
-     1000000000, NULL,
+    {"shard.records.per.second", "producer", KN_PROP_INT, "1000", 1, 1000000000,
+     NULL,
      "Records per second one shard takes (the service's write limit); an "
      "aggregate counts as one."},
     {"shard.bytes.per.second", "producer", KN_PROP_INT, "1048576", 1024,

@@ -45,7 +45,8 @@ static const struct err_desc err_descs[] = {
      "Provisioned throughput exceeded"},
     {KN_ERR_THROTTLING, "THROTTLING", "Request throttled"},
     {KN_ERR_EXPIRED_ITERATOR, "EXPIRED_ITERATOR", "Shard iterator expired"},
-    {KN_ERR_EXPIRED_NEXT_TOKEN, "EXPIRED_NEXT_TOKEN", "Pagination token expired"},
+    {KN_ERR_EXPIRED_NEXT_TOKEN, "EXPIRED_NEXT_TOKEN",
+     "Pagination token expired"},
     {KN_ERR_INVALID_ARGUMENT, "INVALID_ARGUMENT", "Invalid argument (remote)"},
     {KN_ERR_VALIDATION, "VALIDATION", "Request failed validation"},
     {KN_ERR_SERIALIZATION, "SERIALIZATION", "Request could not be parsed"},
@@ -156,7 +157,8 @@ static int code_is_retriable(kn_err_t code, int http_status) {
 }
 
 /* Returned instead of NULL when an error cannot be allocated. */
-static kn_error_t oom_error = {.code = KN_ERR__NOMEM, .string = (char *)"out of memory"};
+static kn_error_t oom_error = {.code = KN_ERR__NOMEM,
+                               .string = (char *)"out of memory"};
 
 kn_error_t *kn_error_nomem(void) { return &oom_error; }
 

@@ -27,7 +27,8 @@ kn_error_t *kn_error_new(kn_err_t code, const char *fmt, ...)
 kn_error_t *kn_error_nomem(void);
 void kn_error_set_retriable(kn_error_t *error, int retriable);
 
-/* A remote error from an AWS response (never NULL, as kn_error_new).  type may carry a namespace
+/* A remote error from an AWS response (never NULL, as kn_error_new).  type may
+ * carry a namespace
  * ("com.amazonaws.dynamodb.v20120810#ResourceNotFoundException") which is
  * stripped; message and request_id may be NULL.  The code and the
  * retriable and throttling flags are derived from type and status. */

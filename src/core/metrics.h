@@ -84,9 +84,9 @@ typedef enum kn_metric_id {
 typedef struct kn_metric_def {
   const char *name;
   kn_metric_kind_t kind;
-  const char *labels;   /* for the documentation: "stream, app, worker" */
-  const char *help;     /* one line: the HELP text */
-  const char *more;     /* for the documentation only, or NULL */
+  const char *labels; /* for the documentation: "stream, app, worker" */
+  const char *help;   /* one line: the HELP text */
+  const char *more;   /* for the documentation only, or NULL */
 } kn_metric_def_t;
 
 const kn_metric_def_t *kn_metric_def(kn_metric_id_t id);
@@ -100,7 +100,7 @@ extern const double kn_hist_bounds[KN_HIST_BUCKETS];
 typedef struct kn_hist {
   uint64_t n[KN_HIST_BUCKETS + 1]; /* per bucket, not cumulative; last +Inf */
   uint64_t count;
-  double sum;                      /* seconds */
+  double sum; /* seconds */
 } kn_hist_t;
 
 void kn_hist_observe(kn_hist_t *h, double seconds);
@@ -111,9 +111,9 @@ void kn_hist_observe(kn_hist_t *h, double seconds);
  * the other (the text format wants a family's samples together). */
 typedef struct kn_mw {
   kn_buf_t *b;
-  int rc;                /* non-zero once an append failed */
-  kn_buf_t base;         /* the labels every sample carries, formatted */
-  int started;           /* the current family's HELP/TYPE are written */
+  int rc;        /* non-zero once an append failed */
+  kn_buf_t base; /* the labels every sample carries, formatted */
+  int started;   /* the current family's HELP/TYPE are written */
   kn_metric_id_t cur;
 } kn_mw_t;
 

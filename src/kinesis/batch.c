@@ -15,7 +15,7 @@ struct kn_batch_block {
 };
 
 #define BLOCK_ALIGN 8u
-#define BLOCK_HDR                                 \
+#define BLOCK_HDR                                      \
   ((sizeof(struct kn_batch_block) + BLOCK_ALIGN - 1) & \
    ~(size_t)(BLOCK_ALIGN - 1))
 #define ARENA_MIN 4096u

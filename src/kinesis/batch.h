@@ -13,9 +13,9 @@
 struct kn_record_s {
   const char *data;
   size_t len;
-  const char *pkey;  /* NUL-terminated */
-  const char *ehk;   /* explicit hash key (aggregates only), or NULL */
-  const char *seq;   /* NUL-terminated decimal */
+  const char *pkey; /* NUL-terminated */
+  const char *ehk;  /* explicit hash key (aggregates only), or NULL */
+  const char *seq;  /* NUL-terminated decimal */
   uint64_t subseq;
   int64_t arrival_ms;
   const kn_batch_t *batch;
@@ -34,8 +34,8 @@ struct kn_batch_s {
   kn_shard_list_t *children;     /* owned, NULL when not reported */
   int64_t millis_behind;         /* -1 unknown */
   int shard_end;
-  size_t bytes;                  /* sum of record payload lengths */
-  void *owner_data;              /* for the consumer's bookkeeping */
+  size_t bytes;     /* sum of record payload lengths */
+  void *owner_data; /* for the consumer's bookkeeping */
 };
 
 /* NULL on out-of-memory.  stream and shard_id are copied (may be NULL). */

@@ -12,11 +12,11 @@
 #include "util/log.h"
 
 struct kn_client_s {
-  kn_logger_t log;             /* settings.http.log points here */
+  kn_logger_t log; /* settings.http.log points here */
   kn_aws_settings_t settings;
   kn_creds_provider_t *creds;
   kn_loop_t *loop;
-  kn_svc_t *svc;               /* Kinesis */
+  kn_svc_t *svc; /* Kinesis */
 };
 
 /* Sends action with the body req (reset afterwards, whatever happens) and

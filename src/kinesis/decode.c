@@ -7,7 +7,8 @@
 #include "util/json.h"
 #include "util/str.h"
 
-#define BAD(what, ...) kn_error_new(KN_ERR__BAD_MSG, "malformed " what ": " __VA_ARGS__)
+#define BAD(what, ...) \
+  kn_error_new(KN_ERR__BAD_MSG, "malformed " what ": " __VA_ARGS__)
 #define NOMEM(what) kn_error_new(KN_ERR__NOMEM, what ": out of memory")
 
 /* NextToken as a malloc'ed copy, or NULL; -1 on out-of-memory. */
@@ -140,8 +141,8 @@ kn_error_t *kn_decode_stream_summary(const char *body, size_t len,
   s->name = strdup(name);
   s->status = strdup(status);
   s->arn = kn_strdup0(kn_json_str(d, "StreamARN"));
-  s->mode = kn_strdup0(kn_json_str(kn_json_obj(d, "StreamModeDetails"),
-                                   "StreamMode"));
+  s->mode = kn_strdup0(
+      kn_json_str(kn_json_obj(d, "StreamModeDetails"), "StreamMode"));
   if (kn_json_epoch_ms(d, "StreamCreationTimestamp", &s->created_ms) < 0 ||
       int_member(d, "OpenShardCount", 0, &s->open_shards) ||
       int_member(d, "RetentionPeriodHours", 0, &s->retention_hours) ||

@@ -69,8 +69,7 @@ static int parse_top(kn_jscan_t *js, kn_put_results_t *r, size_t n_sent) {
     r->failed = 0;
     afirst = 1;
     while ((rc = kn_js_arr_next(js, &afirst)) > 0) {
-      if (r->n == n_sent)
-        KN_JS_FAIL(js, "more entries than records sent");
+      if (r->n == n_sent) KN_JS_FAIL(js, "more entries than records sent");
       if (parse_entry(js, &r->v[r->n])) return -1;
       if (r->v[r->n].error_code) r->failed++;
       r->n++;

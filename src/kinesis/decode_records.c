@@ -64,9 +64,9 @@ static int parse_record(kn_jscan_t *js, kn_batch_t *b) {
   if (rc < 0) return -1;
   if (have != (HAVE_DATA | HAVE_KEY | HAVE_SEQ))
     return kn_js_fail(js, start,
-                   !(have & HAVE_DATA) ? "record without Data"
-                   : !(have & HAVE_KEY) ? "record without PartitionKey"
-                                        : "record without SequenceNumber");
+                      !(have & HAVE_DATA)  ? "record without Data"
+                      : !(have & HAVE_KEY) ? "record without PartitionKey"
+                                           : "record without SequenceNumber");
   b->bytes += r->len;
   return 0;
 }

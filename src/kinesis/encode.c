@@ -9,7 +9,7 @@
  * the first allocation failure sticks. */
 typedef struct jw {
   kn_buf_t *b;
-  int n;   /* members written */
+  int n; /* members written */
   int err;
 } jw_t;
 
@@ -49,8 +49,8 @@ static void jw_int(jw_t *w, const char *name, long long v) {
 static void jw_time(jw_t *w, const char *name, int64_t ms) {
   if (ms < 0) ms = 0;
   jw_name(w, name);
-  if (!w->err && kn_buf_printf(w->b, "%" PRId64 ".%03d", ms / 1000,
-                               (int)(ms % 1000)))
+  if (!w->err &&
+      kn_buf_printf(w->b, "%" PRId64 ".%03d", ms / 1000, (int)(ms % 1000)))
     w->err = -1;
 }
 
@@ -66,24 +66,36 @@ static int jw_end(jw_t *w) {
 
 const char *kn_iterator_type_name(kn_iterator_type_t type) {
   switch (type) {
-    case KN_ITER_TRIM_HORIZON: return "TRIM_HORIZON";
-    case KN_ITER_LATEST: return "LATEST";
-    case KN_ITER_AT_SEQUENCE_NUMBER: return "AT_SEQUENCE_NUMBER";
-    case KN_ITER_AFTER_SEQUENCE_NUMBER: return "AFTER_SEQUENCE_NUMBER";
-    case KN_ITER_AT_TIMESTAMP: return "AT_TIMESTAMP";
+    case KN_ITER_TRIM_HORIZON:
+      return "TRIM_HORIZON";
+    case KN_ITER_LATEST:
+      return "LATEST";
+    case KN_ITER_AT_SEQUENCE_NUMBER:
+      return "AT_SEQUENCE_NUMBER";
+    case KN_ITER_AFTER_SEQUENCE_NUMBER:
+      return "AFTER_SEQUENCE_NUMBER";
+    case KN_ITER_AT_TIMESTAMP:
+      return "AT_TIMESTAMP";
   }
   return NULL;
 }
 
 const char *kn_shard_filter_name(kn_shard_filter_type_t type) {
   switch (type) {
-    case KN_SHARD_FILTER_NONE: return NULL;
-    case KN_SHARD_FILTER_AFTER_SHARD_ID: return "AFTER_SHARD_ID";
-    case KN_SHARD_FILTER_AT_TRIM_HORIZON: return "AT_TRIM_HORIZON";
-    case KN_SHARD_FILTER_FROM_TRIM_HORIZON: return "FROM_TRIM_HORIZON";
-    case KN_SHARD_FILTER_AT_LATEST: return "AT_LATEST";
-    case KN_SHARD_FILTER_AT_TIMESTAMP: return "AT_TIMESTAMP";
-    case KN_SHARD_FILTER_FROM_TIMESTAMP: return "FROM_TIMESTAMP";
+    case KN_SHARD_FILTER_NONE:
+      return NULL;
+    case KN_SHARD_FILTER_AFTER_SHARD_ID:
+      return "AFTER_SHARD_ID";
+    case KN_SHARD_FILTER_AT_TRIM_HORIZON:
+      return "AT_TRIM_HORIZON";
+    case KN_SHARD_FILTER_FROM_TRIM_HORIZON:
+      return "FROM_TRIM_HORIZON";
+    case KN_SHARD_FILTER_AT_LATEST:
+      return "AT_LATEST";
+    case KN_SHARD_FILTER_AT_TIMESTAMP:
+      return "AT_TIMESTAMP";
+    case KN_SHARD_FILTER_FROM_TIMESTAMP:
+      return "FROM_TIMESTAMP";
   }
   return NULL;
 }
@@ -207,8 +219,8 @@ static int put_data(kn_buf_t *b, const void *data, size_t len) {
 }
 
 int kn_enc_put_record(kn_buf_t *b, const char *stream,
-                      const char *partition_key, const void *data,
-                      size_t len, const char *explicit_hash_key) {
+                      const char *partition_key, const void *data, size_t len,
+                      const char *explicit_hash_key) {
   jw_t w;
   jw_begin(&w, b);
   jw_stream(&w, stream);
@@ -228,10 +240,10 @@ int kn_enc_put_records_begin(kn_buf_t *b, const char *stream) {
   return w.err;
 }
 
-int kn_enc_put_records_entry(kn_buf_t *b, int first,
-                             const kn_put_entry_t *e) {
+int kn_enc_put_records_entry(kn_buf_t *b, int first, const kn_put_entry_t *e) {
   const char *pk = e->partition_key ? e->partition_key : "";
-  if (kn_buf_append_str(b, first ? "{" : ",{") || put_data(b, e->data, e->len) ||
+  if (kn_buf_append_str(b, first ? "{" : ",{") ||
+      put_data(b, e->data, e->len) ||
       kn_buf_append_str(b, ",\"PartitionKey\":") ||
       kn_buf_append_json_str(b, pk, strlen(pk)))
     return -1;
@@ -256,8 +268,7 @@ int kn_enc_put_records(kn_buf_t *b, const char *stream,
     need += (e->partition_key ? strlen(e->partition_key) : 0) * 6;
     if (e->explicit_hash_key) need += 24 + strlen(e->explicit_hash_key) * 6;
   }
-  if (kn_buf_reserve(b, need) || kn_enc_put_records_begin(b, stream))
-    return -1;
+  if (kn_buf_reserve(b, need) || kn_enc_put_records_begin(b, stream)) return -1;
   for (size_t i = 0; i < n; i++)
     if (kn_enc_put_records_entry(b, i == 0, &entries[i])) return -1;
   return kn_enc_put_records_end(b);

@@ -32,8 +32,8 @@ int kn_enc_get_shard_iterator(kn_buf_t *b, const char *stream,
 /* limit 0: none. */
 int kn_enc_get_records(kn_buf_t *b, const char *iterator, int limit);
 int kn_enc_put_record(kn_buf_t *b, const char *stream,
-                      const char *partition_key, const void *data,
-                      size_t len, const char *explicit_hash_key);
+                      const char *partition_key, const void *data, size_t len,
+                      const char *explicit_hash_key);
 /* Reserves the whole body once and base64-encodes each payload straight
  * into it. */
 int kn_enc_put_records(kn_buf_t *b, const char *stream,

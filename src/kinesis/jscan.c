@@ -4,27 +4,22 @@
 
 #include "core/error.h"
 
-const unsigned char kn_js_ws_tab[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1,
-                                         ['\r'] = 1};
+const unsigned char kn_js_ws_tab[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
 
 /* Bytes that end the fast scan of a text string: the quote, a backslash,
  * control characters (the terminator among them) and non-ASCII bytes. */
 const unsigned char kn_js_stop_tab[256] = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
 };
 
@@ -162,12 +157,32 @@ int kn_js_unescape(kn_jscan_t *js, char *b, char *r, char **s, size_t *n,
     if (c == '\\') {
       char e = r[1];
       switch (e) {
-        case '"': case '\\': case '/': *w++ = e; r += 2; continue;
-        case 'b': *w++ = '\b'; r += 2; continue;
-        case 'f': *w++ = '\f'; r += 2; continue;
-        case 'n': *w++ = '\n'; r += 2; continue;
-        case 'r': *w++ = '\r'; r += 2; continue;
-        case 't': *w++ = '\t'; r += 2; continue;
+        case '"':
+        case '\\':
+        case '/':
+          *w++ = e;
+          r += 2;
+          continue;
+        case 'b':
+          *w++ = '\b';
+          r += 2;
+          continue;
+        case 'f':
+          *w++ = '\f';
+          r += 2;
+          continue;
+        case 'n':
+          *w++ = '\n';
+          r += 2;
+          continue;
+        case 'r':
+          *w++ = '\r';
+          r += 2;
+          continue;
+        case 't':
+          *w++ = '\t';
+          r += 2;
+          continue;
         case 'u': {
           unsigned cp, lo;
           if (hex4(r + 2, &cp)) return kn_js_fail(js, r, "invalid \\u escape");
@@ -191,9 +206,9 @@ int kn_js_unescape(kn_jscan_t *js, char *b, char *r, char **s, size_t *n,
       }
     }
     if (c < 0x20)
-      return kn_js_fail(js, r,
-                        r == js->end ? "unterminated string"
-                                     : "control character in string");
+      return kn_js_fail(
+          js, r,
+          r == js->end ? "unterminated string" : "control character in string");
     *w++ = (char)c;
     r++;
   }
@@ -353,8 +368,7 @@ int kn_js_skip(kn_jscan_t *js) {
       kn_jsnum_t n;
       if (*js->p == '-' || kn_js_digit(*js->p)) return kn_js_num(js, &n);
       KN_JS_FAIL(js, *js->p || js->p < js->end ? "unexpected character"
-                                     : "unexpected end of input");
+                                               : "unexpected end of input");
     }
   }
 }
-

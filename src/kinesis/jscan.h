@@ -37,7 +37,7 @@ typedef struct kn_jscan {
   const char *err; /* static description of the first failure */
   const char *at;
   int depth;
-  int nomem;       /* set by decoders when an allocation failed */
+  int nomem; /* set by decoders when an allocation failed */
 } kn_jscan_t;
 
 /* Starts a scan of body[0..len); body[len] must be '\0' (returns -1 if
@@ -77,8 +77,7 @@ int kn_js_unescape(kn_jscan_t *js, char *b, char *r, char **s, size_t *n,
  * resolved in place (lone surrogates become U+FFFD), and the cursor moves
  * past the closing quote.  Syntax only: the end is found with memchr,
  * which is fast for long strings such as base64 record data. */
-static inline int kn_js_str_rest(kn_jscan_t *js, char *b, char **s,
-                                 size_t *n) {
+static inline int kn_js_str_rest(kn_jscan_t *js, char *b, char **s, size_t *n) {
   char *q = memchr(b, '"', (size_t)(js->end - b));
   if (!q) KN_JS_FAIL(js, "unterminated string");
   char *bs = memchr(b, '\\', (size_t)(q - b));

@@ -41,9 +41,9 @@ typedef void(kn_get_records_cb)(void *opaque, kn_get_records_result_t *res);
  * and timestamp_ms for AT_TIMESTAMP.  opts may be NULL. */
 kn_kreq_t *kn_kinesis_get_shard_iterator_async(
     kn_svc_t *svc, const char *stream, const char *shard_id,
-    kn_iterator_type_t type, const char *sequence_number,
-    int64_t timestamp_ms, const kn_call_opts_t *opts, kn_get_records_cb *cb,
-    void *opaque, kn_error_t **errp);
+    kn_iterator_type_t type, const char *sequence_number, int64_t timestamp_ms,
+    const kn_call_opts_t *opts, kn_get_records_cb *cb, void *opaque,
+    kn_error_t **errp);
 
 /* One GetRecords call: res->batch on success, the response decoded in
  * place (the batch adopts the body: no copy), labelled with stream and
@@ -65,8 +65,8 @@ typedef void(kn_put_records_cb)(void *opaque, kn_error_t *err,
 /* One PutRecords call of n entries (at most 500, 5 MiB); the entries are
  * only read during the call. */
 kn_kreq_t *kn_kinesis_put_records_async(kn_svc_t *svc, const char *stream,
-                                        const kn_put_entry_t *entries,
-                                        size_t n, const kn_call_opts_t *opts,
+                                        const kn_put_entry_t *entries, size_t n,
+                                        const kn_call_opts_t *opts,
                                         kn_put_records_cb *cb, void *opaque,
                                         kn_error_t **errp);
 
@@ -111,7 +111,7 @@ typedef struct kn_ksub_event {
    * sets them.  NULL for the other kinds. */
   kn_batch_t *batch;
   const char *continuation;
-  size_t frame_len;   /* the message's wire size */
+  size_t frame_len; /* the message's wire size */
 } kn_ksub_event_t;
 
 typedef struct kn_ksub_cbs {
@@ -132,14 +132,11 @@ typedef struct kn_ksub_cbs {
  * batches are labelled with stream and shard_id (copied; stream may be
  * NULL).  cbs is copied.  The callbacks run on the I/O thread, never
  * before this returns; if this returns NULL (*errp set) none runs. */
-kn_ksub_t *kn_kinesis_subscribe_async(kn_svc_t *svc, const char *stream,
-                                      const char *consumer_arn,
-                                      const char *shard_id,
-                                      kn_iterator_type_t type,
-                                      const char *sequence_number,
-                                      int64_t timestamp_ms,
-                                      const kn_ksub_cbs_t *cbs, void *opaque,
-                                      kn_error_t **errp);
+kn_ksub_t *kn_kinesis_subscribe_async(
+    kn_svc_t *svc, const char *stream, const char *consumer_arn,
+    const char *shard_id, kn_iterator_type_t type, const char *sequence_number,
+    int64_t timestamp_ms, const kn_ksub_cbs_t *cbs, void *opaque,
+    kn_error_t **errp);
 /* I/O thread only, while the subscription lasts. */
 void kn_ksub_resume(kn_ksub_t *s);
 /* The stream is being drained (an exception, or KN_KSUB_DRAIN). */

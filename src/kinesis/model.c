@@ -149,8 +149,7 @@ const char *kn_put_results_sequence_number(const kn_put_results_t *r,
 const char *kn_put_results_error_code(const kn_put_results_t *r, size_t i) {
   return r && i < r->n ? r->v[i].error_code : NULL;
 }
-const char *kn_put_results_error_message(const kn_put_results_t *r,
-                                         size_t i) {
+const char *kn_put_results_error_message(const kn_put_results_t *r, size_t i) {
   return r && i < r->n ? r->v[i].error_message : NULL;
 }
 

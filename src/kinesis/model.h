@@ -21,16 +21,16 @@ int kn_strlist_add(kn_strlist_t *l, const char *s, size_t n);
 
 struct kn_stream_summary_s {
   char *name, *arn, *status;
-  char *mode;            /* NULL when the server does not say */
+  char *mode; /* NULL when the server does not say */
   int open_shards;
   int retention_hours;
-  int consumers;         /* -1 unknown */
-  int64_t created_ms;    /* 0 unknown */
+  int consumers;      /* -1 unknown */
+  int64_t created_ms; /* 0 unknown */
 };
 
 struct kn_stream_consumer_s {
   char *name, *arn, *status;
-  char *stream_arn;      /* NULL when not reported */
+  char *stream_arn; /* NULL when not reported */
   int64_t created_ms;
 };
 

@@ -14,9 +14,9 @@ struct kn_kreq {
   void *opaque;
   kn_get_records_cb *get_cb; /* one of the two is set */
   kn_put_records_cb *put_cb;
-  int iterator;              /* GetShardIterator rather than GetRecords */
-  kn_batch_t *batch;         /* GetRecords: labelled, filled on success */
-  size_t n;                  /* PutRecords: entries sent */
+  int iterator;      /* GetShardIterator rather than GetRecords */
+  kn_batch_t *batch; /* GetRecords: labelled, filled on success */
+  size_t n;          /* PutRecords: entries sent */
 };
 
 void kn_kreq_forget(kn_kreq_t *req) {
@@ -86,7 +86,8 @@ static kn_kreq_t *get_send(kn_svc_t *svc, const char *action, kn_kreq_t *req,
   kn_buf_free(body);
   if (!req->call) {
     kn_kreq_forget(req);
-    if (!*errp) *errp = kn_error_new(KN_ERR__NOMEM, "%s: out of memory", action);
+    if (!*errp)
+      *errp = kn_error_new(KN_ERR__NOMEM, "%s: out of memory", action);
     return NULL;
   }
   return req;
@@ -94,9 +95,9 @@ static kn_kreq_t *get_send(kn_svc_t *svc, const char *action, kn_kreq_t *req,
 
 kn_kreq_t *kn_kinesis_get_shard_iterator_async(
     kn_svc_t *svc, const char *stream, const char *shard_id,
-    kn_iterator_type_t type, const char *sequence_number,
-    int64_t timestamp_ms, const kn_call_opts_t *opts, kn_get_records_cb *cb,
-    void *opaque, kn_error_t **errp) {
+    kn_iterator_type_t type, const char *sequence_number, int64_t timestamp_ms,
+    const kn_call_opts_t *opts, kn_get_records_cb *cb, void *opaque,
+    kn_error_t **errp) {
   *errp = NULL;
   if (!stream || !shard_id || !cb || !kn_iterator_type_name(type)) {
     *errp = kn_error_new(KN_ERR__INVALID_ARG,
@@ -173,20 +174,21 @@ kn_kreq_t *kn_kinesis_put_records_body_async(kn_svc_t *svc, kn_buf_t *body,
   req->put_cb = cb;
   req->opaque = opaque;
   req->n = n;
-  req->call = kn_svc_call(svc, "PutRecords", body, opts, on_put_records, req,
-                          errp);
+  req->call =
+      kn_svc_call(svc, "PutRecords", body, opts, on_put_records, req, errp);
   kn_buf_free(body);
   if (!req->call) {
     free(req);
-    if (!*errp) *errp = kn_error_new(KN_ERR__NOMEM, "PutRecords: out of memory");
+    if (!*errp)
+      *errp = kn_error_new(KN_ERR__NOMEM, "PutRecords: out of memory");
     return NULL;
   }
   return req;
 }
 
 kn_kreq_t *kn_kinesis_put_records_async(kn_svc_t *svc, const char *stream,
-                                        const kn_put_entry_t *entries,
-                                        size_t n, const kn_call_opts_t *opts,
+                                        const kn_put_entry_t *entries, size_t n,
+                                        const kn_call_opts_t *opts,
                                         kn_put_records_cb *cb, void *opaque,
                                         kn_error_t **errp) {
   kn_buf_t body = KN_BUF_INIT;

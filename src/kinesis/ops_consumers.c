@@ -32,8 +32,7 @@ static kn_error_t *consumer_call(kn_client_t *kc, const char *action,
   return err;
 }
 
-kn_error_t *kn_register_stream_consumer(kn_client_t *kc,
-                                        const char *stream_arn,
+kn_error_t *kn_register_stream_consumer(kn_client_t *kc, const char *stream_arn,
                                         const char *name,
                                         kn_stream_consumer_t **out) {
   NEED(out, "kn_register_stream_consumer", "no output");
@@ -44,8 +43,7 @@ kn_error_t *kn_register_stream_consumer(kn_client_t *kc,
                        out);
 }
 
-kn_error_t *kn_describe_stream_consumer(kn_client_t *kc,
-                                        const char *stream_arn,
+kn_error_t *kn_describe_stream_consumer(kn_client_t *kc, const char *stream_arn,
                                         const char *name,
                                         const char *consumer_arn,
                                         kn_stream_consumer_t **out) {

@@ -23,8 +23,7 @@ static char *take_body(kn_buf_t *b, size_t *len) {
 }
 
 kn_error_t *kn_get_shard_iterator(kn_client_t *kc, const char *stream,
-                                  const char *shard_id,
-                                  kn_iterator_type_t type,
+                                  const char *shard_id, kn_iterator_type_t type,
                                   const char *sequence_number,
                                   int64_t timestamp_ms, char **iterator) {
   NEED(iterator, "kn_get_shard_iterator", "no output");
@@ -83,8 +82,7 @@ kn_error_t *kn_put_record(kn_client_t *kc, const char *stream,
   if (sequence_number) *sequence_number = NULL;
   if (shard_id) *shard_id = NULL;
   NEED(kc && stream && *stream, "kn_put_record", "no stream name");
-  NEED(partition_key && *partition_key, "kn_put_record",
-       "no partition key");
+  NEED(partition_key && *partition_key, "kn_put_record", "no partition key");
   NEED(data || !len, "kn_put_record", "no data");
   kn_buf_t req = KN_BUF_INIT, resp;
   int rc = kn_enc_put_record(&req, stream, partition_key, data, len,

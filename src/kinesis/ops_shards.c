@@ -16,8 +16,7 @@
 kn_error_t *kn_list_shards(kn_client_t *kc, const char *stream,
                            kn_shard_filter_type_t filter,
                            const char *filter_shard_id,
-                           int64_t filter_timestamp_ms,
-                           kn_shard_list_t **out) {
+                           int64_t filter_timestamp_ms, kn_shard_list_t **out) {
   NEED(out, "kn_list_shards", "no output");
   *out = NULL;
   NEED(kc && stream && *stream, "kn_list_shards", "no stream name");
@@ -67,13 +66,13 @@ static kn_error_t *default_split_key(kn_client_t *kc, const char *stream,
   const kn_shard_t *s = kn_shard_list_find(l, shard_id);
   kn_u128_t mid;
   if (!s)
-    err = kn_error_new(KN_ERR_RESOURCE_NOT_FOUND,
-                       "SplitShard: no shard %s in stream %s", shard_id,
-                       stream);
+    err =
+        kn_error_new(KN_ERR_RESOURCE_NOT_FOUND,
+                     "SplitShard: no shard %s in stream %s", shard_id, stream);
   else if (kn_u128_midpoint(s->start, s->end, &mid))
-    err = kn_error_new(KN_ERR__INVALID_ARG,
-                       "SplitShard: shard %s holds a single hash key",
-                       shard_id);
+    err =
+        kn_error_new(KN_ERR__INVALID_ARG,
+                     "SplitShard: shard %s holds a single hash key", shard_id);
   else
     kn_u128_format(mid, key);
   kn_shard_list_destroy(l);

@@ -39,8 +39,7 @@ kn_error_t *kn_describe_stream_summary(kn_client_t *kc, const char *stream,
                                        kn_stream_summary_t **out) {
   NEED(out, "kn_describe_stream_summary", "no output");
   *out = NULL;
-  NEED(kc && stream && *stream, "kn_describe_stream_summary",
-       "no stream name");
+  NEED(kc && stream && *stream, "kn_describe_stream_summary", "no stream name");
   kn_buf_t req = KN_BUF_INIT, resp;
   int rc = kn_enc_stream(&req, stream);
   kn_error_t *err =

@@ -62,9 +62,9 @@ static int on_event(kn_ksub_t *s, kn_evs_decoder_t *d,
   payload[msg->payload_len] = '\0'; /* over the message CRC, checked */
   kn_ksub_event_t ev;
   memset(&ev, 0, sizeof(ev));
-  kn_error_t *err = kn_decode_records(b, payload, msg->payload_len,
-                                      KN_RECORDS_SUBSCRIBE_EVENT,
-                                      &ev.continuation);
+  kn_error_t *err =
+      kn_decode_records(b, payload, msg->payload_len,
+                        KN_RECORDS_SUBSCRIBE_EVENT, &ev.continuation);
   if (err) {
     /* The caller subscribes again from the last good continuation. */
     kn_batch_destroy(b);
@@ -91,8 +91,8 @@ static int on_message(void *opaque, kn_evs_decoder_t *d,
     /* An exception inside the stream (ResourceInUse, ResourceNotFound,
      * ...) or a message that is not of this stream: the server ends the
      * stream after it. */
-    s->err = err ? err : kn_error_new(code, "SubscribeToShard: %s",
-                                      kn_err2str(code));
+    s->err = err ? err
+                 : kn_error_new(code, "SubscribeToShard: %s", kn_err2str(code));
     s->draining = 1;
     ev.exception = s->err;
     ev.frame_len = msg->frame_len;
@@ -146,14 +146,11 @@ static void on_done(void *opaque, kn_call_result_t *res) {
   on_end(cb_opaque, err);
 }
 
-kn_ksub_t *kn_kinesis_subscribe_async(kn_svc_t *svc, const char *stream,
-                                      const char *consumer_arn,
-                                      const char *shard_id,
-                                      kn_iterator_type_t type,
-                                      const char *sequence_number,
-                                      int64_t timestamp_ms,
-                                      const kn_ksub_cbs_t *cbs, void *opaque,
-                                      kn_error_t **errp) {
+kn_ksub_t *kn_kinesis_subscribe_async(
+    kn_svc_t *svc, const char *stream, const char *consumer_arn,
+    const char *shard_id, kn_iterator_type_t type, const char *sequence_number,
+    int64_t timestamp_ms, const kn_ksub_cbs_t *cbs, void *opaque,
+    kn_error_t **errp) {
   *errp = NULL;
   if (!consumer_arn || !shard_id || !cbs || !cbs->on_event || !cbs->on_end) {
     *errp = kn_error_new(KN_ERR__INVALID_ARG,
@@ -174,8 +171,8 @@ kn_ksub_t *kn_kinesis_subscribe_async(kn_svc_t *svc, const char *stream,
   }
   s->cbs = *cbs;
   s->opaque = opaque;
-  s->call = kn_svc_stream(svc, "SubscribeToShard", &body, on_data, on_done, s,
-                          errp);
+  s->call =
+      kn_svc_stream(svc, "SubscribeToShard", &body, on_data, on_done, s, errp);
   kn_buf_free(&body);
   if (!s->call) {
     kn_ksub_forget(s);

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 kn_shard_list_t *kn_shard_list_new(void) {
   return calloc(1, sizeof(kn_shard_list_t));
 }
@@ -63,8 +62,8 @@ kn_shard_list_t *kn_shard_list_dup(const kn_shard_list_t *l) {
   if (!c) return NULL;
   for (size_t i = 0; l && i < l->n; i++) {
     const kn_shard_t *s = &l->v[i];
-    kn_shard_desc_t d = {s->id,       s->parent,    s->adjacent_parent,
-                         s->hk_start, s->hk_end,    s->seq_start,
+    kn_shard_desc_t d = {s->id,       s->parent, s->adjacent_parent,
+                         s->hk_start, s->hk_end, s->seq_start,
                          s->seq_end};
     if (kn_shard_list_add(c, &d)) {
       kn_shard_list_destroy(c);

@@ -15,9 +15,9 @@ struct kn_shard_s {
   char *adjacent_parent; /* NULL when none (set for the child of a merge) */
   char *hk_start;        /* decimal, as the service sent it */
   char *hk_end;
-  kn_u128_t start, end;  /* parsed hash key range */
-  char *seq_start;       /* NULL when not reported (ChildShards) */
-  char *seq_end;         /* non-NULL only for a closed shard */
+  kn_u128_t start, end; /* parsed hash key range */
+  char *seq_start;      /* NULL when not reported (ChildShards) */
+  char *seq_end;        /* non-NULL only for a closed shard */
 };
 
 struct kn_shard_list_s {

@@ -13,7 +13,7 @@ struct kn_shardgraph {
   size_t *child_idx;
   size_t *order;
   int cycle;
-  size_t *open;      /* open shards sorted by (start, end, id) */
+  size_t *open; /* open shards sorted by (start, end, id) */
   size_t n_open;
 };
 
@@ -249,8 +249,8 @@ long kn_shardgraph_cover(const kn_shardgraph_t *g, kn_u128_t key) {
 }
 
 static void add_issue(kn_hash_issue_t *out, size_t max, size_t *k,
-                      kn_hash_issue_kind_t kind, kn_u128_t start,
-                      kn_u128_t end, long a, long b) {
+                      kn_hash_issue_kind_t kind, kn_u128_t start, kn_u128_t end,
+                      long a, long b) {
   if (*k < max) out[*k] = (kn_hash_issue_t){kind, start, end, a, b};
   (*k)++;
 }
@@ -271,8 +271,8 @@ size_t kn_shardgraph_check(const kn_shardgraph_t *g, kn_hash_issue_t *out,
                 reach, i);
     else if (reach >= 0 && (full || kn_u128_cmp(s->start, next) < 0)) {
       kn_u128_t covered_end = full ? top : kn_u128_sub(next, one);
-      kn_u128_t oend = kn_u128_cmp(s->end, covered_end) < 0 ? s->end
-                                                             : covered_end;
+      kn_u128_t oend =
+          kn_u128_cmp(s->end, covered_end) < 0 ? s->end : covered_end;
       add_issue(out, max, &k, KN_HASH_OVERLAP, s->start, oend, reach, i);
     }
     if (!full && kn_u128_cmp(s->end, next) >= 0) {

@@ -48,8 +48,10 @@ static kn_err_t remote(kn_error_t **errp, int status, const char *type,
       *errp = kn_error_new(KN_ERR__NOMEM, "out of memory for a stream error");
   }
   free(t);
-  if (errp && e) *errp = e;
-  else kn_error_destroy(e);
+  if (errp && e)
+    *errp = e;
+  else
+    kn_error_destroy(e);
   return code;
 }
 
@@ -86,7 +88,8 @@ kn_err_t kn_sub_event_classify(const kn_evs_msg_t *msg, int http_status,
   if (kn_evs_msg_str_eq(msg, ":message-type", "error")) {
     size_t ml = 0;
     const char *m = kn_evs_msg_str(msg, ":error-message", &ml);
-    char *text = m ? kn_strndup(m, ml > EXC_SHOW_MAX ? EXC_SHOW_MAX : ml) : NULL;
+    char *text =
+        m ? kn_strndup(m, ml > EXC_SHOW_MAX ? EXC_SHOW_MAX : ml) : NULL;
     if (m && !text) {
       if (errp)
         *errp = kn_error_new(KN_ERR__NOMEM, "out of memory for a stream error");
@@ -100,11 +103,12 @@ kn_err_t kn_sub_event_classify(const kn_evs_msg_t *msg, int http_status,
   size_t ml = 0;
   const char *mt = kn_evs_msg_str(msg, ":message-type", &ml);
   if (errp)
-    *errp = mt ? kn_error_new(KN_ERR__BAD_MSG,
-                              "SubscribeToShard: unknown :message-type \"%.*s\"",
-                              ml > 64 ? 64 : (int)ml, mt)
-               : kn_error_new(KN_ERR__BAD_MSG,
-                              "SubscribeToShard: message without a string "
-                              ":message-type");
+    *errp =
+        mt ? kn_error_new(KN_ERR__BAD_MSG,
+                          "SubscribeToShard: unknown :message-type \"%.*s\"",
+                          ml > 64 ? 64 : (int)ml, mt)
+           : kn_error_new(KN_ERR__BAD_MSG,
+                          "SubscribeToShard: message without a string "
+                          ":message-type");
   return KN_ERR__BAD_MSG;
 }

@@ -27,8 +27,8 @@
 
 typedef enum kn_sub_kind {
   KN_SUB_INITIAL_RESPONSE = 1,
-  KN_SUB_EVENT,       /* SubscribeToShardEvent: decode its payload */
-  KN_SUB_OTHER_EVENT  /* an event type not known here: skip it */
+  KN_SUB_EVENT,      /* SubscribeToShardEvent: decode its payload */
+  KN_SUB_OTHER_EVENT /* an event type not known here: skip it */
 } kn_sub_kind_t;
 
 /* Interprets the headers of one message without reading the payload of

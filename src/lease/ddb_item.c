@@ -56,10 +56,10 @@ static int put(json_t *item, const char *name, json_t *value) {
 }
 
 static const char *const known[] = {
-    KN_DDB_LEASE_KEY,      KN_DDB_LEASE_OWNER,    KN_DDB_LEASE_COUNTER,
-    KN_DDB_OWNER_SWITCHES, KN_DDB_CHECKPOINT,     KN_DDB_CHECKPOINT_SUBSEQ,
-    KN_DDB_PENDING,        KN_DDB_PENDING_SUBSEQ, KN_DDB_PENDING_STATE,
-    KN_DDB_PARENTS,        KN_DDB_CHILDREN,       KN_DDB_HASH_START,
+    KN_DDB_LEASE_KEY,      KN_DDB_LEASE_OWNER,      KN_DDB_LEASE_COUNTER,
+    KN_DDB_OWNER_SWITCHES, KN_DDB_CHECKPOINT,       KN_DDB_CHECKPOINT_SUBSEQ,
+    KN_DDB_PENDING,        KN_DDB_PENDING_SUBSEQ,   KN_DDB_PENDING_STATE,
+    KN_DDB_PARENTS,        KN_DDB_CHILDREN,         KN_DDB_HASH_START,
     KN_DDB_HASH_END,       KN_DDB_CHECKPOINT_OWNER,
 };
 
@@ -206,12 +206,11 @@ int kn_ddb_item_to_lease(json_t *item, kn_lease_t *out, kn_error_t **errp) {
   *errp = NULL;
   const char *key = json_string_value(attr(item, KN_DDB_LEASE_KEY, "S"));
   if (!key) {
-    *errp = kn_error_new(KN_ERR__BAD_MSG,
-                         "lease item without a string leaseKey");
+    *errp =
+        kn_error_new(KN_ERR__BAD_MSG, "lease item without a string leaseKey");
     return -1;
   }
-  const char *entity =
-      json_string_value(attr(item, KN_DDB_ENTITY_TYPE, "S"));
+  const char *entity = json_string_value(attr(item, KN_DDB_ENTITY_TYPE, "S"));
   if (entity && strcmp(entity, "LEASE") != 0) return 1;
 
   const char *bad = NULL;
@@ -225,8 +224,7 @@ int kn_ddb_item_to_lease(json_t *item, kn_lease_t *out, kn_error_t **errp) {
     bad = KN_DDB_PENDING_SUBSEQ;
   if (bad) {
     *errp = kn_error_new(KN_ERR__BAD_MSG,
-                         "lease %s: attribute %s is not an integer", key,
-                         bad);
+                         "lease %s: attribute %s is not an integer", key, bad);
     return -1;
   }
 
@@ -257,9 +255,8 @@ int kn_ddb_item_to_lease(json_t *item, kn_lease_t *out, kn_error_t **errp) {
     const char *b64 = json_string_value(b);
     size_t len = json_string_length(b);
     out->pending_state = malloc(kn_base64_decoded_max(len) + 1);
-    long n = out->pending_state
-                 ? kn_base64_decode(out->pending_state, b64, len)
-                 : 0;
+    long n =
+        out->pending_state ? kn_base64_decode(out->pending_state, b64, len) : 0;
     if (!out->pending_state || n < 0) {
       *errp = out->pending_state
                   ? kn_error_new(KN_ERR__BAD_MSG,

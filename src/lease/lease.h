@@ -26,12 +26,12 @@ typedef struct kn_lease {
   int64_t pending_subseq;    /* pendingCheckpointSubSequenceNumber (N) */
   void *pending_state;       /* pendingCheckpointState (B), NULL if none */
   size_t pending_state_len;
-  char **parents;            /* parentShardId (SS), n_parents entries */
+  char **parents; /* parentShardId (SS), n_parents entries */
   size_t n_parents;
-  char **children;           /* childShardIds (SS), n_children entries */
+  char **children; /* childShardIds (SS), n_children entries */
   size_t n_children;
-  char *hash_start;          /* startingHashKey (S, decimal), or NULL */
-  char *hash_end;            /* endingHashKey (S, decimal), or NULL */
+  char *hash_start; /* startingHashKey (S, decimal), or NULL */
+  char *hash_end;   /* endingHashKey (S, decimal), or NULL */
   /* checkpointOwner (S), as the KCL 3.x writes it: during a graceful
    * hand-off, the worker that still reads and checkpoints the shard
    * while `owner` names the worker it is handed to; NULL otherwise. */

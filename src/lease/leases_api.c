@@ -80,8 +80,7 @@ int64_t kn_lease_list_owner_switches(const kn_lease_list_t *l, size_t i) {
 size_t kn_lease_list_parent_count(const kn_lease_list_t *l, size_t i) {
   return l->v[i].n_parents;
 }
-const char *kn_lease_list_parent(const kn_lease_list_t *l, size_t i,
-                                 size_t k) {
+const char *kn_lease_list_parent(const kn_lease_list_t *l, size_t i, size_t k) {
   return k < l->v[i].n_parents ? l->v[i].parents[k] : NULL;
 }
 

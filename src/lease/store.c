@@ -73,8 +73,9 @@ kn_lease_store_t *kn_lease_store_open(const char *spec,
   if (kn_str_has_prefix(spec, "dynamodb:")) {
     const char *table = spec + strlen("dynamodb:");
     if (!valid_table_name(table)) {
-      *errp = bad_spec(spec, "a DynamoDB table name has 3 to 255 characters "
-                             "among A-Z a-z 0-9 _ . -");
+      *errp = bad_spec(spec,
+                       "a DynamoDB table name has 3 to 255 characters "
+                       "among A-Z a-z 0-9 _ . -");
       return NULL;
     }
     return kn_lease_store_dynamodb_open(table, client, errp);

@@ -51,22 +51,21 @@ typedef struct kn_lease_store_ops {
    * any hand-off under way ended (checkpointOwner removed),
    * ownerSwitchesSinceCheckpoint + 1 when old_owner is not NULL and not
    * owner (as the KCL counts). */
-  kn_error_t *(*take)(kn_lease_store_t *ls, const char *key,
-                      int64_t counter, const char *old_owner,
-                      const char *owner, int64_t *new_counter);
+  kn_error_t *(*take)(kn_lease_store_t *ls, const char *key, int64_t counter,
+                      const char *old_owner, const char *owner,
+                      int64_t *new_counter);
   /* Renews owner's lease: counter + 1 if the counter matches and owner is
    * its actual owner (kn_lease_actual_owner: during a hand-off, the
    * checkpoint owner).  *handoff_to: when another worker has asked for
    * the lease (owner is its checkpointOwner, leaseOwner someone else),
    * that worker's id, malloc'ed for the caller; else NULL. */
-  kn_error_t *(*renew)(kn_lease_store_t *ls, const char *key,
-                       int64_t counter, const char *owner,
-                       int64_t *new_counter, char **handoff_to);
+  kn_error_t *(*renew)(kn_lease_store_t *ls, const char *key, int64_t counter,
+                       const char *owner, int64_t *new_counter,
+                       char **handoff_to);
   /* Releases owner's lease (actual owner, as for renew): leaseOwner and
    * checkpointOwner removed, counter + 1. */
-  kn_error_t *(*release)(kn_lease_store_t *ls, const char *key,
-                         int64_t counter, const char *owner,
-                         int64_t *new_counter);
+  kn_error_t *(*release)(kn_lease_store_t *ls, const char *key, int64_t counter,
+                         const char *owner, int64_t *new_counter);
   /* Writes owner's checkpoint, counter + 1, if the counter matches and
    * owner is the actual owner.
    * checkpoint not NULL: checkpoint and checkpointSubSequenceNumber set,
@@ -94,23 +93,21 @@ typedef struct kn_lease_store_ops {
    * if the counter matches and owner is the checkpointOwner,
    * checkpointOwner is removed, counter + 1 and
    * ownerSwitchesSinceCheckpoint + 1: the lease is leaseOwner's. */
-  kn_error_t *(*handoff)(kn_lease_store_t *ls, const char *key,
-                         int64_t counter, const char *old_owner,
-                         const char *new_owner);
+  kn_error_t *(*handoff)(kn_lease_store_t *ls, const char *key, int64_t counter,
+                         const char *old_owner, const char *new_owner);
   kn_error_t *(*handoff_done)(kn_lease_store_t *ls, const char *key,
                               int64_t counter, const char *owner,
                               int64_t *new_counter);
   /* Deletes a lease if its counter is still `counter`. */
-  kn_error_t *(*remove)(kn_lease_store_t *ls, const char *key,
-                        int64_t counter);
+  kn_error_t *(*remove)(kn_lease_store_t *ls, const char *key, int64_t counter);
   void (*destroy)(kn_lease_store_t *ls);
 } kn_lease_store_ops_t;
 
 /* The head of every store; each backend embeds it first. */
 struct kn_lease_store {
   const kn_lease_store_ops_t *ops;
-  char *name;  /* "sqlite:PATH", "dynamodb:TABLE", "memory" for messages;
-                  owned by the store */
+  char *name; /* "sqlite:PATH", "dynamodb:TABLE", "memory" for messages;
+                 owned by the store */
 };
 
 /* Opens the store named by spec:

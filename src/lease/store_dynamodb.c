@@ -27,7 +27,7 @@ typedef struct ddb_store {
   kn_ddb_call_fn *call;
   void *opaque;
   void (*cleanup)(void *opaque);
-  int scan_limit;     /* 0: none */
+  int scan_limit; /* 0: none */
   long table_wait_ms;
 } ddb_store_t;
 
@@ -143,8 +143,8 @@ static int expr_apply(expr_t *e, json_t *req) {
   if (!rc && upd.len)
     rc |= json_object_set_new(req, "UpdateExpression", json_string(upd.p));
   if (!rc && e->cond.len)
-    rc |= json_object_set_new(req, "ConditionExpression",
-                              json_string(e->cond.p));
+    rc |=
+        json_object_set_new(req, "ConditionExpression", json_string(e->cond.p));
   if (!rc && json_object_size(e->names))
     rc |= json_object_set(req, "ExpressionAttributeNames", e->names);
   if (!rc && json_object_size(e->values))
@@ -201,20 +201,19 @@ static kn_error_t *add_page(ddb_store_t *d, json_t *items, kn_lease_t **v,
   return NULL;
 }
 
-static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out,
-                            size_t *n) {
+static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
   ddb_store_t *d = store_of(ls);
   kn_lease_t *v = NULL;
   size_t count = 0, cap = 0;
-  json_t *start = NULL; /* LastEvaluatedKey of the previous page */
+  json_t *start = NULL;   /* LastEvaluatedKey of the previous page */
   kn_pager_t pager = {0}; /* a key seen before or endless pages end it */
   kn_error_t *err = NULL;
   *out = NULL;
   *n = 0;
   do {
     json_t *req = json_object(), *resp = NULL;
-    int rc = !req || json_object_set_new(req, "TableName",
-                                         json_string(d->table)) ||
+    int rc = !req ||
+             json_object_set_new(req, "TableName", json_string(d->table)) ||
              json_object_set_new(req, "ConsistentRead", json_true());
     if (!rc && d->scan_limit > 0)
       rc = json_object_set_new(req, "Limit", json_integer(d->scan_limit));
@@ -227,15 +226,16 @@ static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out,
       break;
     }
     err = call(d, "Scan", req, &resp);
-    if (!err) err = add_page(d, json_object_get(resp, "Items"), &v, &count,
-                             &cap);
+    if (!err)
+      err = add_page(d, json_object_get(resp, "Items"), &v, &count, &cap);
     if (!err) {
       start = json_object_get(resp, "LastEvaluatedKey");
       if (json_object_size(start))
         json_incref(start);
       else
         start = NULL;
-      char *key = start ? json_dumps(start, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+      char *key =
+          start ? json_dumps(start, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
       int pr = start && !key ? KN_PAGER_NOMEM : kn_pager_next_str(&pager, key);
       free(key);
       err = kn_pager_error(&pager, pr, "Scan");
@@ -295,7 +295,7 @@ static kn_error_t *ddb_create(kn_lease_store_t *ls, const kn_lease_t *l) {
  * write, the call reports success (the store is as the caller wants it and
  * the new counter is right). */
 typedef struct outcome {
-  const char *owner;      /* NULL: no owner */
+  const char *owner; /* NULL: no owner */
   int64_t counter;
   int checkpointed;       /* a checkpoint call: the fields below count */
   const char *checkpoint; /* NULL: left as it was, not compared */
@@ -311,8 +311,7 @@ static int str_eq(const char *a, const char *b) {
 }
 
 static int outcome_matches(const kn_lease_t *l, const outcome_t *w) {
-  if (l->counter != w->counter ||
-      !str_eq(kn_lease_actual_owner(l), w->owner))
+  if (l->counter != w->counter || !str_eq(kn_lease_actual_owner(l), w->owner))
     return 0;
   if (!w->checkpointed) return 1;
   if (w->checkpoint && (!str_eq(l->checkpoint, w->checkpoint) ||
@@ -342,9 +341,9 @@ static int outcome_seen(ddb_store_t *d, const char *key,
 /* Sends an UpdateItem on key built from e (freed here); with item, asks
  * for the item as it is after the change (*item NULL when the answer
  * had none, or after a retried call found its change done). */
-static kn_error_t *update_item(ddb_store_t *d, const char *op,
-                               const char *key, expr_t *e,
-                               const outcome_t *want, json_t **item) {
+static kn_error_t *update_item(ddb_store_t *d, const char *op, const char *key,
+                               expr_t *e, const outcome_t *want,
+                               json_t **item) {
   json_t *req = keyed_request(d, key), *resp = NULL;
   if (item) *item = NULL;
   if (!req || expr_apply(e, req) ||
@@ -364,8 +363,7 @@ static kn_error_t *update_item(ddb_store_t *d, const char *op,
       *item = NULL;
   }
   json_decref(resp);
-  if (err && want &&
-      kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED &&
+  if (err && want && kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED &&
       outcome_seen(d, key, want)) {
     kn_error_destroy(err);
     err = NULL;
@@ -455,8 +453,8 @@ static kn_error_t *ddb_renew(kn_lease_store_t *ls, const char *key,
   kn_error_t *err = update_item(d, "renew", key, &e, &want, &item);
   if (!err) {
     *new_counter = counter + 1;
-    const char *to = json_string_value(json_object_get(
-        json_object_get(item, KN_DDB_LEASE_OWNER), "S"));
+    const char *to = json_string_value(
+        json_object_get(json_object_get(item, KN_DDB_LEASE_OWNER), "S"));
     if (to && json_object_get(item, KN_DDB_CHECKPOINT_OWNER) &&
         strcmp(to, owner) != 0 && !(*handoff_to = strdup(to)))
       err = nomem(d); /* renewed all the same */
@@ -655,9 +653,8 @@ static kn_error_t *describe(ddb_store_t *d, char **status) {
   }
   if (!st) {
     err = kn_error_new(KN_ERR__BAD_MSG, "DescribeTable: no TableStatus");
-  } else if (json_array_size(ks) &&
-             (json_array_size(ks) != 1 || !hash ||
-              strcmp(hash, KN_DDB_LEASE_KEY) != 0)) {
+  } else if (json_array_size(ks) && (json_array_size(ks) != 1 || !hash ||
+                                     strcmp(hash, KN_DDB_LEASE_KEY) != 0)) {
     err = kn_error_new(KN_ERR__CONF,
                        "table %s is not a lease table: its key is not the "
                        "single hash key " KN_DDB_LEASE_KEY,
@@ -678,8 +675,7 @@ static kn_error_t *create_table(ddb_store_t *d) {
   if (!req || !defs || !keys ||
       json_object_set_new(req, "AttributeDefinitions", defs) ||
       json_object_set_new(req, "KeySchema", keys) ||
-      json_object_set_new(req, "BillingMode",
-                          json_string("PAY_PER_REQUEST"))) {
+      json_object_set_new(req, "BillingMode", json_string("PAY_PER_REQUEST"))) {
     json_decref(req);
     return nomem(d);
   }
@@ -707,14 +703,12 @@ static kn_error_t *ddb_ensure_table(kn_lease_store_t *ls) {
   while (!err && strcmp(status, "ACTIVE") != 0 &&
          strcmp(status, "UPDATING") != 0) {
     if (strcmp(status, "DELETING") == 0) {
-      err = kn_error_new(KN_ERR__STATE, "table %s is being deleted",
-                         d->table);
+      err = kn_error_new(KN_ERR__STATE, "table %s is being deleted", d->table);
       break;
     }
     if (kn_mono_ms() >= deadline) {
-      err = kn_error_new(KN_ERR__TIMED_OUT,
-                         "table %s still %s after %ld ms", d->table, status,
-                         d->table_wait_ms);
+      err = kn_error_new(KN_ERR__TIMED_OUT, "table %s still %s after %ld ms",
+                         d->table, status, d->table_wait_ms);
       break;
     }
     /* The ceiling, not a jittered delay: one poller, nothing to spread. */
@@ -738,8 +732,8 @@ static void ddb_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t ddb_ops = {
-    ddb_ensure_table, ddb_list,   ddb_get,          ddb_create,
-    ddb_take,         ddb_renew,  ddb_release,      ddb_checkpoint,
+    ddb_ensure_table, ddb_list,    ddb_get,          ddb_create,
+    ddb_take,         ddb_renew,   ddb_release,      ddb_checkpoint,
     ddb_set_children, ddb_handoff, ddb_handoff_done, ddb_remove,
     ddb_destroy,
 };
@@ -773,8 +767,7 @@ kn_lease_store_t *kn_lease_store_dynamodb_new(const char *table,
 }
 
 /* Other stores ignore the tuning calls. */
-void kn_lease_store_dynamodb_set_scan_limit(kn_lease_store_t *ls,
-                                            int limit) {
+void kn_lease_store_dynamodb_set_scan_limit(kn_lease_store_t *ls, int limit) {
   if (ls && ls->ops == &ddb_ops) store_of(ls)->scan_limit = limit;
 }
 

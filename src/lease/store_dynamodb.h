@@ -17,8 +17,7 @@
  * body (the store frees it).  Retrying retriable failures is the
  * transport's job. */
 typedef kn_error_t *kn_ddb_call_fn(void *opaque, const char *action,
-                                   const char *body, size_t len,
-                                   kn_buf_t *out);
+                                   const char *body, size_t len, kn_buf_t *out);
 
 /* A store on table calling through call(opaque, ...).  The store owns
  * opaque from this call on: cleanup(opaque) (may be NULL) runs when the
@@ -49,7 +48,6 @@ kn_lease_store_t *kn_lease_store_dynamodb_open_conf(const char *table,
  * 1 MB pages), and how long ensure_table waits for ACTIVE.  No effect on
  * other stores. */
 void kn_lease_store_dynamodb_set_scan_limit(kn_lease_store_t *ls, int limit);
-void kn_lease_store_dynamodb_set_table_wait(kn_lease_store_t *ls,
-                                            long wait_ms);
+void kn_lease_store_dynamodb_set_table_wait(kn_lease_store_t *ls, long wait_ms);
 
 #endif

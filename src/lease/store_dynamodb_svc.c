@@ -12,8 +12,8 @@
 #include "kinesis/client_int.h"
 #include "lease/store_dynamodb.h"
 
-static kn_error_t *svc_call(void *opaque, const char *action,
-                            const char *body, size_t len, kn_buf_t *out) {
+static kn_error_t *svc_call(void *opaque, const char *action, const char *body,
+                            size_t len, kn_buf_t *out) {
   return kn_svc_call_sync((kn_svc_t *)opaque, action, body, len, NULL, out);
 }
 
@@ -61,9 +61,9 @@ static own_env_t *own_env_new(const kn_conf_t *conf, kn_error_t **errp) {
   }
   if (!*errp) env->loop = kn_loop_new(&env->settings.http, errp);
   if (!*errp)
-    env->svc = kn_svc_new(env->loop, env->creds, &env->settings,
-                          &kn_svc_dynamodb, env->settings.dynamodb_endpoint,
-                          errp);
+    env->svc =
+        kn_svc_new(env->loop, env->creds, &env->settings, &kn_svc_dynamodb,
+                   env->settings.dynamodb_endpoint, errp);
   if (*errp) {
     own_env_free(env);
     return NULL;
@@ -78,9 +78,9 @@ kn_lease_store_t *kn_lease_store_dynamodb_open(const char *table,
   if (client) {
     /* The store's own service handle, on the client's I/O thread,
      * credentials and settings (borrowed: the client outlives the store). */
-    kn_svc_t *svc = kn_svc_new(client->loop, client->creds, &client->settings,
-                               &kn_svc_dynamodb,
-                               client->settings.dynamodb_endpoint, errp);
+    kn_svc_t *svc =
+        kn_svc_new(client->loop, client->creds, &client->settings,
+                   &kn_svc_dynamodb, client->settings.dynamodb_endpoint, errp);
     if (!svc) {
       *errp = kn_error_prefix(*errp, "lease store dynamodb:%s", table);
       return NULL;

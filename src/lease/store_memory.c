@@ -31,8 +31,7 @@ static mem_table_t *table_of(kn_lease_store_t *ls) {
 }
 
 static kn_error_t *nomem(const kn_lease_store_t *ls) {
-  return kn_error_new(KN_ERR__NOMEM, "lease store %s: out of memory",
-                      ls->name);
+  return kn_error_new(KN_ERR__NOMEM, "lease store %s: out of memory", ls->name);
 }
 
 /* Index of key, or of where it would be inserted (*found 0). */
@@ -72,8 +71,8 @@ static kn_lease_t *find_if(mem_table_t *t, const char *key, int64_t counter,
 
 /* The lease at key if its counter is `counter` and owner is its actual
  * owner (checkpoint owner during a hand-off). */
-static kn_lease_t *find_actual(mem_table_t *t, const char *key,
-                               int64_t counter, const char *owner) {
+static kn_lease_t *find_actual(mem_table_t *t, const char *key, int64_t counter,
+                               const char *owner) {
   kn_lease_t *l = owner ? find_if(t, key, counter, 0, NULL) : NULL;
   const char *a = l ? kn_lease_actual_owner(l) : NULL;
   return a && strcmp(a, owner) == 0 ? l : NULL;
@@ -81,8 +80,7 @@ static kn_lease_t *find_actual(mem_table_t *t, const char *key,
 
 static kn_error_t *mem_ensure_table(kn_lease_store_t *ls) { return NULL; }
 
-static kn_error_t *mem_list(kn_lease_store_t *ls, kn_lease_t **out,
-                            size_t *n) {
+static kn_error_t *mem_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
   *out = NULL;
@@ -129,8 +127,8 @@ static kn_error_t *mem_create(kn_lease_store_t *ls, const kn_lease_t *l) {
   kn_error_t *err = NULL;
   kn_lease_t copy;
   if (!l->key || !*l->key)
-    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: a lease needs a key",
-                        ls->name);
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: a lease needs a key", ls->name);
   if (kn_lease_copy(&copy, l)) return nomem(ls);
   pthread_mutex_lock(&t->lock);
   int found;
@@ -163,8 +161,8 @@ static kn_error_t *mem_take(kn_lease_store_t *ls, const char *key,
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
   if (!owner)
-    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: take %s: no owner",
-                        ls->name, key);
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: take %s: no owner", ls->name, key);
   char *o = strdup(owner);
   if (!o) return nomem(ls);
   pthread_mutex_lock(&t->lock);
@@ -195,8 +193,7 @@ static kn_error_t *mem_renew(kn_lease_store_t *ls, const char *key,
   kn_lease_t *l = find_actual(t, key, counter, owner);
   if (l) {
     *new_counter = ++l->counter;
-    if (l->checkpoint_owner && l->owner &&
-        !(*handoff_to = strdup(l->owner)))
+    if (l->checkpoint_owner && l->owner && !(*handoff_to = strdup(l->owner)))
       err = nomem(ls); /* renewed all the same */
   } else {
     err = kn_lease_ccf(ls, "renew", key);
@@ -287,7 +284,8 @@ static kn_error_t *mem_handoff(kn_lease_store_t *ls, const char *key,
     return old_owner && new_owner ? nomem(ls)
                                   : kn_error_new(KN_ERR__INVALID_ARG,
                                                  "lease store %s: handoff %s: "
-                                                 "no owner", ls->name, key);
+                                                 "no owner",
+                                                 ls->name, key);
   }
   pthread_mutex_lock(&t->lock);
   kn_lease_t *l = find_if(t, key, counter, 1, old_owner);

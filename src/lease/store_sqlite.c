@@ -35,11 +35,11 @@ static const char schema_v1[] =
     " pendingCheckpoint TEXT,"
     " pendingCheckpointSubSequenceNumber INTEGER,"
     " pendingCheckpointState BLOB,"
-    " parentShardId TEXT,"  /* JSON array of strings; NULL when none */
-    " childShardIds TEXT,"  /* JSON array of strings; NULL when none */
+    " parentShardId TEXT," /* JSON array of strings; NULL when none */
+    " childShardIds TEXT," /* JSON array of strings; NULL when none */
     " startingHashKey TEXT,"
     " endingHashKey TEXT,"
-    " extra TEXT"           /* JSON object of DynamoDB attribute values */
+    " extra TEXT" /* JSON object of DynamoDB attribute values */
     ")";
 
 /* Version 2: the KCL 3.x hand-off attribute. */
@@ -49,10 +49,10 @@ static const char schema_v2[] =
 /* The actual owner (ccore: the worker with the right to write). */
 #define ACTUAL_OWNER "COALESCE(checkpointOwner, leaseOwner)"
 
-#define COLUMNS                                                            \
-  "leaseKey, leaseOwner, leaseCounter, ownerSwitchesSinceCheckpoint, "     \
-  "checkpoint, checkpointSubSequenceNumber, pendingCheckpoint, "           \
-  "pendingCheckpointSubSequenceNumber, pendingCheckpointState, "           \
+#define COLUMNS                                                           \
+  "leaseKey, leaseOwner, leaseCounter, ownerSwitchesSinceCheckpoint, "    \
+  "checkpoint, checkpointSubSequenceNumber, pendingCheckpoint, "          \
+  "pendingCheckpointSubSequenceNumber, pendingCheckpointState, "          \
   "parentShardId, childShardIds, startingHashKey, endingHashKey, extra, " \
   "checkpointOwner"
 
@@ -86,9 +86,8 @@ static int prep(sql_store_t *s, const char *sql, sqlite3_stmt **st) {
     }
     if (!s->cache[i].sql && free_slot < 0) free_slot = i;
   }
-  int rc = sqlite3_prepare_v3(s->db, sql, -1,
-                              free_slot >= 0 ? SQLITE_PREPARE_PERSISTENT : 0,
-                              st, NULL);
+  int rc = sqlite3_prepare_v3(
+      s->db, sql, -1, free_slot >= 0 ? SQLITE_PREPARE_PERSISTENT : 0, st, NULL);
   if (rc == SQLITE_OK && free_slot >= 0) {
     s->cache[free_slot].sql = sql;
     s->cache[free_slot].st = *st;
@@ -279,8 +278,7 @@ static kn_error_t *sql_ensure_table(kn_lease_store_t *ls) {
   return NULL;
 }
 
-static kn_error_t *sql_list(kn_lease_store_t *ls, kn_lease_t **out,
-                            size_t *n) {
+static kn_error_t *sql_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
   sql_store_t *s = store_of(ls);
   kn_error_t *err = NULL;
   kn_lease_t *v = NULL;
@@ -377,9 +375,13 @@ static kn_error_t *sql_create(kn_lease_store_t *ls, const kn_lease_t *l) {
   }
   sqlite3_stmt *st = NULL;
   pthread_mutex_lock(&s->lock);
-  int rc = prep(s, "INSERT INTO leases (" COLUMNS ") VALUES "
-      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
-      "ON CONFLICT (leaseKey) DO NOTHING", &st);
+  int rc =
+      prep(s,
+           "INSERT INTO leases (" COLUMNS
+           ") VALUES "
+           "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
+           "ON CONFLICT (leaseKey) DO NOTHING",
+           &st);
   if (rc == SQLITE_OK) {
     rc |= bind_str(st, 1, l->key);
     rc |= bind_str(st, 2, l->owner);
@@ -415,15 +417,18 @@ static kn_error_t *sql_take(kn_lease_store_t *ls, const char *key,
   sql_store_t *s = store_of(ls);
   sqlite3_stmt *st = NULL;
   if (!owner)
-    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: take %s: no owner",
-                        ls->name, key);
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: take %s: no owner", ls->name, key);
   /* As the KCL counts: a steal is a switch, taking a free lease is not. */
   int switched = old_owner && strcmp(old_owner, owner) != 0;
   pthread_mutex_lock(&s->lock);
-  int rc = prep(s, "UPDATE leases SET leaseOwner = ?1, leaseCounter = leaseCounter + 1, "
+  int rc = prep(
+      s,
+      "UPDATE leases SET leaseOwner = ?1, leaseCounter = leaseCounter + 1, "
       "ownerSwitchesSinceCheckpoint = ownerSwitchesSinceCheckpoint + ?2, "
       "checkpointOwner = NULL "
-      "WHERE leaseKey = ?3 AND leaseCounter = ?4 AND leaseOwner IS ?5", &st);
+      "WHERE leaseKey = ?3 AND leaseCounter = ?4 AND leaseOwner IS ?5",
+      &st);
   if (rc == SQLITE_OK) {
     rc |= bind_str(st, 1, owner);
     rc |= sqlite3_bind_int(st, 2, switched);
@@ -469,13 +474,18 @@ static kn_error_t *sql_renew(kn_lease_store_t *ls, const char *key,
   sqlite3_stmt *st = NULL;
   *handoff_to = NULL;
   if (!owner)
-    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: renew %s: no "
-                        "owner", ls->name, key);
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: renew %s: no "
+                        "owner",
+                        ls->name, key);
   pthread_mutex_lock(&s->lock);
   /* RETURNING: whether a hand-off was asked, seen in the same change. */
-  int rc = prep(s, "UPDATE leases SET leaseCounter = leaseCounter + 1 "
-      "WHERE leaseKey = ?1 AND leaseCounter = ?2 AND " ACTUAL_OWNER " = ?3 "
-      "RETURNING leaseOwner, checkpointOwner", &st);
+  int rc = prep(s,
+                "UPDATE leases SET leaseCounter = leaseCounter + 1 "
+                "WHERE leaseKey = ?1 AND leaseCounter = ?2 AND " ACTUAL_OWNER
+                " = ?3 "
+                "RETURNING leaseOwner, checkpointOwner",
+                &st);
   if (rc == SQLITE_OK) {
     rc |= bind_str(st, 1, key);
     rc |= sqlite3_bind_int64(st, 2, counter);
@@ -487,12 +497,13 @@ static kn_error_t *sql_renew(kn_lease_store_t *ls, const char *key,
   if (rc == SQLITE_ROW) {
     /* (Both columns, compared here: SQLite 3.40 evaluates a CASE on them
      * in RETURNING wrongly.) */
-    if (sqlite3_column_type(st, 1) != SQLITE_NULL &&
-        col_str(st, 0, handoff_to))
+    if (sqlite3_column_type(st, 1) != SQLITE_NULL && col_str(st, 0, handoff_to))
       err = nomem(s);
     rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE && !err) *new_counter = counter + 1;
-    else if (rc != SQLITE_DONE && !err) err = sql_error(s, "renew", key, rc);
+    if (rc == SQLITE_DONE && !err)
+      *new_counter = counter + 1;
+    else if (rc != SQLITE_DONE && !err)
+      err = sql_error(s, "renew", key, rc);
   } else if (rc == SQLITE_DONE) {
     err = kn_lease_ccf(&s->head, "renew", key);
   } else {
@@ -510,13 +521,13 @@ static kn_error_t *sql_renew(kn_lease_store_t *ls, const char *key,
 static kn_error_t *sql_release(kn_lease_store_t *ls, const char *key,
                                int64_t counter, const char *owner,
                                int64_t *new_counter) {
-  return owner_update(ls,
-                      "UPDATE leases SET leaseOwner = NULL, "
-                      "checkpointOwner = NULL, "
-                      "leaseCounter = leaseCounter + 1 "
-                      "WHERE leaseKey = ?1 AND leaseCounter = ?2 AND "
-                      ACTUAL_OWNER " = ?3",
-                      "release", key, counter, owner, new_counter);
+  return owner_update(
+      ls,
+      "UPDATE leases SET leaseOwner = NULL, "
+      "checkpointOwner = NULL, "
+      "leaseCounter = leaseCounter + 1 "
+      "WHERE leaseKey = ?1 AND leaseCounter = ?2 AND " ACTUAL_OWNER " = ?3",
+      "release", key, counter, owner, new_counter);
 }
 
 static kn_error_t *sql_checkpoint(kn_lease_store_t *ls, const char *key,
@@ -533,7 +544,9 @@ static kn_error_t *sql_checkpoint(kn_lease_store_t *ls, const char *key,
                         key);
   pthread_mutex_lock(&s->lock);
   /* ?1 NULL keeps the checkpoint (a prepared checkpoint only). */
-  int rc = prep(s, "UPDATE leases SET leaseCounter = leaseCounter + 1, "
+  int rc = prep(
+      s,
+      "UPDATE leases SET leaseCounter = leaseCounter + 1, "
       "checkpoint = COALESCE(?1, checkpoint), "
       "checkpointSubSequenceNumber = CASE WHEN ?1 IS NULL "
       "THEN checkpointSubSequenceNumber ELSE ?2 END, "
@@ -541,7 +554,8 @@ static kn_error_t *sql_checkpoint(kn_lease_store_t *ls, const char *key,
       "THEN ownerSwitchesSinceCheckpoint ELSE 0 END, "
       "pendingCheckpoint = ?3, pendingCheckpointSubSequenceNumber = ?4, "
       "pendingCheckpointState = ?5 "
-      "WHERE leaseKey = ?6 AND leaseCounter = ?7 AND " ACTUAL_OWNER " = ?8", &st);
+      "WHERE leaseKey = ?6 AND leaseCounter = ?7 AND " ACTUAL_OWNER " = ?8",
+      &st);
   if (rc == SQLITE_OK) {
     rc |= bind_str(st, 1, checkpoint);
     rc |= sqlite3_bind_int64(st, 2, subseq);
@@ -549,10 +563,9 @@ static kn_error_t *sql_checkpoint(kn_lease_store_t *ls, const char *key,
     rc |= pending ? sqlite3_bind_int64(st, 4, pending_subseq)
                   : sqlite3_bind_null(st, 4);
     /* A zero-length state is still a state: bind a non-NULL pointer. */
-    rc |= pending && state
-              ? sqlite3_bind_blob64(st, 5, state_len ? state : "", state_len,
-                                    SQLITE_STATIC)
-              : sqlite3_bind_null(st, 5);
+    rc |= pending && state ? sqlite3_bind_blob64(st, 5, state_len ? state : "",
+                                                 state_len, SQLITE_STATIC)
+                           : sqlite3_bind_null(st, 5);
     rc |= bind_str(st, 6, key);
     rc |= sqlite3_bind_int64(st, 7, counter);
     rc |= bind_str(st, 8, owner);
@@ -570,12 +583,17 @@ static kn_error_t *sql_handoff(kn_lease_store_t *ls, const char *key,
   sql_store_t *s = store_of(ls);
   sqlite3_stmt *st = NULL;
   if (!old_owner || !new_owner)
-    return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: handoff %s: no "
-                        "owner", ls->name, key);
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: handoff %s: no "
+                        "owner",
+                        ls->name, key);
   pthread_mutex_lock(&s->lock);
-  int rc = prep(s, "UPDATE leases SET leaseOwner = ?1, checkpointOwner = leaseOwner "
-      "WHERE leaseKey = ?2 AND leaseCounter = ?3 AND leaseOwner = ?4 AND "
-      "checkpointOwner IS NULL", &st);
+  int rc =
+      prep(s,
+           "UPDATE leases SET leaseOwner = ?1, checkpointOwner = leaseOwner "
+           "WHERE leaseKey = ?2 AND leaseCounter = ?3 AND leaseOwner = ?4 AND "
+           "checkpointOwner IS NULL",
+           &st);
   if (rc == SQLITE_OK) {
     rc |= bind_str(st, 1, new_owner);
     rc |= bind_str(st, 2, key);
@@ -609,7 +627,8 @@ static kn_error_t *sql_set_children(kn_lease_store_t *ls, const char *key,
   if (jrc) return nomem(s);
   sqlite3_stmt *st = NULL;
   pthread_mutex_lock(&s->lock);
-  int rc = prep(s, "UPDATE leases SET childShardIds = ?1 WHERE leaseKey = ?2", &st);
+  int rc =
+      prep(s, "UPDATE leases SET childShardIds = ?1 WHERE leaseKey = ?2", &st);
   if (rc == SQLITE_OK) {
     rc |= bind_str(st, 1, json);
     rc |= bind_str(st, 2, key);
@@ -626,7 +645,8 @@ static kn_error_t *sql_remove(kn_lease_store_t *ls, const char *key,
   sql_store_t *s = store_of(ls);
   sqlite3_stmt *st = NULL;
   pthread_mutex_lock(&s->lock);
-  int rc = prep(s, "DELETE FROM leases WHERE leaseKey = ?1 AND leaseCounter = ?2", &st);
+  int rc = prep(
+      s, "DELETE FROM leases WHERE leaseKey = ?1 AND leaseCounter = ?2", &st);
   if (rc == SQLITE_OK) {
     rc |= bind_str(st, 1, key);
     rc |= sqlite3_bind_int64(st, 2, counter);
@@ -647,8 +667,8 @@ static void sql_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t sql_ops = {
-    sql_ensure_table, sql_list,   sql_get,          sql_create,
-    sql_take,         sql_renew,  sql_release,      sql_checkpoint,
+    sql_ensure_table, sql_list,    sql_get,          sql_create,
+    sql_take,         sql_renew,   sql_release,      sql_checkpoint,
     sql_set_children, sql_handoff, sql_handoff_done, sql_remove,
     sql_destroy,
 };
@@ -723,10 +743,9 @@ kn_lease_store_t *kn_lease_store_sqlite_open(const char *path, long busy_ms,
   pthread_mutex_init(&s->lock, NULL);
   s->busy_ms = busy_ms > 0 ? busy_ms : 0;
   /* NOMUTEX: the store's own mutex serializes use of the connection. */
-  int rc = sqlite3_open_v2(path, &s->db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                               SQLITE_OPEN_NOMUTEX,
-                           NULL);
+  int rc = sqlite3_open_v2(
+      path, &s->db,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
   kn_error_t *err = NULL;
   if (rc != SQLITE_OK) {
     err = sql_error(s, "open", NULL, rc);

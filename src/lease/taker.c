@@ -46,10 +46,10 @@ int kn_lease_observer_update(kn_lease_observer_t *o, const kn_lease_t *v,
     }
     nv[i].counter = v[i].counter;
     /* A new counter or owner means someone renewed or took it now. */
-    nv[i].changed_ms = old && old->counter == v[i].counter &&
-                               same_str(old->owner, v[i].owner)
-                           ? old->changed_ms
-                           : now_ms;
+    nv[i].changed_ms =
+        old && old->counter == v[i].counter && same_str(old->owner, v[i].owner)
+            ? old->changed_ms
+            : now_ms;
   }
   kn_lease_observer_free(o);
   o->v = nv;
@@ -86,7 +86,7 @@ int kn_lease_is_ready(const kn_lease_t *l, const kn_lease_t *all, size_t n) {
 typedef struct owner_count {
   const char *owner;
   size_t count;
-  int64_t fresh_ms;     /* the latest change seen of one of its leases */
+  int64_t fresh_ms; /* the latest change seen of one of its leases */
 } owner_count_t;
 
 static uint32_t fnv1a(const char *s) {

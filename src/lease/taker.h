@@ -15,9 +15,9 @@
 /* What the observer remembers of one lease. */
 typedef struct kn_lease_obs {
   char *key;
-  char *owner;          /* as last seen, or NULL */
-  int64_t counter;      /* as last seen */
-  int64_t changed_ms;   /* observer's clock when the counter last changed */
+  char *owner;        /* as last seen, or NULL */
+  int64_t counter;    /* as last seen */
+  int64_t changed_ms; /* observer's clock when the counter last changed */
 } kn_lease_obs_t;
 
 typedef struct kn_lease_observer {
@@ -40,11 +40,11 @@ int kn_lease_is_expired(const kn_lease_observer_t *o, const kn_lease_t *l,
                         int64_t now_ms, int64_t duration_ms);
 
 typedef struct kn_take_params {
-  const char *worker;     /* this worker's id */
+  const char *worker; /* this worker's id */
   int64_t now_ms;
   int64_t duration_ms;
-  int max_leases;         /* 0: no limit */
-  int max_steal;          /* leases stolen per round at most */
+  int max_leases; /* 0: no limit */
+  int max_steal;  /* leases stolen per round at most */
   /* No stealing while a worker counted as live has renewed none of its
    * leases for this long (it is probably dead: its leases expire soon
    * and are taken without moving a live worker's); 0: no such pause. */
@@ -52,13 +52,13 @@ typedef struct kn_take_params {
 } kn_take_params_t;
 
 typedef struct kn_take_plan {
-  size_t *take;    /* indexes into the snapshot: expired or free leases */
+  size_t *take; /* indexes into the snapshot: expired or free leases */
   size_t n_take;
-  size_t *steal;   /* indexes: leases of the most loaded worker */
+  size_t *steal; /* indexes: leases of the most loaded worker */
   size_t n_steal;
-  size_t target;   /* leases this worker should hold */
-  size_t workers;  /* live workers counted, this one included */
-  size_t held;     /* leases this worker holds now (unexpired) */
+  size_t target;  /* leases this worker should hold */
+  size_t workers; /* live workers counted, this one included */
+  size_t held;    /* leases this worker holds now (unexpired) */
 } kn_take_plan_t;
 
 /* A lease may be read: not finished, and every parent finished (its lease

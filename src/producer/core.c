@@ -23,18 +23,18 @@ struct kn_pcore {
   char *stream;
   kn_shardmap_t map;
   int has_map;
-  kn_pshard_t **shards;    /* parallel to map.open */
+  kn_pshard_t **shards; /* parallel to map.open */
   size_t n_shards;
-  kn_pshard_t *retired;    /* left the map with entries still in flight */
-  kn_msg_list_t unrouted;  /* no map yet, or no open shard holds them */
+  kn_pshard_t *retired;   /* left the map with entries still in flight */
+  kn_msg_list_t unrouted; /* no map yet, or no open shard holds them */
   kn_pverify_t *verify;
   kn_aggregator_t *agg;
   uint64_t batch_seq;
-  size_t rr;               /* first shard looked at by the next take */
+  size_t rr; /* first shard looked at by the next take */
   size_t queued, inflight;
   uint64_t retries;
   kn_error_t *last_err;
-  int64_t now_us;          /* of the latest call, for new shards' buckets */
+  int64_t now_us; /* of the latest call, for new shards' buckets */
   /* Bodies of answered calls, kept for the next ones while the producer
    * is busy: a fresh multi-megabyte body costs a page fault every 4 KiB,
    * more than filling it.  Freed when nothing is queued or in flight. */
@@ -116,7 +116,8 @@ kn_pcore_t *kn_pcore_new(const kn_pcore_cfg_t *cfg, int64_t now_us) {
   if (!c) return NULL;
   c->cfg = *cfg;
   c->now_us = now_us;
-  if (!c->cfg.batch_max_records || c->cfg.batch_max_records > KN_PUT_MAX_RECORDS)
+  if (!c->cfg.batch_max_records ||
+      c->cfg.batch_max_records > KN_PUT_MAX_RECORDS)
     c->cfg.batch_max_records = KN_PUT_MAX_RECORDS;
   if (!c->cfg.batch_max_bytes || c->cfg.batch_max_bytes > KN_PUT_MAX_BYTES)
     c->cfg.batch_max_bytes = KN_PUT_MAX_BYTES;
@@ -124,8 +125,8 @@ kn_pcore_t *kn_pcore_new(const kn_pcore_cfg_t *cfg, int64_t now_us) {
   if (c->cfg.shard_max_calls < 1 || c->cfg.strict) c->cfg.shard_max_calls = 1;
   c->cfg.stream = NULL;
   if (!(c->stream = strdup(cfg->stream ? cfg->stream : "")) ||
-      (cfg->aggregate &&
-       !(c->agg = kn_aggregator_new(c->cfg.agg_max_bytes, c->cfg.agg_max_count)))) {
+      (cfg->aggregate && !(c->agg = kn_aggregator_new(c->cfg.agg_max_bytes,
+                                                      c->cfg.agg_max_count)))) {
     kn_pcore_destroy(c, NULL);
     return NULL;
   }
@@ -215,8 +216,8 @@ static kn_error_t *timed_out(const kn_pcore_t *c, const kn_msg_t *m) {
   if (!c->has_map)
     return kn_error_new(KN_ERR__MSG_TIMED_OUT,
                         "record not sent within message.timeout.ms: no shard "
-                        "map%s%s", last ? "; last error: " : "",
-                        last ? last : "");
+                        "map%s%s",
+                        last ? "; last error: " : "", last ? last : "");
   return kn_error_new(KN_ERR__MSG_TIMED_OUT,
                       "record not sent within message.timeout.ms (shard rate "
                       "limits or back-off held it)");
@@ -313,9 +314,11 @@ int kn_pcore_set_map(kn_pcore_t *c, kn_shard_list_t *l, int resolve_verify,
         for (kn_msg_t *m; (m = kn_msg_list_pop(&v->msgs)); i++)
           report_ok(m, v->resp, v->shard_id, v->seq, i, 1, done);
       } else {
-        kn_error_t *e = kn_error_new(
-            KN_ERR__FAIL, "aggregate stored on shard %s, whose hash key "
-            "range does not hold all its records: sent again", v->shard_id);
+        kn_error_t *e =
+            kn_error_new(KN_ERR__FAIL,
+                         "aggregate stored on shard %s, whose hash key "
+                         "range does not hold all its records: sent again",
+                         v->shard_id);
         kn_pcore_note_error(c, e);
         kn_error_destroy(e);
         for (kn_msg_t *m = v->msgs.head; m; m = m->next)
@@ -495,8 +498,8 @@ static fill_res_t fill_from(kn_pcore_t *c, kn_pshard_t *ps, kn_pbatch_t *b,
       }
       /* Records keep their data until reported, past the flush. */
       kn_err_t rc = kn_aggregator_add_borrowed(c->agg, head->key, head->key_len,
-                                      head->ehk, head->ehk_len, head->data,
-                                      head->len);
+                                               head->ehk, head->ehk_len,
+                                               head->data, head->len);
       if (rc == KN_ERR__QUEUE_FULL) break;
       if (rc != KN_ERR_NO_ERROR) {
         /* send() validated the record, so only memory can run out: send
@@ -558,10 +561,12 @@ kn_pbatch_t *kn_pcore_take(kn_pcore_t *c, int64_t now_us, int flush,
 
   /* One allocation for the body: growing a multi-megabyte buffer by
    * doubling copies it and touches fresh pages several times over. */
-  size_t est_bytes = ready_bytes < c->cfg.batch_max_bytes ? ready_bytes
-                                                          : c->cfg.batch_max_bytes;
-  size_t est_n = ready_records < c->cfg.batch_max_records ? ready_records
-                                                          : c->cfg.batch_max_records;
+  size_t est_bytes = ready_bytes < c->cfg.batch_max_bytes
+                         ? ready_bytes
+                         : c->cfg.batch_max_bytes;
+  size_t est_n = ready_records < c->cfg.batch_max_records
+                     ? ready_records
+                     : c->cfg.batch_max_records;
   kn_pbatch_t *b = calloc(1, sizeof(*b));
   if (b && c->n_spare) b->body = c->spare[--c->n_spare];
   if (!b || kn_buf_reserve(&b->body, est_bytes / 3 * 4 + est_n * 112 + 256) ||
@@ -677,7 +682,8 @@ int kn_pcore_done(kn_pcore_t *c, kn_pbatch_t *b, const kn_error_t *err,
       }
     } else if (res->v[i].error_code) {
       const kn_put_result_t *r = &res->v[i];
-      kn_error_t *ee = kn_error_remote(0, r->error_code, r->error_message, NULL);
+      kn_error_t *ee =
+          kn_error_remote(0, r->error_code, r->error_message, NULL);
       kn_err_t code = ee ? kn_error_code(ee) : KN_ERR__NOMEM;
       int throttled = ee && kn_error_is_throttling(ee);
       if (ee) {

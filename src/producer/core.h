@@ -31,35 +31,35 @@
 #define KN_PKEY_MAX_CHARS 256
 
 typedef struct kn_pcore_cfg {
-  const char *stream;           /* copied */
+  const char *stream; /* copied */
   int aggregate;
-  size_t agg_max_bytes;         /* 0: the KPL default */
-  size_t agg_max_count;         /* 0: no cap */
-  size_t batch_max_records;     /* at most KN_PUT_MAX_RECORDS */
-  size_t batch_max_bytes;       /* at most KN_PUT_MAX_BYTES */
+  size_t agg_max_bytes;     /* 0: the KPL default */
+  size_t agg_max_count;     /* 0: no cap */
+  size_t batch_max_records; /* at most KN_PUT_MAX_RECORDS */
+  size_t batch_max_bytes;   /* at most KN_PUT_MAX_BYTES */
   int64_t linger_us;
-  double shard_records_per_s;   /* <= 0: unlimited */
-  double shard_bytes_per_s;     /* <= 0: unlimited */
-  int strict;                   /* ordering.strict */
-  int shard_max_calls;          /* calls in flight with records of a shard;
-                                   0: 1 (strict forces 1) */
+  double shard_records_per_s; /* <= 0: unlimited */
+  double shard_bytes_per_s;   /* <= 0: unlimited */
+  int strict;                 /* ordering.strict */
+  int shard_max_calls;        /* calls in flight with records of a shard;
+                                 0: 1 (strict forces 1) */
   int64_t backoff_ms, backoff_max_ms;
 } kn_pcore_cfg_t;
 
 typedef struct kn_pshard {
-  char *id;                      /* owned */
+  char *id; /* owned */
   kn_u128_t start, end;
-  kn_msg_list_t q;               /* waiting to be sent, oldest first */
+  kn_msg_list_t q; /* waiting to be sent, oldest first */
   size_t q_bytes;
   kn_tbucket_t tb_records, tb_bytes;
   kn_backoff_t backoff;
-  int64_t retry_at_us;           /* nothing is sent before (back-off) */
-  uint64_t backoff_batch;        /* the answer that last backed it off */
-  int inflight;                  /* entries in calls not yet answered */
-  int calls;                     /* calls not yet answered holding entries */
-  uint64_t batch_id;             /* the last call given entries */
-  int held;                      /* a record went elsewhere: wait for the map */
-  int fresh;                     /* appeared in a map change */
+  int64_t retry_at_us;    /* nothing is sent before (back-off) */
+  uint64_t backoff_batch; /* the answer that last backed it off */
+  int inflight;           /* entries in calls not yet answered */
+  int calls;              /* calls not yet answered holding entries */
+  uint64_t batch_id;      /* the last call given entries */
+  int held;               /* a record went elsewhere: wait for the map */
+  int fresh;              /* appeared in a map change */
   struct kn_pshard *next_retired;
 } kn_pshard_t;
 
@@ -71,16 +71,16 @@ typedef struct kn_pentry {
 } kn_pentry_t;
 
 typedef struct kn_pbatch {
-  struct kn_pbatch *next;  /* for the caller's list of calls */
-  void *req;               /* the caller's handle of the call */
-  void *owner;             /* the caller's, for its callback */
+  struct kn_pbatch *next; /* for the caller's list of calls */
+  void *req;              /* the caller's handle of the call */
+  void *owner;            /* the caller's, for its callback */
   uint64_t id;
-  kn_buf_t body;           /* the PutRecords request */
+  kn_buf_t body; /* the PutRecords request */
   kn_pentry_t *e;
   size_t n, cap;
-  size_t bytes;            /* data and partition keys, as the limit counts */
-  size_t n_msgs;           /* user records */
-  int64_t sent_us;         /* the caller's: when the call was sent */
+  size_t bytes;    /* data and partition keys, as the limit counts */
+  size_t n_msgs;   /* user records */
+  int64_t sent_us; /* the caller's: when the call was sent */
 } kn_pbatch_t;
 
 typedef struct kn_pcore kn_pcore_t;
@@ -141,10 +141,10 @@ void kn_pcore_fail_all(kn_pcore_t *c, const kn_error_t *err,
                        kn_msg_list_t *done);
 
 typedef struct kn_pcore_stats {
-  size_t queued;        /* records waiting in the core */
-  size_t inflight;      /* records in calls not yet answered */
-  uint64_t retries;     /* records queued again after a failure */
-  size_t shards;        /* open shards in the map */
+  size_t queued;    /* records waiting in the core */
+  size_t inflight;  /* records in calls not yet answered */
+  uint64_t retries; /* records queued again after a failure */
+  size_t shards;    /* open shards in the map */
 } kn_pcore_stats_t;
 void kn_pcore_stats(const kn_pcore_t *c, kn_pcore_stats_t *out);
 

@@ -21,7 +21,10 @@ size_t kn_producer_metrics(kn_producer_t *kp, char *buf, size_t size) {
   const char *base[] = {"stream", kp->stream, NULL};
   kn_mw_t w;
   kn_mw_init(&w, &b, base);
-  const struct { kn_metric_id_t id; uint64_t v; } plain[] = {
+  const struct {
+    kn_metric_id_t id;
+    uint64_t v;
+  } plain[] = {
       {KN_M_P_SENT, c[KN_PC_SENT]},
       {KN_M_P_DELIVERED, c[KN_PC_DELIVERED]},
       {KN_M_P_FAILED, c[KN_PC_FAILED]},

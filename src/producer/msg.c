@@ -73,7 +73,7 @@ void kn_msg_free(kn_msg_t *m) {
 
 const kn_error_t *kn_msg_error(const kn_msg_t *m) {
   /* A failure whose error could not be allocated. */
-  static const kn_error_t nomem = {KN_ERR__NOMEM, 0, 0, 0, NULL, NULL,
+  static const kn_error_t nomem = {KN_ERR__NOMEM,          0, 0, 0, NULL, NULL,
                                    (char *)"out of memory"};
   if (!m->err && !m->shard_id) return &nomem;
   return m->err;

@@ -34,24 +34,24 @@ void kn_presp_release(kn_presp_t *p);
 
 struct kn_msg_s {
   kn_msg_t *next;
-  const char *key;   /* NUL-terminated, inside the allocation */
-  const char *ehk;   /* NUL-terminated, or NULL */
+  const char *key; /* NUL-terminated, inside the allocation */
+  const char *ehk; /* NUL-terminated, or NULL */
   const char *data;
   size_t len;
   size_t key_len, ehk_len;
-  kn_u128_t hk;      /* where the record goes */
-  int64_t enq_us;    /* monotonic time of the send */
+  kn_u128_t hk;   /* where the record goes */
+  int64_t enq_us; /* monotonic time of the send */
   int64_t deadline_us;
   void *opaque;
   int attempts;
-  int flags;         /* KN_MSG_F_* */
+  int flags;          /* KN_MSG_F_* */
   kn_err_t last_code; /* of the last failed attempt */
   /* The report. */
   uint8_t aggregated;
-  kn_presp_t *resp;  /* reference held while shard_id/seq point into it */
+  kn_presp_t *resp; /* reference held while shard_id/seq point into it */
   const char *shard_id, *seq;
   uint64_t subseq;
-  kn_error_t *err;   /* owned; NULL when stored */
+  kn_error_t *err; /* owned; NULL when stored */
 };
 
 /* A new message with copies of key and ehk (NULL: none), and of data

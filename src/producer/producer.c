@@ -152,8 +152,7 @@ int kn_producer_poll(kn_producer_t *kp, int timeout_ms) {
   while (!kp->reports.head && timeout_ms != 0) {
     if (timeout_ms < 0) {
       pthread_cond_wait(&kp->dr_cv, &kp->mu);
-    } else if (kn_cond_wait_until(&kp->dr_cv, &kp->mu, deadline) ==
-               ETIMEDOUT) {
+    } else if (kn_cond_wait_until(&kp->dr_cv, &kp->mu, deadline) == ETIMEDOUT) {
       break;
     }
   }
@@ -235,8 +234,8 @@ kn_error_t *kn_producer_close(kn_producer_t *kp) {
   while (kn_producer_poll(kp, 0) > 0) {
   }
   pthread_mutex_lock(&kp->mu);
-  kn_error_t *err = !kp->map_loaded && kp->map_err ? kn_error_copy(kp->map_err)
-                                                   : NULL;
+  kn_error_t *err =
+      !kp->map_loaded && kp->map_err ? kn_error_copy(kp->map_err) : NULL;
   pthread_mutex_unlock(&kp->mu);
   return err;
 }

@@ -26,11 +26,11 @@
 #include "util/pager.h"
 
 struct kn_producer_s {
-  kn_conf_t *conf;            /* owned copy */
+  kn_conf_t *conf; /* owned copy */
   kn_logger_t log;
-  kn_client_t *client;        /* owned: settings, credentials, loop, svc */
-  kn_loop_t *loop;            /* borrowed from client */
-  kn_svc_t *svc;              /* borrowed from client */
+  kn_client_t *client; /* owned: settings, credentials, loop, svc */
+  kn_loop_t *loop;     /* borrowed from client */
+  kn_svc_t *svc;       /* borrowed from client */
   char *stream;
 
   struct {
@@ -41,7 +41,7 @@ struct kn_producer_s {
   kn_pcore_cfg_t core_cfg;
 
   pthread_mutex_t mu;
-  pthread_cond_t dr_cv;       /* reports arrived */
+  pthread_cond_t dr_cv; /* reports arrived */
   /* [mu] */
   kn_msg_list_t inbound;
   size_t inbound_bytes;
@@ -59,30 +59,30 @@ struct kn_producer_s {
   int closing;
   int closed;
   uint64_t counters[KN_PC__COUNT];
-  uint64_t throttled;         /* entries refused as throttled (metrics) */
-  kn_hist_t put_hist;         /* PutRecords durations (metrics) */
-  kn_error_t *map_err;        /* why no shard map could be listed yet */
+  uint64_t throttled;  /* entries refused as throttled (metrics) */
+  kn_hist_t put_hist;  /* PutRecords durations (metrics) */
+  kn_error_t *map_err; /* why no shard map could be listed yet */
   int map_loaded;
 
   /* I/O thread only. */
-  kn_pcore_t *core;           /* NULL once stopped */
-  kn_timer_t *timer;          /* next call, linger, time-outs */
-  kn_timer_t *list_timer;     /* ListShards again after a failure */
-  kn_pbatch_t *calls;         /* PutRecords in flight */
+  kn_pcore_t *core;       /* NULL once stopped */
+  kn_timer_t *timer;      /* next call, linger, time-outs */
+  kn_timer_t *list_timer; /* ListShards again after a failure */
+  kn_pbatch_t *calls;     /* PutRecords in flight */
   int n_calls;
-  kn_call_t *list_call;       /* ListShards page in flight */
-  kn_shard_list_t *list_acc;  /* pages so far */
+  kn_call_t *list_call;      /* ListShards page in flight */
+  kn_shard_list_t *list_acc; /* pages so far */
   char *list_token;
-  kn_pager_t list_pager;      /* tokens of this listing */
-  int list_again;             /* asked for while one was running */
+  kn_pager_t list_pager; /* tokens of this listing */
+  int list_again;        /* asked for while one was running */
   kn_backoff_t list_backoff;
 };
 
 /* sender.c: I/O thread work.  kn_sender_start and kn_sender_stop run
  * through kn_loop_call; the others through kn_loop_post. */
 void kn_sender_start(void *kp);
-void kn_sender_drain(void *kp);    /* take the inbound queue */
-void kn_sender_kick(void *kp);     /* send what is due (flush) */
+void kn_sender_drain(void *kp); /* take the inbound queue */
+void kn_sender_kick(void *kp);  /* send what is due (flush) */
 /* Stops everything; records not yet reported get KN_ERR__DESTROY. */
 void kn_sender_stop(void *kp);
 

@@ -102,7 +102,8 @@ static void finish_call(kn_producer_t *kp, kn_pbatch_t *b, kn_error_t *err,
   pthread_mutex_unlock(&kp->mu);
   kn_producer_deliver(kp, &done);
   if (flags & KN_PCORE_REFRESH) {
-    kn_info(&kp->log, "PRODUCE", "a record went to an unexpected shard: "
+    kn_info(&kp->log, "PRODUCE",
+            "a record went to an unexpected shard: "
             "listing shards again");
     if (kp->list_call)
       kp->list_again = 1;
@@ -124,8 +125,12 @@ static void start_call(kn_producer_t *kp, kn_pbatch_t *b) {
                                              on_put, b, &err);
   if (!b->req) {
     unlink_call(kp, b);
-    finish_call(kp, b, err ? err : kn_error_new(KN_ERR__NOMEM, "PutRecords: "
-                                                "out of memory"), NULL);
+    finish_call(kp, b,
+                err ? err
+                    : kn_error_new(KN_ERR__NOMEM,
+                                   "PutRecords: "
+                                   "out of memory"),
+                NULL);
   }
 }
 
@@ -192,8 +197,8 @@ static int take_inbound(kn_producer_t *kp) {
   kp->inbound_bytes = 0;
   kp->drain_posted = 0;
   const kn_error_t *map_err = kp->map_loaded ? NULL : kp->map_err;
-  kn_error_t *fatal = map_err && fails_everything(map_err) ? kn_error_copy(map_err)
-                                                           : NULL;
+  kn_error_t *fatal =
+      map_err && fails_everything(map_err) ? kn_error_copy(map_err) : NULL;
   pthread_mutex_unlock(&kp->mu);
   if (!kp->core) { /* stopped: only a destroy gets here */
     for (kn_msg_t *m = in.head; m; m = m->next)
@@ -227,7 +232,8 @@ static void list_failed(kn_producer_t *kp, kn_error_t *err) {
   kp->list_token = NULL;
   kn_pager_free(&kp->list_pager);
   err = kn_error_prefix(err, "stream \"%s\": ListShards", kp->stream);
-  kn_warn(&kp->log, "PRODUCE", "%s", err ? kn_error_string(err) : "out of memory");
+  kn_warn(&kp->log, "PRODUCE", "%s",
+          err ? kn_error_string(err) : "out of memory");
   kn_msg_list_t done = {0};
   if (err) kn_pcore_note_error(kp->core, err);
   int fatal = err && fails_everything(err) && !kn_pcore_has_map(kp->core);
@@ -308,8 +314,8 @@ static void start_list(kn_producer_t *kp) {
     list_failed(kp, kn_error_new(KN_ERR__NOMEM, "out of memory"));
     return;
   }
-  kp->list_call = kn_svc_call(kp->svc, "ListShards", &body, NULL, on_list, kp,
-                              &err);
+  kp->list_call =
+      kn_svc_call(kp->svc, "ListShards", &body, NULL, on_list, kp, &err);
   kn_buf_free(&body);
   if (!kp->list_call) list_failed(kp, err);
 }

@@ -12,8 +12,8 @@
 #include "kinesis/shard.h"
 
 typedef struct kn_shardmap {
-  kn_shard_list_t *all;     /* owned: every shard listed */
-  const kn_shard_t **open;  /* owned array; shards point into all */
+  kn_shard_list_t *all;    /* owned: every shard listed */
+  const kn_shard_t **open; /* owned array; shards point into all */
   size_t n_open;
 } kn_shardmap_t;
 

@@ -83,8 +83,8 @@ static long decode_scalar(void *dst, const char *src, size_t n) {
   /* Two quads per round; every input byte is read before its place in
    * the output is written, which keeps in-place decoding correct. */
   for (; i + 8 <= full; i += 8) {
-    uint32_t a = dec[0][s[i]] | dec[1][s[i + 1]] | dec[2][s[i + 2]] |
-                 dec[3][s[i + 3]];
+    uint32_t a =
+        dec[0][s[i]] | dec[1][s[i + 1]] | dec[2][s[i + 2]] | dec[3][s[i + 3]];
     uint32_t b = dec[0][s[i + 4]] | dec[1][s[i + 5]] | dec[2][s[i + 6]] |
                  dec[3][s[i + 7]];
     if ((a | b) & BAD) return -1;
@@ -97,8 +97,8 @@ static long decode_scalar(void *dst, const char *src, size_t n) {
     o += 6;
   }
   for (; i < full; i += 4) {
-    uint32_t a = dec[0][s[i]] | dec[1][s[i + 1]] | dec[2][s[i + 2]] |
-                 dec[3][s[i + 3]];
+    uint32_t a =
+        dec[0][s[i]] | dec[1][s[i + 1]] | dec[2][s[i + 2]] | dec[3][s[i + 3]];
     if (a & BAD) return -1;
     o[0] = (unsigned char)(a >> 16);
     o[1] = (unsigned char)(a >> 8);
@@ -135,7 +135,8 @@ static long decode_scalar(void *dst, const char *src, size_t n) {
 
 static int cpu_has(kn_base64_impl_t impl) {
   switch (impl) {
-    case KN_BASE64_SCALAR: return 1;
+    case KN_BASE64_SCALAR:
+      return 1;
 #ifdef KN_B64_HAVE_X86
     case KN_BASE64_SSSE3:
       __builtin_cpu_init();
@@ -144,7 +145,8 @@ static int cpu_has(kn_base64_impl_t impl) {
       __builtin_cpu_init();
       return __builtin_cpu_supports("avx2");
 #endif
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -152,10 +154,14 @@ int kn_base64_impl_supported(kn_base64_impl_t impl) { return cpu_has(impl); }
 
 const char *kn_base64_impl_name(kn_base64_impl_t impl) {
   switch (impl) {
-    case KN_BASE64_SCALAR: return "scalar";
-    case KN_BASE64_SSSE3: return "ssse3";
-    case KN_BASE64_AVX2: return "avx2";
-    default: return "?";
+    case KN_BASE64_SCALAR:
+      return "scalar";
+    case KN_BASE64_SSSE3:
+      return "ssse3";
+    case KN_BASE64_AVX2:
+      return "avx2";
+    default:
+      return "?";
   }
 }
 
@@ -190,8 +196,8 @@ long kn_base64_decode_with(kn_base64_impl_t impl, void *dst, const char *src,
   /* The kernel stopped at its last whole block, or at one holding a
    * character outside the alphabet: the scalar decoder goes on from there
    * (in place too: the output is still behind the input). */
-  long rest = decode_scalar((unsigned char *)dst + done / 4 * 3, src + done,
-                            n - done);
+  long rest =
+      decode_scalar((unsigned char *)dst + done / 4 * 3, src + done, n - done);
   return rest < 0 ? -1 : (long)(done / 4 * 3) + rest;
 }
 
@@ -201,9 +207,12 @@ size_t kn_base64_decode_prefix(char *s, size_t avail) {
    * what they read; a block holding the string's closing quote (or an
    * escape, or padding) is not alphabet, so it stops them. */
   switch (kn_base64_impl()) {
-    case KN_BASE64_AVX2: return kn_b64_dec_avx2((unsigned char *)s, s, avail);
-    case KN_BASE64_SSSE3: return kn_b64_dec_ssse3((unsigned char *)s, s, avail);
-    default: break;
+    case KN_BASE64_AVX2:
+      return kn_b64_dec_avx2((unsigned char *)s, s, avail);
+    case KN_BASE64_SSSE3:
+      return kn_b64_dec_ssse3((unsigned char *)s, s, avail);
+    default:
+      break;
   }
 #endif
   (void)s;
@@ -222,9 +231,9 @@ size_t kn_base64_encode_with(kn_base64_impl_t impl, char *dst, const void *src,
 #else
   (void)impl;
 #endif
-  return done / 3 * 4 +
-         encode_scalar(dst + done / 3 * 4, (const unsigned char *)src + done,
-                       n - done);
+  return done / 3 * 4 + encode_scalar(dst + done / 3 * 4,
+                                      (const unsigned char *)src + done,
+                                      n - done);
 }
 
 size_t kn_base64_encode(char *dst, const void *src, size_t n) {

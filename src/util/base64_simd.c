@@ -22,16 +22,15 @@
  *   0x04  0x3_                       digits 0x30 .. 0x39 valid
  *   0x08  0x4_, 0x6_                 0x40 and 0x60 invalid
  *   0x10  0x5_, 0x7_                 0x5B .. 0x5F, 0x7B .. 0x7F invalid */
-#define HI_FLAGS                                                           \
+#define HI_FLAGS                                                          \
   0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x08, 0x10, 0x01, 0x01, 0x01, 0x01, \
       0x01, 0x01, 0x01, 0x01
-#define LO_FLAGS                                                           \
+#define LO_FLAGS                                                          \
   0x0B, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x07, 0x15, \
       0x17, 0x17, 0x17, 0x15
 /* What to add to a character to get its value, indexed by its high
  * nibble, except that '/' (which shares 0x2_ with '+') uses index 1. */
-#define ROLL                                                              \
-  0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0
+#define ROLL 0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0
 /* After the multiply-adds each 32-bit lane holds 24 bits, little-endian:
  * take its three bytes high first. */
 #define PACK 2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1
@@ -102,7 +101,6 @@ __attribute__((target("avx2"))) size_t kn_b64_dec_avx2(unsigned char *dst,
   return i;
 }
 
-
 /* ---- Encoding ----
  *
  * The method of the same paper: spread each group of three bytes over a
@@ -117,7 +115,7 @@ __attribute__((target("avx2"))) size_t kn_b64_dec_avx2(unsigned char *dst,
 #define SPREAD 1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10
 /* Offset by class: index 0 for 26..51, 1..10 for 52..61, 11 for 62, 12
  * for 63, 13 for 0..25. */
-#define OFFSETS                                                        \
+#define OFFSETS                                                         \
   'a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, \
       '0' - 52, '0' - 52, '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0
 
@@ -151,8 +149,9 @@ __attribute__((target("ssse3"))) size_t kn_b64_enc_ssse3(
   return i;
 }
 
-__attribute__((target("avx2"))) size_t kn_b64_enc_avx2(
-    char *dst, const unsigned char *src, size_t n) {
+__attribute__((target("avx2"))) size_t kn_b64_enc_avx2(char *dst,
+                                                       const unsigned char *src,
+                                                       size_t n) {
   const __m256i spread = _mm256_setr_epi8(SPREAD, SPREAD);
   const __m256i offsets = _mm256_setr_epi8(OFFSETS, OFFSETS);
   size_t i = 0;
@@ -161,16 +160,15 @@ __attribute__((target("avx2"))) size_t kn_b64_enc_avx2(
    * bytes apart, so 28 bytes are read for 24 used. */
   for (; i + 28 <= n; i += 24, o += 32) {
     __m128i lo = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
-    __m128i hi =
-        _mm_loadu_si128((const __m128i *)(const void *)(src + i + 12));
+    __m128i hi = _mm_loadu_si128((const __m128i *)(const void *)(src + i + 12));
     __m256i in = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
     in = _mm256_shuffle_epi8(in, spread);
-    __m256i ac = _mm256_mulhi_epu16(
-        _mm256_and_si256(in, _mm256_set1_epi32(0x0fc0fc00)),
-        _mm256_set1_epi32(0x04000040));
-    __m256i bd = _mm256_mullo_epi16(
-        _mm256_and_si256(in, _mm256_set1_epi32(0x003f03f0)),
-        _mm256_set1_epi32(0x01000010));
+    __m256i ac =
+        _mm256_mulhi_epu16(_mm256_and_si256(in, _mm256_set1_epi32(0x0fc0fc00)),
+                           _mm256_set1_epi32(0x04000040));
+    __m256i bd =
+        _mm256_mullo_epi16(_mm256_and_si256(in, _mm256_set1_epi32(0x003f03f0)),
+                           _mm256_set1_epi32(0x01000010));
     __m256i v = _mm256_or_si256(ac, bd);
     __m256i cls = _mm256_subs_epu8(v, _mm256_set1_epi8(51));
     __m256i low = _mm256_cmpgt_epi8(_mm256_set1_epi8(26), v);

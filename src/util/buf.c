@@ -67,14 +67,27 @@ int kn_buf_append_json_str(kn_buf_t *b, const char *s, size_t n) {
     } else if (c < 0x20) {
       *o++ = '\\';
       switch (c) {
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\f': *o++ = 'f'; break;
+        case '\n':
+          *o++ = 'n';
+          break;
+        case '\r':
+          *o++ = 'r';
+          break;
+        case '\t':
+          *o++ = 't';
+          break;
+        case '\b':
+          *o++ = 'b';
+          break;
+        case '\f':
+          *o++ = 'f';
+          break;
         default:
-          *o++ = 'u'; *o++ = '0'; *o++ = '0';
-          *o++ = hex[c >> 4]; *o++ = hex[c & 15];
+          *o++ = 'u';
+          *o++ = '0';
+          *o++ = '0';
+          *o++ = hex[c >> 4];
+          *o++ = hex[c & 15];
       }
     } else {
       *o++ = (char)c;

@@ -13,7 +13,8 @@ typedef struct kn_buf {
   size_t cap; /* usable bytes, not counting the terminator */
 } kn_buf_t;
 
-#define KN_BUF_INIT {NULL, 0, 0}
+#define KN_BUF_INIT \
+  { NULL, 0, 0 }
 
 /* Makes room for at least `more` further bytes.  Returns 0, or -1 on
  * out-of-memory (the buffer is unchanged). */

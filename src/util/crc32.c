@@ -78,7 +78,8 @@ static int clmul_supported(void) {
   static int known = -1;
   if (known < 0) {
     __builtin_cpu_init();
-    known = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+    known =
+        __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
   }
   return known;
 }

@@ -74,7 +74,6 @@ void kn_hmac_sha256(const void *key, size_t key_len, const void *data,
 
 #pragma GCC diagnostic pop
 
-
 int kn_random_bytes(void *out, size_t len) {
   return RAND_bytes(out, (int)len) == 1 ? 0 : -1;
 }

@@ -9,9 +9,9 @@ int64_t kn_days_from_civil(int64_t y, unsigned m, unsigned d) {
    * a 400-year era has a fixed length of 146097 days. */
   y -= m <= 2;
   int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;                        /* [0, 399] */
-  int64_t mp = (m + 9) % 12;                          /* March = 0 */
-  int64_t doy = (153 * mp + 2) / 5 + (int64_t)d - 1;  /* [0, 365] */
+  int64_t yoe = y - era * 400;                       /* [0, 399] */
+  int64_t mp = (m + 9) % 12;                         /* March = 0 */
+  int64_t doy = (153 * mp + 2) / 5 + (int64_t)d - 1; /* [0, 365] */
   int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + doe - 719468;
 }
@@ -28,7 +28,9 @@ static void civil_from_days(int64_t z, int *y, int *m, int *d) {
   *y = (int)(yoe + era * 400 + (*m <= 2));
 }
 
-static int is_leap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+static int is_leap(int y) {
+  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
 
 static int days_in_month(int y, int m) {
   static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};

@@ -4,8 +4,8 @@
 
 #include "core/error.h"
 
-kn_error_t *kn_json_parse_object(const char *body, size_t len,
-                                 const char *what, json_t **out) {
+kn_error_t *kn_json_parse_object(const char *body, size_t len, const char *what,
+                                 json_t **out) {
   json_error_t jerr;
   *out = NULL;
   json_t *doc = json_loadb(body ? body : "", body ? len : 0, 0, &jerr);

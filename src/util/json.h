@@ -16,8 +16,8 @@
 /* Parses body[0..len), whose top level must be an object; *out is freed
  * with json_decref().  Errors are KN_ERR__BAD_MSG naming `what` and the
  * position. */
-kn_error_t *kn_json_parse_object(const char *body, size_t len,
-                                 const char *what, json_t **out);
+kn_error_t *kn_json_parse_object(const char *body, size_t len, const char *what,
+                                 json_t **out);
 
 /* The member's value if it has that type, else NULL. */
 const char *kn_json_str(const json_t *obj, const char *key);

@@ -8,12 +8,18 @@
 
 static const char *level_name(int level) {
   switch (level) {
-    case KN_LOG_ERR: return "ERROR";
-    case KN_LOG_WARN: return "WARN";
-    case KN_LOG_NOTICE: return "NOTICE";
-    case KN_LOG_INFO: return "INFO";
-    case KN_LOG_DEBUG: return "DEBUG";
-    default: return level < KN_LOG_ERR ? "CRIT" : "TRACE";
+    case KN_LOG_ERR:
+      return "ERROR";
+    case KN_LOG_WARN:
+      return "WARN";
+    case KN_LOG_NOTICE:
+      return "NOTICE";
+    case KN_LOG_INFO:
+      return "INFO";
+    case KN_LOG_DEBUG:
+      return "DEBUG";
+    default:
+      return level < KN_LOG_ERR ? "CRIT" : "TRACE";
   }
 }
 
@@ -37,6 +43,6 @@ void kn_log(const kn_logger_t *lg, int level, const char *facility,
   /* One fprintf call so concurrent lines do not interleave. */
   fprintf(stderr, "%02d:%02d:%02d.%03ld %s %s%s[%s] %s\n", tm.tm_hour,
           tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, level_name(level),
-          lg && lg->name ? lg->name : "", lg && lg->name ? " " : "",
-          facility, msg);
+          lg && lg->name ? lg->name : "", lg && lg->name ? " " : "", facility,
+          msg);
 }

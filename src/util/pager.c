@@ -38,12 +38,14 @@ int kn_pager_next_str(kn_pager_t *p, const char *token) {
 }
 
 kn_error_t *kn_pager_error(const kn_pager_t *p, int rc, const char *what) {
-  if (rc == KN_PAGER_NOMEM) return kn_error_new(KN_ERR__NOMEM, "%s: out of memory", what);
+  if (rc == KN_PAGER_NOMEM)
+    return kn_error_new(KN_ERR__NOMEM, "%s: out of memory", what);
   if (rc != KN_PAGER_LIMIT) return NULL;
-  kn_error_t *e = kn_error_new(KN_ERR__BAD_MSG,
-                               "%s: more than %zu pages: the server does not "
-                               "end the listing", what,
-                               p->limit ? p->limit : (size_t)KN_PAGE_LIMIT);
+  kn_error_t *e =
+      kn_error_new(KN_ERR__BAD_MSG,
+                   "%s: more than %zu pages: the server does not "
+                   "end the listing",
+                   what, p->limit ? p->limit : (size_t)KN_PAGE_LIMIT);
   kn_error_set_retriable(e, 0);
   return e;
 }

@@ -22,9 +22,9 @@ typedef struct kn_pager {
 } kn_pager_t;
 
 enum {
-  KN_PAGER_GO_ON = 0,   /* token new (or NULL): fetch on if there is one */
-  KN_PAGER_REPEAT = 1,  /* token seen before: the listing is complete */
-  KN_PAGER_LIMIT = 2,   /* more pages than the limit */
+  KN_PAGER_GO_ON = 0,  /* token new (or NULL): fetch on if there is one */
+  KN_PAGER_REPEAT = 1, /* token seen before: the listing is complete */
+  KN_PAGER_LIMIT = 2,  /* more pages than the limit */
   KN_PAGER_NOMEM = -1
 };
 
@@ -35,7 +35,8 @@ int kn_pager_next(kn_pager_t *p, const char *token, size_t len);
 int kn_pager_next_str(kn_pager_t *p, const char *token);
 /* The error that ends a listing after KN_PAGER_LIMIT or KN_PAGER_NOMEM
  * (what: the operation, "ListShards"); NULL for the other results. */
-struct kn_error_s *kn_pager_error(const kn_pager_t *p, int rc, const char *what);
+struct kn_error_s *kn_pager_error(const kn_pager_t *p, int rc,
+                                  const char *what);
 void kn_pager_free(kn_pager_t *p);
 
 #endif

@@ -65,8 +65,7 @@ int kn_str_to_bool(const char *s) {
   return -1;
 }
 
-int kn_str_to_i64(const char *s, long long min, long long max,
-                  long long *out) {
+int kn_str_to_i64(const char *s, long long min, long long max, long long *out) {
   if (!s || !*s || isspace((unsigned char)*s)) return -1;
   errno = 0;
   char *end;
@@ -98,8 +97,7 @@ static size_t utf8_at(const unsigned char *s) {
     return 3;
   }
   if (c >= 0xF0 && c <= 0xF4) {
-    if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 ||
-        (s[3] & 0xC0) != 0x80)
+    if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
       return 0;
     if ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90)) return 0;
     return 4;
@@ -114,7 +112,8 @@ static int is_control(const unsigned char *s, size_t k) {
   if (k == 2) return s[0] == 0xC2 && s[1] < 0xA0;
   if (k == 3 && s[0] == 0xE2 && s[1] == 0x80)
     return s[2] == 0x8E || s[2] == 0x8F || (s[2] >= 0xAA && s[2] <= 0xAE);
-  if (k == 3 && s[0] == 0xE2 && s[1] == 0x81) return s[2] >= 0xA6 && s[2] <= 0xA9;
+  if (k == 3 && s[0] == 0xE2 && s[1] == 0x81)
+    return s[2] >= 0xA6 && s[2] <= 0xA9;
   return 0;
 }
 

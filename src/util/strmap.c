@@ -14,7 +14,8 @@ static uint64_t hash_of(const char *s) {
 static kn_strmap_slot_t *slot_for(const kn_strmap_slot_t *slots, size_t cap,
                                   const char *key) {
   size_t i = (size_t)hash_of(key) & (cap - 1);
-  while (slots[i].key && strcmp(slots[i].key, key) != 0) i = (i + 1) & (cap - 1);
+  while (slots[i].key && strcmp(slots[i].key, key) != 0)
+    i = (i + 1) & (cap - 1);
   return (kn_strmap_slot_t *)&slots[i];
 }
 

@@ -17,11 +17,12 @@ typedef struct kn_strmap_slot {
 
 typedef struct kn_strmap {
   kn_strmap_slot_t *slots;
-  size_t cap;  /* a power of two, or 0 */
+  size_t cap; /* a power of two, or 0 */
   size_t n;
 } kn_strmap_t;
 
-#define KN_STRMAP_INIT {NULL, 0, 0}
+#define KN_STRMAP_INIT \
+  { NULL, 0, 0 }
 
 /* Frees the slots and empties the map.  Accepts an empty map. */
 void kn_strmap_free(kn_strmap_t *m);

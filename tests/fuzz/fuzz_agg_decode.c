@@ -19,17 +19,18 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                    \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);       \
-      abort();                                                         \
-    }                                                                  \
+#define CHECK(cond)                                              \
+  do {                                                           \
+    if (!(cond)) {                                               \
+      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      abort();                                                   \
+    }                                                            \
   } while (0)
 
 /* Non-zero when protobuf-c reads the message and every index is inside
  * its table: what our decoder must accept too.  *out keeps the message. */
-static int pbc_accepts(const uint8_t *pb, size_t n, KnKpl__AggregatedRecord **out) {
+static int pbc_accepts(const uint8_t *pb, size_t n,
+                       KnKpl__AggregatedRecord **out) {
   KnKpl__AggregatedRecord *ar = kn_kpl__aggregated_record__unpack(NULL, n, pb);
   *out = ar;
   if (!ar) return 0;
@@ -68,7 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     f.range_end = kn_u128_make(UINT64_MAX, UINT64_MAX);
     if (mode & 8) { /* the middle half */
       f.range_start = kn_u128_make(0x40ull << 56, 0);
-      f.range_end = kn_u128_make(0xbfull << 56 | ((1ull << 56) - 1), UINT64_MAX);
+      f.range_end =
+          kn_u128_make(0xbfull << 56 | ((1ull << 56) - 1), UINT64_MAX);
     }
   }
   if (mode & 4) f.subseq_floor = mode >> 4;
@@ -87,7 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (err || !res.aggregated || res.n_added == 0)
     CHECK(len == 0 || memcmp(in, orig, len) == 0);
 
-  CHECK(err == KN_ERR_NO_ERROR || err == KN_ERR__CORRUPT || err == KN_ERR__NOMEM);
+  CHECK(err == KN_ERR_NO_ERROR || err == KN_ERR__CORRUPT ||
+        err == KN_ERR__NOMEM);
   if (err) {
     CHECK(b->n == 0 && b->bytes == 0);
     CHECK(!e || (kn_error_code(e) == err && kn_error_string(e)[0]));
@@ -95,8 +98,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(e == NULL);
     CHECK(res.aggregated == kn_agg_has_magic(orig, len));
     CHECK(res.n_added == b->n);
-    if (res.out_of_range) CHECK(b->n == 0 && f.check_range);
-    else CHECK(res.n_added + res.n_below_floor == res.n_user);
+    if (res.out_of_range)
+      CHECK(b->n == 0 && f.check_range);
+    else
+      CHECK(res.n_added + res.n_below_floor == res.n_user);
     size_t bytes = 0;
     for (size_t i = 0; i < b->n; i++) {
       const kn_record_t *r = &b->recs[i];
@@ -108,7 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             (const uint8_t *)r->pkey + strlen(r->pkey) < in + len);
       CHECK(!r->ehk || ((const uint8_t *)r->ehk >= in &&
                         (const uint8_t *)r->ehk + strlen(r->ehk) < in + len));
-      CHECK(r->pkey && r->seq == seq && r->aggregated == 1 && r->arrival_ms == 42);
+      CHECK(r->pkey && r->seq == seq && r->aggregated == 1 &&
+            r->arrival_ms == 42);
       CHECK(r->subseq < res.n_user);
       CHECK((int64_t)r->subseq > f.subseq_floor);
       CHECK(i == 0 || r->subseq == b->recs[i - 1].subseq + 1);
@@ -142,10 +148,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       for (size_t i = 0; i < b->n; i++) {
         const kn_record_t *r = &b->recs[i];
         const KnKpl__Record *pr = ar->records[r->subseq];
-        CHECK(strcmp(r->pkey, ar->partition_key_table[pr->partition_key_index]) == 0);
+        CHECK(strcmp(r->pkey,
+                     ar->partition_key_table[pr->partition_key_index]) == 0);
         CHECK(!r->ehk == !pr->has_explicit_hash_key_index);
         if (r->ehk)
-          CHECK(strcmp(r->ehk, ar->explicit_hash_key_table[pr->explicit_hash_key_index]) == 0);
+          CHECK(strcmp(
+                    r->ehk,
+                    ar->explicit_hash_key_table[pr->explicit_hash_key_index]) ==
+                0);
         CHECK(r->len == pr->data.len);
         CHECK(r->len == 0 || memcmp(r->data, pr->data.data, r->len) == 0);
       }

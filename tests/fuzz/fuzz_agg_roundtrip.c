@@ -15,12 +15,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                    \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);       \
-      abort();                                                         \
-    }                                                                  \
+#define CHECK(cond)                                              \
+  do {                                                           \
+    if (!(cond)) {                                               \
+      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      abort();                                                   \
+    }                                                            \
   } while (0)
 
 struct urec {
@@ -30,14 +30,18 @@ struct urec {
 };
 
 /* Checks the Kinesis record in out against us[0..out->n_records). */
-static void check_out(const kn_agg_out_t *out, const struct urec *us, size_t cap) {
+static void check_out(const kn_agg_out_t *out, const struct urec *us,
+                      size_t cap) {
   kn_batch_t *b = kn_batch_new(NULL, NULL);
   CHECK(b);
   if (!out->aggregated) {
     CHECK(out->n_records == 1);
-    CHECK(out->len == us[0].len && (!out->len || memcmp(out->data, us[0].data, out->len) == 0));
-    CHECK(strlen(out->pkey) <= us[0].pk_len && memcmp(out->pkey, us[0].pk, strlen(out->pkey)) == 0);
-    CHECK(us[0].ehk[0] ? out->ehk && strcmp(out->ehk, us[0].ehk) == 0 : !out->ehk);
+    CHECK(out->len == us[0].len &&
+          (!out->len || memcmp(out->data, us[0].data, out->len) == 0));
+    CHECK(strlen(out->pkey) <= us[0].pk_len &&
+          memcmp(out->pkey, us[0].pk, strlen(out->pkey)) == 0);
+    CHECK(us[0].ehk[0] ? out->ehk && strcmp(out->ehk, us[0].ehk) == 0
+                       : !out->ehk);
     kn_batch_destroy(b);
     return;
   }
@@ -51,13 +55,16 @@ static void check_out(const kn_agg_out_t *out, const struct urec *us, size_t cap
   kn_err_t err = kn_agg_expand(b, copy, out->len, "1", 0, NULL, &res, NULL);
   CHECK(err == KN_ERR_NO_ERROR && res.aggregated && b->n == out->n_records);
   KnKpl__AggregatedRecord *ar = kn_kpl__aggregated_record__unpack(
-      NULL, out->len - KN_AGG_OVERHEAD, (const uint8_t *)out->data + KN_AGG_MAGIC_LEN);
+      NULL, out->len - KN_AGG_OVERHEAD,
+      (const uint8_t *)out->data + KN_AGG_MAGIC_LEN);
   CHECK(ar && ar->n_records == out->n_records);
   for (size_t i = 0; i < b->n; i++) {
     const kn_record_t *r = &b->recs[i];
-    CHECK(r->len == us[i].len && (!r->len || memcmp(r->data, us[i].data, r->len) == 0));
+    CHECK(r->len == us[i].len &&
+          (!r->len || memcmp(r->data, us[i].data, r->len) == 0));
     /* Keys holding a NUL byte read as cut short there. */
-    CHECK(strlen(r->pkey) <= us[i].pk_len && memcmp(r->pkey, us[i].pk, strlen(r->pkey)) == 0);
+    CHECK(strlen(r->pkey) <= us[i].pk_len &&
+          memcmp(r->pkey, us[i].pk, strlen(r->pkey)) == 0);
     CHECK(us[i].ehk[0] ? r->ehk && strcmp(r->ehk, us[i].ehk) == 0 : !r->ehk);
     const KnKpl__Record *pr = ar->records[i];
     CHECK(pr->partition_key_index < ar->n_partition_key_table);
@@ -110,8 +117,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     kn_err_t err = done ? KN_ERR__QUEUE_FULL
                         : kn_aggregator_add(a, (const char *)u.pk, u.pk_len,
-                                            u.ehk[0] ? u.ehk : NULL, strlen(u.ehk),
-                                            u.data, u.len);
+                                            u.ehk[0] ? u.ehk : NULL,
+                                            strlen(u.ehk), u.data, u.len);
     if (err == KN_ERR_NO_ERROR) {
       us[n++] = u;
       continue;
@@ -128,8 +135,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       first = n;
     }
     if (done) break;
-    CHECK(kn_aggregator_add(a, (const char *)u.pk, u.pk_len, u.ehk[0] ? u.ehk : NULL,
-                            strlen(u.ehk), u.data, u.len) == KN_ERR_NO_ERROR);
+    CHECK(kn_aggregator_add(a, (const char *)u.pk, u.pk_len,
+                            u.ehk[0] ? u.ehk : NULL, strlen(u.ehk), u.data,
+                            u.len) == KN_ERR_NO_ERROR);
     us[n++] = u;
   }
   CHECK(kn_aggregator_count(a) == 0);

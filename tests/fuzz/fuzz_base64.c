@@ -1,12 +1,13 @@
 /* Fuzzes the base64 encoders and decoders.  Encoding: every
  * implementation the CPU supports must give what the scalar encoder gives
  * for the input bytes (into a buffer of exactly the encoded length), and
- * the scalar decoder must give the bytes back.  Decoding: every implementation the CPU supports must
- * give what the scalar decoder gives, in place and into a buffer of
- * exactly kn_base64_decoded_max(n) bytes, and so must the bulk decoded
- * by kn_base64_decode_prefix followed by the rest.  The first input byte picks how
- * the rest is read: as it is, or mapped onto the alphabet with a few bytes
- * left raw, so that long valid strings with rare defects are common. */
+ * the scalar decoder must give the bytes back.  Decoding: every implementation
+ * the CPU supports must give what the scalar decoder gives, in place and into a
+ * buffer of exactly kn_base64_decoded_max(n) bytes, and so must the bulk
+ * decoded by kn_base64_decode_prefix followed by the rest.  The first input
+ * byte picks how the rest is read: as it is, or mapped onto the alphabet with a
+ * few bytes left raw, so that long valid strings with rare defects are common.
+ */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -25,11 +25,13 @@ static void touch(const kn_batch_t *b) {
     const char *seq = kn_record_sequence_number(r);
     if (!kn_seqnum_valid(seq, strlen(seq))) abort();
   }
-  if (kn_batch_next_iterator(b)) sink += (unsigned)strlen(kn_batch_next_iterator(b));
+  if (kn_batch_next_iterator(b))
+    sink += (unsigned)strlen(kn_batch_next_iterator(b));
   const kn_shard_list_t *c = kn_batch_child_shards(b);
   for (size_t i = 0; i < kn_shard_list_count(c); i++) {
     const kn_shard_t *s = kn_shard_list_get(c, i);
-    sink += (unsigned)strlen(kn_shard_id(s)) + (unsigned)strlen(kn_shard_hash_key_end(s));
+    sink += (unsigned)strlen(kn_shard_id(s)) +
+            (unsigned)strlen(kn_shard_hash_key_end(s));
   }
 }
 
@@ -47,7 +49,9 @@ static void one(const uint8_t *data, size_t size, kn_records_kind_t kind) {
   const char *cont = NULL;
   kn_error_t *e = kn_decode_records(b, body, size, kind, &cont);
   if (e) {
-    if (kn_error_code(e) != KN_ERR__BAD_MSG && kn_error_code(e) != KN_ERR__NOMEM) abort();
+    if (kn_error_code(e) != KN_ERR__BAD_MSG &&
+        kn_error_code(e) != KN_ERR__NOMEM)
+      abort();
   } else {
     touch(b);
     if (cont) sink += (unsigned)strlen(cont);

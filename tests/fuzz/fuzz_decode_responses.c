@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static volatile size_t sink;
 
 static void check(kn_error_t *e) {
-  if (e && kn_error_code(e) != KN_ERR__BAD_MSG && kn_error_code(e) != KN_ERR__NOMEM)
+  if (e && kn_error_code(e) != KN_ERR__BAD_MSG &&
+      kn_error_code(e) != KN_ERR__NOMEM)
     abort();
   kn_error_destroy(e);
 }

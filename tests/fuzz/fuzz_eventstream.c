@@ -58,8 +58,8 @@ static void check_event_in(void *block, char *body, size_t len, event_t *out) {
     return;
   }
   const char *cont = "unset";
-  kn_error_t *e = kn_decode_records(b, body, len, KN_RECORDS_SUBSCRIBE_EVENT,
-                                    &cont);
+  kn_error_t *e =
+      kn_decode_records(b, body, len, KN_RECORDS_SUBSCRIBE_EVENT, &cont);
   const char *lo = body, *hi = body + len;
   out->done = 1;
   if (e) {
@@ -75,8 +75,8 @@ static void check_event_in(void *block, char *body, size_t len, event_t *out) {
     size_t n = strlen(cont);
     if (cont < lo || cont + n > hi || !kn_seqnum_valid(cont, n))
       __builtin_trap();
-    out->cont_digest = (uint32_t)crc32(crc32(0, NULL, 0),
-                                       (const Bytef *)cont, (uInt)n) | 1;
+    out->cont_digest =
+        (uint32_t)crc32(crc32(0, NULL, 0), (const Bytef *)cont, (uInt)n) | 1;
   }
   if (kn_batch_shard_end(b) != (cont == NULL)) __builtin_trap();
   if (kn_batch_millis_behind(b) < -1) __builtin_trap();
@@ -222,7 +222,8 @@ static void frame_raw(const uint8_t *p, size_t n, unsigned piece_seed) {
   put32(f + 4, (uint32_t)hlen);
   put32(f + 8, (uint32_t)crc32(crc32(0, NULL, 0), f, 8));
   memcpy(f + 12, p, n);
-  put32(f + total - 4, (uint32_t)crc32(crc32(0, NULL, 0), f, (uInt)(total - 4)));
+  put32(f + total - 4,
+        (uint32_t)crc32(crc32(0, NULL, 0), f, (uInt)(total - 4)));
   check_stream(f, total, piece_seed);
   free(f);
 }
@@ -244,8 +245,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned mode = data[0] % 3, piece_seed = data[1];
   data += 2;
   size -= 2;
-  if (mode == 0) check_stream(data, size, piece_seed);
-  else if (mode == 1) frame_raw(data, size, piece_seed);
-  else frame_event(data, size, piece_seed);
+  if (mode == 0)
+    check_stream(data, size, piece_seed);
+  else if (mode == 1)
+    frame_raw(data, size, piece_seed);
+  else
+    frame_event(data, size, piece_seed);
   return 0;
 }

@@ -38,8 +38,8 @@ static void split_chain_step(sim_t *s, int64_t step) {
   if (step == 0) sim_split(s, 0, 2);
   if (step == 1) sim_split(s, 1, 0);
 }
-static const sim_scenario_ops_t split_chain_ops = {
-    .step = split_chain_step, .check_end = no_duplicates};
+static const sim_scenario_ops_t split_chain_ops = {.step = split_chain_step,
+                                                   .check_end = no_duplicates};
 static void split_chain(sim_t *s) {
   base(s, 1);
   sim_shard_add(s, -1, -1, 0, UINT64_MAX);
@@ -103,9 +103,10 @@ static void late_end_check(sim_t *s) {
       sim_violate(s, "tenure %lld of shard 0 was stopped after the cut",
                   (long long)s->ten[i].tenure);
 }
-static const sim_scenario_ops_t late_end_ops = {
-    .step = late_end_step, .ended_delay = late_end_delay,
-    .fail_call = late_end_fail, .check_end = late_end_check};
+static const sim_scenario_ops_t late_end_ops = {.step = late_end_step,
+                                                .ended_delay = late_end_delay,
+                                                .fail_call = late_end_fail,
+                                                .check_end = late_end_check};
 static void late_end(sim_t *s) {
   base(s, 1);
   sim_shard_add(s, -1, -1, 0, UINT64_MAX);

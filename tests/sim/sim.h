@@ -70,32 +70,32 @@ typedef struct sim_trace_ent {
 
 /* ---- stream ---- */
 typedef struct sim_rec {
-  int64_t rid;      /* global record id */
-  int64_t t;        /* appended at */
-  char seq[32];     /* decimal, increasing per shard (and globally) */
-  int required;     /* must be delivered (not before a LATEST start) */
+  int64_t rid;  /* global record id */
+  int64_t t;    /* appended at */
+  char seq[32]; /* decimal, increasing per shard (and globally) */
+  int required; /* must be delivered (not before a LATEST start) */
   int deliveries;
-  int last_ten;     /* index of the tenure that delivered it last, or -1 */
+  int last_ten; /* index of the tenure that delivered it last, or -1 */
 } sim_rec_t;
 
 typedef struct sim_shard {
   char id[24];
-  int parent, adjacent;    /* shard indexes, or -1 */
-  uint64_t hs, he;         /* hash range */
+  int parent, adjacent; /* shard indexes, or -1 */
+  uint64_t hs, he;      /* hash range */
   char hs_s[24], he_s[24];
   int closed, idle, listed;
-  int gone;                /* past retention: unlisted and unreadable */
+  int gone; /* past retention: unlisted and unreadable */
   int64_t closed_t;
   int children[2], n_children;
   sim_rec_t *rec;
   size_t n, cap;
-  size_t n_delivered;      /* records delivered at least once */
-  int64_t first_deliv_t;   /* -1 until its first record is delivered */
-  int lease_removed;       /* its lease was removed (cleanup) */
+  size_t n_delivered;    /* records delivered at least once */
+  int64_t first_deliv_t; /* -1 until its first record is delivered */
+  int lease_removed;     /* its lease was removed (cleanup) */
   int lease_created;
-  int64_t cur_tenure;      /* counter written by the last take that landed */
-  int64_t cur_take_t;      /* when it landed */
-  int cur_ten_w;           /* the worker of that take */
+  int64_t cur_tenure; /* counter written by the last take that landed */
+  int64_t cur_take_t; /* when it landed */
+  int cur_ten_w;      /* the worker of that take */
 } sim_shard_t;
 
 /* ---- store calls in flight ---- */
@@ -112,7 +112,7 @@ typedef struct sim_call {
   kn_cc_op_t op;
   int64_t tenure, counter, sent_ms; /* sent_ms: the worker's clock */
   char *key, *old_owner, *owner;
-  kn_lease_t lease;                 /* CREATE */
+  kn_lease_t lease; /* CREATE */
   char *ckpt, *pending;
   int64_t subseq, pending_subseq;
   void *state;
@@ -120,19 +120,23 @@ typedef struct sim_call {
   char **children;
   size_t n_children;
   sim_fate_t fate;
-  kn_err_t rc;                      /* result when applied */
+  kn_err_t rc; /* result when applied */
   int64_t new_counter;
-  kn_lease_t *list;                 /* LIST_LEASES snapshot */
+  kn_lease_t *list; /* LIST_LEASES snapshot */
   size_t n_list;
-  char *handoff_to;                 /* RENEW: a hand-off asked for */
-  kn_lease_t got;                   /* GET */
+  char *handoff_to; /* RENEW: a hand-off asked for */
+  kn_lease_t got;   /* GET */
 } sim_call_t;
 
 /* ---- tenures (one per START) ---- */
 enum {
-  TEN_KILLED = 1, TEN_FROZEN = 2, TEN_STORE_FAULT = 4, TEN_DONE = 8,
-  TEN_ENDED = 16, TEN_STOPPED = 32,
-  TEN_STALE = 64, /* a later take had landed when it started */
+  TEN_KILLED = 1,
+  TEN_FROZEN = 2,
+  TEN_STORE_FAULT = 4,
+  TEN_DONE = 8,
+  TEN_ENDED = 16,
+  TEN_STOPPED = 32,
+  TEN_STALE = 64,    /* a later take had landed when it started */
   TEN_RELEASED = 128 /* its release or hand-off landed */
 };
 typedef struct sim_ten {
@@ -146,13 +150,13 @@ typedef struct sim_ten {
 /* ---- workers ---- */
 typedef struct sim_reader {
   int64_t serial;
-  int shard, ten;     /* shard index, tenure record index */
+  int shard, ten; /* shard index, tenure record index */
   char key[24];
   int64_t tenure, until_ms;
-  size_t next;        /* next record index to deliver */
-  int finished;       /* reached the end of a closed shard */
-  int last;           /* index of the last record delivered, or -1 */
-  int ckpted;         /* manual: last record checkpointed index, or -1 */
+  size_t next;  /* next record index to deliver */
+  int finished; /* reached the end of a closed shard */
+  int last;     /* index of the last record delivered, or -1 */
+  int ckpted;   /* manual: last record checkpointed index, or -1 */
 } sim_reader_t;
 
 typedef struct sim_proc {
@@ -175,34 +179,40 @@ typedef struct sim_worker {
   int auto_ckpt;
   sim_reader_t *rd;
   size_t n_rd, cap_rd;
-  sim_proc_t *proc;     /* processed at the next poll */
+  sim_proc_t *proc; /* processed at the next poll */
   size_t n_proc, cap_proc;
-  sim_yield_t *yields;  /* answered at the next poll */
+  sim_yield_t *yields; /* answered at the next poll */
   size_t n_yields, cap_yields;
   int64_t partition_until;
   uint64_t reqs;
-  int closing;          /* kn_cc_close called; CLOSED not yet seen */
-  int closed;           /* CLOSED seen: the core goes after this drain */
-  int close_fault;      /* a store call failed while closing */
-  int64_t fault_t;      /* when a store call last failed, or -1 */
-  int64_t close_t;      /* when kn_cc_close was called */
-  char slow_take[24];   /* the last TAKE answered after more than 1 s */
-  int ckpt_retry;       /* a manual checkpoint failed: again at the next poll */
+  int closing;        /* kn_cc_close called; CLOSED not yet seen */
+  int closed;         /* CLOSED seen: the core goes after this drain */
+  int close_fault;    /* a store call failed while closing */
+  int64_t fault_t;    /* when a store call last failed, or -1 */
+  int64_t close_t;    /* when kn_cc_close was called */
+  char slow_take[24]; /* the last TAKE answered after more than 1 s */
+  int ckpt_retry;     /* a manual checkpoint failed: again at the next poll */
 } sim_worker_t;
 
 typedef struct sim_opts {
   uint64_t seed;
   int workers, shards;
-  int faults;         /* 0 none, 1 kills, 2 all */
-  int topology;       /* SIM_TOPO_* */
-  int64_t seconds;    /* virtual seconds of activity (then quiet) */
+  int faults;      /* 0 none, 1 kills, 2 all */
+  int topology;    /* SIM_TOPO_* */
+  int64_t seconds; /* virtual seconds of activity (then quiet) */
   int trace_always;
   int verbose;
   const char *scenario;
 } sim_opts_t;
 
-enum { SIM_TOPO_STATIC, SIM_TOPO_SPLIT, SIM_TOPO_MERGE, SIM_TOPO_MIXED,
-       SIM_TOPO_IDLE, SIM_TOPO_RANDOM };
+enum {
+  SIM_TOPO_STATIC,
+  SIM_TOPO_SPLIT,
+  SIM_TOPO_MERGE,
+  SIM_TOPO_MIXED,
+  SIM_TOPO_IDLE,
+  SIM_TOPO_RANDOM
+};
 
 enum { DUP_KILL, DUP_FREEZE, DUP_STORE, DUP_MOVE, DUP_N };
 
@@ -254,13 +264,13 @@ struct sim {
   int violated;
   char violation[512];
   int64_t dups[DUP_N];
-  int64_t handoffs;     /* HANDOFF_DONE that landed */
+  int64_t handoffs; /* HANDOFF_DONE that landed */
   int64_t deliveries, records;
   /* conditional writes refused although no one else took the lease: the
    * core's counter fell behind one of its own writes (one that landed but
    * answered an error) */
   int64_t stale_counter;
-  int had_fault;        /* any kill, freeze or store fault happened */
+  int had_fault; /* any kill, freeze or store fault happened */
   sim_trace_ent_t tr[SIM_TRACE];
   uint64_t n_tr;
   const sim_scenario_ops_t *sc;
@@ -287,8 +297,7 @@ void sim_call_free(sim_call_t *c);
 int sim_store_put(sim_t *s, const kn_lease_t *l); /* setup: insert a copy */
 
 /* sim_stream.c */
-int sim_shard_add(sim_t *s, int parent, int adjacent, uint64_t hs,
-                  uint64_t he);
+int sim_shard_add(sim_t *s, int parent, int adjacent, uint64_t hs, uint64_t he);
 int sim_shard_find(const sim_t *s, const char *id);
 void sim_append(sim_t *s, int shard, int n);
 int sim_split(sim_t *s, int shard, int idle_child);

@@ -37,8 +37,7 @@ void sim_check_delivery(sim_t *s, int w, const sim_reader_t *r, size_t idx) {
   if (sim_wnow(s, w) >= r->until_ms)
     sim_violate(s, "w%d tenure %lld of %s delivered past its until_ms", w,
                 (long long)r->tenure, h->id);
-  if (h->cur_tenure > r->tenure &&
-      s->now - h->cur_take_t > s->cfg.duration_ms)
+  if (h->cur_tenure > r->tenure && s->now - h->cur_take_t > s->cfg.duration_ms)
     sim_violate(s,
                 "fencing: w%d tenure %lld of %s delivers record %lld at %lld "
                 "ms, but w%d took the lease (tenure %lld) at %lld ms",
@@ -73,8 +72,8 @@ void sim_check_delivery(sim_t *s, int w, const sim_reader_t *r, size_t idx) {
       sim_violate(s,
                   "w%d tenure %lld delivers %s record %lld again after "
                   "w%d tenure %lld finished the shard",
-                  w, (long long)r->tenure, h->id, (long long)rec->rid,
-                  prev->w, (long long)prev->tenure);
+                  w, (long long)r->tenure, h->id, (long long)rec->rid, prev->w,
+                  (long long)prev->tenure);
     else if (prev->flags & TEN_KILLED)
       cause = DUP_KILL;
     else if (prev->flags & TEN_FROZEN)
@@ -92,8 +91,8 @@ void sim_check_delivery(sim_t *s, int w, const sim_reader_t *r, size_t idx) {
       sim_violate(s,
                   "duplicate without a fault: w%d tenure %lld delivers %s "
                   "record %lld, delivered before by w%d tenure %lld",
-                  w, (long long)r->tenure, h->id, (long long)rec->rid,
-                  prev->w, (long long)prev->tenure);
+                  w, (long long)r->tenure, h->id, (long long)rec->rid, prev->w,
+                  (long long)prev->tenure);
     sim_trace(s, w, "dup", h->id, rec->rid, cause);
   } else {
     h->n_delivered++;
@@ -112,9 +111,8 @@ void sim_check_reading(sim_t *s, int w, const sim_reader_t *r) {
     sim_violate(s,
                 "fencing: w%d tenure %lld of %s still reads at %lld ms, but "
                 "w%d took the lease (tenure %lld) at %lld ms",
-                w, (long long)r->tenure, h->id, (long long)s->now,
-                h->cur_ten_w, (long long)h->cur_tenure,
-                (long long)h->cur_take_t);
+                w, (long long)r->tenure, h->id, (long long)s->now, h->cur_ten_w,
+                (long long)h->cur_tenure, (long long)h->cur_take_t);
 }
 
 void sim_check_start(sim_t *s, int w, const kn_cc_action_t *a, int sh) {
@@ -229,16 +227,16 @@ static int lease_started(const sim_t *s, int i) {
 static void check_cleanup(sim_t *s, int i) {
   const sim_shard_t *h = &s->sh[i];
   int li = sim_store_find(s, h->id);
-  if (li < 0 || !kn_lease_is_shard_end(&s->table[li]) || !h->n_children)
-    return;
+  if (li < 0 || !kn_lease_is_shard_end(&s->table[li]) || !h->n_children) return;
   int ps[2] = {h->parent, h->adjacent};
   for (int j = 0; j < 2; j++)
     if (ps[j] >= 0 && sim_store_find(s, s->sh[ps[j]].id) >= 0) return;
   for (int j = 0; j < h->n_children; j++)
-    if (s->sh[h->children[j]].gone || !lease_started(s, h->children[j]))
-      return;
-  sim_violate(s, "cleanup: the finished lease of %s is left although its "
-              "children started and no parent's lease is left", h->id);
+    if (s->sh[h->children[j]].gone || !lease_started(s, h->children[j])) return;
+  sim_violate(s,
+              "cleanup: the finished lease of %s is left although its "
+              "children started and no parent's lease is left",
+              h->id);
 }
 
 void sim_check_end(sim_t *s) {
@@ -279,8 +277,8 @@ void sim_check_end(sim_t *s) {
     for (size_t j = 0; j < s->wk[w].n_rd; j++)
       if (strcmp(s->wk[w].rd[j].key, h->id) == 0) r = &s->wk[w].rd[j];
     if (!r)
-      sim_violate(s, "liveness: %s owns %s but does not read it",
-                  s->wk[w].id, h->id);
+      sim_violate(s, "liveness: %s owns %s but does not read it", s->wk[w].id,
+                  h->id);
     /* a tenure that started at LATEST at the end has nothing to write */
     int latest_at_end = r && is_ckpt(l->checkpoint, KN_CKPT_LATEST) &&
                         r->last < 0 && r->next >= h->n;

@@ -65,8 +65,8 @@ static void random_fault(sim_t *s) {
       }
       sim_worker_kill(s, w);
       s->had_fault = 1;
-      sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0,
-               0, NULL);
+      sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0, 0,
+               NULL);
       break;
     case 1: { /* freeze longer than a lease duration */
       sim_worker_t *k = &s->wk[w];
@@ -110,8 +110,8 @@ static int open_shards(sim_t *s, int *v) {
 static void reshard(sim_t *s) {
   int v[SIM_MAX_SHARDS], n = open_shards(s, v);
   int topo = s->o.topology;
-  if (topo == SIM_TOPO_MIXED) topo = sim_chance(&s->rng, 500)
-                                          ? SIM_TOPO_SPLIT : SIM_TOPO_MERGE;
+  if (topo == SIM_TOPO_MIXED)
+    topo = sim_chance(&s->rng, 500) ? SIM_TOPO_SPLIT : SIM_TOPO_MERGE;
   if (topo == SIM_TOPO_MERGE && n > 1) {
     int a = v[sim_range(&s->rng, 0, n - 1)];
     for (int j = 0; j < n; j++)
@@ -123,8 +123,9 @@ static void reshard(sim_t *s) {
   }
   if (topo == SIM_TOPO_MERGE && n > 1) return;
   if (n >= 12) return;
-  int idle = topo == SIM_TOPO_IDLE ? (int)sim_range(&s->rng, 1, 2)
-             : sim_chance(&s->rng, 100) ? 1 : 0;
+  int idle = topo == SIM_TOPO_IDLE      ? (int)sim_range(&s->rng, 1, 2)
+             : sim_chance(&s->rng, 100) ? 1
+                                        : 0;
   sim_split(s, v[sim_range(&s->rng, 0, n - 1)], idle);
 }
 
@@ -139,8 +140,8 @@ void sim_fault_event(sim_t *s, const sim_ev_t *ev) {
       int recs = (int)sim_range(&s->rng, 1, 6);
       for (int r = 0; m && r < recs; r++)
         sim_append(s, v[sim_range(&s->rng, 0, m - 1)], 1);
-      sim_push(s, s->now + sim_range(&s->rng, 100, 600), EV_APPEND, -1, 0, 0,
-               0, NULL);
+      sim_push(s, s->now + sim_range(&s->rng, 100, 600), EV_APPEND, -1, 0, 0, 0,
+               NULL);
       break;
     }
     case EV_FAULT:

@@ -35,8 +35,12 @@ static double wall_now(void) {
 }
 
 int main(int argc, char **argv) {
-  sim_opts_t o = {.seed = 1, .workers = 0, .shards = 0, .faults = -1,
-                  .topology = SIM_TOPO_RANDOM, .seconds = 60};
+  sim_opts_t o = {.seed = 1,
+                  .workers = 0,
+                  .shards = 0,
+                  .faults = -1,
+                  .topology = SIM_TOPO_RANDOM,
+                  .seconds = 60};
   long long runs = 1;
   int first = 0; /* stop at the first violation */
   for (int i = 1; i < argc; i++) {
@@ -54,12 +58,18 @@ int main(int argc, char **argv) {
       return 2;
     }
     i++;
-    if (strcmp(a, "--seed") == 0) o.seed = strtoull(v, NULL, 10);
-    else if (strcmp(a, "--runs") == 0) runs = atoll(v);
-    else if (strcmp(a, "--workers") == 0) o.workers = atoi(v);
-    else if (strcmp(a, "--shards") == 0) o.shards = atoi(v);
-    else if (strcmp(a, "--seconds") == 0) o.seconds = atoll(v);
-    else if (strcmp(a, "--scenario") == 0) o.scenario = v;
+    if (strcmp(a, "--seed") == 0)
+      o.seed = strtoull(v, NULL, 10);
+    else if (strcmp(a, "--runs") == 0)
+      runs = atoll(v);
+    else if (strcmp(a, "--workers") == 0)
+      o.workers = atoi(v);
+    else if (strcmp(a, "--shards") == 0)
+      o.shards = atoi(v);
+    else if (strcmp(a, "--seconds") == 0)
+      o.seconds = atoll(v);
+    else if (strcmp(a, "--scenario") == 0)
+      o.scenario = v;
     else if (strcmp(a, "--faults") == 0) {
       o.faults = strcmp(v, "mixed") == 0 ? -1 : lookup(v, fault_names, 3);
       if (o.faults < 0 && strcmp(v, "mixed") != 0) {
@@ -104,23 +114,24 @@ int main(int argc, char **argv) {
     sim_run(&s);
     if (s.violated) {
       violations++;
-      printf("VIOLATION seed %llu (workers %d shards %d faults %s topology "
-             "%s initial %s child_shards %d%s%s): %s\n",
-             (unsigned long long)ro.seed, s.n_wk,
-             ro.scenario ? s.n_sh : ro.shards,
-             fault_names[s.o.faults], topo_names[s.o.topology], s.initial,
-             s.child_shards, ro.scenario ? " scenario " : "",
-             ro.scenario ? ro.scenario : "", s.violation);
+      printf(
+          "VIOLATION seed %llu (workers %d shards %d faults %s topology "
+          "%s initial %s child_shards %d%s%s): %s\n",
+          (unsigned long long)ro.seed, s.n_wk, ro.scenario ? s.n_sh : ro.shards,
+          fault_names[s.o.faults], topo_names[s.o.topology], s.initial,
+          s.child_shards, ro.scenario ? " scenario " : "",
+          ro.scenario ? ro.scenario : "", s.violation);
       if (violations <= 1) sim_trace_print(&s, 200);
       if (ro.scenario)
         printf("reproduce: kn_sim --scenario %s --seed %llu --seconds %lld\n",
                ro.scenario, (unsigned long long)ro.seed, (long long)ro.seconds);
       else
-        printf("reproduce: kn_sim --seed %llu --workers %d --shards %d "
-               "--faults %s --topology %s --seconds %lld\n",
-               (unsigned long long)ro.seed, ro.workers, ro.shards,
-               fault_names[ro.faults], topo_names[o.topology],
-               (long long)ro.seconds);
+        printf(
+            "reproduce: kn_sim --seed %llu --workers %d --shards %d "
+            "--faults %s --topology %s --seconds %lld\n",
+            (unsigned long long)ro.seed, ro.workers, ro.shards,
+            fault_names[ro.faults], topo_names[o.topology],
+            (long long)ro.seconds);
     }
     records += s.records;
     deliveries += s.deliveries;
@@ -133,11 +144,11 @@ int main(int argc, char **argv) {
       break;
     }
   }
-  printf("kn_sim: runs %lld violations %lld records %lld deliveries %lld "
-         "duplicates kill %lld freeze %lld store %lld move %lld "
-         "stale_counter %lld virtual_hours %.1f wall_s %.1f\n",
-         runs, violations, records, deliveries, dups[DUP_KILL],
-         dups[DUP_FREEZE], dups[DUP_STORE], dups[DUP_MOVE], stale, vhours,
-         wall_now() - t0);
+  printf(
+      "kn_sim: runs %lld violations %lld records %lld deliveries %lld "
+      "duplicates kill %lld freeze %lld store %lld move %lld "
+      "stale_counter %lld virtual_hours %.1f wall_s %.1f\n",
+      runs, violations, records, deliveries, dups[DUP_KILL], dups[DUP_FREEZE],
+      dups[DUP_STORE], dups[DUP_MOVE], stale, vhours, wall_now() - t0);
   return violations ? 1 : 0;
 }

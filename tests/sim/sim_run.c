@@ -11,8 +11,8 @@
 
 static void init_cfg(sim_t *s) {
   s->cfg.duration_ms = 10000;
-  s->cfg.renew_ms = sim_chance(&s->rng, 500) ? 3000
-                                             : sim_range(&s->rng, 1000, 6000);
+  s->cfg.renew_ms =
+      sim_chance(&s->rng, 500) ? 3000 : sim_range(&s->rng, 1000, 6000);
   s->cfg.take_ms = 2000;
   s->cfg.sync_ms = 5000;
   s->cfg.checkpoint_ms = 1000;
@@ -20,14 +20,14 @@ static void init_cfg(sim_t *s) {
   s->cfg.max_steal = 1;
   s->cfg.handoff_ms = 30000;
   int64_t p = sim_range(&s->rng, 0, 99);
-  s->initial = p < 80 ? KN_CKPT_TRIM_HORIZON
+  s->initial = p < 80   ? KN_CKPT_TRIM_HORIZON
                : p < 90 ? KN_CKPT_LATEST
                         : KN_CKPT_AT_TIMESTAMP;
   s->cfg.initial = s->initial;
   s->at_ts = sim_range(&s->rng, 0, 20000);
   s->child_shards = sim_chance(&s->rng, 500);
-  s->retention_ms = sim_chance(&s->rng, 150) ? sim_range(&s->rng, 20000, 60000)
-                                             : 0;
+  s->retention_ms =
+      sim_chance(&s->rng, 150) ? sim_range(&s->rng, 20000, 60000) : 0;
 }
 
 void sim_init(sim_t *s, const sim_opts_t *o) {
@@ -38,8 +38,8 @@ void sim_init(sim_t *s, const sim_opts_t *o) {
   s->faults_end = o->seconds * 1000;
   /* recoveries (restart, wake, partitions) end 25 s after the last fault;
    * then 4 lease durations and a sync interval, and some slack */
-  s->end = s->faults_end + 25000 + 4 * s->cfg.duration_ms + s->cfg.sync_ms +
-           10000;
+  s->end =
+      s->faults_end + 25000 + 4 * s->cfg.duration_ms + s->cfg.sync_ms + 10000;
   s->faults_on = 1;
   if (s->o.topology == SIM_TOPO_RANDOM)
     s->o.topology = (int)sim_range(&s->rng, SIM_TOPO_STATIC, SIM_TOPO_IDLE);
@@ -52,8 +52,9 @@ void sim_init(sim_t *s, const sim_opts_t *o) {
   if (o->scenario) return;
   uint64_t step = UINT64_MAX / (uint64_t)o->shards;
   for (int i = 0; i < o->shards; i++)
-    sim_shard_add(s, -1, -1, step * (uint64_t)i,
-                  i == o->shards - 1 ? UINT64_MAX : step * (uint64_t)(i + 1) - 1);
+    sim_shard_add(
+        s, -1, -1, step * (uint64_t)i,
+        i == o->shards - 1 ? UINT64_MAX : step * (uint64_t)(i + 1) - 1);
   for (int w = 0; w < s->n_wk; w++)
     sim_push(s, sim_range(&s->rng, 0, 3000), EV_RESTART, w, 0, 0, 0, NULL);
   sim_push(s, sim_range(&s->rng, 0, 1000), EV_APPEND, -1, 0, 0, 0, NULL);

@@ -25,8 +25,7 @@ int sim_shard_add(sim_t *s, int parent, int adjacent, uint64_t hs,
   h->cur_ten_w = -1;
   h->listed = 1;
   if (parent >= 0) s->sh[parent].children[s->sh[parent].n_children++] = i;
-  if (adjacent >= 0)
-    s->sh[adjacent].children[s->sh[adjacent].n_children++] = i;
+  if (adjacent >= 0) s->sh[adjacent].children[s->sh[adjacent].n_children++] = i;
   return i;
 }
 
@@ -53,8 +52,9 @@ void sim_append(sim_t *s, int i, int n) {
     snprintf(r->seq, sizeof(r->seq), "4959%020lld%04d", (long long)r->rid, i);
     /* AT_TIMESTAMP: the application wants nothing older from the shards
      * it starts with */
-    r->required = !(s->initial && strcmp(s->initial, KN_CKPT_AT_TIMESTAMP) == 0 &&
-                    h->parent < 0 && s->now < s->at_ts);
+    r->required =
+        !(s->initial && strcmp(s->initial, KN_CKPT_AT_TIMESTAMP) == 0 &&
+          h->parent < 0 && s->now < s->at_ts);
     r->deliveries = 0;
     r->last_ten = -1;
     s->records++;
@@ -63,8 +63,7 @@ void sim_append(sim_t *s, int i, int n) {
 
 int sim_split(sim_t *s, int i, int idle_child) {
   sim_shard_t *h = &s->sh[i];
-  if (h->closed || h->he - h->hs < 4 || s->n_sh + 2 > SIM_MAX_SHARDS)
-    return -1;
+  if (h->closed || h->he - h->hs < 4 || s->n_sh + 2 > SIM_MAX_SHARDS) return -1;
   uint64_t mid = h->hs + (h->he - h->hs) / 2;
   uint64_t hs = h->hs, he = h->he;
   h->closed = 1;
@@ -80,8 +79,7 @@ int sim_split(sim_t *s, int i, int idle_child) {
 int sim_merge(sim_t *s, int a, int b) {
   /* b must follow a in the key space (no wrap-around past the top key). */
   if (s->sh[a].closed || s->sh[b].closed || s->sh[a].he == UINT64_MAX ||
-      s->sh[a].he + 1 != s->sh[b].hs ||
-      s->n_sh + 1 > SIM_MAX_SHARDS)
+      s->sh[a].he + 1 != s->sh[b].hs || s->n_sh + 1 > SIM_MAX_SHARDS)
     return -1;
   s->sh[a].closed = s->sh[b].closed = 1;
   s->sh[a].closed_t = s->sh[b].closed_t = s->now;
@@ -126,8 +124,7 @@ void sim_list_shards(const sim_t *s, kn_cc_shard_t **v, size_t *n) {
 size_t sim_start_index(const sim_t *s, int i, const char *ckpt) {
   const sim_shard_t *h = &s->sh[i];
   if (!ckpt || strcmp(ckpt, KN_CKPT_TRIM_HORIZON) == 0) return 0;
-  if (strcmp(ckpt, KN_CKPT_LATEST) == 0 ||
-      strcmp(ckpt, KN_CKPT_SHARD_END) == 0)
+  if (strcmp(ckpt, KN_CKPT_LATEST) == 0 || strcmp(ckpt, KN_CKPT_SHARD_END) == 0)
     return h->n;
   size_t k = 0;
   if (strcmp(ckpt, KN_CKPT_AT_TIMESTAMP) == 0) {

@@ -82,8 +82,8 @@ void sim_trace(sim_t *s, int w, const char *what, const char *key, int64_t a,
   }
   if (s->o.trace_always)
     printf("%9lld.%03lld w%-2d %-18s %-24s %lld %lld\n",
-           (long long)(e->t / 1000), (long long)(e->t % 1000), w, what,
-           e->key, (long long)a, (long long)b);
+           (long long)(e->t / 1000), (long long)(e->t % 1000), w, what, e->key,
+           (long long)a, (long long)b);
 }
 
 void sim_trace_msg(sim_t *s, int w, const char *msg) {

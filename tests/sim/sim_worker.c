@@ -328,8 +328,8 @@ void sim_worker_drain(sim_t *s, int w) {
     if (s->faults_on && s->o.faults >= 1 && sim_chance(&s->rng, 2)) {
       sim_worker_kill(s, w);
       s->had_fault = 1;
-      sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0,
-               0, NULL);
+      sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0, 0,
+               NULL);
     }
   }
   if (k->alive && k->closed) closed(s, w);
@@ -348,8 +348,7 @@ void sim_flag_store_fault(sim_t *s, int w, const char *key) {
    * hand-off whose last checkpoint this was) */
   for (size_t i = s->n_ten; i-- > 0;) {
     sim_ten_t *t = &s->ten[i];
-    if (t->w != w || t->inc != k->inc ||
-        strcmp(s->sh[t->shard].id, key) != 0)
+    if (t->w != w || t->inc != k->inc || strcmp(s->sh[t->shard].id, key) != 0)
       continue;
     if (t->end_t < 0 || s->now - t->end_t <= 2 * s->cfg.duration_ms)
       t->flags |= TEN_STORE_FAULT;
@@ -375,8 +374,10 @@ static void store_reply(sim_t *s, int w, sim_call_t *c) {
   int64_t now = sim_wnow(s, w);
   if (c->op == KN_CC_TAKE) {
     int slow = now - c->sent_ms > 1000;
-    if (slow) memcpy(k->slow_take, c->key, strlen(c->key) + 1);
-    else if (strcmp(k->slow_take, c->key) == 0) k->slow_take[0] = 0;
+    if (slow)
+      memcpy(k->slow_take, c->key, strlen(c->key) + 1);
+    else if (strcmp(k->slow_take, c->key) == 0)
+      k->slow_take[0] = 0;
   }
   if (c->op == KN_CC_LIST_LEASES)
     kn_cc_leases_done(k->cc, c->id, err, err ? NULL : c->list,

@@ -18,19 +18,19 @@ static kn_err_t code_of(const kn_error_t *e) {
   return e ? kn_error_code(e) : KN_ERR_NO_ERROR;
 }
 
-#define OK(expr)                                                    \
-  do {                                                              \
-    kn_error_t *ok_e_ = (expr);                                     \
-    KT_CHECK_MSG(!ok_e_, "%s: %s", label, msg_of(ok_e_));           \
-    kn_error_destroy(ok_e_);                                        \
+#define OK(expr)                                          \
+  do {                                                    \
+    kn_error_t *ok_e_ = (expr);                           \
+    KT_CHECK_MSG(!ok_e_, "%s: %s", label, msg_of(ok_e_)); \
+    kn_error_destroy(ok_e_);                              \
   } while (0)
 
-#define FAILS(expr, code)                                           \
-  do {                                                              \
-    kn_error_t *f_e_ = (expr);                                      \
-    KT_CHECK_MSG(code_of(f_e_) == (code), "%s: want %s, got %s",    \
-                 label, kn_err2name(code), msg_of(f_e_));           \
-    kn_error_destroy(f_e_);                                         \
+#define FAILS(expr, code)                                               \
+  do {                                                                  \
+    kn_error_t *f_e_ = (expr);                                          \
+    KT_CHECK_MSG(code_of(f_e_) == (code), "%s: want %s, got %s", label, \
+                 kn_err2name(code), msg_of(f_e_));                      \
+    kn_error_destroy(f_e_);                                             \
   } while (0)
 
 #define CCF KN_ERR_CONDITIONAL_CHECK_FAILED
@@ -286,9 +286,9 @@ static void case_pending(kn_lease_store_t *ls, const char *prefix) {
     kn_lease_clear(&got);
   }
   /* A stale worker cannot prepare either. */
-  FAILS(ls->ops->checkpoint(ls, key, c - 1, "w2", NULL, 0, "999", 0, NULL, 0,
-                            &c),
-        CCF);
+  FAILS(
+      ls->ops->checkpoint(ls, key, c - 1, "w2", NULL, 0, "999", 0, NULL, 0, &c),
+      CCF);
   /* Commit: checkpoint moves, pending and state cleared. */
   OK(ls->ops->checkpoint(ls, key, c, "w2", "210", 0, NULL, 0, NULL, 0, &c));
   if (get(ls, key, &got) == 0) {
@@ -349,7 +349,8 @@ static void case_remove(kn_lease_store_t *ls, const char *prefix) {
   FAILS(ls->ops->get(ls, key, &got), KN_ERR__NOT_FOUND);
   FAILS(ls->ops->remove(ls, key, 1), CCF);
   /* The key can be created again. */
-  if (make(ls, prefix, "remove", key, sizeof(key)) == 0) OK(ls->ops->remove(ls, key, 0));
+  if (make(ls, prefix, "remove", key, sizeof(key)) == 0)
+    OK(ls->ops->remove(ls, key, 0));
 }
 
 /* The KCL 3.x's graceful hand-off: asked for without moving the counter,
@@ -455,8 +456,10 @@ static void case_list(kn_lease_store_t *ls, const char *prefix, int many) {
     l.counter = i;
     l.owner = (i % 3) ? "w1" : NULL;
     kn_error_t *e = ls->ops->create(ls, &l);
-    if (!e) made++;
-    else if (made == i) KT_CHECK_MSG(!e, "%s: create %s: %s", label, key, msg_of(e));
+    if (!e)
+      made++;
+    else if (made == i)
+      KT_CHECK_MSG(!e, "%s: create %s: %s", label, key, msg_of(e));
     kn_error_destroy(e);
   }
   KT_CHECK_INT(made, many);
@@ -471,8 +474,8 @@ static void case_list(kn_lease_store_t *ls, const char *prefix, int many) {
     if (!has_prefix(v[i].key, lp)) continue;
     int idx = atoi(v[i].key + strlen(lp));
     found++;
-    if (idx >= 0 && idx < many && seen && !seen[idx] &&
-        v[i].counter == idx && streq0(v[i].owner, (idx % 3) ? "w1" : NULL) &&
+    if (idx >= 0 && idx < many && seen && !seen[idx] && v[i].counter == idx &&
+        streq0(v[i].owner, (idx % 3) ? "w1" : NULL) &&
         streq0(v[i].checkpoint, KN_CKPT_TRIM_HORIZON) && v[i].n_parents == 2) {
       seen[idx] = 1;
       right++;
@@ -490,8 +493,8 @@ typedef struct race {
   const kn_lc_target_t *t;
   const char *key;
   pthread_barrier_t start, done;
-  int64_t counter;      /* the counter every taker uses this round */
-  char old_owner[32];   /* "" when free */
+  int64_t counter;    /* the counter every taker uses this round */
+  char old_owner[32]; /* "" when free */
   int wins, losses, errors;
   int winner;
   int64_t new_counter;
@@ -512,9 +515,9 @@ static void *taker_main(void *arg) {
   for (int round = 0; round < r->t->rounds; round++) {
     pthread_barrier_wait(&r->start);
     int64_t c = -1;
-    kn_error_t *e = tk->ls->ops->take(tk->ls, r->key, r->counter,
-                                      r->old_owner[0] ? r->old_owner : NULL,
-                                      me, &c);
+    kn_error_t *e =
+        tk->ls->ops->take(tk->ls, r->key, r->counter,
+                          r->old_owner[0] ? r->old_owner : NULL, me, &c);
     pthread_mutex_lock(&r->lock);
     if (!e) {
       r->wins++;
@@ -562,7 +565,8 @@ static void case_race(const kn_lc_target_t *t, kn_lease_store_t *ls,
     opened++;
   }
   if (opened == n) {
-    for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, taker_main, &tk[i]);
+    for (int i = 0; i < n; i++)
+      pthread_create(&th[i], NULL, taker_main, &tk[i]);
     int bad_rounds = 0;
     for (int round = 0; round < t->rounds; round++) {
       r.wins = r.losses = r.errors = 0;
@@ -579,9 +583,9 @@ static void case_race(const kn_lc_target_t *t, kn_lease_store_t *ls,
       if (get(ls, key, &got) == 0) {
         char want[32];
         snprintf(want, sizeof(want), "taker-%d", r.winner);
-        if (r.wins == 1 && (!streq0(got.owner, want) ||
-                            got.counter != r.counter + 1 ||
-                            r.new_counter != r.counter + 1))
+        if (r.wins == 1 &&
+            (!streq0(got.owner, want) || got.counter != r.counter + 1 ||
+             r.new_counter != r.counter + 1))
           bad_rounds++;
         r.counter = got.counter;
         snprintf(r.old_owner, sizeof(r.old_owner), "%s",
@@ -591,8 +595,10 @@ static void case_race(const kn_lc_target_t *t, kn_lease_store_t *ls,
       pthread_barrier_wait(&r.done);
     }
     for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
-    KT_CHECK_MSG(bad_rounds == 0, "%s: %d of %d rounds without exactly one "
-                 "winner", label, bad_rounds, t->rounds);
+    KT_CHECK_MSG(bad_rounds == 0,
+                 "%s: %d of %d rounds without exactly one "
+                 "winner",
+                 label, bad_rounds, t->rounds);
   }
   for (int i = 0; i < opened; i++) kn_lease_store_destroy(tk[i].ls);
   free(tk);

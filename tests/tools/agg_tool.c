@@ -71,7 +71,8 @@ static int aggregate(size_t max_bytes) {
       putchar('\n');
       continue;
     }
-    char *save, *pk = strtok_r(line, " ", &save), *ehk = strtok_r(NULL, " ", &save),
+    char *save, *pk = strtok_r(line, " ", &save),
+                *ehk = strtok_r(NULL, " ", &save),
                 *data = strtok_r(NULL, " ", &save);
     long pk_len = pk ? get_token(pk) : -2, ehk_len = ehk ? get_token(ehk) : -2,
          data_len = data ? get_token(data) : -2;
@@ -81,9 +82,9 @@ static int aggregate(size_t max_bytes) {
       break;
     }
     for (int tries = 0; tries < 2; tries++) {
-      kn_err_t err = kn_aggregator_add(a, pk, (size_t)pk_len, ehk_len < 0 ? NULL : ehk,
-                                       ehk_len < 0 ? 0 : (size_t)ehk_len, data,
-                                       (size_t)data_len);
+      kn_err_t err = kn_aggregator_add(
+          a, pk, (size_t)pk_len, ehk_len < 0 ? NULL : ehk,
+          ehk_len < 0 ? 0 : (size_t)ehk_len, data, (size_t)data_len);
       if (err == KN_ERR_NO_ERROR) break;
       if (err != KN_ERR__QUEUE_FULL || tries) {
         fprintf(stderr, "agg_tool: add: %s\n", kn_err2str(err));
@@ -154,7 +155,8 @@ int main(int argc, char **argv) {
   else if (argc == 2 && strcmp(argv[1], "deaggregate") == 0)
     rc = deaggregate();
   else
-    fprintf(stderr, "usage: agg_tool aggregate [MAX_BYTES] | agg_tool deaggregate\n");
+    fprintf(stderr,
+            "usage: agg_tool aggregate [MAX_BYTES] | agg_tool deaggregate\n");
   if (fflush(stdout)) rc = 1;
   return rc;
 }

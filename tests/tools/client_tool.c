@@ -21,19 +21,25 @@
 
 static const char usage_text[] =
     "usage: client_tool [-X name=value]... COMMAND ARGS...\n"
-    "  create STREAM SHARDS | delete STREAM [enforce] | wait STREAM active|deleted MS\n"
+    "  create STREAM SHARDS | delete STREAM [enforce] | wait STREAM "
+    "active|deleted MS\n"
     "  describe STREAM | list-streams | list-shards STREAM [FILTER [ARG]]\n"
-    "  split STREAM SHARD [KEY] | merge STREAM SHARD ADJACENT | update-shard-count STREAM N\n"
+    "  split STREAM SHARD [KEY] | merge STREAM SHARD ADJACENT | "
+    "update-shard-count STREAM N\n"
     "  iterator STREAM SHARD TYPE [SEQ|MS] | get ITERATOR [LIMIT]\n"
     "  read STREAM SHARD TYPE [SEQ|MS] [MAX_RECORDS]\n"
     "  drain STREAM SHARD (from the trim horizon, counting only)\n"
     "  put STREAM KEY DATA [EHK] | put-records STREAM KEY=DATA[=EHK]...\n"
     "  put-many STREAM COUNT SIZE [KEY_PREFIX]\n"
-    "  register STREAM_ARN NAME | describe-consumer STREAM_ARN NAME | describe-consumer-arn ARN\n"
-    "  deregister STREAM_ARN NAME | deregister-arn ARN | list-consumers STREAM_ARN\n"
+    "  register STREAM_ARN NAME | describe-consumer STREAM_ARN NAME | "
+    "describe-consumer-arn ARN\n"
+    "  deregister STREAM_ARN NAME | deregister-arn ARN | list-consumers "
+    "STREAM_ARN\n"
     "  hash KEY | seqcmp A B\n"
-    "TYPE: trim_horizon latest at_sequence_number after_sequence_number at_timestamp\n"
-    "FILTER: after_shard_id at_trim_horizon from_trim_horizon at_latest at_timestamp "
+    "TYPE: trim_horizon latest at_sequence_number after_sequence_number "
+    "at_timestamp\n"
+    "FILTER: after_shard_id at_trim_horizon from_trim_horizon at_latest "
+    "at_timestamp "
     "from_timestamp\n";
 
 static kn_buf_t out = KN_BUF_INIT;
@@ -190,9 +196,9 @@ static int iter_type(const char *s, kn_iterator_type_t *t) {
 }
 
 static int filter_type(const char *s, kn_shard_filter_type_t *t) {
-  static const char *names[] = {"none", "after_shard_id", "at_trim_horizon",
-                                "from_trim_horizon", "at_latest", "at_timestamp",
-                                "from_timestamp"};
+  static const char *names[] = {
+      "none",      "after_shard_id", "at_trim_horizon", "from_trim_horizon",
+      "at_latest", "at_timestamp",   "from_timestamp"};
   for (int i = 0; i < 7; i++)
     if (strcmp(s, names[i]) == 0) {
       *t = (kn_shard_filter_type_t)i;
@@ -238,7 +244,8 @@ static int cmd_read(kn_client_t *kc, int argc, char **argv) {
       kn_batch_destroy(last);
       return fail(e);
     }
-    for (size_t i = 0; i < kn_batch_count(b); i++) record_json(kn_batch_record(b, i));
+    for (size_t i = 0; i < kn_batch_count(b); i++)
+      record_json(kn_batch_record(b, i));
     count += (long long)kn_batch_count(b);
     free(it);
     it = kn_batch_next_iterator(b) ? strdup(kn_batch_next_iterator(b)) : NULL;
@@ -270,8 +277,8 @@ static int cmd_drain(kn_client_t *kc, int argc, char **argv) {
   struct rusage ru0, ru1;
   getrusage(RUSAGE_SELF, &ru0);
   char *it = NULL;
-  kn_error_t *e = kn_get_shard_iterator(kc, argv[0], argv[1], KN_ITER_TRIM_HORIZON,
-                                        NULL, 0, &it);
+  kn_error_t *e = kn_get_shard_iterator(kc, argv[0], argv[1],
+                                        KN_ITER_TRIM_HORIZON, NULL, 0, &it);
   if (e) return fail(e);
   long long count = 0, bytes = 0, calls = 0;
   int empty = 0;
@@ -285,14 +292,17 @@ static int cmd_drain(kn_client_t *kc, int argc, char **argv) {
     count += (long long)kn_batch_count(b);
     bytes += (long long)b->bytes;
     empty = kn_batch_count(b) ? 0 : empty + 1;
-    if (kn_batch_next_iterator(b) && empty < 2) it = strdup(kn_batch_next_iterator(b));
+    if (kn_batch_next_iterator(b) && empty < 2)
+      it = strdup(kn_batch_next_iterator(b));
     kn_batch_destroy(b);
   }
   getrusage(RUSAGE_SELF, &ru1);
-  double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec -
-                        ru0.ru_stime.tv_sec) * 1e3 +
-               (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec -
-                        ru0.ru_stime.tv_usec) / 1e3;
+  double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+                        ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) *
+                   1e3 +
+               (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+                        ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
+                   1e3;
   kn_buf_append_char(&out, '{');
   jkn("count", count);
   jkn("bytes", bytes);
@@ -309,9 +319,11 @@ static int run(kn_client_t *kc, const char *cmd, int argc, char **argv) {
   if (strcmp(cmd, "create") == 0 && argc == 2) {
     e = kn_create_stream(kc, argv[0], atoi(argv[1]));
   } else if (strcmp(cmd, "delete") == 0 && argc >= 1) {
-    e = kn_delete_stream(kc, argv[0], argc > 1 && strcmp(argv[1], "enforce") == 0);
+    e = kn_delete_stream(kc, argv[0],
+                         argc > 1 && strcmp(argv[1], "enforce") == 0);
   } else if (strcmp(cmd, "wait") == 0 && argc == 3) {
-    e = kn_wait_stream(kc, argv[0], strcmp(argv[1], "deleted") == 0, atoi(argv[2]));
+    e = kn_wait_stream(kc, argv[0], strcmp(argv[1], "deleted") == 0,
+                       atoi(argv[2]));
   } else if (strcmp(cmd, "describe") == 0 && argc == 1) {
     kn_stream_summary_t *s;
     if (!(e = kn_describe_stream_summary(kc, argv[0], &s))) {
@@ -367,7 +379,8 @@ static int run(kn_client_t *kc, const char *cmd, int argc, char **argv) {
     if (!(e = kn_get_records(kc, argv[0], argc > 1 ? atoi(argv[1]) : 0, &b))) {
       jkey("records");
       kn_buf_append_char(&out, '[');
-      for (size_t i = 0; i < kn_batch_count(b); i++) record_json(kn_batch_record(b, i));
+      for (size_t i = 0; i < kn_batch_count(b); i++)
+        record_json(kn_batch_record(b, i));
       kn_buf_append_char(&out, ']');
       jkv("next", kn_batch_next_iterator(b));
       jkn("millis_behind", kn_batch_millis_behind(b));
@@ -386,8 +399,8 @@ static int run(kn_client_t *kc, const char *cmd, int argc, char **argv) {
     unsigned char *d = load_data(argv[2], &len);
     if (!d) return usage();
     char *seq, *shard;
-    if (!(e = kn_put_record(kc, argv[0], argv[1], d, len, argc == 4 ? argv[3] : NULL,
-                            &seq, &shard))) {
+    if (!(e = kn_put_record(kc, argv[0], argv[1], d, len,
+                            argc == 4 ? argv[3] : NULL, &seq, &shard))) {
       jkv("seq", seq);
       jkv("shard", shard);
       free(seq);
@@ -408,7 +421,8 @@ static int run(kn_client_t *kc, const char *cmd, int argc, char **argv) {
         snprintf(k, sizeof k, "%s%zu", argc > 3 ? argv[3] : "key-", i);
         keys[i] = strdup(k);
         datas[i] = malloc(size ? size : 1);
-        for (size_t j = 0; j < size; j++) datas[i][j] = (unsigned char)(i * 31 + j);
+        for (size_t j = 0; j < size; j++)
+          datas[i][j] = (unsigned char)(i * 31 + j);
         ents[i].len = size;
       } else {
         /* KEY=DATA[=EHK] */

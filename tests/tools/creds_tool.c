@@ -4,9 +4,9 @@
  *   creds_tool [-X name=value]... [--gets N] [--interval-ms MS]
  *
  * Prints one "settings ..." line, then one line per get:
- *   get=1 source=imds akid=ASIA... expires=1700000000000 secret_sha256=HEX token_sha256=HEX|none
- * or "error=NAME message=..." (exit 1; 2 for a settings error).  Secrets
- * are printed only as SHA-256 hashes. */
+ *   get=1 source=imds akid=ASIA... expires=1700000000000 secret_sha256=HEX
+ * token_sha256=HEX|none or "error=NAME message=..." (exit 1; 2 for a settings
+ * error).  Secrets are printed only as SHA-256 hashes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +26,9 @@ static void sha_hex(const char *s, char out[2 * KN_SHA256_LEN + 1]) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: creds_tool [-X name=value]... [--gets N] [--interval-ms MS]\n");
+  fprintf(
+      stderr,
+      "usage: creds_tool [-X name=value]... [--gets N] [--interval-ms MS]\n");
   return 2;
 }
 
@@ -58,12 +60,13 @@ int main(int argc, char **argv) {
   kn_error_t *e = kn_aws_settings_load(&s, conf, &log);
   kn_conf_destroy(conf);
   if (e) {
-    printf("error=%s message=%s\n", kn_err2name(kn_error_code(e)), kn_error_string(e));
+    printf("error=%s message=%s\n", kn_err2name(kn_error_code(e)),
+           kn_error_string(e));
     kn_error_destroy(e);
     return 2;
   }
-  printf("settings region=%s profile=%s kinesis=%s sts=%s user_agent=%s\n", s.region,
-         s.profile, s.kinesis_endpoint, s.sts_endpoint, s.user_agent);
+  printf("settings region=%s profile=%s kinesis=%s sts=%s user_agent=%s\n",
+         s.region, s.profile, s.kinesis_endpoint, s.sts_endpoint, s.user_agent);
   kn_creds_provider_t *p = kn_creds_provider_new(&s, &e);
   kn_aws_settings_clear(&s);
   int rc = 0;
@@ -75,13 +78,16 @@ int main(int argc, char **argv) {
     char sh[2 * KN_SHA256_LEN + 1], th[2 * KN_SHA256_LEN + 1] = "none";
     sha_hex(c.secret_access_key, sh);
     if (c.session_token) sha_hex(c.session_token, th);
-    printf("get=%d source=%s akid=%s expires=%lld secret_sha256=%s token_sha256=%s\n", i,
-           c.source, c.access_key_id, (long long)c.expires_ms, sh, th);
+    printf(
+        "get=%d source=%s akid=%s expires=%lld secret_sha256=%s "
+        "token_sha256=%s\n",
+        i, c.source, c.access_key_id, (long long)c.expires_ms, sh, th);
     fflush(stdout);
     kn_creds_clear(&c);
   }
   if (e) {
-    printf("error=%s message=%s\n", kn_err2name(kn_error_code(e)), kn_error_string(e));
+    printf("error=%s message=%s\n", kn_err2name(kn_error_code(e)),
+           kn_error_string(e));
     kn_error_destroy(e);
     rc = 1;
   }

@@ -91,8 +91,9 @@ static long peak_rss_kb(void) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: efo_tool [-X name=value]... STREAM [-c N] [-e] "
-                  "[-t MS] [-T MS] [-w MS] [-s FILE] [-q] [-C]\n");
+  fprintf(stderr,
+          "usage: efo_tool [-X name=value]... STREAM [-c N] [-e] "
+          "[-t MS] [-T MS] [-w MS] [-s FILE] [-q] [-C]\n");
   return 2;
 }
 
@@ -137,7 +138,8 @@ int main(int argc, char **argv) {
     }
   }
   if (!stream) return usage();
-  if (kn_conf_set(conf, "stream", stream, errstr, sizeof(errstr)) != KN_CONF_OK) {
+  if (kn_conf_set(conf, "stream", stream, errstr, sizeof(errstr)) !=
+      KN_CONF_OK) {
     fprintf(stderr, "efo_tool: %s\n", errstr);
     return 2;
   }
@@ -214,7 +216,9 @@ int main(int argc, char **argv) {
   getrusage(RUSAGE_SELF, &ru);
   double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-  fprintf(stderr, "SUMMARY {\"records\":%lld,\"bytes\":%lld,\"cpu_s\":%.4f,"
-                  "\"maxrss_kb\":%ld}\n", count, bytes, cpu, peak_rss_kb());
+  fprintf(stderr,
+          "SUMMARY {\"records\":%lld,\"bytes\":%lld,\"cpu_s\":%.4f,"
+          "\"maxrss_kb\":%ld}\n",
+          count, bytes, cpu, peak_rss_kb());
   return rc;
 }

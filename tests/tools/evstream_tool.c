@@ -63,8 +63,10 @@ static int dump_msg(void *opaque, kn_evs_decoder_t *d, const kn_evs_msg_t *m) {
     fputs("header ", out);
     put_hex(out, (const uint8_t *)h->name, h->name_len);
     fprintf(out, " %s ", kn_evs_type_name(h->type));
-    if (h->val) put_hex(out, h->val, h->val_len);
-    else fprintf(out, "%lld", (long long)h->num);
+    if (h->val)
+      put_hex(out, h->val, h->val_len);
+    else
+      fprintf(out, "%lld", (long long)h->num);
     fputc('\n', out);
   }
   fputs("payload ", out);
@@ -115,10 +117,14 @@ static int cmd_decode(int argc, char **argv) {
 static const struct {
   const char *name;
   kn_evs_type_t type;
-} type_names[] = {{"byte", KN_EVS_BYTE},     {"short", KN_EVS_SHORT},
-                  {"int", KN_EVS_INT},       {"long", KN_EVS_LONG},
-                  {"bytes", KN_EVS_BYTES},   {"string", KN_EVS_STRING},
-                  {"timestamp", KN_EVS_TIMESTAMP}, {"uuid", KN_EVS_UUID}};
+} type_names[] = {{"byte", KN_EVS_BYTE},
+                  {"short", KN_EVS_SHORT},
+                  {"int", KN_EVS_INT},
+                  {"long", KN_EVS_LONG},
+                  {"bytes", KN_EVS_BYTES},
+                  {"string", KN_EVS_STRING},
+                  {"timestamp", KN_EVS_TIMESTAMP},
+                  {"uuid", KN_EVS_UUID}};
 
 /* Decodes hex ("-" is empty) into a new allocation. */
 static uint8_t *unhex(const char *s, size_t *n) {
@@ -283,18 +289,22 @@ static void make_event(kn_buf_t *p, size_t size) {
   kn_buf_append_str(p, "{\"Records\":[");
   char data[1368 + 1];
   for (size_t i = 0; i < sizeof(data) - 1; i++)
-    data[i] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-        [i * 7 % 64];
+    data[i] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[i *
+                                                                           7 %
+                                                                           64];
   data[sizeof(data) - 1] = 0;
   for (int i = 0; p->len < size; i++)
-    kn_buf_printf(p, "%s{\"SequenceNumber\":\"4968068133154170545668521448319"
-                     "%025d\",\"ApproximateArrivalTimestamp\":1700000000.123,"
-                     "\"Data\":\"%s\",\"PartitionKey\":\"pk-%d\","
-                     "\"EncryptionType\":\"NONE\"}",
+    kn_buf_printf(p,
+                  "%s{\"SequenceNumber\":\"4968068133154170545668521448319"
+                  "%025d\",\"ApproximateArrivalTimestamp\":1700000000.123,"
+                  "\"Data\":\"%s\",\"PartitionKey\":\"pk-%d\","
+                  "\"EncryptionType\":\"NONE\"}",
                   i ? "," : "", i, data, i);
-  kn_buf_append_str(p, "],\"ContinuationSequenceNumber\":\"49680681331541705456"
-                       "685214483199093715879666769899552770\","
-                       "\"MillisBehindLatest\":0,\"ChildShards\":null}");
+  kn_buf_append_str(p,
+                    "],\"ContinuationSequenceNumber\":\"49680681331541705456"
+                    "685214483199093715879666769899552770\","
+                    "\"MillisBehindLatest\":0,\"ChildShards\":null}");
 }
 
 static int cmd_bench(int argc, char **argv) {
@@ -345,7 +355,8 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "decode") == 0) return cmd_decode(argc, argv);
   if (argc > 1 && strcmp(argv[1], "encode") == 0) return cmd_encode();
   if (argc > 1 && strcmp(argv[1], "bench") == 0) return cmd_bench(argc, argv);
-  fprintf(stderr, "usage: evstream_tool decode [SEED [MAXCHUNK]] | encode | "
-                  "bench [MB [FRAME_KB]]\n");
+  fprintf(stderr,
+          "usage: evstream_tool decode [SEED [MAXCHUNK]] | encode | "
+          "bench [MB [FRAME_KB]]\n");
   return 2;
 }

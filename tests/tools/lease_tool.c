@@ -52,7 +52,8 @@ static kn_lease_store_t *open_store(void *opaque, kn_error_t **errp) {
   } else if (strncmp(spec, "dynamodb:", 9) == 0) {
     ls = client ? kn_lease_store_open(spec, client, errp)
                 : kn_lease_store_dynamodb_open_conf(spec + 9, conf, errp);
-    if (ls && scan_limit) kn_lease_store_dynamodb_set_scan_limit(ls, scan_limit);
+    if (ls && scan_limit)
+      kn_lease_store_dynamodb_set_scan_limit(ls, scan_limit);
   } else {
     ls = kn_lease_store_open(spec, NULL, errp);
   }
@@ -193,8 +194,7 @@ static int racer(kn_lease_store_t *ls, const char *key, const char *owner) {
     long long counter;
     if (sscanf(line, "%lld %255s", &counter, old) != 2) break;
     int64_t c = -1;
-    kn_error_t *e =
-        ls->ops->take(ls, key, counter, dash(old), owner, &c);
+    kn_error_t *e = ls->ops->take(ls, key, counter, dash(old), owner, &c);
     if (!e) {
       printf("won %lld\n", (long long)c);
     } else if (kn_error_code(e) == KN_ERR_CONDITIONAL_CHECK_FAILED) {
@@ -210,8 +210,9 @@ static int racer(kn_lease_store_t *ls, const char *key, const char *owner) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: lease_tool [options] COMMAND SPEC ... (see the "
-                  "source)\n");
+  fprintf(stderr,
+          "usage: lease_tool [options] COMMAND SPEC ... (see the "
+          "source)\n");
   return 2;
 }
 
@@ -254,7 +255,8 @@ static int run(int argc, char **argv) {
     e = ls->ops->list(ls, &v, &n);
     if (!e) {
       json_t *a = json_array();
-      for (size_t i = 0; i < n; i++) json_array_append_new(a, lease_json(&v[i]));
+      for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, lease_json(&v[i]));
       print_json(a);
       kn_lease_array_free(v, n);
     }
@@ -269,19 +271,18 @@ static int run(int argc, char **argv) {
       kn_lease_clear(&l);
     }
   } else if (strcmp(cmd, "take") == 0 && argc == 6) {
-    rc = done(ls->ops->take(ls, argv[2], num(argv[3]), dash(argv[4]), argv[5],
-                            &c),
-              &c);
+    rc = done(
+        ls->ops->take(ls, argv[2], num(argv[3]), dash(argv[4]), argv[5], &c),
+        &c);
   } else if (strcmp(cmd, "renew") == 0 && argc == 5) {
     char *to = NULL;
-    rc = done(ls->ops->renew(ls, argv[2], num(argv[3]), argv[4], &c, &to),
-              &c);
+    rc = done(ls->ops->renew(ls, argv[2], num(argv[3]), argv[4], &c, &to), &c);
     if (to) printf("handoff to %s\n", to);
     free(to);
   } else if (strcmp(cmd, "release") == 0 && argc == 5) {
     rc = done(ls->ops->release(ls, argv[2], num(argv[3]), argv[4], &c), &c);
-  } else if (strcmp(cmd, "checkpoint") == 0 && (argc == 7 || argc == 9 ||
-                                                argc == 10)) {
+  } else if (strcmp(cmd, "checkpoint") == 0 &&
+             (argc == 7 || argc == 9 || argc == 10)) {
     const char *pending = argc >= 9 ? dash(argv[7]) : NULL;
     int64_t psub = argc >= 9 ? num(argv[8]) : 0;
     const char *hex = argc == 10 ? dash(argv[9]) : NULL;
@@ -296,10 +297,10 @@ static int run(int argc, char **argv) {
         return usage();
       }
     }
-    rc = done(ls->ops->checkpoint(ls, argv[2], num(argv[3]), argv[4],
-                                  dash(argv[5]), num(argv[6]), pending, psub,
-                                  state, state_len, &c),
-              &c);
+    rc = done(
+        ls->ops->checkpoint(ls, argv[2], num(argv[3]), argv[4], dash(argv[5]),
+                            num(argv[6]), pending, psub, state, state_len, &c),
+        &c);
     free(state);
   } else if (strcmp(cmd, "children") == 0 && argc >= 3) {
     rc = done(ls->ops->set_children(ls, argv[2], argv + 3, (size_t)argc - 3),

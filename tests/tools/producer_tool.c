@@ -73,9 +73,12 @@ static int produce(int argc, char **argv) {
   kn_conf_set(c, "stream", argv[2], NULL, 0);
   long n = atol(argv[3]), keys = 0, rate = 0, size = 0;
   for (int i = 4; i < argc; i++) {
-    if (!strcmp(argv[i], "--keys") && i + 1 < argc) keys = atol(argv[++i]);
-    else if (!strcmp(argv[i], "--rate") && i + 1 < argc) rate = atol(argv[++i]);
-    else if (!strcmp(argv[i], "--size") && i + 1 < argc) size = atol(argv[++i]);
+    if (!strcmp(argv[i], "--keys") && i + 1 < argc)
+      keys = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+      rate = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--size") && i + 1 < argc)
+      size = atol(argv[++i]);
     else if (!strcmp(argv[i], "-X") && i + 1 < argc) {
       if (set_prop(c, argv[++i])) return 2;
     } else {
@@ -96,7 +99,8 @@ static int produce(int argc, char **argv) {
   for (long i = 0; i < n; i++) {
     if (rate > 0) {
       int64_t due = start + i * 1000 / rate;
-      while (kn_mono_ms() < due) kn_producer_poll(kp, (int)(due - kn_mono_ms()));
+      while (kn_mono_ms() < due)
+        kn_producer_poll(kp, (int)(due - kn_mono_ms()));
     }
     char key[64];
     snprintf(key, sizeof(key), "key-%ld", keys > 0 ? i % keys : i);
@@ -121,11 +125,12 @@ static int produce(int argc, char **argv) {
   kn_error_destroy(e);
   unsigned long long ok = kn_producer_counter(kp, KN_PC_DELIVERED),
                      failed = kn_producer_counter(kp, KN_PC_FAILED);
-  printf("{\"summary\":{\"delivered\":%llu,\"failed\":%llu,\"retries\":%llu,"
-         "\"calls\":%llu,\"refreshes\":%llu}}\n", ok, failed,
-         (unsigned long long)kn_producer_counter(kp, KN_PC_RETRIES),
-         (unsigned long long)kn_producer_counter(kp, KN_PC_CALLS),
-         (unsigned long long)kn_producer_counter(kp, KN_PC_MAP_REFRESHES));
+  printf(
+      "{\"summary\":{\"delivered\":%llu,\"failed\":%llu,\"retries\":%llu,"
+      "\"calls\":%llu,\"refreshes\":%llu}}\n",
+      ok, failed, (unsigned long long)kn_producer_counter(kp, KN_PC_RETRIES),
+      (unsigned long long)kn_producer_counter(kp, KN_PC_CALLS),
+      (unsigned long long)kn_producer_counter(kp, KN_PC_MAP_REFRESHES));
   kn_producer_destroy(kp);
   return failed || ok != (unsigned long long)n ? 5 : 0;
 }
@@ -149,7 +154,8 @@ static int read_stream(int argc, char **argv) {
   while (kn_mono_ms() < end) {
     kn_batch_t *b = kn_consumer_poll(kc, 200);
     if (kn_consumer_fatal_error(kc)) {
-      fprintf(stderr, "consumer: %s\n", kn_error_string(kn_consumer_fatal_error(kc)));
+      fprintf(stderr, "consumer: %s\n",
+              kn_error_string(kn_consumer_fatal_error(kc)));
       break;
     }
     if (!b) {
@@ -181,6 +187,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOFBF, 1 << 16);
   if (argc >= 2 && !strcmp(argv[1], "produce")) return produce(argc, argv);
   if (argc >= 2 && !strcmp(argv[1], "read")) return read_stream(argc, argv);
-  fprintf(stderr, "usage: producer_tool produce STREAM N [options] | read STREAM\n");
+  fprintf(stderr,
+          "usage: producer_tool produce STREAM N [options] | read STREAM\n");
   return 2;
 }

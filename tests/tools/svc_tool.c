@@ -5,7 +5,8 @@
  *     -X name=value       a client property (kinesis.endpoint, http.version,
  *                         ssl.verify, retry.*, http.*)
  *     --service NAME      kinesis (default) or dynamodb
- *     --attempts N        max attempts of each call (default: retry.max.attempts)
+ *     --attempts N        max attempts of each call (default:
+ * retry.max.attempts)
  *     --timeout-ms N      per attempt (default: http.request.timeout.ms)
  *     --repeat N          N blocking calls one after the other
  *     --chain N           N calls one after the other, each started by the
@@ -34,12 +35,14 @@
 static void usage(void) {
   fprintf(stderr,
           "usage: svc_tool [-X prop=value]... [--service kinesis|dynamodb] "
-          "[--attempts N] [--timeout-ms N] [--repeat N | --chain N | --concurrent N] [-v] "
+          "[--attempts N] [--timeout-ms N] [--repeat N | --chain N | "
+          "--concurrent N] [-v] "
           "ACTION [JSON]\n");
 }
 
-static void print_result(const char *action, kn_error_t *err, const kn_buf_t *body,
-                         int attempts, int status, double ms) {
+static void print_result(const char *action, kn_error_t *err,
+                         const kn_buf_t *body, int attempts, int status,
+                         double ms) {
   kn_buf_t o = KN_BUF_INIT;
   kn_buf_printf(&o, "{\"action\":");
   kn_buf_append_json_str(&o, action, strlen(action));
@@ -49,8 +52,10 @@ static void print_result(const char *action, kn_error_t *err, const kn_buf_t *bo
   if (err) {
     const char *t = kn_error_type(err);
     kn_buf_printf(&o, ",\"type\":");
-    if (t) kn_buf_append_json_str(&o, t, strlen(t));
-    else kn_buf_append_str(&o, "null");
+    if (t)
+      kn_buf_append_json_str(&o, t, strlen(t));
+    else
+      kn_buf_append_str(&o, "null");
     kn_buf_printf(&o, ",\"retriable\":%s,\"throttling\":%s,\"error\":",
                   kn_error_is_retriable(err) ? "true" : "false",
                   kn_error_is_throttling(err) ? "true" : "false");
@@ -81,10 +86,13 @@ static void fan_cb(void *opaque, kn_call_result_t *res) {
   struct fan *f = opaque;
   if (res->err) {
     f->errors++;
-    if (!f->first_err) f->first_err = res->err;
-    else kn_error_destroy(res->err);
+    if (!f->first_err)
+      f->first_err = res->err;
+    else
+      kn_error_destroy(res->err);
   }
-  if (res->attempts > f->max_attempts_seen) f->max_attempts_seen = res->attempts;
+  if (res->attempts > f->max_attempts_seen)
+    f->max_attempts_seen = res->attempts;
   if (++f->done == f->started) {
     pthread_mutex_lock(&f->lock);
     pthread_cond_signal(&f->cond);
@@ -102,8 +110,10 @@ static void fan_start(void *arg) {
     if (!kn_svc_call(f->svc, f->action, &body, &f->opts, fan_cb, f, &err)) {
       f->started--;
       f->errors++;
-      if (!f->first_err) f->first_err = err;
-      else kn_error_destroy(err);
+      if (!f->first_err)
+        f->first_err = err;
+      else
+        kn_error_destroy(err);
     }
   }
   if (f->started == 0) {
@@ -148,7 +158,8 @@ static void one_start(void *arg) {
   struct one *o = arg;
   kn_buf_t body = KN_BUF_INIT;
   kn_buf_append_str(&body, o->json);
-  if (!kn_svc_call(o->svc, o->action, &body, &o->opts, one_cb, o, &o->err)) one_done(o);
+  if (!kn_svc_call(o->svc, o->action, &body, &o->opts, one_cb, o, &o->err))
+    one_done(o);
 }
 
 /* --chain: the next call starts from the previous one's callback. */
@@ -163,10 +174,13 @@ static void chain_cb(void *opaque, kn_call_result_t *res) {
   struct chain *c = opaque;
   if (res->err) {
     c->f.errors++;
-    if (!c->f.first_err) c->f.first_err = res->err;
-    else kn_error_destroy(res->err);
+    if (!c->f.first_err)
+      c->f.first_err = res->err;
+    else
+      kn_error_destroy(res->err);
   }
-  if (res->attempts > c->f.max_attempts_seen) c->f.max_attempts_seen = res->attempts;
+  if (res->attempts > c->f.max_attempts_seen)
+    c->f.max_attempts_seen = res->attempts;
   c->f.done++;
   chain_next(c);
 }
@@ -177,11 +191,15 @@ static void chain_next(struct chain *c) {
     kn_buf_t body = KN_BUF_INIT;
     kn_buf_append_str(&body, c->f.json);
     kn_error_t *err = NULL;
-    if (kn_svc_call(c->f.svc, c->f.action, &body, &c->f.opts, chain_cb, c, &err)) return;
+    if (kn_svc_call(c->f.svc, c->f.action, &body, &c->f.opts, chain_cb, c,
+                    &err))
+      return;
     c->f.errors++;
     c->f.done++;
-    if (!c->f.first_err) c->f.first_err = err;
-    else kn_error_destroy(err);
+    if (!c->f.first_err)
+      c->f.first_err = err;
+    else
+      kn_error_destroy(err);
   }
   pthread_mutex_lock(&c->f.lock);
   c->f.started = 1; /* finished */
@@ -221,7 +239,8 @@ int main(int argc, char **argv) {
         return 2;
       }
       *eq = '\0';
-      if (kn_conf_set(conf, next, eq + 1, errstr, sizeof(errstr)) != KN_CONF_OK) {
+      if (kn_conf_set(conf, next, eq + 1, errstr, sizeof(errstr)) !=
+          KN_CONF_OK) {
         fprintf(stderr, "svc_tool: %s\n", errstr);
         return 2;
       }
@@ -260,7 +279,8 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  kn_logger_t lg = {.level = verbose ? KN_LOG_DEBUG : KN_LOG_WARN, .name = "svc_tool"};
+  kn_logger_t lg = {.level = verbose ? KN_LOG_DEBUG : KN_LOG_WARN,
+                    .name = "svc_tool"};
   kn_aws_settings_t s;
   memset(&s, 0, sizeof(s));
   kn_error_t *err = kn_aws_settings_load(&s, conf, &lg);
@@ -271,8 +291,10 @@ int main(int argc, char **argv) {
   if (!err) loop = kn_loop_new(&s.http, &err);
   if (!err) creds = kn_creds_provider_new(&s, &err);
   if (!err)
-    svc = kn_svc_new(loop, creds, &s, def,
-                     def == &kn_svc_dynamodb ? s.dynamodb_endpoint : s.kinesis_endpoint, &err);
+    svc = kn_svc_new(
+        loop, creds, &s, def,
+        def == &kn_svc_dynamodb ? s.dynamodb_endpoint : s.kinesis_endpoint,
+        &err);
   if (err) {
     fprintf(stderr, "svc_tool: %s\n", kn_error_string(err));
     kn_error_destroy(err);
@@ -287,8 +309,9 @@ int main(int argc, char **argv) {
   int64_t t0 = kn_mono_us();
   int calls = 0, errors = 0, max_attempts = 0;
   if (chain) {
-    struct chain c = {.f = {.svc = svc, .action = action, .json = json, .opts = opts},
-                      .left = chain};
+    struct chain c = {
+        .f = {.svc = svc, .action = action, .json = json, .opts = opts},
+        .left = chain};
     pthread_mutex_init(&c.f.lock, NULL);
     pthread_cond_init(&c.f.cond, NULL);
     pthread_mutex_lock(&c.f.lock);
@@ -298,12 +321,18 @@ int main(int argc, char **argv) {
     calls = chain;
     errors = c.f.errors;
     max_attempts = c.f.max_attempts_seen;
-    if (c.f.first_err) fprintf(stderr, "svc_tool: first error: %s\n", kn_error_string(c.f.first_err));
+    if (c.f.first_err)
+      fprintf(stderr, "svc_tool: first error: %s\n",
+              kn_error_string(c.f.first_err));
     kn_error_destroy(c.f.first_err);
     pthread_mutex_destroy(&c.f.lock);
     pthread_cond_destroy(&c.f.cond);
   } else if (concurrent) {
-    struct fan f = {.svc = svc, .action = action, .json = json, .opts = opts, .n = concurrent};
+    struct fan f = {.svc = svc,
+                    .action = action,
+                    .json = json,
+                    .opts = opts,
+                    .n = concurrent};
     pthread_mutex_init(&f.lock, NULL);
     pthread_cond_init(&f.cond, NULL);
     pthread_mutex_lock(&f.lock);
@@ -314,7 +343,9 @@ int main(int argc, char **argv) {
     calls = concurrent;
     errors = f.errors;
     max_attempts = f.max_attempts_seen;
-    if (f.first_err) fprintf(stderr, "svc_tool: first error: %s\n", kn_error_string(f.first_err));
+    if (f.first_err)
+      fprintf(stderr, "svc_tool: first error: %s\n",
+              kn_error_string(f.first_err));
     kn_error_destroy(f.first_err);
     pthread_mutex_destroy(&f.lock);
     pthread_cond_destroy(&f.cond);
@@ -323,7 +354,8 @@ int main(int argc, char **argv) {
       int64_t c0 = kn_mono_us();
       if (repeat == 1) {
         /* An asynchronous call, to see its attempts and status. */
-        struct one o = {.svc = svc, .action = action, .json = json, .opts = opts};
+        struct one o = {
+            .svc = svc, .action = action, .json = json, .opts = opts};
         pthread_mutex_init(&o.lock, NULL);
         pthread_cond_init(&o.cond, NULL);
         pthread_mutex_lock(&o.lock);
@@ -342,7 +374,8 @@ int main(int argc, char **argv) {
         kn_buf_t out = KN_BUF_INIT;
         err = kn_svc_call_sync(svc, action, json, strlen(json), &opts, &out);
         if (err && ++errors <= 3)
-          fprintf(stderr, "svc_tool: call %d: %s\n", i + 1, kn_error_string(err));
+          fprintf(stderr, "svc_tool: call %d: %s\n", i + 1,
+                  kn_error_string(err));
         kn_error_destroy(err);
         kn_buf_free(&out);
       }
@@ -354,12 +387,13 @@ int main(int argc, char **argv) {
   kn_http_stats_t st;
   void *sa[2] = {loop, &st};
   kn_loop_call(loop, get_stats, sa);
-  printf("{\"calls\":%d,\"errors\":%d,\"max_attempts\":%d,\"requests\":%llu,"
-         "\"connects\":%llu,\"http2\":%llu,\"wall_s\":%.3f,\"cpu_user_s\":%.3f,"
-         "\"cpu_sys_s\":%.3f}\n",
-         calls, errors, max_attempts, (unsigned long long)st.requests,
-         (unsigned long long)st.connects, (unsigned long long)st.http2, wall, u1 - u0,
-         s1 - s0);
+  printf(
+      "{\"calls\":%d,\"errors\":%d,\"max_attempts\":%d,\"requests\":%llu,"
+      "\"connects\":%llu,\"http2\":%llu,\"wall_s\":%.3f,\"cpu_user_s\":%.3f,"
+      "\"cpu_sys_s\":%.3f}\n",
+      calls, errors, max_attempts, (unsigned long long)st.requests,
+      (unsigned long long)st.connects, (unsigned long long)st.http2, wall,
+      u1 - u0, s1 - s0);
   kn_svc_destroy(svc);
   kn_loop_destroy(loop);
   kn_creds_provider_destroy(creds);

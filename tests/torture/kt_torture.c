@@ -68,10 +68,16 @@ static int refuse(const void *caller) {
 #define CALLER __builtin_return_address(1)
 
 void *kt_tt_malloc(size_t n) { return refuse(CALLER) ? NULL : malloc(n); }
-void *kt_tt_calloc(size_t n, size_t m) { return refuse(CALLER) ? NULL : calloc(n, m); }
-void *kt_tt_realloc(void *p, size_t n) { return refuse(CALLER) ? NULL : realloc(p, n); }
+void *kt_tt_calloc(size_t n, size_t m) {
+  return refuse(CALLER) ? NULL : calloc(n, m);
+}
+void *kt_tt_realloc(void *p, size_t n) {
+  return refuse(CALLER) ? NULL : realloc(p, n);
+}
 char *kt_tt_strdup(const char *s) { return refuse(CALLER) ? NULL : strdup(s); }
-char *kt_tt_strndup(const char *s, size_t n) { return refuse(CALLER) ? NULL : strndup(s, n); }
+char *kt_tt_strndup(const char *s, size_t n) {
+  return refuse(CALLER) ? NULL : strndup(s, n);
+}
 
 int kt_tt_vasprintf(char **out, const char *fmt, va_list ap) {
   if (refuse(CALLER)) return -1;

@@ -27,52 +27,54 @@ static inline uint64_t kt_rand(uint64_t *state) {
  * machine under AddressSanitizer stays well below it. */
 #define KT_PROMPT_MS 20000
 
-#define KT_CHECK(cond)                                                        \
-  do {                                                                        \
-    kt_checks++;                                                              \
-    if (!(cond)) {                                                            \
-      kt_failures++;                                                          \
-      if (!kt_quiet)                                                          \
-        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                         \
+#define KT_CHECK(cond)                                                   \
+  do {                                                                   \
+    kt_checks++;                                                         \
+    if (!(cond)) {                                                       \
+      kt_failures++;                                                     \
+      if (!kt_quiet)                                                     \
+        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+                #cond);                                                  \
+    }                                                                    \
   } while (0)
 
-#define KT_CHECK_MSG(cond, ...)                                               \
-  do {                                                                        \
-    kt_checks++;                                                              \
-    if (!(cond)) {                                                            \
-      kt_failures++;                                                          \
-      if (!kt_quiet) {                                                        \
-        fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-        fprintf(stderr, __VA_ARGS__);                                         \
-        fputc('\n', stderr);                                                  \
-      }                                                                       \
-    }                                                                         \
+#define KT_CHECK_MSG(cond, ...)                                          \
+  do {                                                                   \
+    kt_checks++;                                                         \
+    if (!(cond)) {                                                       \
+      kt_failures++;                                                     \
+      if (!kt_quiet) {                                                   \
+        fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, \
+                #cond);                                                  \
+        fprintf(stderr, __VA_ARGS__);                                    \
+        fputc('\n', stderr);                                             \
+      }                                                                  \
+    }                                                                    \
   } while (0)
 
-#define KT_CHECK_STR(a, b)                                                    \
-  do {                                                                        \
-    const char *kt_a_ = (a), *kt_b_ = (b);                                    \
-    kt_checks++;                                                              \
-    if (!kt_a_ || !kt_b_ || strcmp(kt_a_, kt_b_) != 0) {                      \
-      kt_failures++;                                                          \
-      if (!kt_quiet)                                                          \
-        fprintf(stderr, "%s:%d: %s == %s: \"%s\" != \"%s\"\n", __FILE__,      \
-              __LINE__, #a, #b, kt_a_ ? kt_a_ : "(null)",                     \
-              kt_b_ ? kt_b_ : "(null)");                                      \
-    }                                                                         \
+#define KT_CHECK_STR(a, b)                                               \
+  do {                                                                   \
+    const char *kt_a_ = (a), *kt_b_ = (b);                               \
+    kt_checks++;                                                         \
+    if (!kt_a_ || !kt_b_ || strcmp(kt_a_, kt_b_) != 0) {                 \
+      kt_failures++;                                                     \
+      if (!kt_quiet)                                                     \
+        fprintf(stderr, "%s:%d: %s == %s: \"%s\" != \"%s\"\n", __FILE__, \
+                __LINE__, #a, #b, kt_a_ ? kt_a_ : "(null)",              \
+                kt_b_ ? kt_b_ : "(null)");                               \
+    }                                                                    \
   } while (0)
 
-#define KT_CHECK_INT(a, b)                                                    \
-  do {                                                                        \
-    long long kt_a_ = (long long)(a), kt_b_ = (long long)(b);                 \
-    kt_checks++;                                                              \
-    if (kt_a_ != kt_b_) {                                                     \
-      kt_failures++;                                                          \
-      if (!kt_quiet)                                                          \
+#define KT_CHECK_INT(a, b)                                                     \
+  do {                                                                         \
+    long long kt_a_ = (long long)(a), kt_b_ = (long long)(b);                  \
+    kt_checks++;                                                               \
+    if (kt_a_ != kt_b_) {                                                      \
+      kt_failures++;                                                           \
+      if (!kt_quiet)                                                           \
         fprintf(stderr, "%s:%d: %s == %s: %lld != %lld\n", __FILE__, __LINE__, \
-              #a, #b, kt_a_, kt_b_);                                          \
-    }                                                                         \
+                #a, #b, kt_a_, kt_b_);                                         \
+    }                                                                          \
   } while (0)
 
 #ifdef KT_TORTURE
@@ -94,20 +96,22 @@ static long kt_tt_at;
 
 __attribute__((unused)) static void kt_tt_hang(int sig) {
   char m[256];
-  int n = snprintf(m, sizeof(m), "torture: %s hangs with allocation %ld failing\n",
-                   kt_tt_test, kt_tt_at);
+  int n =
+      snprintf(m, sizeof(m), "torture: %s hangs with allocation %ld failing\n",
+               kt_tt_test, kt_tt_at);
   (void)sig;
   if (n > 0 && write(2, m, (size_t)n) < 0) _exit(4);
   _exit(3);
 }
 
-__attribute__((unused)) static void kt_torture_run(void (*fn)(void), const char *name) {
+__attribute__((unused)) static void kt_torture_run(void (*fn)(void),
+                                                   const char *name) {
   int before = kt_failures;
   kt_tt_arm(0);
   fn();
   long total = kt_tt_count();
-  fprintf(stderr, "%s %s (%ld allocations)\n", kt_failures == before ? "ok  " : "FAIL",
-          name, total);
+  fprintf(stderr, "%s %s (%ld allocations)\n",
+          kt_failures == before ? "ok  " : "FAIL", name, total);
   if (kt_failures != before) return;
   const char *max_s = getenv("KT_TORTURE_MAX"), *at_s = getenv("KT_TORTURE_AT");
   long max = max_s ? atol(max_s) : 0, at = at_s ? atol(at_s) : 0;
@@ -135,17 +139,18 @@ __attribute__((unused)) static void kt_torture_run(void (*fn)(void), const char 
 
 #define KT_RUN(fn) kt_torture_run(fn, #fn)
 #else
-#define KT_RUN(fn)                                                            \
-  do {                                                                        \
-    int kt_before_ = kt_failures;                                             \
-    fn();                                                                     \
-    fprintf(stderr, "%s %s\n", kt_failures == kt_before_ ? "ok  " : "FAIL", #fn); \
+#define KT_RUN(fn)                                                          \
+  do {                                                                      \
+    int kt_before_ = kt_failures;                                           \
+    fn();                                                                   \
+    fprintf(stderr, "%s %s\n", kt_failures == kt_before_ ? "ok  " : "FAIL", \
+            #fn);                                                           \
   } while (0)
 
 #endif
 
-#define KT_DONE()                                                             \
-  (fprintf(stderr, "%d checks, %d failed\n", kt_checks, kt_failures),         \
+#define KT_DONE()                                                     \
+  (fprintf(stderr, "%d checks, %d failed\n", kt_checks, kt_failures), \
    kt_failures ? 1 : 0)
 
 #endif

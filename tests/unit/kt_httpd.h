@@ -18,8 +18,8 @@
 typedef struct kt_httpd_req {
   char method[16];
   char path[256];
-  char head[8192];   /* request line and headers */
-  char *body;        /* NUL-terminated */
+  char head[8192]; /* request line and headers */
+  char *body;      /* NUL-terminated */
   size_t body_len;
 } kt_httpd_req_t;
 
@@ -57,7 +57,8 @@ static size_t kt_content_length(const char *head) {
   const char *p = head;
   while ((p = strchr(p, '\n')) != NULL) {
     p++;
-    if (strncasecmp(p, "Content-Length:", 15) == 0) return (size_t)strtoul(p + 15, NULL, 10);
+    if (strncasecmp(p, "Content-Length:", 15) == 0)
+      return (size_t)strtoul(p + 15, NULL, 10);
   }
   return 0;
 }
@@ -119,7 +120,8 @@ static void *kt_conn_main(void *arg) {
     }
   }
 done:
-  shutdown(a.fd, SHUT_RDWR); /* closed by kt_httpd_stop, so fds are not reused */
+  shutdown(a.fd,
+           SHUT_RDWR); /* closed by kt_httpd_stop, so fds are not reused */
   free(in);
   free(out);
   return NULL;
@@ -165,7 +167,8 @@ static int kt_httpd_start(kt_httpd_t *s, kt_httpd_fn fn, void *ud) {
   memset(&sa, 0, sizeof(sa));
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(s->fd, 64)) return -1;
+  if (bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(s->fd, 64))
+    return -1;
   socklen_t sl = sizeof(sa);
   getsockname(s->fd, (struct sockaddr *)&sa, &sl);
   s->port = ntohs(sa.sin_port);
@@ -187,9 +190,9 @@ static void kt_httpd_stop(kt_httpd_t *s) {
 /* A response with a body and optional extra header lines ("A: b\r\n"). */
 static size_t kt_httpd_resp(char *out, size_t size, int status,
                             const char *extra, const char *body) {
-  int n = snprintf(out, size,
-                   "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n%s\r\n%s", status,
-                   strlen(body), extra ? extra : "", body);
+  int n =
+      snprintf(out, size, "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n%s\r\n%s",
+               status, strlen(body), extra ? extra : "", body);
   return n < 0 ? 0 : (size_t)n;
 }
 

@@ -104,8 +104,9 @@ static kn_err_t expand(kn_batch_t *b, const void *data, size_t len,
              (const uint8_t *)r->data + r->len <= copy + len);
     KT_CHECK((const uint8_t *)r->pkey >= copy &&
              (const uint8_t *)r->pkey + strlen(r->pkey) < copy + len);
-    KT_CHECK(!r->ehk || ((const uint8_t *)r->ehk >= copy &&
-                         (const uint8_t *)r->ehk + strlen(r->ehk) < copy + len));
+    KT_CHECK(!r->ehk ||
+             ((const uint8_t *)r->ehk >= copy &&
+              (const uint8_t *)r->ehk + strlen(r->ehk) < copy + len));
   }
   kn_error_destroy(e);
   return err;
@@ -121,7 +122,8 @@ typedef struct {
 
 static void urec_random(urec_t *u, size_t max_data, int key_space,
                         int ehk_chance) {
-  snprintf(u->pk, sizeof(u->pk), "key-%d", key_space ? (int)(rnd() % key_space) : 0);
+  snprintf(u->pk, sizeof(u->pk), "key-%d",
+           key_space ? (int)(rnd() % key_space) : 0);
   if ((int)(rnd() % 100) < ehk_chance) {
     kn_u128_t hk = kn_u128_make(rnd(), rnd());
     kn_u128_format(hk, u->ehk);
@@ -184,9 +186,11 @@ static size_t roundtrip(const urec_t *us, size_t n, size_t max_bytes,
           const kn_record_t *r = &b->recs[first + j];
           KnKpl__Record *pr = ar->records[j];
           KT_CHECK(pr->partition_key_index < ar->n_partition_key_table);
-          KT_CHECK_STR(ar->partition_key_table[pr->partition_key_index], r->pkey);
+          KT_CHECK_STR(ar->partition_key_table[pr->partition_key_index],
+                       r->pkey);
           KT_CHECK_INT(pr->data.len, r->len);
-          KT_CHECK(pr->data.len == 0 || memcmp(pr->data.data, r->data, r->len) == 0);
+          KT_CHECK(pr->data.len == 0 ||
+                   memcmp(pr->data.data, r->data, r->len) == 0);
           KT_CHECK_INT(pr->has_explicit_hash_key_index, r->ehk != NULL);
         }
         kn_kpl__aggregated_record__free_unpacked(ar, NULL);
@@ -238,16 +242,24 @@ static void urecs_free(urec_t *us, size_t n) {
   free(us);
 }
 
-/* ---- The published layout -------------------------------------------------- */
+/* ---- The published layout --------------------------------------------------
+ */
 
 /* partition_key_table ["pk1", "pk2"], explicit_hash_key_table ["123"],
  * records [{0, -, "hello"}, {1, 0, ""}], wrapped in magic and MD5 (the
  * expected bytes were worked out independently of this code). */
 static const char *spec_hex =
     "f3899ac2"
-    "0a03706b31" "0a03706b32" "1203313233"
-    "1a09" "0800" "1a0568656c6c6f"
-    "1a06" "0801" "1000" "1a00"
+    "0a03706b31"
+    "0a03706b32"
+    "1203313233"
+    "1a09"
+    "0800"
+    "1a0568656c6c6f"
+    "1a06"
+    "0801"
+    "1000"
+    "1a00"
     "47bf1346520eb83cc774c13ab536dde3";
 
 static void test_spec_decode(void) {
@@ -318,11 +330,10 @@ static void test_spec_encode(void) {
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "7", 1, "y", 1), 0);
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "z", 1), 0);
   KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
-  static const uint8_t shared[] = {
-      0x0a, 1, 'k', 0x12, 1, '7',
-      0x1a, 7, 0x08, 0, 0x10, 0, 0x1a, 1, 'x',
-      0x1a, 7, 0x08, 0, 0x10, 0, 0x1a, 1, 'y',
-      0x1a, 5, 0x08, 0, 0x1a, 1, 'z'};
+  static const uint8_t shared[] = {0x0a, 1,    'k', 0x12, 1, '7', 0x1a, 7, 0x08,
+                                   0,    0x10, 0,   0x1a, 1, 'x', 0x1a, 7, 0x08,
+                                   0,    0x10, 0,   0x1a, 1, 'y', 0x1a, 5, 0x08,
+                                   0,    0x1a, 1,   'z'};
   KT_CHECK_INT(out.len, sizeof(shared) + 20);
   KT_CHECK(out.len == sizeof(shared) + 20 &&
            memcmp((const uint8_t *)out.data + 4, shared, sizeof(shared)) == 0);
@@ -330,7 +341,8 @@ static void test_spec_encode(void) {
   kn_aggregator_destroy(a);
 }
 
-/* ---- Round trips ------------------------------------------------------------ */
+/* ---- Round trips ------------------------------------------------------------
+ */
 
 static void test_roundtrip_shapes(void) {
   urec_t *us = calloc(6000, sizeof(*us));
@@ -382,7 +394,8 @@ static void test_roundtrip_big(void) {
   /* Over the limit: refused. */
   kn_aggregator_t *a = kn_aggregator_new(0, 0);
   KT_CHECK_INT(kn_aggregator_add(a, "big", 3, NULL, 0, us[0].data,
-                                 KN_AGG_RECORD_LIMIT - 2), KN_ERR__INVALID_ARG);
+                                 KN_AGG_RECORD_LIMIT - 2),
+               KN_ERR__INVALID_ARG);
   KT_CHECK_INT(kn_aggregator_count(a), 0);
   kn_aggregator_destroy(a);
   urecs_free(us, 3);
@@ -393,7 +406,8 @@ static void test_roundtrip_big(void) {
 static void test_protobuf_c_writes(void) {
   for (int iter = 0; iter < 300; iter++) {
     size_t npk = 1 + rnd() % 20, nehk = rnd() % 5, nrec = rnd() % 40;
-    char **pks = calloc(npk, sizeof(char *)), **ehks = calloc(nehk + 1, sizeof(char *));
+    char **pks = calloc(npk, sizeof(char *)),
+         **ehks = calloc(nehk + 1, sizeof(char *));
     for (size_t i = 0; i < npk; i++) {
       pks[i] = malloc(32);
       snprintf(pks[i], 32, "pk\xc3\xa9-%zu-%u", i, (unsigned)(rnd() % 1000));
@@ -415,7 +429,8 @@ static void test_protobuf_c_writes(void) {
         recs[i].explicit_hash_key_index = rnd() % nehk;
       }
       recs[i].data.len = rnd() % 64;
-      for (size_t j = 0; j < recs[i].data.len; j++) datas[i][j] = (uint8_t)rnd();
+      for (size_t j = 0; j < recs[i].data.len; j++)
+        datas[i][j] = (uint8_t)rnd();
       recs[i].data.data = datas[i];
       if (rnd() % 5 == 0) {
         recs[i].n_tags = 1;
@@ -467,8 +482,9 @@ static void test_protobuf_c_writes(void) {
           KT_CHECK_STR(r->ehk, ehks[recs[i].explicit_hash_key_index]);
         else
           KT_CHECK(r->ehk == NULL);
-        KT_CHECK(r->len == recs[i].data.len &&
-                 (r->len == 0 || memcmp(r->data, recs[i].data.data, r->len) == 0));
+        KT_CHECK(
+            r->len == recs[i].data.len &&
+            (r->len == 0 || memcmp(r->data, recs[i].data.data, r->len) == 0));
       }
     }
     free(pb);
@@ -482,7 +498,8 @@ static void test_protobuf_c_writes(void) {
   }
 }
 
-/* ---- Corrupt input ------------------------------------------------------------ */
+/* ---- Corrupt input
+ * ------------------------------------------------------------ */
 
 /* Expects m to be rejected as corrupt with a message containing what,
  * leaving the batch as it was. */
@@ -502,7 +519,8 @@ static void check_corrupt(const pb_t *m, const char *what, int line) {
   KT_CHECK_MSG(b->n == 1 && b->bytes == 3, "line %d: batch changed", line);
   /* Without errp too. */
   const char *seq = "1";
-  KT_CHECK_INT(kn_agg_expand(b, d, len, seq, 0, NULL, &res, NULL), KN_ERR__CORRUPT);
+  KT_CHECK_INT(kn_agg_expand(b, d, len, seq, 0, NULL, &res, NULL),
+               KN_ERR__CORRUPT);
   kn_batch_destroy(b);
 }
 #define CHECK_CORRUPT(m, what) check_corrupt(m, what, __LINE__)
@@ -530,7 +548,8 @@ static void test_corrupt_envelope(void) {
   KT_CHECK_INT(kn_agg_has_magic(good, 3), 0);
 
   /* The magic alone, or with just an MD5 (of an empty message). */
-  KT_CHECK_INT(expand(b, good, 4, NULL, &res, msg, sizeof(msg)), KN_ERR__CORRUPT);
+  KT_CHECK_INT(expand(b, good, 4, NULL, &res, msg, sizeof(msg)),
+               KN_ERR__CORRUPT);
   KT_CHECK(strstr(msg, "too few") != NULL);
   size_t n;
   uint8_t *e = wrap(b, "", 0, &n);
@@ -540,7 +559,8 @@ static void test_corrupt_envelope(void) {
   for (size_t i = 4; i < len; i++) {
     memcpy(d, good, len);
     d[i] ^= (uint8_t)(1u << (i % 8));
-    KT_CHECK_INT(expand(b, d, len, NULL, &res, msg, sizeof(msg)), KN_ERR__CORRUPT);
+    KT_CHECK_INT(expand(b, d, len, NULL, &res, msg, sizeof(msg)),
+                 KN_ERR__CORRUPT);
     KT_CHECK(strstr(msg, "MD5") != NULL);
   }
   /* Cut short: the MD5 no longer matches. */
@@ -653,7 +673,8 @@ static void test_corrupt_fields(void) {
   pb_uint(&r, 2, 1);
   pb_str(&r, 3, "x");
   pb_record(&m, &r);
-  CHECK_CORRUPT(&m, "record 0: explicit hash key index 1 outside the table of 1");
+  CHECK_CORRUPT(&m,
+                "record 0: explicit hash key index 1 outside the table of 1");
 
   m.n = 0;
   pb_str(&m, 1, "k0");
@@ -676,7 +697,8 @@ static void test_corrupt_fields(void) {
   m.n = 0;
   pb_str(&m, 1, "k0");
   r.n = 0;
-  pb_raw(&r, "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 11); /* > 64 bits */
+  pb_raw(&r, "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02",
+         11); /* > 64 bits */
   pb_str(&r, 3, "x");
   /* protobuf-c drops the bits past 64 (as protobuf does), which leaves an
    * absurd index. */
@@ -686,18 +708,21 @@ static void test_corrupt_fields(void) {
   m.n = 0;
   pb_str(&m, 1, "k0");
   r.n = 0;
-  pb_raw(&r, "\x08\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x00", 12); /* 12 bytes */
+  pb_raw(&r, "\x08\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x00",
+         12); /* 12 bytes */
   pb_str(&r, 3, "x");
   pb_record(&m, &r);
   CHECK_CORRUPT(&m, UNPACKABLE);
 
   m.n = 0;
   pb_str(&m, 1, "k0");
-  pb_raw(&m, "\x1a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11); /* 2^64-1 long */
+  pb_raw(&m, "\x1a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+         11); /* 2^64-1 long */
   CHECK_CORRUPT(&m, UNPACKABLE);
 
   m.n = 0;
-  pb_raw(&m, "\xfa\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00", 11); /* 10-byte tag */
+  pb_raw(&m, "\xfa\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00",
+         11); /* 10-byte tag */
   CHECK_CORRUPT(&m, UNPACKABLE);
   m.n = 0;
   pb_raw(&m, "\x8a\x80\x80\x80\x80\x00\x01k", 8); /* field 1 in a 6-byte tag */
@@ -707,7 +732,8 @@ static void test_corrupt_fields(void) {
   pb_raw(&m, "\x02\x00", 2); /* field 0 */
   CHECK_CORRUPT(&m, UNPACKABLE);
   m.n = 0;
-  pb_raw(&m, "\x80\x00\x0a", 3); /* field 0 in two bytes (protobuf-c takes it) */
+  pb_raw(&m, "\x80\x00\x0a",
+         3); /* field 0 in two bytes (protobuf-c takes it) */
   CHECK_CORRUPT(&m, "invalid field number");
 
   /* Wrong wire types for known fields. */
@@ -747,7 +773,8 @@ static void test_corrupt_fields(void) {
   /* Groups and the undefined wire types 6 and 7. */
   m.n = 0;
   pb_str(&m, 1, "k0");
-  pb_raw(&m, "\x70\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12); /* 11 bytes */
+  pb_raw(&m, "\x70\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+         12); /* 11 bytes */
   CHECK_CORRUPT(&m, UNPACKABLE);
 
   for (unsigned wt = 3; wt <= 7; wt++) {
@@ -784,29 +811,30 @@ static void test_corrupt_fields(void) {
 /* What protobuf allows and the KPL does not write is still read. */
 static void test_lenient(void) {
   pb_t m = {.n = 0}, r = {.n = 0};
-  pb_uint(&m, 15, 99);              /* unknown varint field */
-  pb_raw(&m, "\x70\xf6\xff\xff\xff\xff\xff\xff\xff\xff\x1a", 11); /* overflowing */
-  pb_tag(&m, 6, 1);                 /* unknown fixed64 */
+  pb_uint(&m, 15, 99); /* unknown varint field */
+  pb_raw(&m, "\x70\xf6\xff\xff\xff\xff\xff\xff\xff\xff\x1a",
+         11);       /* overflowing */
+  pb_tag(&m, 6, 1); /* unknown fixed64 */
   pb_raw(&m, "12345678", 8);
-  pb_tag(&m, 7, 5);                 /* unknown fixed32 */
+  pb_tag(&m, 7, 5); /* unknown fixed32 */
   pb_raw(&m, "1234", 4);
   pb_str(&m, 100000, "unknown bytes");
   pb_raw(&m, "\xa8\xff\xff\xff\x2e\x32", 6); /* field 2^31 + ..., a varint */
   r.n = 0;
-  pb_str(&r, 3, "first");           /* data before the index */
+  pb_str(&r, 3, "first"); /* data before the index */
   pb_uint(&r, 1, 0);
-  pb_str(&r, 3, "last");            /* given twice: the last one wins */
+  pb_str(&r, 3, "last");               /* given twice: the last one wins */
   pb_str(&r, 4, "\x0a\x01k\x12\x01v"); /* a tag */
-  pb_uint(&r, 9, 1);                /* unknown field in a record */
+  pb_uint(&r, 9, 1);                   /* unknown field in a record */
   pb_record(&m, &r);
-  pb_str(&m, 1, "\xe6\x97\xa5\xe6\x9c\xac");   /* the table after the record */
+  pb_str(&m, 1, "\xe6\x97\xa5\xe6\x9c\xac"); /* the table after the record */
   r.n = 0;
-  pb_raw(&r, "\x88\x80\x00", 3);    /* field 1 tag in a non-minimal varint */
-  pb_raw(&r, "\x81\x80\x80\x00", 4);/* index 1, non-minimal */
+  pb_raw(&r, "\x88\x80\x00", 3);     /* field 1 tag in a non-minimal varint */
+  pb_raw(&r, "\x81\x80\x80\x00", 4); /* index 1, non-minimal */
   pb_str(&r, 3, "");
   pb_record(&m, &r);
   pb_str(&m, 1, "second");
-  pb_str(&m, 2, "00042");           /* leading zeros, passed through */
+  pb_str(&m, 2, "00042"); /* leading zeros, passed through */
 
   kn_batch_t *b = kn_batch_new(NULL, NULL);
   size_t len;
@@ -867,7 +895,8 @@ static void test_lenient(void) {
   kn_batch_destroy(b);
 }
 
-/* ---- Filtering ------------------------------------------------------------------ */
+/* ---- Filtering
+ * ------------------------------------------------------------------ */
 
 /* An aggregate of ten records: keys pk1 and pk2 alternate; record 7 has the
  * explicit hash key "5". */
@@ -876,8 +905,8 @@ static uint8_t *ten(kn_batch_t *b, size_t *len) {
   for (int i = 0; i < 10; i++) {
     char data[8];
     snprintf(data, sizeof(data), "d%d", i);
-    kn_aggregator_add(a, i % 2 ? "pk2" : "pk1", 3, i == 7 ? "5" : NULL, 1,
-                      data, strlen(data));
+    kn_aggregator_add(a, i % 2 ? "pk2" : "pk1", 3, i == 7 ? "5" : NULL, 1, data,
+                      strlen(data));
   }
   kn_agg_out_t out;
   kn_aggregator_flush(a, &out);
@@ -1003,7 +1032,8 @@ static void test_filter_range(void) {
   kn_batch_destroy(b);
 }
 
-/* ---- The aggregator ------------------------------------------------------------- */
+/* ---- The aggregator
+ * ------------------------------------------------------------- */
 
 static void test_aggregator(void) {
   KT_CHECK(kn_aggregator_new(63, 0) == NULL);
@@ -1014,9 +1044,12 @@ static void test_aggregator(void) {
   kn_aggregator_destroy(NULL);
 
   a = kn_aggregator_new(0, 0);
-  KT_CHECK_INT(kn_aggregator_add(a, "", 0, NULL, 0, "x", 1), KN_ERR__INVALID_ARG);
-  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "x", 1, "x", 1), KN_ERR__INVALID_ARG);
-  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "", 0, "x", 1), KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_aggregator_add(a, "", 0, NULL, 0, "x", 1),
+               KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "x", 1, "x", 1),
+               KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "", 0, "x", 1),
+               KN_ERR__INVALID_ARG);
   const char *over = "340282366920938463463374607431768211456";
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, over, strlen(over), "x", 1),
                KN_ERR__INVALID_ARG);
@@ -1095,7 +1128,8 @@ static void test_aggregator(void) {
   a = kn_aggregator_new(0, 3);
   for (int i = 0; i < 3; i++)
     KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1), 0);
-  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1), KN_ERR__QUEUE_FULL);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1),
+               KN_ERR__QUEUE_FULL);
   KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
   KT_CHECK_INT(out.n_records, 3);
   kn_aggregator_destroy(a);
@@ -1103,7 +1137,8 @@ static void test_aggregator(void) {
   /* A record bigger than the cap is taken by an empty aggregator only. */
   a = kn_aggregator_new(100, 0);
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, kb, 200), 0);
-  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1), KN_ERR__QUEUE_FULL);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1),
+               KN_ERR__QUEUE_FULL);
   KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
   KT_CHECK_INT(out.aggregated, 0);
   KT_CHECK_INT(out.len, 200);
@@ -1112,10 +1147,12 @@ static void test_aggregator(void) {
   uint8_t d60[60] = {0};
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 60), 0);
   KT_CHECK_INT(kn_aggregator_size(a), 89);
-  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 6), KN_ERR__QUEUE_FULL);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 6),
+               KN_ERR__QUEUE_FULL);
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 5), 0);
   KT_CHECK_INT(kn_aggregator_size(a), 100);
-  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 0), KN_ERR__QUEUE_FULL);
+  KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 0),
+               KN_ERR__QUEUE_FULL);
   KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
   KT_CHECK_INT(out.len, 100);
   kn_aggregator_destroy(a);
@@ -1154,10 +1191,9 @@ static void test_tracked_size(void) {
         int with_ehk = (int)(rnd() % 100) < ehk_chance;
         if (with_ehk) kn_u128_format(kn_u128_make(rnd() % 4, rnd() % 8), ehk);
         size_t dlen = rnd() % (max_data + 1);
-        err = kn_aggregator_add(a, pk, klen, with_ehk ? ehk : NULL,
-                                with_ehk ? strlen(ehk) : 0,
-                                payload + rnd() % (sizeof(payload) - dlen + 1),
-                                dlen);
+        err = kn_aggregator_add(
+            a, pk, klen, with_ehk ? ehk : NULL, with_ehk ? strlen(ehk) : 0,
+            payload + rnd() % (sizeof(payload) - dlen + 1), dlen);
         if (err == KN_ERR_NO_ERROR) continue;
       }
       KT_CHECK_INT(err, KN_ERR__QUEUE_FULL);
@@ -1171,9 +1207,9 @@ static void test_tracked_size(void) {
             NULL, out.len - KN_AGG_OVERHEAD, (const uint8_t *)out.data + 4);
         KT_CHECK(ar != NULL);
         if (ar) {
-          KT_CHECK_INT(kn_kpl__aggregated_record__get_packed_size(ar) +
-                           KN_AGG_OVERHEAD,
-                       size);
+          KT_CHECK_INT(
+              kn_kpl__aggregated_record__get_packed_size(ar) + KN_AGG_OVERHEAD,
+              size);
           KT_CHECK_INT(ar->n_records, count);
           kn_kpl__aggregated_record__free_unpacked(ar, NULL);
           checked++;
@@ -1186,7 +1222,8 @@ static void test_tracked_size(void) {
   KT_CHECK(checked > 400);
 }
 
-/* ---- Writing over the input ------------------------------------------------ */
+/* ---- Writing over the input ------------------------------------------------
+ */
 
 /* kn_agg_expand copies the payloads, then the keys, back over the
  * aggregate's own bytes, and leaves them alone whenever it fails. */

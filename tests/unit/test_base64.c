@@ -18,9 +18,7 @@ static const char alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static unsigned rnd(void) {
-  return (unsigned)(kt_rand(&rng) >> 11);
-}
+static unsigned rnd(void) { return (unsigned)(kt_rand(&rng) >> 11); }
 
 static const kn_base64_impl_t impls[] = {KN_BASE64_SCALAR, KN_BASE64_SSSE3,
                                          KN_BASE64_AVX2};
@@ -77,9 +75,9 @@ static int agree(const char *src, size_t n) {
     memcpy(wb, src, n);
     wb[n] = '"';
     size_t done = kn_base64_decode_prefix(wb, n + 1);
-    long r = done % 4 || done > n ? -2
-                                  : kn_base64_decode(wb + done / 4 * 3, wb + done,
-                                                     n - done);
+    long r = done % 4 || done > n
+                 ? -2
+                 : kn_base64_decode(wb + done / 4 * 3, wb + done, n - done);
     long g = r < 0 ? r : (long)(done / 4 * 3) + r;
     if (g != w || (w > 0 && memcmp(wb, want, (size_t)w) != 0)) {
       fprintf(stderr, "  prefix %zu + rest, %zu characters: %ld, scalar %ld\n",
@@ -95,11 +93,10 @@ static int agree(const char *src, size_t n) {
 
 static void test_vectors(void) {
   /* RFC 4648 section 10. */
-  static const char *const plain[] = {"", "f", "fo", "foo", "foob", "fooba",
-                                      "foobar"};
-  static const char *const enc[] = {"",         "Zg==",     "Zm8=",
-                                    "Zm9v",     "Zm9vYg==", "Zm9vYmE=",
-                                    "Zm9vYmFy"};
+  static const char *const plain[] = {"",     "f",     "fo",    "foo",
+                                      "foob", "fooba", "foobar"};
+  static const char *const enc[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                    "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
   for (size_t i = 0; i < 7; i++) {
     unsigned char out[16];
     char e[16];
@@ -132,11 +129,12 @@ static void test_round_trip_every_length(void) {
     for (size_t k = 0; k < N_IMPLS; k++) {
       if (!kn_base64_impl_supported(impls[k])) continue;
       long r = decode_exact(impls[k], enc, n, back);
-      KT_CHECK_MSG(r == (long)len && memcmp(back, raw, len) == 0, "%s, %zu bytes",
-                   kn_base64_impl_name(impls[k]), len);
+      KT_CHECK_MSG(r == (long)len && memcmp(back, raw, len) == 0,
+                   "%s, %zu bytes", kn_base64_impl_name(impls[k]), len);
       r = decode_in_place(impls[k], enc, n, back);
       KT_CHECK_MSG(r == (long)len && memcmp(back, raw, len) == 0,
-                   "%s in place, %zu bytes", kn_base64_impl_name(impls[k]), len);
+                   "%s in place, %zu bytes", kn_base64_impl_name(impls[k]),
+                   len);
     }
   }
 }
@@ -158,9 +156,9 @@ static void test_every_length(void) {
 
 /* Every byte value at every position of strings of several lengths. */
 static void test_every_byte_everywhere(void) {
-  static const size_t lengths[] = {4,  8,  12, 16, 20,  24,  28,  32,  36, 40,
-                                   44, 48, 52, 60, 64,  68,  76,  92,  96, 100,
-                                   124, 128, 132, 188, 1336};
+  static const size_t lengths[] = {4,  8,   12,  16,  20,  24,  28,  32, 36,
+                                   40, 44,  48,  52,  60,  64,  68,  76, 92,
+                                   96, 100, 124, 128, 132, 188, 1336};
   char *s = malloc(1400);
   for (size_t li = 0; li < sizeof(lengths) / sizeof(lengths[0]); li++) {
     size_t n = lengths[li];
@@ -185,9 +183,9 @@ static void test_every_byte_everywhere(void) {
 static void test_padding(void) {
   char s[200];
   for (size_t i = 0; i < 196; i++) s[i] = alphabet[(i * 7) % 64];
-  static const char *const tails[] = {"QQ==", "QR==", "QUE=", "QUF=", "QUFB",
-                                      "Q===", "====", "=QQ=", "Q=Q=", "QQ=A",
-                                      "QQ\n=", "QQ= "};
+  static const char *const tails[] = {
+      "QQ==", "QR==", "QUE=", "QUF=", "QUFB",  "Q===",
+      "====", "=QQ=", "Q=Q=", "QQ=A", "QQ\n=", "QQ= "};
   static const int valid[] = {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
   for (size_t t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
     memcpy(s + 196, tails[t], 4);
@@ -366,7 +364,8 @@ static void test_encode_kernels(void) {
   for (size_t n = 0; n <= 300; n++) {
     if (kn_base64_impl_supported(KN_BASE64_SSSE3)) {
       size_t want = n >= 16 ? ((n - 16) / 12 + 1) * 12 : 0;
-      KT_CHECK_MSG(kn_b64_enc_ssse3(out, raw, n) == want, "ssse3, %zu bytes", n);
+      KT_CHECK_MSG(kn_b64_enc_ssse3(out, raw, n) == want, "ssse3, %zu bytes",
+                   n);
     }
     if (kn_base64_impl_supported(KN_BASE64_AVX2)) {
       size_t big = n >= 28 ? ((n - 28) / 24 + 1) * 24 : 0;

@@ -19,7 +19,8 @@ static void test_push_and_access(void) {
     char tmp[32];
     int n = snprintf(tmp, sizeof tmp, "key-%d", i);
     r->pkey = kn_batch_strndup(b, tmp, (size_t)n);
-    r->seq = kn_batch_strndup(b, "49590338271490256608559692538361571095921575989136588898", 56);
+    r->seq = kn_batch_strndup(
+        b, "49590338271490256608559692538361571095921575989136588898", 56);
     char *d = kn_batch_alloc(b, (size_t)i);
     for (int k = 0; k < i; k++) d[k] = (char)(k ^ i);
     r->data = d;

@@ -67,7 +67,8 @@ static void test_plan_partial_table(void) {
   kn_cc_shard_t s[] = {sh("0", NULL, NULL, 1), sh("1", NULL, NULL, 0),
                        sh("2", NULL, NULL, 0), sh("3", "0", NULL, 0),
                        sh("4", "0", NULL, 0)};
-  kn_lease_t l[] = {ls("1", "49590338271490256608559692538361571095921575989136588898")};
+  kn_lease_t l[] = {
+      ls("1", "49590338271490256608559692538361571095921575989136588898")};
   kn_cc_create_t *v;
   size_t n;
   KT_CHECK(kn_cc_plan_sync(s, 5, l, 1, KN_CKPT_TRIM_HORIZON, &v, &n) == 0);
@@ -222,8 +223,7 @@ static kn_error_t *apply(table_t *t, const kn_cc_action_t *a,
       l->owner = strdup(worker);
       break;
     case KN_CC_HANDOFF_DONE:
-      if (!l || l->counter != a->counter ||
-          !same(l->checkpoint_owner, worker))
+      if (!l || l->counter != a->counter || !same(l->checkpoint_owner, worker))
         return cond;
       free(l->checkpoint_owner);
       l->checkpoint_owner = NULL;
@@ -329,22 +329,32 @@ static void run(kn_cc_t *c, table_t *t, const char *worker, int64_t now,
         s->stop++;
         s->stop_reason = a.reason;
         break;
-      case KN_CC_EXTEND: s->extend++; break;
-      case KN_CC_DONE: s->done++; break;
+      case KN_CC_EXTEND:
+        s->extend++;
+        break;
+      case KN_CC_DONE:
+        s->done++;
+        break;
       case KN_CC_REPLY:
         s->replies++;
         s->reply_code = a.reason;
         break;
-      case KN_CC_FATAL: s->fatal++; break;
-      case KN_CC_CLOSED: s->closed++; break;
-      default: break;
+      case KN_CC_FATAL:
+        s->fatal++;
+        break;
+      case KN_CC_CLOSED:
+        s->closed++;
+        break;
+      default:
+        break;
     }
   }
 }
 
 static kn_cc_cfg_t cfg_for(const char *worker) {
-  kn_cc_cfg_t cfg = {worker, 10000, 3000, 2000, 60000, 1000, 0, 1,
-                     KN_CKPT_TRIM_HORIZON, 1, 30000};
+  kn_cc_cfg_t cfg = {
+      worker, 10000, 3000, 2000, 60000, 1000, 0, 1, KN_CKPT_TRIM_HORIZON,
+      1,      30000};
   return cfg;
 }
 
@@ -359,8 +369,7 @@ static void test_worker_life(void) {
   table_t t = {0};
   seen_t s = {0};
   kn_cc_cfg_t cfg = cfg_for("w1");
-  KT_CHECK(kn_cc_new(&(kn_cc_cfg_t){"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1,
-                                    0},
+  KT_CHECK(kn_cc_new(&(kn_cc_cfg_t){"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1, 0},
                      0) == NULL); /* the lease would expire between renewals */
   kn_cc_t *c = kn_cc_new(&cfg, 0);
   KT_CHECK(c != NULL);
@@ -529,8 +538,7 @@ static void test_handoff(void) {
   KT_CHECK(s2.start == 0);
   /* The application is done with what it was handed: exactly that is
    * checkpointed and the lease passed on. */
-  kn_cc_yielded(c1, asked, 1 /* the tenure: the take's counter */, &p,
-                6100);
+  kn_cc_yielded(c1, asked, 1 /* the tenure: the take's counter */, &p, 6100);
   run(c1, &t, "w1", 6100, &s1, NULL);
   la = tfind(&t, asked);
   KT_CHECK(la->checkpoint_owner == NULL);

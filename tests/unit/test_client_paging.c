@@ -18,11 +18,11 @@
 /* ---- The scripted server ---- */
 
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *last_body[32];   /* recorded request bodies, in order */
+static char *last_body[32]; /* recorded request bodies, in order */
 static char last_action[32][64];
 static int n_rec;
 static int wait_calls;
-static int scenario;          /* picks answers for some actions */
+static int scenario; /* picks answers for some actions */
 
 static void record(const char *action, const char *body) {
   pthread_mutex_lock(&rec_lock);
@@ -48,9 +48,11 @@ static const char *target(const kt_httpd_req_t *req) {
   return action;
 }
 
-#define SHARD(id, parent, start, end)                                        \
-  "{\"ShardId\":\"" id "\",\"ParentShardId\":" parent ",\"HashKeyRange\":{" \
-  "\"StartingHashKey\":\"" start "\",\"EndingHashKey\":\"" end "\"},"      \
+#define SHARD(id, parent, start, end)                          \
+  "{\"ShardId\":\"" id "\",\"ParentShardId\":" parent          \
+  ",\"HashKeyRange\":{"                                        \
+  "\"StartingHashKey\":\"" start "\",\"EndingHashKey\":\"" end \
+  "\"},"                                                       \
   "\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"}}"
 
 static int endless; /* pages served with a new token each */
@@ -62,7 +64,9 @@ static const char *cycling(const char *body, const char *page) {
     int n = __atomic_add_fetch(&endless, 1, __ATOMIC_SEQ_CST);
     snprintf(out, sizeof out, "{%s,\"NextToken\":\"p%d\"}", page, n);
   } else {
-    const char *next = !strstr(body, "NextToken") ? "a" : strstr(body, "\"a\"") ? "b" : "a";
+    const char *next = !strstr(body, "NextToken") ? "a"
+                       : strstr(body, "\"a\"")    ? "b"
+                                                  : "a";
     snprintf(out, sizeof out, "{%s,\"NextToken\":\"%s\"}", page, next);
   }
   return out;
@@ -75,18 +79,23 @@ static const char *answer(const char *action, const char *body, int *status) {
   if (scenario >= 6 && strcmp(action, "ListStreams") == 0)
     return cycling(body, "\"StreamNames\":[\"x\"],\"HasMoreStreams\":true");
   if (scenario >= 6 && strcmp(action, "ListStreamConsumers") == 0)
-    return cycling(body, "\"Consumers\":[{\"ConsumerName\":\"c1\",\"ConsumerARN\":"
-                         "\"arn:c1\",\"ConsumerStatus\":\"ACTIVE\","
-                         "\"ConsumerCreationTimestamp\":1.7E9}]");
+    return cycling(body,
+                   "\"Consumers\":[{\"ConsumerName\":\"c1\",\"ConsumerARN\":"
+                   "\"arn:c1\",\"ConsumerStatus\":\"ACTIVE\","
+                   "\"ConsumerCreationTimestamp\":1.7E9}]");
   if (strcmp(action, "ListShards") == 0) {
     if (scenario == 1) /* a token that never changes */
-      return "{\"Shards\":[" SHARD("s9", "null", "0", "1") "],\"NextToken\":\"same\"}";
+      return "{\"Shards\":[" SHARD("s9", "null", "0",
+                                   "1") "],\"NextToken\":\"same\"}";
     if (!strstr(body, "NextToken"))
-      return "{\"Shards\":[" SHARD("shardId-0", "null", "0", "99") "],\"NextToken\":\"t1\"}";
+      return "{\"Shards\":[" SHARD("shardId-0", "null", "0",
+                                   "99") "],\"NextToken\":\"t1\"}";
     if (strstr(body, "\"t1\""))
-      return "{\"Shards\":[" SHARD("shardId-1", "null", "100", "199") "],\"NextToken\":\"t2\"}";
-    return "{\"Shards\":[" SHARD("shardId-2", "\"shardId-1\"", "200",
-                                 "340282366920938463463374607431768211455") "],\"NextToken\":null}";
+      return "{\"Shards\":[" SHARD("shardId-1", "null", "100",
+                                   "199") "],\"NextToken\":\"t2\"}";
+    return "{\"Shards\":[" SHARD(
+        "shardId-2", "\"shardId-1\"", "200",
+        "340282366920938463463374607431768211455") "],\"NextToken\":null}";
   }
   if (strcmp(action, "ListStreams") == 0) {
     if (scenario == 2) { /* kinesalite: no tokens, HasMoreStreams */
@@ -97,18 +106,22 @@ static const char *answer(const char *action, const char *body, int *status) {
       return "{\"StreamNames\":[],\"HasMoreStreams\":true}"; /* stuck: stop */
     }
     if (!strstr(body, "NextToken"))
-      return "{\"StreamNames\":[\"x\"],\"HasMoreStreams\":true,\"NextToken\":\"n1\"}";
+      return "{\"StreamNames\":[\"x\"],\"HasMoreStreams\":true,\"NextToken\":"
+             "\"n1\"}";
     return "{\"StreamNames\":[\"y\",\"z\"],\"HasMoreStreams\":false}";
   }
   if (strcmp(action, "ListStreamConsumers") == 0) {
     if (scenario == 3) {
       *status = 400;
-      return "{\"__type\":\"AccessDeniedException\",\"message\":\"Unable to determine "
+      return "{\"__type\":\"AccessDeniedException\",\"message\":\"Unable to "
+             "determine "
              "service/operation name to be authorized\"}";
     }
     if (!strstr(body, "NextToken"))
-      return "{\"Consumers\":[{\"ConsumerName\":\"c1\",\"ConsumerARN\":\"arn:c1\","
-             "\"ConsumerStatus\":\"ACTIVE\",\"ConsumerCreationTimestamp\":1.7E9}],"
+      return "{\"Consumers\":[{\"ConsumerName\":\"c1\",\"ConsumerARN\":\"arn:"
+             "c1\","
+             "\"ConsumerStatus\":\"ACTIVE\",\"ConsumerCreationTimestamp\":1."
+             "7E9}],"
              "\"NextToken\":\"c1\"}";
     return "{\"Consumers\":[],\"NextToken\":\"c1\"}";
   }
@@ -116,7 +129,8 @@ static const char *answer(const char *action, const char *body, int *status) {
     *status = 400;
     return "{\"__type\":\"UnknownOperationException\"}";
   }
-  if (strcmp(action, "SplitShard") == 0 || strcmp(action, "CreateStream") == 0) return "";
+  if (strcmp(action, "SplitShard") == 0 || strcmp(action, "CreateStream") == 0)
+    return "";
   if (strcmp(action, "DescribeStreamSummary") == 0) {
     if (scenario == 4) {
       *status = 400;
@@ -124,18 +138,24 @@ static const char *answer(const char *action, const char *body, int *status) {
     }
     int n = __atomic_add_fetch(&wait_calls, 1, __ATOMIC_SEQ_CST);
     if (n < 3 || scenario == 5)
-      return "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\",\"StreamStatus\":\"CREATING\"}}";
-    return "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\",\"StreamStatus\":\"ACTIVE\"}}";
+      return "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\","
+             "\"StreamStatus\":\"CREATING\"}}";
+    return "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\","
+           "\"StreamStatus\":\"ACTIVE\"}}";
   }
   if (strcmp(action, "GetRecords") == 0) {
     if (strstr(body, "broken")) return "{\"Records\":[{\"Data\":\"abc\"}]}";
-    return "{\"Records\":[{\"Data\":\"aGk=\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"5\","
-           "\"ApproximateArrivalTimestamp\":1.5E9}],\"NextShardIterator\":\"next\","
+    return "{\"Records\":[{\"Data\":\"aGk=\",\"PartitionKey\":\"k\","
+           "\"SequenceNumber\":\"5\","
+           "\"ApproximateArrivalTimestamp\":1.5E9}],\"NextShardIterator\":"
+           "\"next\","
            "\"MillisBehindLatest\":7}";
   }
   if (strcmp(action, "PutRecords") == 0)
-    return "{\"FailedRecordCount\":1,\"Records\":[{\"SequenceNumber\":\"1\",\"ShardId\":\"s0\"},"
-           "{\"ErrorCode\":\"ProvisionedThroughputExceededException\",\"ErrorMessage\":\"slow\"}]}";
+    return "{\"FailedRecordCount\":1,\"Records\":[{\"SequenceNumber\":\"1\","
+           "\"ShardId\":\"s0\"},"
+           "{\"ErrorCode\":\"ProvisionedThroughputExceededException\","
+           "\"ErrorMessage\":\"slow\"}]}";
   *status = 400;
   return "{\"__type\":\"UnknownOperationException\"}";
 }
@@ -147,8 +167,8 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
   record(action, req->body);
   int status;
   const char *body = answer(action, req->body, &status);
-  *out_len = kt_httpd_resp(out, size, status, "Content-Type: application/x-amz-json-1.1\r\n",
-                           body);
+  *out_len = kt_httpd_resp(
+      out, size, status, "Content-Type: application/x-amz-json-1.1\r\n", body);
   return KT_REPLY;
 }
 
@@ -162,7 +182,8 @@ static json_t *request(const char *action, int i) {
   pthread_mutex_lock(&rec_lock);
   for (int k = 0; k < n_rec; k++)
     if (strcmp(last_action[k], action) == 0 && i-- == 0) {
-      kn_error_t *e = kn_json_parse_object(last_body[k], strlen(last_body[k]), "req", &doc);
+      kn_error_t *e =
+          kn_json_parse_object(last_body[k], strlen(last_body[k]), "req", &doc);
       kn_error_destroy(e);
       break;
     }
@@ -185,7 +206,8 @@ static void test_list_shards_pages(void) {
   reset_records();
   scenario = 0;
   kn_shard_list_t *l;
-  kn_error_t *e = kn_list_shards(kc, "s", KN_SHARD_FILTER_AT_LATEST, NULL, 0, &l);
+  kn_error_t *e =
+      kn_list_shards(kc, "s", KN_SHARD_FILTER_AT_LATEST, NULL, 0, &l);
   KT_CHECK(e == NULL);
   KT_CHECK_INT(kn_shard_list_count(l), 3);
   KT_CHECK_STR(kn_shard_id(kn_shard_list_get(l, 2)), "shardId-2");
@@ -194,7 +216,8 @@ static void test_list_shards_pages(void) {
   KT_CHECK_INT(count_requests("ListShards"), 3);
   json_t *r0 = request("ListShards", 0), *r1 = request("ListShards", 1);
   KT_CHECK_STR(kn_json_str(r0, "StreamName"), "s");
-  KT_CHECK_STR(kn_json_str(kn_json_obj(r0, "ShardFilter"), "Type"), "AT_LATEST");
+  KT_CHECK_STR(kn_json_str(kn_json_obj(r0, "ShardFilter"), "Type"),
+               "AT_LATEST");
   /* Later pages carry only the token. */
   KT_CHECK_STR(kn_json_str(r1, "NextToken"), "t1");
   KT_CHECK(json_object_size(r1) == 1);
@@ -251,7 +274,8 @@ static void test_paging_guards(void) {
   KT_CHECK_INT(kn_pager_next_str(&pg, "a"), KN_PAGER_REPEAT);
   KT_CHECK_INT(kn_pager_next_str(&pg, "c"), KN_PAGER_LIMIT);
   kn_error_t *e = kn_pager_error(&pg, KN_PAGER_LIMIT, "X");
-  KT_CHECK_STR(kn_error_string(e), "X: more than 3 pages: the server does not end the listing");
+  KT_CHECK_STR(kn_error_string(e),
+               "X: more than 3 pages: the server does not end the listing");
   KT_CHECK(!kn_error_is_retriable(e));
   kn_error_destroy(e);
   KT_CHECK(kn_pager_error(&pg, KN_PAGER_REPEAT, "X") == NULL);
@@ -301,7 +325,8 @@ static void test_consumers_and_unsupported(void) {
   scenario = 3;
   kn_error_t *e = kn_list_stream_consumers(kc, "arn:s", &l);
   KT_CHECK(e && kn_error_code(e) == KN_ERR__UNSUPPORTED && l == NULL);
-  KT_CHECK(e && strstr(kn_error_string(e), "ListStreamConsumers is not supported"));
+  KT_CHECK(e &&
+           strstr(kn_error_string(e), "ListStreamConsumers is not supported"));
   KT_CHECK(e && !kn_error_is_retriable(e));
   kn_error_destroy(e);
   e = kn_update_shard_count(kc, "s", 2);
@@ -357,10 +382,12 @@ static void test_arguments(void) {
   KT_CHECK(e && kn_error_code(e) == KN_ERR__INVALID_ARG);
   kn_error_destroy(e);
   char *it = (char *)1;
-  e = kn_get_shard_iterator(kc, "s", "sh", KN_ITER_AFTER_SEQUENCE_NUMBER, NULL, 0, &it);
+  e = kn_get_shard_iterator(kc, "s", "sh", KN_ITER_AFTER_SEQUENCE_NUMBER, NULL,
+                            0, &it);
   KT_CHECK(e && kn_error_code(e) == KN_ERR__INVALID_ARG && it == NULL);
   kn_error_destroy(e);
-  e = kn_describe_stream_consumer(kc, "arn:s", NULL, NULL, (kn_stream_consumer_t **)&it);
+  e = kn_describe_stream_consumer(kc, "arn:s", NULL, NULL,
+                                  (kn_stream_consumer_t **)&it);
   KT_CHECK(e && kn_error_code(e) == KN_ERR__INVALID_ARG);
   kn_error_destroy(e);
   kn_client_destroy(kc);
@@ -415,8 +442,9 @@ static void on_put(void *opaque, kn_error_t *err, kn_put_results_t *r,
 static void start_get(void *arg) {
   waiter_t *w = arg;
   kn_error_t *err = NULL;
-  kn_kreq_t *r = kn_kinesis_get_records_async(w->kc->svc, w->iterator, 10, "stream-a",
-                                              "shardId-7", NULL, on_batch, w, &err);
+  kn_kreq_t *r =
+      kn_kinesis_get_records_async(w->kc->svc, w->iterator, 10, "stream-a",
+                                   "shardId-7", NULL, on_batch, w, &err);
   if (!r) {
     w->err = err;
     wake(w);
@@ -430,7 +458,8 @@ static void start_put(void *arg) {
   waiter_t *w = arg;
   kn_put_entry_t e[2] = {{"k1", "ab", 2, NULL}, {"k2", "", 0, "5"}};
   kn_error_t *err = NULL;
-  if (!kn_kinesis_put_records_async(w->kc->svc, "s", e, 2, NULL, on_put, w, &err)) {
+  if (!kn_kinesis_put_records_async(w->kc->svc, "s", e, 2, NULL, on_put, w,
+                                    &err)) {
     w->err = err;
     wake(w);
   }
@@ -498,7 +527,8 @@ static void test_async(void) {
   KT_CHECK(w.err == NULL && w.res);
   KT_CHECK(w.sent_back);
   KT_CHECK_INT(kn_put_results_failed(w.res), 1);
-  KT_CHECK_STR(kn_put_results_error_code(w.res, 1), "ProvisionedThroughputExceededException");
+  KT_CHECK_STR(kn_put_results_error_code(w.res, 1),
+               "ProvisionedThroughputExceededException");
   kn_put_results_destroy(w.res);
 
   /* The blocking GetRecords decodes the same way. */

@@ -19,9 +19,12 @@ static const struct {
   int arg;
   const char *file;
 } takers[] = {
-    {"kn_conf_str", 1, NULL},    {"kn_conf_int", 1, NULL},
-    {"kn_conf_bool", 1, NULL},   {"kn_conf_is_set", 1, NULL},
-    {"kn_conf_set", 1, NULL},    {"kn_prop_find", 0, NULL},
+    {"kn_conf_str", 1, NULL},
+    {"kn_conf_int", 1, NULL},
+    {"kn_conf_bool", 1, NULL},
+    {"kn_conf_is_set", 1, NULL},
+    {"kn_conf_set", 1, NULL},
+    {"kn_prop_find", 0, NULL},
     {"prop", 1, "src/aws/settings.c"},
     {"int_setting", 2, "src/aws/settings.c"},
     {"set_prop", 1, "tools/kncat/main.c"},
@@ -96,10 +99,11 @@ static int literal_arg(const char *p, int want, char *out, size_t cap) {
       if (arg == want) {
         while (*start == ' ' || *start == '\n' || *start == '\t') start++;
         const char *e = q;
-        while (e > start && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\t')) e--;
+        while (e > start && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\t'))
+          e--;
         size_t n = (size_t)(e - start);
-        if (n < 2 || start[0] != '"' || e[-1] != '"' || skip_lexeme(start) != e ||
-            n - 2 >= cap)
+        if (n < 2 || start[0] != '"' || e[-1] != '"' ||
+            skip_lexeme(start) != e || n - 2 >= cap)
           return 0;
         memcpy(out, start + 1, n - 2);
         out[n - 2] = '\0';
@@ -122,7 +126,8 @@ static int scan_text(const char *path, const char *text) {
       p = s;
       continue;
     }
-    int ident = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_';
+    int ident =
+        (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_';
     if (!ident) {
       p++;
       continue;
@@ -141,7 +146,8 @@ static int scan_text(const char *path, const char *text) {
     names_checked++;
     if (!kn_prop_find(name)) {
       unknown++;
-      fprintf(stderr, "%s:%d: no property \"%s\"\n", path, line_of(text, id), name);
+      fprintf(stderr, "%s:%d: no property \"%s\"\n", path, line_of(text, id),
+              name);
     }
   }
   return unknown;
@@ -163,7 +169,8 @@ static char *slurp(const char *path) {
   return buf;
 }
 
-static int visit(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+static int visit(const char *path, const struct stat *st, int type,
+                 struct FTW *ftw) {
   (void)st;
   (void)ftw;
   size_t n = strlen(path);
@@ -178,15 +185,16 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 /* The scanner itself finds names wherever a call puts them. */
 static void test_scanner(void) {
   int before = names_checked;
-  KT_CHECK_INT(scan_text("(sample) src/aws/settings.c",
-                         "x = kn_conf_int(conf, \"log.level\");\n"
-                         "y = kn_conf_str(\n    conf,\n    \"no.such.property\");\n"
-                         "/* kn_conf_bool(conf, \"in.a.comment\") */\n"
-                         "s = \"kn_conf_bool(conf, \\\"in.a.string\\\")\";\n"
-                         "z = kn_conf_int(conf, name);\n"
-                         "w = int_setting(conf, pf, \"retry.max.attempts\", \"AWS\");\n"
-                         "v = set(c, \"unknown.too\", f(a, b));\n"),
-               2);
+  KT_CHECK_INT(
+      scan_text("(sample) src/aws/settings.c",
+                "x = kn_conf_int(conf, \"log.level\");\n"
+                "y = kn_conf_str(\n    conf,\n    \"no.such.property\");\n"
+                "/* kn_conf_bool(conf, \"in.a.comment\") */\n"
+                "s = \"kn_conf_bool(conf, \\\"in.a.string\\\")\";\n"
+                "z = kn_conf_int(conf, name);\n"
+                "w = int_setting(conf, pf, \"retry.max.attempts\", \"AWS\");\n"
+                "v = set(c, \"unknown.too\", f(a, b));\n"),
+      2);
   KT_CHECK_INT(names_checked - before, 4);
 }
 

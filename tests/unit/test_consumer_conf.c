@@ -13,16 +13,16 @@ static kn_conf_t *lease_conf(const char *duration, const char *renew) {
            KN_CONF_OK);
   KT_CHECK(kn_conf_set(c, "lease.duration.ms", duration, err, sizeof(err)) ==
            KN_CONF_OK);
-  KT_CHECK(kn_conf_set(c, "lease.renew.interval.ms", renew, err,
-                       sizeof(err)) == KN_CONF_OK);
+  KT_CHECK(kn_conf_set(c, "lease.renew.interval.ms", renew, err, sizeof(err)) ==
+           KN_CONF_OK);
   return c;
 }
 
 /* A renewal interval of 2/3 of the lease or more: the grace period
  * (duration - renew / 2) would end before the next renewal. */
 static void test_renew_interval_too_long(void) {
-  const char *bad[][2] = {{"3000", "2000"}, {"3000", "2999"},
-                          {"10000", "9000"}};
+  const char *bad[][2] = {
+      {"3000", "2000"}, {"3000", "2999"}, {"10000", "9000"}};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     kn_conf_t *c = lease_conf(bad[i][0], bad[i][1]);
     char err[512] = "";

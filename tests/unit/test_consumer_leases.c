@@ -34,8 +34,9 @@ static size_t json_resp(char *out, size_t size, int status, const char *body) {
                        "Content-Type: application/x-amz-json-1.1\r\n", body);
 }
 
-#define REC(seq)                                                            \
-  "{\"SequenceNumber\":\"" seq "\",\"Data\":\"aGk=\",\"PartitionKey\":\"k\"," \
+#define REC(seq)                                 \
+  "{\"SequenceNumber\":\"" seq                   \
+  "\",\"Data\":\"aGk=\",\"PartitionKey\":\"k\"," \
   "\"ApproximateArrivalTimestamp\":1.5E9}"
 
 static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
@@ -47,7 +48,8 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
     *out_len = json_resp(
         out, size, 200,
         "{\"Shards\":[{\"ShardId\":\"shardId-0\",\"HashKeyRange\":{"
-        "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"" MAX_KEY "\"},"
+        "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"" MAX_KEY
+        "\"},"
         "\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"}}]}");
   } else if (strcmp(action, "GetShardIterator") == 0 && shard_gone) {
     *out_len = json_resp(out, size, 400,
@@ -69,8 +71,8 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
                          "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\","
                          "\"StreamStatus\":\"ACTIVE\",\"OpenShardCount\":1}}");
   } else {
-    *out_len = json_resp(out, size, 400,
-                         "{\"__type\":\"UnknownOperationException\"}");
+    *out_len =
+        json_resp(out, size, 400, "{\"__type\":\"UnknownOperationException\"}");
   }
   pthread_mutex_unlock(&mu);
   return KT_REPLY;
@@ -164,11 +166,11 @@ static int str_is(const char *a, const char *b) {
 }
 
 /* Polls (callbacks run there) until cond holds or ms pass. */
-#define POLL_UNTIL(kc, cond, ms)                                  \
-  do {                                                            \
-    int64_t end_ = kn_mono_ms() + (ms);                           \
-    while (!(cond) && kn_mono_ms() < end_)                        \
-      kn_batch_destroy(kn_consumer_poll((kc), 50));               \
+#define POLL_UNTIL(kc, cond, ms)                    \
+  do {                                              \
+    int64_t end_ = kn_mono_ms() + (ms);             \
+    while (!(cond) && kn_mono_ms() < end_)          \
+      kn_batch_destroy(kn_consumer_poll((kc), 50)); \
   } while (0)
 
 /* ---- cases ---- */
@@ -213,8 +215,7 @@ static void test_checkpoints(void) {
   if (table_lease(ls, &l) == 0) {
     KT_CHECK(str_is(l.checkpoint, "12"));
     KT_CHECK(str_is(l.pending, "13"));
-    KT_CHECK(l.pending_state_len == 2 &&
-             memcmp(l.pending_state, "st", 2) == 0);
+    KT_CHECK(l.pending_state_len == 2 && memcmp(l.pending_state, "st", 2) == 0);
     kn_lease_clear(&l);
   }
   err = kn_consumer_checkpoint_batch(kc, b);

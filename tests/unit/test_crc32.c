@@ -21,8 +21,9 @@ static void fill(void) {
 
 static void test_check_value(void) {
   KT_CHECK_INT(kn_crc32(0, "123456789", 9), 0xCBF43926u);
-  static const char text[] = "The quick brown fox jumps over the lazy dog, "
-                             "then over the lazy cat, then home again.";
+  static const char text[] =
+      "The quick brown fox jumps over the lazy dog, "
+      "then over the lazy cat, then home again.";
   KT_CHECK_INT(kn_crc32(0, text, sizeof(text) - 1),
                kn_crc32_zlib(0, text, sizeof(text) - 1));
   KT_CHECK_INT(kn_crc32(0, NULL, 0), 0);
@@ -44,7 +45,8 @@ static void test_continued(void) {
     uint32_t c = kn_crc32(0, buf, cut);
     KT_CHECK_INT(kn_crc32(c, buf + cut, 4096 - cut), whole);
   }
-  KT_CHECK_INT(kn_crc32(0x12345678u, buf, 1000), kn_crc32_zlib(0x12345678u, buf, 1000));
+  KT_CHECK_INT(kn_crc32(0x12345678u, buf, 1000),
+               kn_crc32_zlib(0x12345678u, buf, 1000));
 }
 
 static void test_zeros_and_ones(void) {

@@ -38,7 +38,8 @@ static int settings(kn_aws_settings_t *s, const char *const *kv) {
 
 /* Resolves credentials once.  Returns NULL and fills *out, or the error
  * message (static) with *code set. */
-static const char *resolve(const char *const *kv, kn_creds_t *out, kn_err_t *code) {
+static const char *resolve(const char *const *kv, kn_creds_t *out,
+                           kn_err_t *code) {
   static char msg[2048];
   memset(out, 0, sizeof(*out));
   *code = KN_ERR_NO_ERROR;
@@ -59,49 +60,55 @@ static const char *resolve(const char *const *kv, kn_creds_t *out, kn_err_t *cod
   return msg;
 }
 
-#define EXPECT_KEY(kv, id, src)                                             \
-  do {                                                                      \
-    kn_creds_t c_;                                                          \
-    kn_err_t code_;                                                         \
-    const char *m_ = resolve(kv, &c_, &code_);                              \
-    KT_CHECK_MSG(m_ == NULL, "%s", m_);                                     \
-    KT_CHECK_STR(c_.access_key_id, id);                                     \
-    KT_CHECK_STR(c_.source, src);                                           \
-    kn_creds_clear(&c_);                                                    \
+#define EXPECT_KEY(kv, id, src)                \
+  do {                                         \
+    kn_creds_t c_;                             \
+    kn_err_t code_;                            \
+    const char *m_ = resolve(kv, &c_, &code_); \
+    KT_CHECK_MSG(m_ == NULL, "%s", m_);        \
+    KT_CHECK_STR(c_.access_key_id, id);        \
+    KT_CHECK_STR(c_.source, src);              \
+    kn_creds_clear(&c_);                       \
   } while (0)
 
-#define EXPECT_ERR(kv, want_code, want)                                     \
-  do {                                                                      \
-    kn_creds_t c_;                                                          \
-    kn_err_t code_;                                                         \
-    const char *m_ = resolve(kv, &c_, &code_);                              \
-    KT_CHECK_MSG(m_ && strstr(m_, want), "got \"%s\", want \"%s\"",         \
-                 m_ ? m_ : "(success)", want);                              \
-    KT_CHECK_INT(code_, want_code);                                         \
-    kn_creds_clear(&c_);                                                    \
+#define EXPECT_ERR(kv, want_code, want)                            \
+  do {                                                             \
+    kn_creds_t c_;                                                 \
+    kn_err_t code_;                                                \
+    const char *m_ = resolve(kv, &c_, &code_);                     \
+    KT_CHECK_MSG(m_ &&strstr(m_, want), "got \"%s\", want \"%s\"", \
+                 m_ ? m_ : "(success)", want);                     \
+    KT_CHECK_INT(code_, want_code);                                \
+    kn_creds_clear(&c_);                                           \
   } while (0)
 
 static void test_chain_order(void) {
   kt_aws_reset();
   static const char *const props[] = {"aws.access.key.id", "AKIDPROPS",
                                       "aws.secret.access.key", "SPROPS", NULL};
-  kt_write(".aws/credentials", "[default]\naws_access_key_id = AKIDCREDFILE\n"
-                               "aws_secret_access_key = SCRED\n");
-  kt_write(".aws/config", "[default]\naws_access_key_id = AKIDCONFIG\n"
-                          "aws_secret_access_key = SCONF\n");
-  EXPECT_KEY(NULL, "AKIDCREDFILE", "profile"); /* credentials file beats config */
+  kt_write(".aws/credentials",
+           "[default]\naws_access_key_id = AKIDCREDFILE\n"
+           "aws_secret_access_key = SCRED\n");
+  kt_write(".aws/config",
+           "[default]\naws_access_key_id = AKIDCONFIG\n"
+           "aws_secret_access_key = SCONF\n");
+  EXPECT_KEY(NULL, "AKIDCREDFILE",
+             "profile"); /* credentials file beats config */
   setenv("AWS_ACCESS_KEY_ID", "AKIDENV", 1);
   setenv("AWS_SECRET_ACCESS_KEY", "SENV", 1);
-  EXPECT_KEY(NULL, "AKIDENV", "environment"); /* environment beats files */
+  EXPECT_KEY(NULL, "AKIDENV", "environment");   /* environment beats files */
   EXPECT_KEY(props, "AKIDPROPS", "properties"); /* explicit beats environment */
   unsetenv("AWS_ACCESS_KEY_ID");
   unsetenv("AWS_SECRET_ACCESS_KEY");
   kt_write(".aws/credentials", "");
   EXPECT_KEY(NULL, "AKIDCONFIG", "profile");
   kt_write(".aws/config", "");
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "no AWS credentials found for profile \"default\"");
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "EC2 instance metadata (disabled by AWS_EC2_METADATA_DISABLED)");
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "shared files (no profile \"default\")");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "no AWS credentials found for profile \"default\"");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "EC2 instance metadata (disabled by AWS_EC2_METADATA_DISABLED)");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "shared files (no profile \"default\")");
 }
 
 static void test_static_details(void) {
@@ -125,24 +132,31 @@ static void test_static_details(void) {
   kn_creds_clear(&c); /* twice is fine */
   /* Half a key pair is an error, not a reason to go on down the chain. */
   unsetenv("AWS_SECRET_ACCESS_KEY");
-  kt_write(".aws/credentials", "[default]\naws_access_key_id = A\naws_secret_access_key = B\n");
+  kt_write(".aws/credentials",
+           "[default]\naws_access_key_id = A\naws_secret_access_key = B\n");
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
-             "environment AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY: an access key id is set "
+             "environment AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY: an access "
+             "key id is set "
              "without a secret access key");
   unsetenv("AWS_ACCESS_KEY_ID");
   unsetenv("AWS_SESSION_TOKEN");
   kt_write(".aws/credentials", "[default]\n\naws_secret_access_key = B\n");
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
-             "static keys of profile \"default\" (~/.aws/credentials:3): a secret access "
+             "static keys of profile \"default\" (~/.aws/credentials:3): a "
+             "secret access "
              "key is set without an access key id");
-  kt_write(".aws/credentials", "[default]\naws_access_key_id = A\naws_secret_access_key = B\n"
-                               "aws_session_token = TOK\n");
+  kt_write(".aws/credentials",
+           "[default]\naws_access_key_id = A\naws_secret_access_key = B\n"
+           "aws_session_token = TOK\n");
   KT_CHECK(resolve(NULL, &c, &code) == NULL);
   KT_CHECK_STR(c.session_token, "TOK");
   kn_creds_clear(&c);
   /* Other profiles. */
-  kt_write(".aws/credentials", "[dev]\naws_access_key_id = ADEV\naws_secret_access_key = B\n");
-  kt_write(".aws/config", "[profile ops]\naws_access_key_id = AOPS\naws_secret_access_key = B\n");
+  kt_write(".aws/credentials",
+           "[dev]\naws_access_key_id = ADEV\naws_secret_access_key = B\n");
+  kt_write(
+      ".aws/config",
+      "[profile ops]\naws_access_key_id = AOPS\naws_secret_access_key = B\n");
   setenv("AWS_PROFILE", "dev", 1);
   EXPECT_KEY(NULL, "ADEV", "profile");
   static const char *const kv[] = {"profile", "ops", NULL};
@@ -151,24 +165,27 @@ static void test_static_details(void) {
 
 static void test_corrupt_files(void) {
   kt_aws_reset();
-  kt_write(".aws/credentials", "[default]\naws_access_key_id = A\n"
-                               "aws_secret_access_key = B\n\n"
-                               "[other]\n"
-                               "aws_access_key_id\n");
+  kt_write(".aws/credentials",
+           "[default]\naws_access_key_id = A\n"
+           "aws_secret_access_key = B\n\n"
+           "[other]\n"
+           "aws_access_key_id\n");
   /* Settings already read the files, and say where it went wrong. */
   kn_aws_settings_t s;
   KT_CHECK(settings(&s, NULL) != 0);
   /* The provider reads them too (files may change in between). */
   kt_write(".aws/credentials", "");
   KT_CHECK(settings(&s, NULL) == 0);
-  kt_write(".aws/credentials", "[default]\naws_access_key_id = A\n"
-                               "aws_secret_access_key = B\n\n"
-                               "[other]\n"
-                               "aws_access_key_id\n");
+  kt_write(".aws/credentials",
+           "[default]\naws_access_key_id = A\n"
+           "aws_secret_access_key = B\n\n"
+           "[other]\n"
+           "aws_access_key_id\n");
   kn_error_t *e = NULL;
   kn_creds_provider_t *p = kn_creds_provider_new(&s, &e);
   KT_CHECK(p == NULL);
-  KT_CHECK(e && strstr(kn_error_string(e), "~/.aws/credentials:6: expected \"key = value\""));
+  KT_CHECK(e && strstr(kn_error_string(e),
+                       "~/.aws/credentials:6: expected \"key = value\""));
   KT_CHECK_INT(kn_error_code(e), KN_ERR__CONF);
   kn_error_destroy(e);
   kn_aws_settings_clear(&s);
@@ -176,98 +193,122 @@ static void test_corrupt_files(void) {
 
 static void test_roles(void) {
   kt_aws_reset();
-  kt_write(".aws/config", "[default]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = base\n"
-                          "aws_access_key_id = A\naws_secret_access_key = B\n"
-                          "[profile cs]\nrole_arn = arn:aws:iam::1:role/r\n"
-                          "credential_source = Ec2InstanceMetadata\n"
-                          "[profile bare]\nrole_arn = arn:aws:iam::1:role/r\n"
-                          "[profile wi]\nrole_arn = arn:aws:iam::1:role/r\n"
-                          "web_identity_token_file = ~/files/missing-token\n");
+  kt_write(
+      ".aws/config",
+      "[default]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = base\n"
+      "aws_access_key_id = A\naws_secret_access_key = B\n"
+      "[profile cs]\nrole_arn = arn:aws:iam::1:role/r\n"
+      "credential_source = Ec2InstanceMetadata\n"
+      "[profile bare]\nrole_arn = arn:aws:iam::1:role/r\n"
+      "[profile wi]\nrole_arn = arn:aws:iam::1:role/r\n"
+      "web_identity_token_file = ~/files/missing-token\n");
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
-             "role_arn of profile \"default\" (~/.aws/config:2): source_profile \"base\" "
+             "role_arn of profile \"default\" (~/.aws/config:2): "
+             "source_profile \"base\" "
              "is in neither shared file");
   setenv("AWS_PROFILE", "cs", 1);
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
              "credential_source Ec2InstanceMetadata found no credentials");
   setenv("AWS_PROFILE", "bare", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "role_arn needs web_identity_token_file");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "role_arn needs web_identity_token_file");
   setenv("AWS_PROFILE", "wi", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "web identity token file ~/files/missing-token: No such file");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "web identity token file ~/files/missing-token: No such file");
   /* Chains of source profiles: loops and bad settings are reported before
    * anything is asked of STS. */
-  kt_write(".aws/config",
-           "[profile a]\nrole_arn = arn:aws:iam::1:role/a\nsource_profile = b\n"
-           "[profile b]\nrole_arn = arn:aws:iam::1:role/b\nsource_profile = c\n"
-           "[profile c]\nrole_arn = arn:aws:iam::1:role/c\nsource_profile = a\n"
-           "[profile self]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = self\n"
-           "[profile both]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = a\n"
-           "credential_source = Environment\n"
-           "[profile env]\nrole_arn = arn:aws:iam::1:role/s\ncredential_source = Environment\n"
-           "[profile odd]\nrole_arn = arn:aws:iam::1:role/s\ncredential_source = Shell\n"
-           "[profile dur]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = k\n"
-           "duration_seconds = 60\n"
-           "[profile mfa]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = k\n"
-           "mfa_serial = arn:aws:iam::1:mfa/u\n"
-           "[profile empty]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = nothing\n"
-           "[profile nothing]\nregion = us-east-1\n"
-           "[profile k]\naws_access_key_id = AKIDK\naws_secret_access_key = SK\n");
+  kt_write(
+      ".aws/config",
+      "[profile a]\nrole_arn = arn:aws:iam::1:role/a\nsource_profile = b\n"
+      "[profile b]\nrole_arn = arn:aws:iam::1:role/b\nsource_profile = c\n"
+      "[profile c]\nrole_arn = arn:aws:iam::1:role/c\nsource_profile = a\n"
+      "[profile self]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = "
+      "self\n"
+      "[profile both]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = a\n"
+      "credential_source = Environment\n"
+      "[profile env]\nrole_arn = arn:aws:iam::1:role/s\ncredential_source = "
+      "Environment\n"
+      "[profile odd]\nrole_arn = arn:aws:iam::1:role/s\ncredential_source = "
+      "Shell\n"
+      "[profile dur]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = k\n"
+      "duration_seconds = 60\n"
+      "[profile mfa]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = k\n"
+      "mfa_serial = arn:aws:iam::1:mfa/u\n"
+      "[profile empty]\nrole_arn = arn:aws:iam::1:role/s\nsource_profile = "
+      "nothing\n"
+      "[profile nothing]\nregion = us-east-1\n"
+      "[profile k]\naws_access_key_id = AKIDK\naws_secret_access_key = SK\n");
   setenv("AWS_PROFILE", "a", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "source_profile makes a loop: a -> b -> c -> a");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "source_profile makes a loop: a -> b -> c -> a");
   setenv("AWS_PROFILE", "self", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "source_profile makes a loop: self -> self");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "source_profile makes a loop: self -> self");
   setenv("AWS_PROFILE", "both", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "has both source_profile and credential_source");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "has both source_profile and credential_source");
   setenv("AWS_PROFILE", "env", 1);
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
-             "credential_source Environment found no credentials: it needs AWS_ACCESS_KEY_ID");
+             "credential_source Environment found no credentials: it needs "
+             "AWS_ACCESS_KEY_ID");
   setenv("AWS_PROFILE", "odd", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "credential_source \"Shell\" is not one of");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "credential_source \"Shell\" is not one of");
   setenv("AWS_PROFILE", "dur", 1);
-  EXPECT_ERR(NULL, KN_ERR__CONF, "duration_seconds = \"60\" of profile \"dur\" "
-                                 "(~/.aws/config:26): expected seconds from 900 to 43200");
+  EXPECT_ERR(NULL, KN_ERR__CONF,
+             "duration_seconds = \"60\" of profile \"dur\" "
+             "(~/.aws/config:26): expected seconds from 900 to 43200");
   setenv("AWS_PROFILE", "mfa", 1);
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "mfa_serial is not supported");
   setenv("AWS_PROFILE", "empty", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "source_profile \"nothing\" has no credentials");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "source_profile \"nothing\" has no credentials");
   /* SSO profiles: what is missing, and the login to run. */
-  kt_write(".aws/config",
-           "[profile s1]\nsso_account_id = 111122223333\nsso_role_name = R\n"
-           "sso_session = nosuch\n"
-           "[profile s2]\nsso_account_id = 111122223333\nsso_role_name = R\n"
-           "sso_start_url = https://x.awsapps.com/start\n"
-           "[profile s3]\nsso_account_id = 111122223333\nsso_role_name = R\n"
-           "sso_start_url = https://x.awsapps.com/start\nsso_region = eu-west-1\n"
-           "[profile s4]\nsso_account_id = 111122223333\nsso_role_name = R\n"
-           "sso_session = dev\nsso_region = us-east-1\n"
-           "[profile s5]\nsso_account_id = 111122223333\nsso_role_name = R\n"
-           "sso_session = dev\n"
-           "[sso-session dev]\nsso_start_url = https://x.awsapps.com/start\n"
-           "sso_region = eu-west-1\n");
+  kt_write(
+      ".aws/config",
+      "[profile s1]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+      "sso_session = nosuch\n"
+      "[profile s2]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+      "sso_start_url = https://x.awsapps.com/start\n"
+      "[profile s3]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+      "sso_start_url = https://x.awsapps.com/start\nsso_region = eu-west-1\n"
+      "[profile s4]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+      "sso_session = dev\nsso_region = us-east-1\n"
+      "[profile s5]\nsso_account_id = 111122223333\nsso_role_name = R\n"
+      "sso_session = dev\n"
+      "[sso-session dev]\nsso_start_url = https://x.awsapps.com/start\n"
+      "sso_region = eu-west-1\n");
   setenv("AWS_PROFILE", "s1", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "sso_session \"nosuch\" has no [sso-session nosuch]");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "sso_session \"nosuch\" has no [sso-session nosuch]");
   setenv("AWS_PROFILE", "s2", 1);
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "profile \"s2\": missing sso_region");
   setenv("AWS_PROFILE", "s3", 1);
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "no cached token (~/.aws/sso/cache/");
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "run `aws sso login --profile s3`");
   setenv("AWS_PROFILE", "s4", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "sso_region is \"us-east-1\" in the profile but "
-                                        "\"eu-west-1\" in [sso-session dev]");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "sso_region is \"us-east-1\" in the profile but "
+             "\"eu-west-1\" in [sso-session dev]");
   setenv("AWS_PROFILE", "s5", 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "run `aws sso login --sso-session dev`");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "run `aws sso login --sso-session dev`");
   /* Environment web identity: a token file needs a role. */
   unsetenv("AWS_PROFILE");
   kt_write(".aws/config", "");
   setenv("AWS_WEB_IDENTITY_TOKEN_FILE", kt_write("files/token", "tok\n"), 1);
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "AWS_WEB_IDENTITY_TOKEN_FILE is set without AWS_ROLE_ARN");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "AWS_WEB_IDENTITY_TOKEN_FILE is set without AWS_ROLE_ARN");
   /* STS unreachable: a transport error naming the call. */
   setenv("AWS_ROLE_ARN", "arn:aws:iam::1:role/r", 1);
   static const char *const kv[] = {"sts.endpoint", "http://127.0.0.1:1", NULL};
-  EXPECT_ERR(kv, KN_ERR__TRANSPORT,
-             "web identity (role arn:aws:iam::1:role/r, from the environment): STS "
-             "AssumeRoleWithWebIdentity: POST http://127.0.0.1:1:");
+  EXPECT_ERR(
+      kv, KN_ERR__TRANSPORT,
+      "web identity (role arn:aws:iam::1:role/r, from the environment): STS "
+      "AssumeRoleWithWebIdentity: POST http://127.0.0.1:1:");
   setenv("AWS_ROLE_SESSION_NAME", "bad name!", 1);
-  EXPECT_ERR(kv, KN_ERR__CONF, "role session name \"bad name!\" must be 2 to 64");
+  EXPECT_ERR(kv, KN_ERR__CONF,
+             "role session name \"bad name!\" must be 2 to 64");
   /* The role ARN alone is not web identity. */
   unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
   unsetenv("AWS_ROLE_SESSION_NAME");
@@ -277,12 +318,14 @@ static void test_roles(void) {
 static void test_container_config(void) {
   kt_aws_reset();
   setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://192.0.2.1/creds", 1);
-  EXPECT_ERR(NULL, KN_ERR__CONF, "plain http is only allowed to a loopback address");
+  EXPECT_ERR(NULL, KN_ERR__CONF,
+             "plain http is only allowed to a loopback address");
   setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "ftp://127.0.0.1/creds", 1);
   EXPECT_ERR(NULL, KN_ERR__CONF, "is not a valid URL");
   /* Allowed but nothing listens: a transport error. */
   setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.1:1/creds", 1);
-  EXPECT_ERR(NULL, KN_ERR__TRANSPORT, "container credentials: GET http://127.0.0.1:1/creds");
+  EXPECT_ERR(NULL, KN_ERR__TRANSPORT,
+             "container credentials: GET http://127.0.0.1:1/creds");
   setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://localhost:1/creds", 1);
   EXPECT_ERR(NULL, KN_ERR__TRANSPORT, "container credentials");
   setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", kt_path("files/none"), 1);
@@ -294,11 +337,14 @@ static void test_container_config(void) {
   kt_aws_reset();
   unsetenv("AWS_EC2_METADATA_DISABLED");
   setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "nonsense", 1);
-  EXPECT_ERR(NULL, KN_ERR__CONF, "instance metadata endpoint \"nonsense\" (from AWS_EC2_METADATA_SERVICE_ENDPOINT)");
+  EXPECT_ERR(NULL, KN_ERR__CONF,
+             "instance metadata endpoint \"nonsense\" (from "
+             "AWS_EC2_METADATA_SERVICE_ENDPOINT)");
   /* Nothing listening: IMDS is absent, quickly. */
   setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:1/", 1);
   int64_t t0 = kn_mono_ms();
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "EC2 instance metadata (not reachable at http://127.0.0.1:1");
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "EC2 instance metadata (not reachable at http://127.0.0.1:1");
   KT_CHECK(kn_mono_ms() - t0 < KT_PROMPT_MS);
 }
 
@@ -326,7 +372,8 @@ static int runs(void) {
 
 static void use_process(const char *path) {
   char cfg[1024];
-  snprintf(cfg, sizeof(cfg), "[default]\ncredential_process = %s --flag 'a b'\n", path);
+  snprintf(cfg, sizeof(cfg),
+           "[default]\ncredential_process = %s --flag 'a b'\n", path);
   kt_write(".aws/config", cfg);
   remove(kt_path("files/count"));
 }
@@ -335,11 +382,12 @@ static void test_process(void) {
   kt_aws_reset();
   kn_creds_t c;
   kn_err_t code;
-  use_process(script("files/good.sh",
-                     "printf '{\"Version\": 1, \"AccessKeyId\": \"AKIDPROC\", "
-                     "\"SecretAccessKey\": \"SPROC\", \"SessionToken\": \"TPROC\", "
-                     "\"Expiration\": \"2999-01-01T00:00:00Z\"}'\n"
-                     "echo 'a warning' >&2"));
+  use_process(
+      script("files/good.sh",
+             "printf '{\"Version\": 1, \"AccessKeyId\": \"AKIDPROC\", "
+             "\"SecretAccessKey\": \"SPROC\", \"SessionToken\": \"TPROC\", "
+             "\"Expiration\": \"2999-01-01T00:00:00Z\"}'\n"
+             "echo 'a warning' >&2"));
   KT_CHECK(resolve(NULL, &c, &code) == NULL);
   KT_CHECK_STR(c.access_key_id, "AKIDPROC");
   KT_CHECK_STR(c.secret_access_key, "SPROC");
@@ -352,40 +400,53 @@ static void test_process(void) {
   kn_creds_clear(&c);
 
   /* Arguments reach the script through the shell. */
-  use_process(script("files/args.sh",
-                     "[ \"$1\" = --flag ] && [ \"$2\" = 'a b' ] || exit 7\n"
-                     "echo '{\"Version\":1,\"AccessKeyId\":\"AK\",\"SecretAccessKey\":\"S\"}'"));
+  use_process(script(
+      "files/args.sh",
+      "[ \"$1\" = --flag ] && [ \"$2\" = 'a b' ] || exit 7\n"
+      "echo "
+      "'{\"Version\":1,\"AccessKeyId\":\"AK\",\"SecretAccessKey\":\"S\"}'"));
   KT_CHECK(resolve(NULL, &c, &code) == NULL);
   KT_CHECK_INT(c.expires_ms, 0); /* no Expiration: does not expire */
   KT_CHECK(c.session_token == NULL);
   kn_creds_clear(&c);
 
-  use_process(script("files/exit.sh", "echo 'token expired, run login' >&2; echo partial; exit 3"));
+  use_process(
+      script("files/exit.sh",
+             "echo 'token expired, run login' >&2; echo partial; exit 3"));
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
-             "credential_process of profile \"default\" (~/.aws/config:2): exited with status "
+             "credential_process of profile \"default\" (~/.aws/config:2): "
+             "exited with status "
              "3: token expired, run login");
 
   use_process(script("files/notjson.sh", "echo 'SECRETSTUFF not json'"));
-  EXPECT_ERR(NULL, KN_ERR__BAD_MSG, "the output is not valid JSON (line 1, column");
+  EXPECT_ERR(NULL, KN_ERR__BAD_MSG,
+             "the output is not valid JSON (line 1, column");
   {
     kn_err_t code2;
     const char *m = resolve(NULL, &c, &code2);
     KT_CHECK(m && !strstr(m, "SECRETSTUFF")); /* output never quoted */
   }
 
-  use_process(script("files/v2.sh",
-                     "echo '{\"Version\":2,\"AccessKeyId\":\"AK\",\"SecretAccessKey\":\"S\"}'"));
+  use_process(script(
+      "files/v2.sh",
+      "echo "
+      "'{\"Version\":2,\"AccessKeyId\":\"AK\",\"SecretAccessKey\":\"S\"}'"));
   EXPECT_ERR(NULL, KN_ERR__BAD_MSG, "expected \"Version\": 1");
-  use_process(script("files/nokey.sh", "echo '{\"Version\":1,\"SecretAccessKey\":\"S\"}'"));
+  use_process(script("files/nokey.sh",
+                     "echo '{\"Version\":1,\"SecretAccessKey\":\"S\"}'"));
   EXPECT_ERR(NULL, KN_ERR__BAD_MSG, "missing \"AccessKeyId\"");
-  use_process(script("files/badexp.sh",
-                     "echo '{\"Version\":1,\"AccessKeyId\":\"AK\",\"SecretAccessKey\":\"S\","
-                     "\"Expiration\":\"tomorrow\"}'"));
-  EXPECT_ERR(NULL, KN_ERR__BAD_MSG, "\"Expiration\" is not an ISO-8601 date-time");
-  use_process(script("files/past.sh",
-                     "echo '{\"Version\":1,\"AccessKeyId\":\"AK\",\"SecretAccessKey\":\"S\","
-                     "\"Expiration\":\"2001-01-01T00:00:00Z\"}'"));
-  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "credentials from process expire at 2001-01-01T00:00:00Z");
+  use_process(script(
+      "files/badexp.sh",
+      "echo '{\"Version\":1,\"AccessKeyId\":\"AK\",\"SecretAccessKey\":\"S\","
+      "\"Expiration\":\"tomorrow\"}'"));
+  EXPECT_ERR(NULL, KN_ERR__BAD_MSG,
+             "\"Expiration\" is not an ISO-8601 date-time");
+  use_process(script(
+      "files/past.sh",
+      "echo '{\"Version\":1,\"AccessKeyId\":\"AK\",\"SecretAccessKey\":\"S\","
+      "\"Expiration\":\"2001-01-01T00:00:00Z\"}'"));
+  EXPECT_ERR(NULL, KN_ERR__CREDENTIALS,
+             "credentials from process expire at 2001-01-01T00:00:00Z");
   kt_write(".aws/config", "[default]\ncredential_process = kill -TERM $$\n");
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "killed by signal 15");
   use_process(script("files/big.sh", "head -c 100000 /dev/zero | tr '\\0' x"));
@@ -394,7 +455,8 @@ static void test_process(void) {
   EXPECT_ERR(NULL, KN_ERR__BAD_MSG, "expected a JSON object");
 
   /* Timeouts kill the whole process group, including what it started. */
-  static const char *const kv[] = {"credential.process.timeout.ms", "300", NULL};
+  static const char *const kv[] = {"credential.process.timeout.ms", "300",
+                                   NULL};
   use_process(script("files/slow.sh", "sleep 30 & sleep 30"));
   int64_t t0 = kn_mono_ms();
   EXPECT_ERR(kv, KN_ERR__TIMED_OUT, "did not finish within 300 ms (killed)");
@@ -405,7 +467,8 @@ static void test_process(void) {
   EXPECT_ERR(kv, KN_ERR__TIMED_OUT, "did not finish within 300 ms");
   KT_CHECK(kn_mono_ms() - t0 < KT_PROMPT_MS); /* not the script's 30 s */
   /* A missing program is the shell's exit status 127. */
-  kt_write(".aws/config", "[default]\ncredential_process = /nonexistent/program\n");
+  kt_write(".aws/config",
+           "[default]\ncredential_process = /nonexistent/program\n");
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "exited with status 127");
 }
 
@@ -414,11 +477,13 @@ static void test_process(void) {
 static void expiring_script(int64_t in_ms, int fail_after) {
   char exp[21], body[1024];
   kn_iso8601_format(kn_wall_ms() + in_ms, exp);
-  snprintf(body, sizeof(body),
-           "[ $n -gt %d ] && { echo 'refresh broke' >&2; exit 1; }\n"
-           "printf '{\"Version\":1,\"AccessKeyId\":\"AKID%%s\",\"SecretAccessKey\":\"S\","
-           "\"SessionToken\":\"T\",\"Expiration\":\"%s\"}' $n",
-           fail_after, exp);
+  snprintf(
+      body, sizeof(body),
+      "[ $n -gt %d ] && { echo 'refresh broke' >&2; exit 1; }\n"
+      "printf "
+      "'{\"Version\":1,\"AccessKeyId\":\"AKID%%s\",\"SecretAccessKey\":\"S\","
+      "\"SessionToken\":\"T\",\"Expiration\":\"%s\"}' $n",
+      fail_after, exp);
   use_process(script("files/exp.sh", body));
 }
 
@@ -515,12 +580,14 @@ static void test_refresh_off_caller(void) {
   kt_aws_reset();
   char exp[21], body[1024];
   kn_iso8601_format(kn_wall_ms() + 120 * 1000, exp);
-  snprintf(body, sizeof(body),
-           "if [ $n -eq 2 ]; then i=0; while [ ! -e go ] && [ $i -lt 600 ]; do "
-           "sleep 0.05; i=$((i+1)); done; fi\n"
-           "printf '{\"Version\":1,\"AccessKeyId\":\"AKID%%s\",\"SecretAccessKey\":\"S\","
-           "\"SessionToken\":\"T\",\"Expiration\":\"%s\"}' $n",
-           exp);
+  snprintf(
+      body, sizeof(body),
+      "if [ $n -eq 2 ]; then i=0; while [ ! -e go ] && [ $i -lt 600 ]; do "
+      "sleep 0.05; i=$((i+1)); done; fi\n"
+      "printf "
+      "'{\"Version\":1,\"AccessKeyId\":\"AKID%%s\",\"SecretAccessKey\":\"S\","
+      "\"SessionToken\":\"T\",\"Expiration\":\"%s\"}' $n",
+      exp);
   use_process(script("files/hang.sh", body));
   remove(kt_path("files/go"));
   kn_creds_provider_t *p = provider();
@@ -549,7 +616,8 @@ static void test_refresh_off_caller(void) {
   kn_creds_provider_destroy(p);
 
   /* A fetch that fails is the error of the non-blocking form too. */
-  kt_write(".aws/config", "[default]\ncredential_process = /nonexistent/program\n");
+  kt_write(".aws/config",
+           "[default]\ncredential_process = /nonexistent/program\n");
   p = provider();
   ticket = 0;
   e = kn_creds_get_nowait(p, &c, &ticket);
@@ -600,34 +668,49 @@ static void test_threads(void) {
 static void test_json_docs(void) {
   kn_creds_t c = {0};
   kn_error_t *e = NULL;
-  const char *imds = "{\"Code\":\"Success\",\"LastUpdated\":\"2024-01-01T00:00:00Z\","
-                     "\"Type\":\"AWS-HMAC\",\"AccessKeyId\":\"ASIA\",\"SecretAccessKey\":\"S\","
-                     "\"Token\":\"T\",\"Expiration\":\"2024-01-01T06:00:00Z\"}";
-  KT_CHECK(kn_creds_parse_json(imds, strlen(imds), KN_CREDS_DOC_IMDS, "imds", &c, &e) == 0);
+  const char *imds =
+      "{\"Code\":\"Success\",\"LastUpdated\":\"2024-01-01T00:00:00Z\","
+      "\"Type\":\"AWS-HMAC\",\"AccessKeyId\":\"ASIA\",\"SecretAccessKey\":"
+      "\"S\","
+      "\"Token\":\"T\",\"Expiration\":\"2024-01-01T06:00:00Z\"}";
+  KT_CHECK(kn_creds_parse_json(imds, strlen(imds), KN_CREDS_DOC_IMDS, "imds",
+                               &c, &e) == 0);
   KT_CHECK_STR(c.session_token, "T");
   KT_CHECK_INT(c.expires_ms, 1704088800000LL);
   kn_creds_clear(&c);
-  const char *failed = "{\"Code\":\"AssumeRoleUnauthorizedAccess\",\"AccessKeyId\":\"A\"}";
-  KT_CHECK(kn_creds_parse_json(failed, strlen(failed), KN_CREDS_DOC_IMDS, "imds", &c, &e) != 0);
-  KT_CHECK(e && strstr(kn_error_string(e), "imds: Code is \"AssumeRoleUnauthorizedAccess\""));
+  const char *failed =
+      "{\"Code\":\"AssumeRoleUnauthorizedAccess\",\"AccessKeyId\":\"A\"}";
+  KT_CHECK(kn_creds_parse_json(failed, strlen(failed), KN_CREDS_DOC_IMDS,
+                               "imds", &c, &e) != 0);
+  KT_CHECK(e && strstr(kn_error_string(e),
+                       "imds: Code is \"AssumeRoleUnauthorizedAccess\""));
   kn_error_destroy(e);
   e = NULL;
-  const char *noexp = "{\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"S\",\"Token\":\"T\"}";
-  KT_CHECK(kn_creds_parse_json(noexp, strlen(noexp), KN_CREDS_DOC_CONTAINER, "ctr", &c, &e) != 0);
+  const char *noexp =
+      "{\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"S\",\"Token\":\"T\"}";
+  KT_CHECK(kn_creds_parse_json(noexp, strlen(noexp), KN_CREDS_DOC_CONTAINER,
+                               "ctr", &c, &e) != 0);
   KT_CHECK(e && strstr(kn_error_string(e), "ctr: missing \"Expiration\""));
   kn_error_destroy(e);
   e = NULL;
-  const char *wrong = "{\"AccessKeyId\":5,\"SecretAccessKey\":\"S\",\"Expiration\":\"x\"}";
-  KT_CHECK(kn_creds_parse_json(wrong, strlen(wrong), KN_CREDS_DOC_CONTAINER, "ctr", &c, &e) != 0);
+  const char *wrong =
+      "{\"AccessKeyId\":5,\"SecretAccessKey\":\"S\",\"Expiration\":\"x\"}";
+  KT_CHECK(kn_creds_parse_json(wrong, strlen(wrong), KN_CREDS_DOC_CONTAINER,
+                               "ctr", &c, &e) != 0);
   KT_CHECK(e && strstr(kn_error_string(e), "not a string"));
   kn_error_destroy(e);
   e = NULL;
-  const char *dup = "{\"AccessKeyId\":\"A\",\"AccessKeyId\":\"B\",\"SecretAccessKey\":\"S\"}";
-  KT_CHECK(kn_creds_parse_json(dup, strlen(dup), KN_CREDS_DOC_CONTAINER, "ctr", &c, &e) != 0);
+  const char *dup =
+      "{\"AccessKeyId\":\"A\",\"AccessKeyId\":\"B\",\"SecretAccessKey\":\"S\"}";
+  KT_CHECK(kn_creds_parse_json(dup, strlen(dup), KN_CREDS_DOC_CONTAINER, "ctr",
+                               &c, &e) != 0);
   kn_error_destroy(e);
   e = NULL;
-  const char *ctl = "{\"Version\":1,\"AccessKeyId\":\"A\\r\\nX: y\",\"SecretAccessKey\":\"S\"}";
-  KT_CHECK(kn_creds_parse_json(ctl, strlen(ctl), KN_CREDS_DOC_PROCESS, "p", &c, &e) != 0);
+  const char *ctl =
+      "{\"Version\":1,\"AccessKeyId\":\"A\\r\\nX: "
+      "y\",\"SecretAccessKey\":\"S\"}";
+  KT_CHECK(kn_creds_parse_json(ctl, strlen(ctl), KN_CREDS_DOC_PROCESS, "p", &c,
+                               &e) != 0);
   KT_CHECK(e && strstr(kn_error_string(e), "control characters"));
   kn_error_destroy(e);
 }
@@ -641,10 +724,13 @@ static char *xml_text_at(const char *doc, const char *const *path) {
 static void test_xml(void) {
   const char *ok =
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      "<AssumeRoleWithWebIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">\n"
+      "<AssumeRoleWithWebIdentityResponse "
+      "xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">\n"
       "  <AssumeRoleWithWebIdentityResult>\n"
-      "    <SubjectFromWebIdentityToken>system:sa</SubjectFromWebIdentityToken>\n"
-      "    <!-- <Credentials><AccessKeyId>FAKE</AccessKeyId></Credentials> -->\n"
+      "    "
+      "<SubjectFromWebIdentityToken>system:sa</SubjectFromWebIdentityToken>\n"
+      "    <!-- <Credentials><AccessKeyId>FAKE</AccessKeyId></Credentials> "
+      "-->\n"
       "    <Credentials>\n"
       "      <SessionToken>tok&amp;en&lt;&#65;&#x42;&#x20AC;</SessionToken>\n"
       "      <SecretAccessKey>\n   wJalr/K7MDENG   \n</SecretAccessKey>\n"
@@ -655,8 +741,8 @@ static void test_xml(void) {
       "    <Empty/>\n"
       "  </AssumeRoleWithWebIdentityResult>\n"
       "</AssumeRoleWithWebIdentityResponse>\n";
-  static const char *const pid[] = {"AssumeRoleWithWebIdentityResult", "Credentials",
-                                    "AccessKeyId", NULL};
+  static const char *const pid[] = {"AssumeRoleWithWebIdentityResult",
+                                    "Credentials", "AccessKeyId", NULL};
   static const char *const ptok[] = {"Credentials", "SessionToken", NULL};
   static const char *const psk[] = {"SecretAccessKey", NULL};
   static const char *const pempty[] = {"Empty", NULL};
@@ -679,7 +765,8 @@ static void test_xml(void) {
       "<ErrorResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
       "<Error><Type>Sender</Type><Code>InvalidIdentityToken</Code>"
       "<Message>Couldn&apos;t retrieve verification key</Message></Error>"
-      "<RequestId>c6104cbe-af31-11e0-8154-cbc7ccf896c7</RequestId></ErrorResponse>";
+      "<RequestId>c6104cbe-af31-11e0-8154-cbc7ccf896c7</RequestId></"
+      "ErrorResponse>";
   static const char *const pcode[] = {"Error", "Code", NULL};
   static const char *const pmsg[] = {"Error", "Message", NULL};
   s = xml_text_at(err, pcode);
@@ -700,14 +787,18 @@ static void test_xml(void) {
   kn_xml_span_t in = {"<A><A>in</A></A>", 16}, out;
   KT_CHECK(kn_xml_find(in, "A", &out) == 0 && out.len == 9);
   /* Broken documents. */
-  static const char *const broken[] = {"<A>open", "<A", "<!-- <A>x</A>", "<A>x</B>", "", "text"};
+  static const char *const broken[] = {"<A>open",  "<A", "<!-- <A>x</A>",
+                                       "<A>x</B>", "",   "text"};
   for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++)
-    KT_CHECK_MSG(xml_text_at(broken[i], pa) == NULL, "parsed \"%s\"", broken[i]);
+    KT_CHECK_MSG(xml_text_at(broken[i], pa) == NULL, "parsed \"%s\"",
+                 broken[i]);
   /* Markup, unknown entities or bad references in text. */
-  static const char *const badtext[] = {"<A>a<b/>c</A>", "<A>&nbsp;</A>", "<A>&#0;</A>",
-                                        "<A>&#xD800;</A>", "<A>&amp</A>", "<A>&#x110000;</A>"};
+  static const char *const badtext[] = {"<A>a<b/>c</A>", "<A>&nbsp;</A>",
+                                        "<A>&#0;</A>",   "<A>&#xD800;</A>",
+                                        "<A>&amp</A>",   "<A>&#x110000;</A>"};
   for (size_t i = 0; i < sizeof(badtext) / sizeof(badtext[0]); i++)
-    KT_CHECK_MSG(xml_text_at(badtext[i], pa) == NULL, "decoded \"%s\"", badtext[i]);
+    KT_CHECK_MSG(xml_text_at(badtext[i], pa) == NULL, "decoded \"%s\"",
+                 badtext[i]);
 }
 
 int main(void) {

@@ -25,7 +25,8 @@ static int handler(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
                    "\"Token\":\"t\",\"Expiration\":\"2099-01-01T00:00:00Z\"");
   memset(doc + n, ' ', pad);
   strcpy(doc + n + pad, "}");
-  *out_len = kt_httpd_resp(out, size, 200, "Content-Type: application/json\r\n", doc);
+  *out_len =
+      kt_httpd_resp(out, size, 200, "Content-Type: application/json\r\n", doc);
   free(doc);
   return KT_REPLY;
 }
@@ -69,10 +70,12 @@ static void test_cap(void) {
   KT_CHECK_INT(resolve(NULL, msg, sizeof(msg)), KN_ERR_NO_ERROR);
   KT_CHECK_STR(msg, "AKIDCAP");
   use(100000); /* past the default of 64 KiB, whatever http.* says */
-  static const char *const http_big[] = {"http.response.max.bytes", "10000000", NULL};
+  static const char *const http_big[] = {"http.response.max.bytes", "10000000",
+                                         NULL};
   KT_CHECK_INT(resolve(http_big, msg, sizeof(msg)), KN_ERR__BAD_MSG);
   KT_CHECK_MSG(strstr(msg, "response body larger than 65536 bytes"), "%s", msg);
-  static const char *const cred_big[] = {"credential.response.max.bytes", "200000", NULL};
+  static const char *const cred_big[] = {"credential.response.max.bytes",
+                                         "200000", NULL};
   KT_CHECK_INT(resolve(cred_big, msg, sizeof(msg)), KN_ERR_NO_ERROR);
   KT_CHECK_STR(msg, "AKIDCAP");
   unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");

@@ -14,8 +14,9 @@
 
 /* Decodes a copy of json; the batch adopts the copy.  NULL error on
  * success; *out gets the batch either way (destroy it). */
-static kn_error_t *decode_kind(const char *json, size_t len, kn_records_kind_t kind,
-                               const char **cont, kn_batch_t **out) {
+static kn_error_t *decode_kind(const char *json, size_t len,
+                               kn_records_kind_t kind, const char **cont,
+                               kn_batch_t **out) {
   char *body = malloc(len + 1);
   memcpy(body, json, len);
   body[len] = '\0';
@@ -59,10 +60,14 @@ static int data_is(const kn_record_t *r, const void *want, size_t n) {
 
 static void test_kinesalite(void) {
   const char *body =
-      "{\"MillisBehindLatest\":0,\"NextShardIterator\":\"AAAAAAAAAAHG+XR78eekOxcx"
-      "nBswoZwvdOrmouqe0eIFcf5W9K98h5q9Cy50PG2SK6VDvhVxfdG/TIQjxpTPyEGdDfwP8HUA\","
+      "{\"MillisBehindLatest\":0,\"NextShardIterator\":\"AAAAAAAAAAHG+"
+      "XR78eekOxcx"
+      "nBswoZwvdOrmouqe0eIFcf5W9K98h5q9Cy50PG2SK6VDvhVxfdG/"
+      "TIQjxpTPyEGdDfwP8HUA\","
       "\"Records\":[{\"PartitionKey\":\"a\",\"Data\":\"aGVsbG8=\","
-      "\"ApproximateArrivalTimestamp\":1795971594.216,\"SequenceNumber\":\"" SEQ1 "\"},"
+      "\"ApproximateArrivalTimestamp\":1795971594.216,\"SequenceNumber\":"
+      "\"" SEQ1
+      "\"},"
       "{\"PartitionKey\":\"b\",\"Data\":\"\",\"ApproximateArrivalTimestamp\":"
       "1795971594.216,\"SequenceNumber\":\"" SEQ2 "\"}]}";
   kn_batch_t *b;
@@ -80,9 +85,10 @@ static void test_kinesalite(void) {
   KT_CHECK(data_is(r, "", 0));
   KT_CHECK_STR(kn_record_partition_key(r), "b");
   KT_CHECK_STR(kn_record_sequence_number(r), SEQ2);
-  KT_CHECK_STR(kn_batch_next_iterator(b),
-               "AAAAAAAAAAHG+XR78eekOxcxnBswoZwvdOrmouqe0eIFcf5W9K98h5q9Cy50PG2SK6VDv"
-               "hVxfdG/TIQjxpTPyEGdDfwP8HUA");
+  KT_CHECK_STR(
+      kn_batch_next_iterator(b),
+      "AAAAAAAAAAHG+XR78eekOxcxnBswoZwvdOrmouqe0eIFcf5W9K98h5q9Cy50PG2SK6VDv"
+      "hVxfdG/TIQjxpTPyEGdDfwP8HUA");
   KT_CHECK_INT(kn_batch_millis_behind(b), 0);
   KT_CHECK(!kn_batch_shard_end(b));
   KT_CHECK(kn_batch_child_shards(b) == NULL);
@@ -108,8 +114,10 @@ static void test_binary_and_escaped_key(void) {
   b64[n] = '\0';
   char body[1024];
   snprintf(body, sizeof body,
-           "{\"Records\":[{\"PartitionKey\":\"k\xc3\xa9y/\\\"1\\\"\",\"Data\":\"%s\","
-           "\"ApproximateArrivalTimestamp\":1795971594.205,\"SequenceNumber\":\"" SEQ1
+           "{\"Records\":[{\"PartitionKey\":\"k\xc3\xa9y/"
+           "\\\"1\\\"\",\"Data\":\"%s\","
+           "\"ApproximateArrivalTimestamp\":1795971594.205,\"SequenceNumber\":"
+           "\"" SEQ1
            "\"}],\"NextShardIterator\":\"it\",\"MillisBehindLatest\":0}",
            b64);
   kn_batch_t *b;
@@ -125,10 +133,15 @@ static void test_binary_and_escaped_key(void) {
 
 static void test_kinesis_local(void) {
   const char *body =
-      "{\"ChildShards\":null,\"MillisBehindLatest\":0,\"NextShardIterator\":\"AAAA\","
-      "\"Records\":[{\"ApproximateArrivalTimestamp\":1795971597.211,\"Data\":\"aGVsbG8=\","
-      "\"EncryptionType\":\"NONE\",\"PartitionKey\":\"a\",\"SequenceNumber\":\"" SEQ1 "\"},"
-      "{\"ApproximateArrivalTimestamp\":1795971597.211,\"Data\":\"\",\"EncryptionType\":null,"
+      "{\"ChildShards\":null,\"MillisBehindLatest\":0,\"NextShardIterator\":"
+      "\"AAAA\","
+      "\"Records\":[{\"ApproximateArrivalTimestamp\":1795971597.211,\"Data\":"
+      "\"aGVsbG8=\","
+      "\"EncryptionType\":\"NONE\",\"PartitionKey\":\"a\",\"SequenceNumber\":"
+      "\"" SEQ1
+      "\"},"
+      "{\"ApproximateArrivalTimestamp\":1795971597.211,\"Data\":\"\","
+      "\"EncryptionType\":null,"
       "\"PartitionKey\":\"b\",\"SequenceNumber\":\"" SEQ2 "\"}]}";
   kn_batch_t *b;
   kn_error_t *e = decode(body, &b);
@@ -141,14 +154,20 @@ static void test_kinesis_local(void) {
 
   /* The end of a split shard: records, no iterator, two children. */
   body =
-      "{\"ChildShards\":[{\"HashKeyRange\":{\"EndingHashKey\":\"85070591730234615865843651857942052863\","
-      "\"StartingHashKey\":\"0\"},\"ParentShards\":[\"shardId-000000000000\"],\"ShardId\":"
+      "{\"ChildShards\":[{\"HashKeyRange\":{\"EndingHashKey\":"
+      "\"85070591730234615865843651857942052863\","
+      "\"StartingHashKey\":\"0\"},\"ParentShards\":[\"shardId-000000000000\"],"
+      "\"ShardId\":"
       "\"shardId-000000000002\"},{\"HashKeyRange\":{\"EndingHashKey\":"
       "\"170141183460469231731687303715884105726\",\"StartingHashKey\":"
-      "\"85070591730234615865843651857942052864\"},\"ParentShards\":[\"shardId-000000000000\"],"
-      "\"ShardId\":\"shardId-000000000003\"}],\"MillisBehindLatest\":0,\"NextShardIterator\":null,"
-      "\"Records\":[{\"ApproximateArrivalTimestamp\":1795971597.211,\"Data\":\"aGVsbG8=\","
-      "\"EncryptionType\":\"NONE\",\"PartitionKey\":\"a\",\"SequenceNumber\":\"" SEQ1 "\"}]}";
+      "\"85070591730234615865843651857942052864\"},\"ParentShards\":[\"shardId-"
+      "000000000000\"],"
+      "\"ShardId\":\"shardId-000000000003\"}],\"MillisBehindLatest\":0,"
+      "\"NextShardIterator\":null,"
+      "\"Records\":[{\"ApproximateArrivalTimestamp\":1795971597.211,\"Data\":"
+      "\"aGVsbG8=\","
+      "\"EncryptionType\":\"NONE\",\"PartitionKey\":\"a\",\"SequenceNumber\":"
+      "\"" SEQ1 "\"}]}";
   e = decode(body, &b);
   KT_CHECK(e == NULL);
   KT_CHECK(kn_batch_shard_end(b));
@@ -162,19 +181,23 @@ static void test_kinesis_local(void) {
     KT_CHECK_STR(kn_shard_parent_id(s), "shardId-000000000000");
     KT_CHECK(kn_shard_adjacent_parent_id(s) == NULL);
     KT_CHECK_STR(kn_shard_hash_key_start(s), "0");
-    KT_CHECK_STR(kn_shard_hash_key_end(s), "85070591730234615865843651857942052863");
+    KT_CHECK_STR(kn_shard_hash_key_end(s),
+                 "85070591730234615865843651857942052863");
     s = kn_shard_list_get(c, 1);
     KT_CHECK_STR(kn_shard_id(s), "shardId-000000000003");
-    KT_CHECK_STR(kn_shard_hash_key_start(s), "85070591730234615865843651857942052864");
+    KT_CHECK_STR(kn_shard_hash_key_start(s),
+                 "85070591730234615865843651857942052864");
     KT_CHECK(kn_shard_is_open(s));
   }
   kn_batch_destroy(b);
 
   /* The end of a merged shard: one child with two parents. */
   body =
-      "{\"ChildShards\":[{\"ShardId\":\"shardId-000000000004\",\"ParentShards\":"
+      "{\"ChildShards\":[{\"ShardId\":\"shardId-000000000004\","
+      "\"ParentShards\":"
       "[\"shardId-000000000002\",\"shardId-000000000003\"],\"HashKeyRange\":{"
-      "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"170141183460469231731687303715884105726\"}}],"
+      "\"StartingHashKey\":\"0\",\"EndingHashKey\":"
+      "\"170141183460469231731687303715884105726\"}}],"
       "\"MillisBehindLatest\":0,\"NextShardIterator\":null,\"Records\":[]}";
   e = decode(body, &b);
   KT_CHECK(e == NULL);
@@ -191,10 +214,16 @@ static void test_kinesis_local(void) {
 static void test_aws_doc_example(void) {
   /* The shape of the GetRecords example in the API reference. */
   const char *body =
-      "{\n  \"MillisBehindLatest\": 2100,\n  \"NextShardIterator\": \"AAAAAAAAAAHsW8zCWf9164uy8Epue6WS3w6wmj4a4USt+CNvMd6uXQ+HL5vAJMznqqC0DLKsIjuoiTi1BpT6nW0LN2M2D56zM5H8anHm30Gbri9ua+qaGgj+3XTyvbhpERfrezgLHbPB/rIcVpykJbaSj5tmcXYRmFnqZBEyHwtZYFmh6hvWVFkIwLuMZLMrpWhG5r5hzkE=\",\n"
-      "  \"Records\": [\n    {\n      \"Data\": \"XzxkYXRhPl8w\",\n      \"PartitionKey\": \"partitionKey\",\n"
+      "{\n  \"MillisBehindLatest\": 2100,\n  \"NextShardIterator\": "
+      "\"AAAAAAAAAAHsW8zCWf9164uy8Epue6WS3w6wmj4a4USt+CNvMd6uXQ+"
+      "HL5vAJMznqqC0DLKsIjuoiTi1BpT6nW0LN2M2D56zM5H8anHm30Gbri9ua+qaGgj+"
+      "3XTyvbhpERfrezgLHbPB/"
+      "rIcVpykJbaSj5tmcXYRmFnqZBEyHwtZYFmh6hvWVFkIwLuMZLMrpWhG5r5hzkE=\",\n"
+      "  \"Records\": [\n    {\n      \"Data\": \"XzxkYXRhPl8w\",\n      "
+      "\"PartitionKey\": \"partitionKey\",\n"
       "      \"ApproximateArrivalTimestamp\": 1.441215410867E9,\n"
-      "      \"SequenceNumber\": \"21269319989652663814458848515492872193\"\n    }\n  ] \n}\n";
+      "      \"SequenceNumber\": \"21269319989652663814458848515492872193\"\n  "
+      "  }\n  ] \n}\n";
   kn_batch_t *b;
   kn_error_t *e = decode(body, &b);
   KT_CHECK(e == NULL);
@@ -211,12 +240,17 @@ static void test_liberties(void) {
   /* Any order, white space everywhere, unknown members of every kind,
    * nulls, escaped member names. */
   const char *body =
-      " \r\n\t{ \"Unknown\" : { \"a\" : [ 1 , -2.5e-3 , true , false , null , \"x\\u0041\" ,"
-      " { } , [ ] , [[[{\"deep\":[]}]]] ] } , \"Records\" : [ { \"SequenceNumber\" : \"7\" ,"
+      " \r\n\t{ \"Unknown\" : { \"a\" : [ 1 , -2.5e-3 , true , false , null , "
+      "\"x\\u0041\" ,"
+      " { } , [ ] , [[[{\"deep\":[]}]]] ] } , \"Records\" : [ { "
+      "\"SequenceNumber\" : \"7\" ,"
       " \"Extra\" : {\"Data\": 5} , \"ApproximateArrivalTimestamp\" : null ,"
-      " \"Data\" : \"QUJD\" , \"EncryptionType\" : \"KMS\" , \"PartitionKey\" : \"\" } ,"
-      " {\"\\u0044ata\":\"\",\"Partition\\u004bey\":\"k\",\"Sequence\\u004Eumber\":\"0\"} ] ,"
-      " \"NextShardIterator\" : \"i\\/t\" , \"MillisBehindLatest\" : null , \"ChildShards\""
+      " \"Data\" : \"QUJD\" , \"EncryptionType\" : \"KMS\" , \"PartitionKey\" "
+      ": \"\" } ,"
+      " {\"\\u0044ata\":\"\",\"Partition\\u004bey\":\"k\","
+      "\"Sequence\\u004Eumber\":\"0\"} ] ,"
+      " \"NextShardIterator\" : \"i\\/t\" , \"MillisBehindLatest\" : null , "
+      "\"ChildShards\""
       " : [ ] , \"More\" : \"\\\"\\\\\\/\\b\\f\\n\\r\\t\" } \n ";
   kn_batch_t *b;
   kn_error_t *e = decode(body, &b);
@@ -249,9 +283,11 @@ static void test_string_escapes(void) {
   kn_error_t *e = decode(
       "{\"Records\":[{\"Data\":\"AAEC\\/w==\",\"PartitionKey\":\"\\u00e9\\u65e5"
       "\\ud83d\\ude00\\uD83D\\uDE00-\\n\\t\\\"\",\"SequenceNumber\":\"1\"},"
-      "{\"Data\":\"\",\"PartitionKey\":\"lone\\ud800x\\udc00y\\ud800\",\"SequenceNumber\":\"2\"},"
+      "{\"Data\":\"\",\"PartitionKey\":\"lone\\ud800x\\udc00y\\ud800\","
+      "\"SequenceNumber\":\"2\"},"
       "{\"Data\":\"\",\"PartitionKey\":\"\\u0000z\",\"SequenceNumber\":\"3\"},"
-      "{\"Data\":\"\",\"PartitionKey\":\"\\ud800\\u0041\",\"SequenceNumber\":\"4\"}],"
+      "{\"Data\":\"\",\"PartitionKey\":\"\\ud800\\u0041\",\"SequenceNumber\":"
+      "\"4\"}],"
       "\"NextShardIterator\":\"x\"}",
       &b);
   KT_CHECK_MSG(e == NULL, "%s", e ? kn_error_string(e) : "");
@@ -266,18 +302,23 @@ static void test_string_escapes(void) {
                  "lone\xef\xbf\xbdx\xef\xbf\xbdy\xef\xbf\xbd");
     /* An escaped NUL ends the C string early; the bytes are still there. */
     KT_CHECK_STR(kn_record_partition_key(kn_batch_record(b, 2)), "");
-    KT_CHECK_STR(kn_record_partition_key(kn_batch_record(b, 3)), "\xef\xbf\xbd" "A");
+    KT_CHECK_STR(kn_record_partition_key(kn_batch_record(b, 3)),
+                 "\xef\xbf\xbd"
+                 "A");
   }
   kn_batch_destroy(b);
   /* Raw multi-byte UTF-8 passes. */
-  KT_CHECK(decodes("{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xe6\x97\xa5\xf0\x9f\x98\x80\","
-                   "\"SequenceNumber\":\"1\"}]}"));
+  KT_CHECK(
+      decodes("{\"Records\":[{\"Data\":\"\",\"PartitionKey\":"
+              "\"\xe6\x97\xa5\xf0\x9f\x98\x80\","
+              "\"SequenceNumber\":\"1\"}]}"));
 }
 
 static int64_t ts(const char *num, int *ok) {
   char body[256];
   snprintf(body, sizeof body,
-           "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\","
+           "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\","
+           "\"SequenceNumber\":\"1\","
            "\"ApproximateArrivalTimestamp\":%s}],\"MillisBehindLatest\":0}",
            num);
   kn_batch_t *b;
@@ -323,11 +364,13 @@ static void test_numbers(void) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     int ok;
     int64_t v = ts(cases[i].num, &ok);
-    KT_CHECK_MSG(ok && v == cases[i].ms, "%s -> %lld (ok %d)", cases[i].num, (long long)v, ok);
+    KT_CHECK_MSG(ok && v == cases[i].ms, "%s -> %lld (ok %d)", cases[i].num,
+                 (long long)v, ok);
   }
-  const char *bad[] = {"01", "1.", ".5", "+1", "1e", "1e+", "-", "--1", "1.e3", "0x10",
-                       "1e400", "9223372036854775.808", "NaN", "Infinity", "1 2", "\"1\"",
-                       "true", "[1]"};
+  const char *bad[] = {
+      "01",  "1.",       ".5",   "+1",    "1e",    "1e+",
+      "-",   "--1",      "1.e3", "0x10",  "1e400", "9223372036854775.808",
+      "NaN", "Infinity", "1 2",  "\"1\"", "true",  "[1]"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     int ok;
     ts(bad[i], &ok);
@@ -338,12 +381,15 @@ static void test_numbers(void) {
 /* MillisBehindLatest of either kind of response: -2 when rejected. */
 static int64_t millis(const char *num, kn_records_kind_t kind) {
   char body[256];
-  snprintf(body, sizeof body, "{\"Records\":[],\"MillisBehindLatest\":%s}", num);
+  snprintf(body, sizeof body, "{\"Records\":[],\"MillisBehindLatest\":%s}",
+           num);
   kn_batch_t *b;
   kn_error_t *e = decode_kind(body, strlen(body), kind, NULL, &b);
   int64_t v = e ? -2 : kn_batch_millis_behind(b);
-  if (e) KT_CHECK_MSG(kn_error_code(e) == KN_ERR__BAD_MSG && strstr(kn_error_string(e), "byte 35 "),
-                      "%s: %s", num, kn_error_string(e));
+  if (e)
+    KT_CHECK_MSG(kn_error_code(e) == KN_ERR__BAD_MSG &&
+                     strstr(kn_error_string(e), "byte 35 "),
+                 "%s: %s", num, kn_error_string(e));
   kn_error_destroy(e);
   kn_batch_destroy(b);
   return v;
@@ -377,7 +423,8 @@ static void test_millis_behind(void) {
       {"true", -2},
       {"[1]", -2},
   };
-  for (int kind = KN_RECORDS_GET_RECORDS; kind <= KN_RECORDS_SUBSCRIBE_EVENT; kind++)
+  for (int kind = KN_RECORDS_GET_RECORDS; kind <= KN_RECORDS_SUBSCRIBE_EVENT;
+       kind++)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
       int64_t v = millis(cases[i].num, (kn_records_kind_t)kind);
       KT_CHECK_MSG(v == cases[i].ms, "%s -> %lld", cases[i].num, (long long)v);
@@ -387,29 +434,34 @@ static void test_millis_behind(void) {
 }
 
 static void test_subscribe_event(void) {
-  const char *ev =
-      "{\"ChildShards\":[],\"ContinuationSequenceNumber\":\"" SEQ2 "\",\"MillisBehindLatest\":0,"
-      "\"Records\":[{\"ApproximateArrivalTimestamp\":1.6E9,\"Data\":\"eA==\",\"PartitionKey\":\"p\","
-      "\"SequenceNumber\":\"" SEQ1 "\"}]}";
+  const char *ev = "{\"ChildShards\":[],\"ContinuationSequenceNumber\":\"" SEQ2
+                   "\",\"MillisBehindLatest\":0,"
+                   "\"Records\":[{\"ApproximateArrivalTimestamp\":1.6E9,"
+                   "\"Data\":\"eA==\",\"PartitionKey\":\"p\","
+                   "\"SequenceNumber\":\"" SEQ1 "\"}]}";
   kn_batch_t *b;
   const char *cont = "unset";
-  kn_error_t *e = decode_kind(ev, strlen(ev), KN_RECORDS_SUBSCRIBE_EVENT, &cont, &b);
+  kn_error_t *e =
+      decode_kind(ev, strlen(ev), KN_RECORDS_SUBSCRIBE_EVENT, &cont, &b);
   KT_CHECK(e == NULL);
   KT_CHECK_STR(cont, SEQ2);
   KT_CHECK(!kn_batch_shard_end(b));
   KT_CHECK_INT(kn_record_arrival_ms(kn_batch_record(b, 0)), 1600000000000);
   kn_batch_destroy(b);
-  ev = "{\"ChildShards\":[{\"ShardId\":\"c\",\"ParentShards\":[\"p\"],\"HashKeyRange\":{"
-       "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"9\"}}],\"ContinuationSequenceNumber\":null,"
+  ev = "{\"ChildShards\":[{\"ShardId\":\"c\",\"ParentShards\":[\"p\"],"
+       "\"HashKeyRange\":{"
+       "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"9\"}}],"
+       "\"ContinuationSequenceNumber\":null,"
        "\"MillisBehindLatest\":0,\"Records\":[]}";
   e = decode_kind(ev, strlen(ev), KN_RECORDS_SUBSCRIBE_EVENT, &cont, &b);
   KT_CHECK(e == NULL);
   KT_CHECK(cont == NULL);
   KT_CHECK(kn_batch_shard_end(b));
-  KT_CHECK(kn_batch_child_shards(b) && kn_shard_list_count(kn_batch_child_shards(b)) == 1);
+  KT_CHECK(kn_batch_child_shards(b) &&
+           kn_shard_list_count(kn_batch_child_shards(b)) == 1);
   kn_batch_destroy(b);
-  e = decode_kind("{\"ContinuationSequenceNumber\":\"x1\"}", 36, KN_RECORDS_SUBSCRIBE_EVENT,
-                  &cont, &b);
+  e = decode_kind("{\"ContinuationSequenceNumber\":\"x1\"}", 36,
+                  KN_RECORDS_SUBSCRIBE_EVENT, &cont, &b);
   KT_CHECK(e && kn_error_code(e) == KN_ERR__BAD_MSG);
   kn_error_destroy(e);
   kn_batch_destroy(b);
@@ -445,37 +497,63 @@ static void test_malformed(void) {
       "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\"}]}",
       "{\"Records\":[{\"Data\":\"\",\"SequenceNumber\":\"1\"}]}",
       "{\"Records\":[{\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":null,\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":null,\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":null}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":1}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"12a\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"-1\"}]}",
-      "{\"Records\":[{\"Data\":\"abc\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"ab=c\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"ab c\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"ab\\nc\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"aGVsbG8=\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}",
-      "{\"Records\":[{\"Data\":\"aGVsbG8=,\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":5,\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"a\x01\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"a\tb\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xff\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xc3\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xc0\x80\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xed\xa0\x80\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xf4\x90\x80\x80\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\\x\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\\u12\",\"SequenceNumber\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\\u12g4\",\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":null,\"PartitionKey\":\"k\",\"SequenceNumber\":"
+      "\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":null,\"SequenceNumber\":"
+      "\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":"
+      "null}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":"
+      "1}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":"
+      "\"\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":"
+      "\"12a\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":"
+      "\"-1\"}]}",
+      "{\"Records\":[{\"Data\":\"abc\",\"PartitionKey\":\"k\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"ab=c\",\"PartitionKey\":\"k\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"ab "
+      "c\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"ab\\nc\",\"PartitionKey\":\"k\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"aGVsbG8=\",\"PartitionKey\":\"k\","
+      "\"SequenceNumber\":\"1\"}",
+      "{\"Records\":[{\"Data\":\"aGVsbG8=,\"PartitionKey\":\"k\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":5,\"PartitionKey\":\"k\",\"SequenceNumber\":"
+      "\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"a\x01\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"a\tb\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xff\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xc3\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xc0\x80\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xed\xa0\x80\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\xf4\x90\x80\x80\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\\x\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\\u12\","
+      "\"SequenceNumber\":\"1\"}]}",
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\\u12g4\","
+      "\"SequenceNumber\":\"1\"}]}",
       "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\\",
       "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\\u",
       "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"\\ud800\\u",
       "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"abc",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\","
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":"
+      "\"1\","
       "\"ApproximateArrivalTimestamp\":\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\","
+      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":"
+      "\"1\","
       "\"ApproximateArrivalTimestamp\":1e30}]}",
       "{\"NextShardIterator\":5}",
       "{\"NextShardIterator\":\"a\x02\"}",
@@ -494,14 +572,19 @@ static void test_malformed(void) {
       "{\"X\":[\"a\" \"b\"]}",
       "{\"ChildShards\":{}}",
       "{\"ChildShards\":[{\"ShardId\":\"c\"}]}",
-      "{\"ChildShards\":[{\"HashKeyRange\":{\"StartingHashKey\":\"0\",\"EndingHashKey\":\"1\"}}]}",
-      "{\"ChildShards\":[{\"ShardId\":\"c\",\"HashKeyRange\":{\"StartingHashKey\":\"0\","
-      "\"EndingHashKey\":\"340282366920938463463374607431768211456\"}}]}",
-      "{\"ChildShards\":[{\"ShardId\":\"c\",\"HashKeyRange\":{\"StartingHashKey\":\"-1\","
+      "{\"ChildShards\":[{\"HashKeyRange\":{\"StartingHashKey\":\"0\","
       "\"EndingHashKey\":\"1\"}}]}",
-      "{\"ChildShards\":[{\"ShardId\":\"c\",\"ParentShards\":[1],\"HashKeyRange\":"
+      "{\"ChildShards\":[{\"ShardId\":\"c\",\"HashKeyRange\":{"
+      "\"StartingHashKey\":\"0\","
+      "\"EndingHashKey\":\"340282366920938463463374607431768211456\"}}]}",
+      "{\"ChildShards\":[{\"ShardId\":\"c\",\"HashKeyRange\":{"
+      "\"StartingHashKey\":\"-1\","
+      "\"EndingHashKey\":\"1\"}}]}",
+      "{\"ChildShards\":[{\"ShardId\":\"c\",\"ParentShards\":[1],"
+      "\"HashKeyRange\":"
       "{\"StartingHashKey\":\"0\",\"EndingHashKey\":\"1\"}}]}",
-      "{\"ChildShards\":[{\"ShardId\":\"c\",\"ParentShards\":\"p\",\"HashKeyRange\":"
+      "{\"ChildShards\":[{\"ShardId\":\"c\",\"ParentShards\":\"p\","
+      "\"HashKeyRange\":"
       "{\"StartingHashKey\":\"0\",\"EndingHashKey\":\"1\"}}]}",
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -510,7 +593,8 @@ static void test_malformed(void) {
   /* An embedded NUL before the end. */
   kn_batch_t *b;
   const char nul[] = "{\"Records\":[]}\0 ";
-  kn_error_t *e = decode_kind(nul, sizeof(nul) - 1, KN_RECORDS_GET_RECORDS, NULL, &b);
+  kn_error_t *e =
+      decode_kind(nul, sizeof(nul) - 1, KN_RECORDS_GET_RECORDS, NULL, &b);
   KT_CHECK(e && kn_error_code(e) == KN_ERR__BAD_MSG);
   kn_error_destroy(e);
   kn_batch_destroy(b);
@@ -521,9 +605,12 @@ static void test_malformed(void) {
   kn_batch_destroy(b);
 
   /* The message says what and where. */
-  e = decode("{\"Records\":[{\"Data\":\"abc\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
-             &b);
-  KT_CHECK(e && strstr(kn_error_string(e), "base64") && strstr(kn_error_string(e), "byte 21"));
+  e = decode(
+      "{\"Records\":[{\"Data\":\"abc\",\"PartitionKey\":\"k\","
+      "\"SequenceNumber\":\"1\"}]}",
+      &b);
+  KT_CHECK(e && strstr(kn_error_string(e), "base64") &&
+           strstr(kn_error_string(e), "byte 21"));
   kn_error_destroy(e);
   kn_batch_destroy(b);
 
@@ -567,10 +654,14 @@ static void test_depth(void) {
  * a few others never crashes (the sanitizer build checks reads). */
 static void test_prefixes_and_mutations(void) {
   const char *body =
-      "{\"ChildShards\":[{\"ShardId\":\"c\",\"ParentShards\":[\"p\",\"q\"],\"HashKeyRange\":{"
-      "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"9\"}}],\"MillisBehindLatest\":1.5e3,"
-      "\"NextShardIterator\":\"it\\u00e9\",\"Records\":[{\"Data\":\"aGk=\",\"PartitionKey\":"
-      "\"p\\ud83d\\ude00\",\"SequenceNumber\":\"123\",\"ApproximateArrivalTimestamp\":-1.5E-3,"
+      "{\"ChildShards\":[{\"ShardId\":\"c\",\"ParentShards\":[\"p\",\"q\"],"
+      "\"HashKeyRange\":{"
+      "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"9\"}}],"
+      "\"MillisBehindLatest\":1.5e3,"
+      "\"NextShardIterator\":\"it\\u00e9\",\"Records\":[{\"Data\":\"aGk=\","
+      "\"PartitionKey\":"
+      "\"p\\ud83d\\ude00\",\"SequenceNumber\":\"123\","
+      "\"ApproximateArrivalTimestamp\":-1.5E-3,"
       "\"X\":[true,false,null,{\"y\":\"z\"}]}]}";
   size_t len = strlen(body);
   KT_CHECK(decodes(body));
@@ -583,8 +674,9 @@ static void test_prefixes_and_mutations(void) {
     kn_batch_destroy(b);
   }
   KT_CHECK_INT(bad, 0);
-  const char subst[] = {'\0', '"', '\\', '{', '}', '[', ']', ',', ':', '0', 'e', '-', 'u', 'x',
-                        (char)0x80, (char)0xff, ' '};
+  const char subst[] = {'\0', '"', '\\',       '{',        '}', '[',
+                        ']',  ',', ':',        '0',        'e', '-',
+                        'u',  'x', (char)0x80, (char)0xff, ' '};
   char *copy = malloc(len + 1);
   int accepted = 0;
   for (size_t i = 0; i < len; i++)
@@ -622,15 +714,19 @@ static void test_many_records(void) {
   for (int i = 0; i < 1000; i++) {
     wlen[i] = (size_t)(rand_r(&seed) % 2049);
     want[i] = malloc(wlen[i] + 1);
-    for (size_t j = 0; j < wlen[i]; j++) want[i][j] = (unsigned char)rand_r(&seed);
+    for (size_t j = 0; j < wlen[i]; j++)
+      want[i][j] = (unsigned char)rand_r(&seed);
     k += (size_t)sprintf(body + k, "%s{\"Data\":\"", i ? "," : "");
     k += kn_base64_encode(body + k, want[i], wlen[i]);
-    k += (size_t)sprintf(body + k, "\",\"PartitionKey\":\"pk-%d\",\"SequenceNumber\":\"%d%s\","
-                                   "\"ApproximateArrivalTimestamp\":%d.%03d}",
-                         i, i + 1, "000000000000000000000000000000000000000000000000000", 1700000000 + i,
-                         i % 1000);
+    k += (size_t)sprintf(
+        body + k,
+        "\",\"PartitionKey\":\"pk-%d\",\"SequenceNumber\":\"%d%s\","
+        "\"ApproximateArrivalTimestamp\":%d.%03d}",
+        i, i + 1, "000000000000000000000000000000000000000000000000000",
+        1700000000 + i, i % 1000);
   }
-  k += (size_t)sprintf(body + k, "],\"NextShardIterator\":\"n\",\"MillisBehindLatest\":12}");
+  k += (size_t)sprintf(
+      body + k, "],\"NextShardIterator\":\"n\",\"MillisBehindLatest\":12}");
   kn_batch_t *b;
   kn_error_t *e = decode_kind(body, k, KN_RECORDS_GET_RECORDS, NULL, &b);
   KT_CHECK(e == NULL);
@@ -642,7 +738,8 @@ static void test_many_records(void) {
     snprintf(pk, sizeof pk, "pk-%d", i);
     if (!data_is(r, want[i], wlen[i])) bad++;
     if (strcmp(kn_record_partition_key(r), pk)) bad++;
-    if (kn_record_arrival_ms(r) != (int64_t)(1700000000 + i) * 1000 + i % 1000) bad++;
+    if (kn_record_arrival_ms(r) != (int64_t)(1700000000 + i) * 1000 + i % 1000)
+      bad++;
   }
   KT_CHECK_INT(bad, 0);
   KT_CHECK_INT(kn_batch_millis_behind(b), 12);
@@ -658,7 +755,8 @@ static void test_many_records(void) {
  * them are handled as in short strings. */
 static void test_long_data(void) {
   unsigned char raw[1000];
-  for (size_t i = 0; i < sizeof(raw); i++) raw[i] = (unsigned char)(i * 131 + 7);
+  for (size_t i = 0; i < sizeof(raw); i++)
+    raw[i] = (unsigned char)(i * 131 + 7);
   char b64[1400];
   size_t n = kn_base64_encode(b64, raw, sizeof(raw));
   b64[n] = '\0';
@@ -671,7 +769,8 @@ static void test_long_data(void) {
       if (variant == 1 && b64[i] == '/') {
         data[k++] = '\\';
         data[k++] = '/';
-      } else if (variant == 2 && i % 97 == 5 && b64[i] >= 'A' && b64[i] <= 'Z') {
+      } else if (variant == 2 && i % 97 == 5 && b64[i] >= 'A' &&
+                 b64[i] <= 'Z') {
         k += (size_t)sprintf(data + k, "\\u%04x", b64[i]);
       } else {
         data[k++] = b64[i];
@@ -680,15 +779,18 @@ static void test_long_data(void) {
     if (variant == 3) data[k++] = ' ';
     data[k] = '\0';
     snprintf(text, 8 * n + 256,
-             "{\"Records\":[{\"Data\":\"%s\",\"PartitionKey\":\"k\",\"SequenceNumber\":\""
-             SEQ1 "\"}],\"NextShardIterator\":\"it\"}", data);
+             "{\"Records\":[{\"Data\":\"%s\",\"PartitionKey\":\"k\","
+             "\"SequenceNumber\":\"" SEQ1 "\"}],\"NextShardIterator\":\"it\"}",
+             data);
     kn_batch_t *b;
     kn_error_t *e = decode(text, &b);
     if (variant == 3) {
       KT_CHECK(e && strstr(kn_error_string(e), "base64"));
     } else {
-      KT_CHECK_MSG(e == NULL, "variant %d: %s", variant, e ? kn_error_string(e) : "");
-      KT_CHECK(kn_batch_count(b) == 1 && data_is(kn_batch_record(b, 0), raw, sizeof(raw)));
+      KT_CHECK_MSG(e == NULL, "variant %d: %s", variant,
+                   e ? kn_error_string(e) : "");
+      KT_CHECK(kn_batch_count(b) == 1 &&
+               data_is(kn_batch_record(b, 0), raw, sizeof(raw)));
     }
     kn_error_destroy(e);
     kn_batch_destroy(b);
@@ -700,7 +802,8 @@ static void test_long_data(void) {
     for (size_t v = 0; v < sizeof(bad); v++) {
       snprintf(text, 8 * n + 256,
                "{\"Records\":[{\"Data\":\"%s\",\"PartitionKey\":\"k\","
-               "\"SequenceNumber\":\"" SEQ1 "\"}]}", b64);
+               "\"SequenceNumber\":\"" SEQ1 "\"}]}",
+               b64);
       text[21 + p] = bad[v];
       KT_CHECK_MSG(rejected(text), "byte %d at %zu", bad[v], p);
     }

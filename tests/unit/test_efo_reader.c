@@ -24,29 +24,29 @@
 /* ---- the scripted server ---- */
 
 enum {
-  SC_SHARD_END = 1,  /* AWS: the last event has no continuation */
-  SC_IN_USE,         /* first subscription: ResourceInUseException */
-  SC_CORRUPT,        /* a frame with a bad CRC after the first event */
-  SC_SILENT,         /* first subscription never answers */
-  SC_SHARD_GONE,     /* ResourceNotFound, consumer fine, shard unlisted */
-  SC_CONSUMER_GONE,  /* ResourceNotFound, the consumer was deleted */
-  SC_LAZY_REGISTER,  /* nothing registered at start */
-  SC_EAGER_DENIED,   /* RegisterStreamConsumer: AccessDenied */
-  SC_CLOSED_IDLE,    /* kinesis-local: a closed shard's events stay empty */
-  SC_IN_USE_STUCK    /* kinesis-local: ResourceInUse for ever (its holder
-                        died); GetRecords reads the open shard */
+  SC_SHARD_END = 1, /* AWS: the last event has no continuation */
+  SC_IN_USE,        /* first subscription: ResourceInUseException */
+  SC_CORRUPT,       /* a frame with a bad CRC after the first event */
+  SC_SILENT,        /* first subscription never answers */
+  SC_SHARD_GONE,    /* ResourceNotFound, consumer fine, shard unlisted */
+  SC_CONSUMER_GONE, /* ResourceNotFound, the consumer was deleted */
+  SC_LAZY_REGISTER, /* nothing registered at start */
+  SC_EAGER_DENIED,  /* RegisterStreamConsumer: AccessDenied */
+  SC_CLOSED_IDLE,   /* kinesis-local: a closed shard's events stay empty */
+  SC_IN_USE_STUCK   /* kinesis-local: ResourceInUse for ever (its holder
+                       died); GetRecords reads the open shard */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int scenario;
-static int n_subscribe[2];        /* per shard index */
-static int64_t sub_ms[2][16];     /* when each subscription came */
+static int n_subscribe[2];    /* per shard index */
+static int64_t sub_ms[2][16]; /* when each subscription came */
 static char sub_body[2][16][512];
 static int n_list_shards, n_register, n_describe_name, n_describe_arn;
 static int n_iterator, n_get_records;
 static char iterator_body[512];
-static int consumer_gen;          /* 0: not registered */
-static int creating_left;         /* describes answering CREATING */
+static int consumer_gen;  /* 0: not registered */
+static int creating_left; /* describes answering CREATING */
 
 static void reset(int sc) {
   pthread_mutex_lock(&mu);
@@ -76,7 +76,8 @@ static size_t json_resp(char *out, size_t size, int status, const char *body) {
 
 static size_t error_resp(char *out, size_t size, const char *type) {
   char body[256];
-  snprintf(body, sizeof body, "{\"__type\":\"%s\",\"message\":\"scripted\"}", type);
+  snprintf(body, sizeof body, "{\"__type\":\"%s\",\"message\":\"scripted\"}",
+           type);
   return json_resp(out, size, 400, body);
 }
 
@@ -109,28 +110,37 @@ static void event(kn_buf_t *b, const char *seqs, const char *cont) {
   size_t n = 0;
   for (const char *p = seqs; p && *p;) {
     size_t len = strcspn(p, ",");
-    n += (size_t)snprintf(recs + n, sizeof recs - n,
-                          "%s{\"SequenceNumber\":\"%.*s\",\"Data\":\"aGk=\","
-                          "\"PartitionKey\":\"k\",\"ApproximateArrivalTimestamp\":1.5E9}",
-                          n ? "," : "", (int)len, p);
+    n += (size_t)snprintf(
+        recs + n, sizeof recs - n,
+        "%s{\"SequenceNumber\":\"%.*s\",\"Data\":\"aGk=\","
+        "\"PartitionKey\":\"k\",\"ApproximateArrivalTimestamp\":1.5E9}",
+        n ? "," : "", (int)len, p);
     p += len;
     if (*p == ',') p++;
   }
   if (cont)
-    snprintf(json, sizeof json, "{\"Records\":[%s],\"ContinuationSequenceNumber\":\"%s\","
-             "\"MillisBehindLatest\":0}", recs, cont);
+    snprintf(json, sizeof json,
+             "{\"Records\":[%s],\"ContinuationSequenceNumber\":\"%s\","
+             "\"MillisBehindLatest\":0}",
+             recs, cont);
   else
-    snprintf(json, sizeof json, "{\"Records\":[%s],\"ContinuationSequenceNumber\":null,"
-             "\"MillisBehindLatest\":0,\"ChildShards\":[{\"ShardId\":\"shardId-1\","
-             "\"ParentShards\":[\"shardId-0\"],\"HashKeyRange\":{\"StartingHashKey\":\"0\","
-             "\"EndingHashKey\":\"" MAX_KEY "\"}}]}", recs);
+    snprintf(
+        json, sizeof json,
+        "{\"Records\":[%s],\"ContinuationSequenceNumber\":null,"
+        "\"MillisBehindLatest\":0,\"ChildShards\":[{\"ShardId\":\"shardId-1\","
+        "\"ParentShards\":[\"shardId-0\"],\"HashKeyRange\":{"
+        "\"StartingHashKey\":\"0\","
+        "\"EndingHashKey\":\"" MAX_KEY "\"}}]}",
+        recs);
   frame_event(b, json);
 }
 
 static size_t stream_resp(char *out, size_t size, kn_buf_t *b) {
-  int n = snprintf(out, size, "HTTP/1.1 200 OK\r\nContent-Type: "
-                   "application/vnd.amazon.eventstream\r\nContent-Length: %zu\r\n\r\n",
-                   b->len);
+  int n = snprintf(
+      out, size,
+      "HTTP/1.1 200 OK\r\nContent-Type: "
+      "application/vnd.amazon.eventstream\r\nContent-Length: %zu\r\n\r\n",
+      b->len);
   size_t len = (size_t)n;
   if (len + b->len <= size) {
     memcpy(out + len, b->p, b->len);
@@ -140,21 +150,26 @@ static size_t stream_resp(char *out, size_t size, kn_buf_t *b) {
   return len;
 }
 
-#define SHARD0_OPEN \
+#define SHARD0_OPEN                                                         \
   "{\"ShardId\":\"shardId-0\",\"HashKeyRange\":{\"StartingHashKey\":\"0\"," \
-  "\"EndingHashKey\":\"" MAX_KEY "\"},\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"}}"
-#define SHARD0_CLOSED \
+  "\"EndingHashKey\":\"" MAX_KEY                                            \
+  "\"},\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"}}"
+#define SHARD0_CLOSED                                                       \
   "{\"ShardId\":\"shardId-0\",\"HashKeyRange\":{\"StartingHashKey\":\"0\"," \
-  "\"EndingHashKey\":\"" MAX_KEY "\"},\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"," \
+  "\"EndingHashKey\":\"" MAX_KEY                                            \
+  "\"},\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\","          \
   "\"EndingSequenceNumber\":\"9223372036854775807\"}}"
-#define SHARD1 \
-  "{\"ShardId\":\"shardId-1\",\"ParentShardId\":\"shardId-0\",\"HashKeyRange\":{" \
-  "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"" MAX_KEY "\"}," \
+#define SHARD1                                                  \
+  "{\"ShardId\":\"shardId-1\",\"ParentShardId\":\"shardId-0\"," \
+  "\"HashKeyRange\":{"                                          \
+  "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"" MAX_KEY      \
+  "\"},"                                                        \
   "\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"100\"}}"
 
 static size_t list_shards(char *out, size_t size, int n) {
   if (scenario == SC_SHARD_END)
-    return json_resp(out, size, 200, "{\"Shards\":[" SHARD0_CLOSED "," SHARD1 "]}");
+    return json_resp(out, size, 200,
+                     "{\"Shards\":[" SHARD0_CLOSED "," SHARD1 "]}");
   if (scenario == SC_SHARD_GONE && n > 1)
     return json_resp(out, size, 200, "{\"Shards\":[]}");
   if (scenario == SC_CLOSED_IDLE && n > 1)
@@ -165,15 +180,17 @@ static size_t list_shards(char *out, size_t size, int n) {
 static size_t consumer_resp(char *out, size_t size, const char *member, int gen,
                             const char *status) {
   char body[512];
-  snprintf(body, sizeof body, "{\"%s\":{\"ConsumerName\":\"c\",\"ConsumerARN\":\""
-           STREAM_ARN "/consumer/c:%d\",\"ConsumerStatus\":\"%s\","
-           "\"ConsumerCreationTimestamp\":1.7E9,\"StreamARN\":\"" STREAM_ARN "\"}}",
+  snprintf(body, sizeof body,
+           "{\"%s\":{\"ConsumerName\":\"c\",\"ConsumerARN\":\"" STREAM_ARN
+           "/consumer/c:%d\",\"ConsumerStatus\":\"%s\","
+           "\"ConsumerCreationTimestamp\":1.7E9,\"StreamARN\":\"" STREAM_ARN
+           "\"}}",
            member, gen, status);
   return json_resp(out, size, 200, body);
 }
 
-static int subscription(int shard, int n, const char *body, char *out, size_t size,
-                        size_t *out_len) {
+static int subscription(int shard, int n, const char *body, char *out,
+                        size_t size, size_t *out_len) {
   kn_buf_t b = KN_BUF_INIT;
   char arn[128];
   snprintf(arn, sizeof arn, "\"ConsumerARN\":\"" STREAM_ARN "/consumer/c:%d\"",
@@ -181,9 +198,12 @@ static int subscription(int shard, int n, const char *body, char *out, size_t si
   if (!consumer_gen || !strstr(body, arn)) {
     frame_exception(&b, "ResourceNotFoundException");
   } else if (shard == 1) { /* SC_SHARD_END's child */
-    if (n == 1) event(&b, "100", "100");
-    else if (n == 2) event(&b, "101", "101");
-    else event(&b, "", "101");
+    if (n == 1)
+      event(&b, "100", "100");
+    else if (n == 2)
+      event(&b, "101", "101");
+    else
+      event(&b, "", "101");
   } else {
     switch (scenario) {
       case SC_SHARD_END:
@@ -192,8 +212,10 @@ static int subscription(int shard, int n, const char *body, char *out, size_t si
         event(&b, "3", NULL);
         break;
       case SC_IN_USE:
-        if (n == 1) frame_exception(&b, "ResourceInUseException");
-        else event(&b, n == 2 ? "1" : "", "1");
+        if (n == 1)
+          frame_exception(&b, "ResourceInUseException");
+        else
+          event(&b, n == 2 ? "1" : "", "1");
         break;
       case SC_CORRUPT:
         if (n == 1) {
@@ -243,23 +265,29 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
   int act = KT_REPLY;
   pthread_mutex_lock(&mu);
   if (strcmp(action, "DescribeStreamSummary") == 0) {
-    *out_len = json_resp(out, size, 200,
-                         "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\",\"StreamARN\":\""
-                         STREAM_ARN "\",\"StreamStatus\":\"ACTIVE\",\"OpenShardCount\":1}}");
+    *out_len =
+        json_resp(out, size, 200,
+                  "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\","
+                  "\"StreamARN\":\"" STREAM_ARN
+                  "\",\"StreamStatus\":\"ACTIVE\",\"OpenShardCount\":1}}");
   } else if (strcmp(action, "ListShards") == 0) {
     *out_len = list_shards(out, size, ++n_list_shards);
   } else if (strcmp(action, "DescribeStreamConsumer") == 0) {
     int by_arn = strstr(req->body, "\"ConsumerARN\"") != NULL;
-    if (by_arn) n_describe_arn++;
-    else n_describe_name++;
+    if (by_arn)
+      n_describe_arn++;
+    else
+      n_describe_name++;
     char arn[128];
     snprintf(arn, sizeof arn, "consumer/c:%d\"", consumer_gen);
     if (!consumer_gen || (by_arn && !strstr(req->body, arn)))
       *out_len = error_resp(out, size, "ResourceNotFoundException");
     else if (creating_left > 0 && creating_left--)
-      *out_len = consumer_resp(out, size, "ConsumerDescription", consumer_gen, "CREATING");
+      *out_len = consumer_resp(out, size, "ConsumerDescription", consumer_gen,
+                               "CREATING");
     else
-      *out_len = consumer_resp(out, size, "ConsumerDescription", consumer_gen, "ACTIVE");
+      *out_len = consumer_resp(out, size, "ConsumerDescription", consumer_gen,
+                               "ACTIVE");
   } else if (strcmp(action, "RegisterStreamConsumer") == 0) {
     n_register++;
     if (scenario == SC_EAGER_DENIED) {
@@ -283,15 +311,20 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
     snprintf(iterator_body, sizeof iterator_body, "%s", req->body);
     *out_len = json_resp(out, size, 200, "{\"ShardIterator\":\"it\"}");
   } else if (strcmp(action, "GetRecords") == 0 && scenario == SC_IN_USE_STUCK) {
-    *out_len = json_resp(out, size, 200, ++n_get_records == 1
-        ? "{\"Records\":[{\"SequenceNumber\":\"1\",\"Data\":\"aGk=\",\"PartitionKey\":\"k\","
-          "\"ApproximateArrivalTimestamp\":1.5E9}],\"NextShardIterator\":\"it\","
-          "\"MillisBehindLatest\":0}"
-        : "{\"Records\":[],\"NextShardIterator\":\"it\",\"MillisBehindLatest\":0}");
-  } else if (strcmp(action, "GetRecords") == 0) {
     *out_len = json_resp(out, size, 200,
-                         "{\"Records\":[],\"NextShardIterator\":null,\"MillisBehindLatest\":0,"
-                         "\"ChildShards\":[]}");
+                         ++n_get_records == 1
+                             ? "{\"Records\":[{\"SequenceNumber\":\"1\","
+                               "\"Data\":\"aGk=\",\"PartitionKey\":\"k\","
+                               "\"ApproximateArrivalTimestamp\":1.5E9}],"
+                               "\"NextShardIterator\":\"it\","
+                               "\"MillisBehindLatest\":0}"
+                             : "{\"Records\":[],\"NextShardIterator\":\"it\","
+                               "\"MillisBehindLatest\":0}");
+  } else if (strcmp(action, "GetRecords") == 0) {
+    *out_len = json_resp(
+        out, size, 200,
+        "{\"Records\":[],\"NextShardIterator\":null,\"MillisBehindLatest\":0,"
+        "\"ChildShards\":[]}");
   } else {
     *out_len = error_resp(out, size, "UnknownOperationException");
   }
@@ -310,8 +343,9 @@ static void on_ended(kn_consumer_t *kc, const char *shard, void *opaque) {
   if (strcmp(shard, "shardId-0") == 0) ended++;
 }
 
-static kn_consumer_t *consumer2(const char *registration, const char *extra_name,
-                                const char *extra_value, const char *extra2_name,
+static kn_consumer_t *consumer2(const char *registration,
+                                const char *extra_name, const char *extra_value,
+                                const char *extra2_name,
                                 const char *extra2_value) {
   kt_aws_reset();
   kn_conf_t *conf = kn_conf_new();
@@ -332,7 +366,8 @@ static kn_consumer_t *consumer2(const char *registration, const char *extra_name
                             {extra_name, extra_value},
                             {extra2_name, extra2_value}};
   for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
-    if (props[i][0] && kn_conf_set(conf, props[i][0], props[i][1], err, sizeof err))
+    if (props[i][0] &&
+        kn_conf_set(conf, props[i][0], props[i][1], err, sizeof err))
       fprintf(stderr, "%s: %s\n", props[i][0], err);
   ended = 0;
   kn_conf_set_shard_ended_cb(conf, on_ended, NULL);
@@ -349,7 +384,8 @@ static kn_consumer_t *consumer(const char *registration, const char *extra_name,
 
 /* Polls until n records came (their sequence numbers joined by commas
  * into seqs) or timeout_ms passed.  Returns the count. */
-static int collect(kn_consumer_t *kc, int n, int timeout_ms, char *seqs, size_t size) {
+static int collect(kn_consumer_t *kc, int n, int timeout_ms, char *seqs,
+                   size_t size) {
   int got = 0;
   seqs[0] = '\0';
   int64_t end = kn_mono_ms() + timeout_ms;
@@ -402,14 +438,16 @@ static void test_shard_end_in_subscription(void) {
   KT_CHECK_STR(seqs, "1,2,3,100,101"); /* the parent first */
   KT_CHECK_INT(ended, 1);
   pthread_mutex_lock(&mu);
-  KT_CHECK_INT(n_subscribe[0], 1);   /* ended for good: never again */
-  KT_CHECK(n_subscribe[1] >= 2);     /* the child, renewed */
-  KT_CHECK(strstr(sub_body[0][0], "\"StartingPosition\":{\"Type\":\"TRIM_HORIZON\"}") != NULL);
-  KT_CHECK(strstr(sub_body[1][1], "{\"Type\":\"AFTER_SEQUENCE_NUMBER\","
-                                  "\"SequenceNumber\":\"100\"}") != NULL);
+  KT_CHECK_INT(n_subscribe[0], 1); /* ended for good: never again */
+  KT_CHECK(n_subscribe[1] >= 2);   /* the child, renewed */
+  KT_CHECK(strstr(sub_body[0][0],
+                  "\"StartingPosition\":{\"Type\":\"TRIM_HORIZON\"}") != NULL);
+  KT_CHECK(strstr(sub_body[1][1],
+                  "{\"Type\":\"AFTER_SEQUENCE_NUMBER\","
+                  "\"SequenceNumber\":\"100\"}") != NULL);
   KT_CHECK(sub_ms[1][1] - sub_ms[1][0] >= 990); /* one call a second */
-  KT_CHECK_INT(n_iterator, 0);       /* no polling needed */
-  KT_CHECK_INT(n_register, 0);       /* it existed */
+  KT_CHECK_INT(n_iterator, 0);                  /* no polling needed */
+  KT_CHECK_INT(n_register, 0);                  /* it existed */
   pthread_mutex_unlock(&mu);
   kn_consumer_destroy(kc);
 }
@@ -481,8 +519,9 @@ static void test_consumer_gone_lazy(void) {
   pthread_mutex_lock(&mu);
   KT_CHECK_INT(n_register, 1);
   KT_CHECK(strstr(sub_body[0][1], CONSUMER_ARN(2)) != NULL); /* the new one */
-  KT_CHECK(strstr(sub_body[0][2], "{\"Type\":\"AFTER_SEQUENCE_NUMBER\","
-                                  "\"SequenceNumber\":\"1\"}") != NULL);
+  KT_CHECK(strstr(sub_body[0][2],
+                  "{\"Type\":\"AFTER_SEQUENCE_NUMBER\","
+                  "\"SequenceNumber\":\"1\"}") != NULL);
   pthread_mutex_unlock(&mu);
   KT_CHECK(kn_consumer_fatal_error(kc) == NULL);
   kn_consumer_destroy(kc);
@@ -574,8 +613,9 @@ static void test_closed_shard_finished_by_polling(void) {
   KT_CHECK_INT(ended, 1);
   pthread_mutex_lock(&mu);
   KT_CHECK_INT(n_iterator, 1);
-  KT_CHECK(strstr(iterator_body, "\"ShardIteratorType\":\"AFTER_SEQUENCE_NUMBER\","
-                                 "\"StartingSequenceNumber\":\"1\"") != NULL);
+  KT_CHECK(strstr(iterator_body,
+                  "\"ShardIteratorType\":\"AFTER_SEQUENCE_NUMBER\","
+                  "\"StartingSequenceNumber\":\"1\"") != NULL);
   pthread_mutex_unlock(&mu);
   kn_consumer_destroy(kc);
 }
@@ -598,9 +638,10 @@ static void test_in_use_for_ever_read_by_polling(void) {
   KT_CHECK_INT(collect(kc, 1, 15000, seqs, sizeof seqs), 1);
   KT_CHECK_STR(seqs, "1");
   pthread_mutex_lock(&mu);
-  KT_CHECK(n_subscribe[0] >= 2);     /* tried again before giving up */
+  KT_CHECK(n_subscribe[0] >= 2); /* tried again before giving up */
   KT_CHECK_INT(n_iterator, 1);
-  KT_CHECK(strstr(iterator_body, "\"ShardIteratorType\":\"TRIM_HORIZON\"") != NULL);
+  KT_CHECK(strstr(iterator_body, "\"ShardIteratorType\":\"TRIM_HORIZON\"") !=
+           NULL);
   int subscribed = n_subscribe[0];
   pthread_mutex_unlock(&mu);
   KT_CHECK(stats_have(kc, "\"state\":\"polling\""));

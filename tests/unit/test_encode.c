@@ -54,19 +54,26 @@ static void test_lists(void) {
   KT_CHECK_STR(b.p, "{\"NextToken\":\"tok\"}");
   kn_buf_reset(&b);
 
-  KT_CHECK(kn_enc_list_shards(&b, "s", KN_SHARD_FILTER_NONE, NULL, 0, NULL) == 0);
+  KT_CHECK(kn_enc_list_shards(&b, "s", KN_SHARD_FILTER_NONE, NULL, 0, NULL) ==
+           0);
   KT_CHECK_STR(b.p, "{\"StreamName\":\"s\"}");
   kn_buf_reset(&b);
-  KT_CHECK(kn_enc_list_shards(&b, "s", KN_SHARD_FILTER_AFTER_SHARD_ID, "shardId-1", 0, NULL) == 0);
-  KT_CHECK_STR(b.p, "{\"StreamName\":\"s\",\"ShardFilter\":{\"Type\":\"AFTER_SHARD_ID\","
-                    "\"ShardId\":\"shardId-1\"}}");
+  KT_CHECK(kn_enc_list_shards(&b, "s", KN_SHARD_FILTER_AFTER_SHARD_ID,
+                              "shardId-1", 0, NULL) == 0);
+  KT_CHECK_STR(
+      b.p,
+      "{\"StreamName\":\"s\",\"ShardFilter\":{\"Type\":\"AFTER_SHARD_ID\","
+      "\"ShardId\":\"shardId-1\"}}");
   kn_buf_reset(&b);
-  KT_CHECK(kn_enc_list_shards(&b, "s", KN_SHARD_FILTER_FROM_TIMESTAMP, NULL, 1700000000123,
-                              NULL) == 0);
-  KT_CHECK_STR(b.p, "{\"StreamName\":\"s\",\"ShardFilter\":{\"Type\":\"FROM_TIMESTAMP\","
-                    "\"Timestamp\":1700000000.123}}");
+  KT_CHECK(kn_enc_list_shards(&b, "s", KN_SHARD_FILTER_FROM_TIMESTAMP, NULL,
+                              1700000000123, NULL) == 0);
+  KT_CHECK_STR(
+      b.p,
+      "{\"StreamName\":\"s\",\"ShardFilter\":{\"Type\":\"FROM_TIMESTAMP\","
+      "\"Timestamp\":1700000000.123}}");
   kn_buf_reset(&b);
-  KT_CHECK(kn_enc_list_shards(&b, "s", KN_SHARD_FILTER_AT_LATEST, NULL, 0, "tok") == 0);
+  KT_CHECK(kn_enc_list_shards(&b, "s", KN_SHARD_FILTER_AT_LATEST, NULL, 0,
+                              "tok") == 0);
   KT_CHECK_STR(b.p, "{\"NextToken\":\"tok\"}");
   kn_buf_reset(&b);
   KT_CHECK(kn_enc_list_stream_consumers(&b, "arn:s", NULL) == 0);
@@ -79,19 +86,26 @@ static void test_lists(void) {
 
 static void test_reading(void) {
   kn_buf_t b = KN_BUF_INIT;
-  KT_CHECK(kn_enc_get_shard_iterator(&b, "s", "shardId-0", KN_ITER_TRIM_HORIZON, "123", 5) == 0);
-  KT_CHECK_STR(b.p, "{\"StreamName\":\"s\",\"ShardId\":\"shardId-0\",\"ShardIteratorType\":"
-                    "\"TRIM_HORIZON\"}");
+  KT_CHECK(kn_enc_get_shard_iterator(&b, "s", "shardId-0", KN_ITER_TRIM_HORIZON,
+                                     "123", 5) == 0);
+  KT_CHECK_STR(
+      b.p,
+      "{\"StreamName\":\"s\",\"ShardId\":\"shardId-0\",\"ShardIteratorType\":"
+      "\"TRIM_HORIZON\"}");
   kn_buf_reset(&b);
-  KT_CHECK(kn_enc_get_shard_iterator(&b, "s", "shardId-0", KN_ITER_AFTER_SEQUENCE_NUMBER, "123",
+  KT_CHECK(kn_enc_get_shard_iterator(&b, "s", "shardId-0",
+                                     KN_ITER_AFTER_SEQUENCE_NUMBER, "123",
                                      0) == 0);
-  KT_CHECK(strstr(b.p, "\"ShardIteratorType\":\"AFTER_SEQUENCE_NUMBER\","
-                       "\"StartingSequenceNumber\":\"123\"") != NULL);
+  KT_CHECK(strstr(b.p,
+                  "\"ShardIteratorType\":\"AFTER_SEQUENCE_NUMBER\","
+                  "\"StartingSequenceNumber\":\"123\"") != NULL);
   kn_buf_reset(&b);
-  KT_CHECK(kn_enc_get_shard_iterator(&b, "s", "shardId-0", KN_ITER_AT_TIMESTAMP, NULL, 1500) == 0);
+  KT_CHECK(kn_enc_get_shard_iterator(&b, "s", "shardId-0", KN_ITER_AT_TIMESTAMP,
+                                     NULL, 1500) == 0);
   KT_CHECK(strstr(b.p, "\"Timestamp\":1.500}") != NULL);
   kn_buf_reset(&b);
-  KT_CHECK(kn_enc_get_shard_iterator(&b, "s", "shardId-0", KN_ITER_AT_TIMESTAMP, NULL, 7) == 0);
+  KT_CHECK(kn_enc_get_shard_iterator(&b, "s", "shardId-0", KN_ITER_AT_TIMESTAMP,
+                                     NULL, 7) == 0);
   KT_CHECK(strstr(b.p, "\"Timestamp\":0.007}") != NULL);
   kn_buf_reset(&b);
   KT_CHECK(kn_enc_get_records(&b, "it/+=", 0) == 0);
@@ -102,22 +116,30 @@ static void test_reading(void) {
   KT_CHECK_STR(kn_iterator_type_name(KN_ITER_LATEST), "LATEST");
   KT_CHECK(kn_iterator_type_name((kn_iterator_type_t)99) == NULL);
   KT_CHECK(kn_shard_filter_name(KN_SHARD_FILTER_NONE) == NULL);
-  KT_CHECK_STR(kn_shard_filter_name(KN_SHARD_FILTER_AT_TRIM_HORIZON), "AT_TRIM_HORIZON");
+  KT_CHECK_STR(kn_shard_filter_name(KN_SHARD_FILTER_AT_TRIM_HORIZON),
+               "AT_TRIM_HORIZON");
   kn_buf_free(&b);
 }
 
 static void test_subscribe(void) {
   kn_buf_t b = KN_BUF_INIT;
-  KT_CHECK(kn_enc_subscribe_to_shard(&b, "arn:c", "shardId-1", KN_ITER_TRIM_HORIZON, "9", 5) == 0);
-  KT_CHECK_STR(b.p, "{\"ConsumerARN\":\"arn:c\",\"ShardId\":\"shardId-1\","
-                    "\"StartingPosition\":{\"Type\":\"TRIM_HORIZON\"}}");
+  KT_CHECK(kn_enc_subscribe_to_shard(&b, "arn:c", "shardId-1",
+                                     KN_ITER_TRIM_HORIZON, "9", 5) == 0);
+  KT_CHECK_STR(b.p,
+               "{\"ConsumerARN\":\"arn:c\",\"ShardId\":\"shardId-1\","
+               "\"StartingPosition\":{\"Type\":\"TRIM_HORIZON\"}}");
   kn_buf_reset(&b);
-  KT_CHECK(kn_enc_subscribe_to_shard(&b, "arn:c", "s", KN_ITER_AFTER_SEQUENCE_NUMBER, "42", 0) == 0);
-  KT_CHECK_STR(b.p, "{\"ConsumerARN\":\"arn:c\",\"ShardId\":\"s\",\"StartingPosition\":"
-                    "{\"Type\":\"AFTER_SEQUENCE_NUMBER\",\"SequenceNumber\":\"42\"}}");
+  KT_CHECK(kn_enc_subscribe_to_shard(
+               &b, "arn:c", "s", KN_ITER_AFTER_SEQUENCE_NUMBER, "42", 0) == 0);
+  KT_CHECK_STR(
+      b.p,
+      "{\"ConsumerARN\":\"arn:c\",\"ShardId\":\"s\",\"StartingPosition\":"
+      "{\"Type\":\"AFTER_SEQUENCE_NUMBER\",\"SequenceNumber\":\"42\"}}");
   kn_buf_reset(&b);
-  KT_CHECK(kn_enc_subscribe_to_shard(&b, "arn:c", "s", KN_ITER_AT_TIMESTAMP, NULL, 1500) == 0);
-  KT_CHECK(strstr(b.p, "{\"Type\":\"AT_TIMESTAMP\",\"Timestamp\":1.500}}") != NULL);
+  KT_CHECK(kn_enc_subscribe_to_shard(&b, "arn:c", "s", KN_ITER_AT_TIMESTAMP,
+                                     NULL, 1500) == 0);
+  KT_CHECK(strstr(b.p, "{\"Type\":\"AT_TIMESTAMP\",\"Timestamp\":1.500}}") !=
+           NULL);
   kn_buf_free(&b);
 }
 
@@ -135,7 +157,8 @@ static void test_put(void) {
            memcmp(out, all, 256) == 0);
   json_decref(d);
   KT_CHECK(kn_enc_put_record(&b, "s", "k", "", 0, NULL) == 0);
-  KT_CHECK_STR(b.p, "{\"StreamName\":\"s\",\"PartitionKey\":\"k\",\"Data\":\"\"}");
+  KT_CHECK_STR(b.p,
+               "{\"StreamName\":\"s\",\"PartitionKey\":\"k\",\"Data\":\"\"}");
   kn_buf_reset(&b);
 
   /* 500 entries of every size up to 1 KiB, keys needing escapes. */
@@ -148,7 +171,8 @@ static void test_put(void) {
     e[i].partition_key = keys[i];
     e[i].data = payload;
     e[i].len = (size_t)(i * 2);
-    e[i].explicit_hash_key = i % 3 ? NULL : "340282366920938463463374607431768211455";
+    e[i].explicit_hash_key =
+        i % 3 ? NULL : "340282366920938463463374607431768211455";
   }
   KT_CHECK(kn_enc_put_records(&b, "arn:aws:kinesis:x:1:stream/s", e, 500) == 0);
   KT_CHECK(b.p[b.len] == '\0');
@@ -160,7 +184,8 @@ static void test_put(void) {
   unsigned char big[2048];
   for (size_t i = 0; i < json_array_size(recs); i++) {
     json_t *r = json_array_get(recs, i);
-    const char *pk = kn_json_str(r, "PartitionKey"), *dt = kn_json_str(r, "Data");
+    const char *pk = kn_json_str(r, "PartitionKey"),
+               *dt = kn_json_str(r, "Data");
     if (!pk || strcmp(pk, keys[i])) bad++;
     if (!dt || strlen(dt) > sizeof(big) ||
         kn_base64_decode(big, dt, strlen(dt)) != (long)(i * 2) ||
@@ -178,16 +203,22 @@ static void test_put(void) {
 
 static void test_resharding_and_consumers(void) {
   kn_buf_t b = KN_BUF_INIT;
-  KT_CHECK(kn_enc_split_shard(&b, "s", "shardId-0", "170141183460469231731687303715884105728") == 0);
-  KT_CHECK_STR(b.p, "{\"StreamName\":\"s\",\"ShardToSplit\":\"shardId-0\",\"NewStartingHashKey\":"
-                    "\"170141183460469231731687303715884105728\"}");
+  KT_CHECK(kn_enc_split_shard(&b, "s", "shardId-0",
+                              "170141183460469231731687303715884105728") == 0);
+  KT_CHECK_STR(b.p,
+               "{\"StreamName\":\"s\",\"ShardToSplit\":\"shardId-0\","
+               "\"NewStartingHashKey\":"
+               "\"170141183460469231731687303715884105728\"}");
   kn_buf_reset(&b);
   KT_CHECK(kn_enc_merge_shards(&b, "s", "a", "b") == 0);
-  KT_CHECK_STR(b.p, "{\"StreamName\":\"s\",\"ShardToMerge\":\"a\",\"AdjacentShardToMerge\":\"b\"}");
+  KT_CHECK_STR(b.p,
+               "{\"StreamName\":\"s\",\"ShardToMerge\":\"a\","
+               "\"AdjacentShardToMerge\":\"b\"}");
   kn_buf_reset(&b);
   KT_CHECK(kn_enc_update_shard_count(&b, "s", 4) == 0);
-  KT_CHECK_STR(b.p, "{\"StreamName\":\"s\",\"TargetShardCount\":4,\"ScalingType\":"
-                    "\"UNIFORM_SCALING\"}");
+  KT_CHECK_STR(b.p,
+               "{\"StreamName\":\"s\",\"TargetShardCount\":4,\"ScalingType\":"
+               "\"UNIFORM_SCALING\"}");
   kn_buf_reset(&b);
   KT_CHECK(kn_enc_stream_consumer(&b, "arn:s", "c1", NULL) == 0);
   KT_CHECK_STR(b.p, "{\"StreamARN\":\"arn:s\",\"ConsumerName\":\"c1\"}");

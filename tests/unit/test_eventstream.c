@@ -60,7 +60,8 @@ static void frame(kn_buf_t *out, const kn_buf_t *hdrs, const char *payload) {
 
 /* A canonical text form of a message, for comparisons. */
 static void dump(kn_buf_t *o, const kn_evs_msg_t *m) {
-  kn_buf_printf(o, "msg %zu headers, %zu bytes\n", m->n_headers, m->payload_len);
+  kn_buf_printf(o, "msg %zu headers, %zu bytes\n", m->n_headers,
+                m->payload_len);
   for (size_t i = 0; i < m->n_headers; i++) {
     const kn_evs_header_t *h = &m->headers[i];
     kn_buf_printf(o, " %.*s %s ", (int)h->name_len, h->name,
@@ -96,8 +97,10 @@ static int on_msg(void *opaque, kn_evs_decoder_t *d, const kn_evs_msg_t *m) {
       /* Same bytes, NUL after them, and nothing to take a second time. */
       KT_CHECK(memcmp(f, m->frame, m->frame_len) == 0);
       KT_CHECK(f[m->frame_len] == 0);
-      if (f == m->frame) s->buffered++;
-      else s->in_place++;
+      if (f == m->frame)
+        s->buffered++;
+      else
+        s->in_place++;
       KT_CHECK(kn_evs_take_frame(d) == NULL);
       free(f);
     }
@@ -134,13 +137,12 @@ static kn_err_t decode_quiet(const void *data, size_t len, size_t step) {
 
 /* Published in the AWS SDKs' event stream test vectors. */
 static void test_vectors(void) {
-  static const uint8_t empty[] = {0, 0, 0, 16, 0, 0, 0, 0, 5, 194, 72, 235,
-                                  125, 152, 200, 255};
+  static const uint8_t empty[] = {0, 0,   0,  16,  0,   0,   0,   0,
+                                  5, 194, 72, 235, 125, 152, 200, 255};
   static const uint8_t int32_header[] = {
-      0,   0,   0,   45,  0,   0,   0,   16,  65,  196, 36,  184,
-      10,  101, 118, 101, 110, 116, 45,  116, 121, 112, 101, 4,
-      0,   0,   160, 12,  123, 39,  102, 111, 111, 39,  58,  39,
-      98,  97,  114, 39,  125, 54,  244, 128, 160};
+      0,   0,   0,   45, 0,   0,   0,   16,  65,  196, 36,  184, 10,  101, 118,
+      101, 110, 116, 45, 116, 121, 112, 101, 4,   0,   0,   160, 12,  123, 39,
+      102, 111, 111, 39, 58,  39,  98,  97,  114, 39,  125, 54,  244, 128, 160};
   sink_t s = {KN_BUF_INIT, 0, 0, 0, 0, 0};
   KT_CHECK_INT(decode(empty, sizeof(empty), 0, &s, NULL), KN_ERR_NO_ERROR);
   KT_CHECK_INT(decode(int32_header, sizeof(int32_header), 1, &s, NULL),
@@ -163,8 +165,9 @@ static void test_vectors(void) {
   kn_buf_free(&s.text);
 }
 
-static const uint8_t uuid[16] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
-                                 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
+static const uint8_t uuid[16] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55,
+                                 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb,
+                                 0xcc, 0xdd, 0xee, 0xff};
 
 /* One header of every type, extremes included. */
 static void all_types_headers(kn_buf_t *h) {
@@ -477,8 +480,8 @@ static void test_truncated_headers(void) {
   static const struct {
     unsigned type;
     size_t need; /* value bytes, length prefix included */
-  } types[] = {{2, 1}, {3, 2}, {4, 4}, {5, 8}, {6, 2 + 4}, {7, 2 + 4},
-               {8, 8}, {9, 16}};
+  } types[] = {{2, 1},     {3, 2},     {4, 4}, {5, 8},
+               {6, 2 + 4}, {7, 2 + 4}, {8, 8}, {9, 16}};
   kn_buf_t f = KN_BUF_INIT, h = KN_BUF_INIT;
   for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
     for (size_t have = 0; have < types[t].need; have++) {
@@ -486,7 +489,8 @@ static void test_truncated_headers(void) {
       put_name(&h, "ok", 0);
       put_name(&h, "v", types[t].type);
       uint8_t val[32] = {0, 4, 'a', 'b', 'c', 'd'};
-      if (types[t].type != 6 && types[t].type != 7) memset(val, 0x11, sizeof(val));
+      if (types[t].type != 6 && types[t].type != 7)
+        memset(val, 0x11, sizeof(val));
       kn_buf_append(&h, val, have);
       kn_buf_reset(&f);
       /* The payload after the headers must not be read as their end. */
@@ -497,7 +501,8 @@ static void test_truncated_headers(void) {
     kn_buf_reset(&h);
     put_name(&h, "v", types[t].type);
     uint8_t val[32] = {0, 4, 'a', 'b', 'c', 'd'};
-    if (types[t].type != 6 && types[t].type != 7) memset(val, 0x11, sizeof(val));
+    if (types[t].type != 6 && types[t].type != 7)
+      memset(val, 0x11, sizeof(val));
     kn_buf_append(&h, val, types[t].need);
     kn_buf_reset(&f);
     frame_raw(&f, h.p, h.len, "", 0, 0, 0);

@@ -51,7 +51,8 @@ static void test_parse_format(void) {
   kn_u128_t v;
   KT_CHECK(kn_u128_parse("007", 3, &v) == 0 && v.hi == 0 && v.lo == 7);
   KT_CHECK_STR(F(v, buf), "7");
-  KT_CHECK(kn_u128_parse("0000000000000000000000000000000000000000000001", 46, &v) == 0 &&
+  KT_CHECK(kn_u128_parse("0000000000000000000000000000000000000000000001", 46,
+                         &v) == 0 &&
            v.lo == 1);
   /* Chunk boundaries of the formatter: zeros inside must stay. */
   KT_CHECK_STR(F(P("1000000000000000000"), buf), "1000000000000000000");
@@ -62,7 +63,14 @@ static void test_parse_format(void) {
 
 static void test_parse_reject(void) {
   kn_u128_t v = {7, 7};
-  const char *bad[] = {"", "-1", "+1", " 1", "1 ", "1a", "0x10", "1.0",
+  const char *bad[] = {"",
+                       "-1",
+                       "+1",
+                       " 1",
+                       "1 ",
+                       "1a",
+                       "0x10",
+                       "1.0",
                        "340282366920938463463374607431768211456",
                        "340282366920938463463374607431768211460",
                        "999999999999999999999999999999999999999",
@@ -80,15 +88,16 @@ static void test_roundtrip_random(void) {
   char buf[KN_U128_DEC_BUFSZ];
   int bad = 0;
   for (int i = 0; i < 20000; i++) {
-    kn_u128_t v = {(uint64_t)rand_r(&seed) << 40 ^ (uint64_t)rand_r(&seed) << 20 ^
-                       (uint64_t)rand_r(&seed),
-                   (uint64_t)rand_r(&seed) << 40 ^ (uint64_t)rand_r(&seed) << 20 ^
-                       (uint64_t)rand_r(&seed)};
+    kn_u128_t v = {(uint64_t)rand_r(&seed) << 40 ^
+                       (uint64_t)rand_r(&seed) << 20 ^ (uint64_t)rand_r(&seed),
+                   (uint64_t)rand_r(&seed) << 40 ^
+                       (uint64_t)rand_r(&seed) << 20 ^ (uint64_t)rand_r(&seed)};
     if (i % 4 == 1) v.hi = 0;
     if (i % 8 == 3) v.hi >>= (i % 64);
     size_t n = kn_u128_format(v, buf);
     kn_u128_t w;
-    if (n != strlen(buf) || kn_u128_parse(buf, n, &w) || !kn_u128_eq(v, w)) bad++;
+    if (n != strlen(buf) || kn_u128_parse(buf, n, &w) || !kn_u128_eq(v, w))
+      bad++;
   }
   KT_CHECK_INT(bad, 0);
 }
@@ -104,7 +113,8 @@ static void test_arith(void) {
                "18446744073709551615");
   KT_CHECK(kn_u128_cmp(zero, one) < 0);
   KT_CHECK(kn_u128_cmp(max, one) > 0);
-  KT_CHECK(kn_u128_cmp(P("18446744073709551616"), P("18446744073709551615")) > 0);
+  KT_CHECK(kn_u128_cmp(P("18446744073709551616"), P("18446744073709551615")) >
+           0);
   KT_CHECK(kn_u128_cmp(max, max) == 0);
 }
 
@@ -127,9 +137,11 @@ static void test_midpoint(void) {
   /* The whole space splits at 2^127, as the AWS examples do. */
   KT_CHECK(kn_u128_midpoint(P("0"), P(MAXS), &m) == 0);
   KT_CHECK_STR(F(m, buf), "170141183460469231731687303715884105728");
-  KT_CHECK(kn_u128_midpoint(P("0"), P("170141183460469231731687303715884105727"), &m) == 0);
+  KT_CHECK(kn_u128_midpoint(
+               P("0"), P("170141183460469231731687303715884105727"), &m) == 0);
   KT_CHECK_STR(F(m, buf), "85070591730234615865843651857942052864");
-  KT_CHECK(kn_u128_midpoint(P("170141183460469231731687303715884105728"), P(MAXS), &m) == 0);
+  KT_CHECK(kn_u128_midpoint(P("170141183460469231731687303715884105728"),
+                            P(MAXS), &m) == 0);
   KT_CHECK_STR(F(m, buf), "255211775190703847597530955573826158592");
   KT_CHECK(kn_u128_midpoint(P("10"), P("11"), &m) == 0);
   KT_CHECK_STR(F(m, buf), "11");
@@ -137,7 +149,8 @@ static void test_midpoint(void) {
   KT_CHECK_STR(F(m, buf), "11");
   KT_CHECK(kn_u128_midpoint(P("10"), P("13"), &m) == 0);
   KT_CHECK_STR(F(m, buf), "12");
-  KT_CHECK(kn_u128_midpoint(P("18446744073709551615"), P("18446744073709551616"), &m) == 0);
+  KT_CHECK(kn_u128_midpoint(P("18446744073709551615"),
+                            P("18446744073709551616"), &m) == 0);
   KT_CHECK_STR(F(m, buf), "18446744073709551616");
   KT_CHECK(kn_u128_midpoint(P(MAXS), P(MAXS), &m) == -1);
   KT_CHECK(kn_u128_midpoint(P("5"), P("5"), &m) == -1);
@@ -146,14 +159,18 @@ static void test_midpoint(void) {
   unsigned seed = 7;
   int bad = 0;
   for (int i = 0; i < 10000; i++) {
-    kn_u128_t s = {(uint64_t)rand_r(&seed) * 977, (uint64_t)rand_r(&seed) << 33},
+    kn_u128_t s = {(uint64_t)rand_r(&seed) * 977, (uint64_t)rand_r(&seed)
+                                                      << 33},
               e = kn_u128_add(s, kn_u128_make((uint64_t)(rand_r(&seed) % 3),
                                               (uint64_t)rand_r(&seed) + 1));
-    if (kn_u128_midpoint(s, e, &m) || kn_u128_cmp(m, s) <= 0 || kn_u128_cmp(m, e) > 0)
+    if (kn_u128_midpoint(s, e, &m) || kn_u128_cmp(m, s) <= 0 ||
+        kn_u128_cmp(m, e) > 0)
       bad++;
     /* Both halves differ in size by at most one key. */
-    kn_u128_t low = kn_u128_sub(m, s), high = kn_u128_add(kn_u128_sub(e, m), kn_u128_make(0, 1));
-    kn_u128_t diff = kn_u128_cmp(low, high) >= 0 ? kn_u128_sub(low, high) : kn_u128_sub(high, low);
+    kn_u128_t low = kn_u128_sub(m, s),
+              high = kn_u128_add(kn_u128_sub(e, m), kn_u128_make(0, 1));
+    kn_u128_t diff = kn_u128_cmp(low, high) >= 0 ? kn_u128_sub(low, high)
+                                                 : kn_u128_sub(high, low);
     if (diff.hi || diff.lo > 1) bad++;
   }
   KT_CHECK_INT(bad, 0);
@@ -162,15 +179,17 @@ static void test_midpoint(void) {
 static void test_md5_table(void) {
   char buf[KN_U128_DEC_BUFSZ];
   char out[40];
-  for (size_t i = 0; i < sizeof(hashkey_table) / sizeof(hashkey_table[0]); i++) {
+  for (size_t i = 0; i < sizeof(hashkey_table) / sizeof(hashkey_table[0]);
+       i++) {
     const char *k = hashkey_table[i].key;
     kn_u128_format(kn_hashkey_of(k, strlen(k)), buf);
-    KT_CHECK_MSG(strcmp(buf, hashkey_table[i].hash) == 0, "key %zu: %s != %s", i,
-                 buf, hashkey_table[i].hash);
+    KT_CHECK_MSG(strcmp(buf, hashkey_table[i].hash) == 0, "key %zu: %s != %s",
+                 i, buf, hashkey_table[i].hash);
     KT_CHECK(kn_partition_key_hash(k, out) == out);
     KT_CHECK_STR(out, hashkey_table[i].hash);
   }
-  KT_CHECK_STR(kn_partition_key_hash(NULL, out), "281949768489412648962353822266799178366");
+  KT_CHECK_STR(kn_partition_key_hash(NULL, out),
+               "281949768489412648962353822266799178366");
 }
 
 int main(void) {

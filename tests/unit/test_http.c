@@ -26,21 +26,24 @@ static int handler(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
     snprintf(extra, sizeof(extra),
              "Content-Type: application/x-amz-json-1.1\r\n"
              "x-amzn-RequestId: req-123\r\n"
-             "X-Method: %s\r\n", req->method);
+             "X-Method: %s\r\n",
+             req->method);
     *out_len = kt_httpd_resp(out, size, 200, extra, req->body);
     return KT_REPLY;
   }
   if (strcmp(req->path, "/error") == 0) {
-    *out_len = kt_httpd_resp(out, size, 400,
-                             "x-amz-request-id: s3-style\r\n"
-                             "x-amzn-ErrorType: ValidationException:http://internal/\r\n",
-                             "{\"message\":\"bad\"}");
+    *out_len = kt_httpd_resp(
+        out, size, 400,
+        "x-amz-request-id: s3-style\r\n"
+        "x-amzn-ErrorType: ValidationException:http://internal/\r\n",
+        "{\"message\":\"bad\"}");
     return KT_REPLY;
   }
   if (strcmp(req->path, "/stream") == 0) {
     /* 64 chunks of 1 KB, as one response. */
     size_t n = 0;
-    n += (size_t)snprintf(out, size, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", 64 * 1024);
+    n += (size_t)snprintf(
+        out, size, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", 64 * 1024);
     memset(out + n, 'x', 64 * 1024);
     *out_len = n + 64 * 1024;
     return KT_REPLY;
@@ -52,8 +55,11 @@ static int handler(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
 static kt_httpd_t srv;
 
 static kn_loop_t *new_loop(kn_logger_t *lg) {
-  kn_http_opts_t o = {.verify_tls = 1, .connect_timeout_ms = 2000,
-                      .max_connections = 8, .version = KN_HTTP_AUTO, .log = lg};
+  kn_http_opts_t o = {.verify_tls = 1,
+                      .connect_timeout_ms = 2000,
+                      .max_connections = 8,
+                      .version = KN_HTTP_AUTO,
+                      .log = lg};
   kn_error_t *err = NULL;
   kn_loop_t *loop = kn_loop_new(&o, &err);
   KT_CHECK(loop != NULL);
@@ -223,8 +229,11 @@ static void fan_cb(void *opaque, kn_http_resp_t *resp) {
 static void fan_start(void *arg) {
   struct fan *f = arg;
   for (int i = 0; i < 200; i++) {
-    kn_http_req_t req = {.method = "POST", .url = f->url, .body = "abc",
-                         .body_len = 3, .timeout_ms = 10000};
+    kn_http_req_t req = {.method = "POST",
+                         .url = f->url,
+                         .body = "abc",
+                         .body_len = 3,
+                         .timeout_ms = 10000};
     kn_error_t *err = NULL;
     if (kn_http_start(f->loop, &req, fan_cb, f, &err)) f->started++;
     kn_error_destroy(err);
@@ -338,8 +347,9 @@ static void test_big_body(void) {
     int c = accept(fd, NULL, NULL);
     char buf[4096];
     KT_CHECK(recv(c, buf, sizeof(buf), 0) > 0);
-    const char *head = chunked ? "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
-                               : "HTTP/1.1 200 OK\r\nContent-Length: 16777216\r\n\r\n";
+    const char *head =
+        chunked ? "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+                : "HTTP/1.1 200 OK\r\nContent-Length: 16777216\r\n\r\n";
     send(c, head, strlen(head), MSG_NOSIGNAL);
     for (size_t off = 0; off < BIG; off += 1 << 20)
       send(c, big_body + off, 1 << 20, MSG_NOSIGNAL);
@@ -369,19 +379,24 @@ static void test_body_cap(void) {
   static const struct {
     size_t cap;
     const char *head;
-    size_t send;  /* body bytes sent */
+    size_t send; /* body bytes sent */
     int ok;
   } cases[] = {
-      {1 << 20, "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n", 1 << 20, 1},
-      {1 << 20, "HTTP/1.1 200 OK\r\nContent-Length: 1048577\r\n\r\n", 1 << 20, 0},
+      {1 << 20, "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n", 1 << 20,
+       1},
+      {1 << 20, "HTTP/1.1 200 OK\r\nContent-Length: 1048577\r\n\r\n", 1 << 20,
+       0},
       {1 << 20, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", 1 << 20, 1},
       {1 << 20, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", 4 << 20, 0},
       {1 << 20, "HTTP/1.1 500 Oops\r\nConnection: close\r\n\r\n", 4 << 20, 0},
-      {0, "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n", 0, 0},
+      {0, "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+       0, 0},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    kn_http_opts_t opts = {.verify_tls = 1, .connect_timeout_ms = 2000,
-                           .max_connections = 8, .max_response_bytes = cases[i].cap};
+    kn_http_opts_t opts = {.verify_tls = 1,
+                           .connect_timeout_ms = 2000,
+                           .max_connections = 8,
+                           .max_response_bytes = cases[i].cap};
     kn_error_t *err = NULL;
     kn_loop_t *loop = kn_loop_new(&opts, &err);
     KT_CHECK(loop != NULL);
@@ -404,10 +419,11 @@ static void test_body_cap(void) {
       KT_CHECK_INT(o.resp.body.len, cases[i].send);
     } else {
       KT_CHECK_INT(kn_error_code(o.resp.error), KN_ERR__BAD_MSG);
-      KT_CHECK_MSG(strstr(kn_error_string(o.resp.error), "response body larger than"),
-                   "case %zu: %s", i, kn_error_string(o.resp.error));
-      KT_CHECK(o.resp.body.cap <= (cases[i].cap ? cases[i].cap
-                                                : KN_HTTP_MAX_RESPONSE_DEFAULT));
+      KT_CHECK_MSG(
+          strstr(kn_error_string(o.resp.error), "response body larger than"),
+          "case %zu: %s", i, kn_error_string(o.resp.error));
+      KT_CHECK(o.resp.body.cap <=
+               (cases[i].cap ? cases[i].cap : KN_HTTP_MAX_RESPONSE_DEFAULT));
     }
     one_fini(&o);
     kn_loop_destroy(loop);
@@ -439,7 +455,8 @@ static void test_transport_errors(void) {
   one_run(&o);
   int64_t took = kn_mono_ms() - t0;
   KT_CHECK_INT(kn_error_code(o.resp.error), KN_ERR__TIMED_OUT);
-  KT_CHECK_MSG(took >= 290 && took < KT_PROMPT_MS, "took %lld ms", (long long)took);
+  KT_CHECK_MSG(took >= 290 && took < KT_PROMPT_MS, "took %lld ms",
+               (long long)took);
   one_fini(&o);
 
   /* The server drops the connection unanswered. */
@@ -476,8 +493,11 @@ struct cancel_st {
 static void start_hangers(void *arg) {
   struct cancel_st *c = arg;
   for (int i = 0; i < 10; i++) {
-    kn_http_req_t req = {.method = "POST", .url = c->url, .body = "abc",
-                         .body_len = 3, .timeout_ms = 60000};
+    kn_http_req_t req = {.method = "POST",
+                         .url = c->url,
+                         .body = "abc",
+                         .body_len = 3,
+                         .timeout_ms = 60000};
     kn_error_t *err = NULL;
     c->x[i] = kn_http_start(c->loop, &req, never_cb, NULL, &err);
     kn_error_destroy(err);
@@ -514,8 +534,12 @@ static void do_blocking(void *arg) {
   struct blk *b = arg;
   kn_http_opts_t o = {.verify_tls = 1, .connect_timeout_ms = 1000};
   const char *hdrs[] = {"X-Test: 1", NULL};
-  kn_http_req_t req = {.method = "PUT", .url = b->url, .headers = hdrs,
-                       .body = "blocking", .body_len = 8, .timeout_ms = 2000};
+  kn_http_req_t req = {.method = "PUT",
+                       .url = b->url,
+                       .headers = hdrs,
+                       .body = "blocking",
+                       .body_len = 8,
+                       .timeout_ms = 2000};
   kn_http_resp_t resp;
   b->rc = kn_http_perform_blocking(&o, &req, &resp);
   b->status = resp.status;
@@ -548,7 +572,8 @@ static void test_blocking(void) {
 }
 
 static void test_redact(void) {
-  char *s = kn_http_redact_header("Authorization: AWS4-HMAC-SHA256 Credential=AKID/x");
+  char *s = kn_http_redact_header(
+      "Authorization: AWS4-HMAC-SHA256 Credential=AKID/x");
   KT_CHECK_STR(s, "Authorization: <redacted>");
   free(s);
   s = kn_http_redact_header("x-amz-security-token:abc");
@@ -581,7 +606,8 @@ static void test_debug_log(void) {
   kn_loop_t *loop = new_loop(&lg);
   struct one o;
   one_init(&o, loop, "POST", "/echo");
-  const char *hdrs[] = {"Authorization: SECRET", "X-Amz-Security-Token: SECRET", NULL};
+  const char *hdrs[] = {"Authorization: SECRET", "X-Amz-Security-Token: SECRET",
+                        NULL};
   o.req.headers = hdrs;
   one_run(&o);
   KT_CHECK_INT(o.resp.status, 200);

@@ -9,7 +9,8 @@
 static kn_ini_t *parse_ok(const char *text) {
   kn_ini_t *ini = NULL;
   kn_error_t *e = kn_ini_parse(text, strlen(text), "test.ini", &ini);
-  KT_CHECK_MSG(e == NULL && ini != NULL, "%s", e ? kn_error_string(e) : "nomem");
+  KT_CHECK_MSG(e == NULL && ini != NULL, "%s",
+               e ? kn_error_string(e) : "nomem");
   kn_error_destroy(e);
   return ini;
 }
@@ -22,8 +23,8 @@ static void parse_err(const char *text, const char *want) {
   KT_CHECK(e != NULL);
   if (e) {
     KT_CHECK_INT(kn_error_code(e), KN_ERR__CONF);
-    KT_CHECK_MSG(strstr(kn_error_string(e), want) != NULL, "got \"%s\", want \"%s\"",
-                 kn_error_string(e), want);
+    KT_CHECK_MSG(strstr(kn_error_string(e), want) != NULL,
+                 "got \"%s\", want \"%s\"", kn_error_string(e), want);
   }
   kn_error_destroy(e);
   kn_ini_destroy(ini);
@@ -98,7 +99,8 @@ static void test_section_names(void) {
   KT_CHECK(kn_ini_section(ini, "profile   many   spaces") != NULL);
   /* Indented under a key, a header is more value (as configparser reads
    * it); after a header it is a header. */
-  KT_CHECK_STR(kn_ini_get(kn_ini_section(ini, "odd]name"), "b"), "2\n[not a header]");
+  KT_CHECK_STR(kn_ini_get(kn_ini_section(ini, "odd]name"), "b"),
+               "2\n[not a header]");
   KT_CHECK_STR(kn_ini_get(kn_ini_section(ini, "indented"), "c"), "3");
   KT_CHECK(kn_ini_section(ini, "x") != NULL);
   kn_ini_destroy(ini);
@@ -189,7 +191,8 @@ static void test_subsections(void) {
   if (s3) {
     KT_CHECK_STR(s3->value, "");
     KT_CHECK_INT(s3->n_subs, 3);
-    KT_CHECK_STR(kn_ini_sub(s3, "max_concurrent_requests")->value, "20"); /* last wins */
+    KT_CHECK_STR(kn_ini_sub(s3, "max_concurrent_requests")->value,
+                 "20"); /* last wins */
     KT_CHECK_INT(kn_ini_sub(s3, "max_concurrent_requests")->line, 8);
     KT_CHECK_STR(kn_ini_sub(s3, "addressing_style")->value, "path");
     KT_CHECK(kn_ini_sub(s3, "nope") == NULL);
@@ -205,27 +208,37 @@ static void test_subsections(void) {
   kn_ini_destroy(ini);
   /* Blank lines before the first nested line. */
   ini = parse_ok("[a]\nk =\n\n   x = 1\n");
-  KT_CHECK_STR(kn_ini_sub(kn_ini_entry(kn_ini_section(ini, "a"), "k"), "x")->value, "1");
+  KT_CHECK_STR(
+      kn_ini_sub(kn_ini_entry(kn_ini_section(ini, "a"), "k"), "x")->value, "1");
   kn_ini_destroy(ini);
 }
 
 static void test_errors(void) {
-  parse_err("key = value\n", "~/.aws/credentials:1: \"key = value\" before any [section] header");
-  parse_err("\n# c\ngarbage\n", "~/.aws/credentials:3: expected a [section] header");
+  parse_err(
+      "key = value\n",
+      "~/.aws/credentials:1: \"key = value\" before any [section] header");
+  parse_err("\n# c\ngarbage\n",
+            "~/.aws/credentials:3: expected a [section] header");
   parse_err("[default]\naws_access_key_id = A\n\n# x\nthis line is wrong\n",
             "~/.aws/credentials:5: expected \"key = value\"");
-  parse_err("[default]\n= value\n", "~/.aws/credentials:2: expected a key before \"=\"");
+  parse_err("[default]\n= value\n",
+            "~/.aws/credentials:2: expected a key before \"=\"");
   parse_err("[default\nk = v\n", "~/.aws/credentials:1: expected \"]\"");
-  parse_err("[default] trailing\n", "~/.aws/credentials:1: unexpected text after");
+  parse_err("[default] trailing\n",
+            "~/.aws/credentials:1: unexpected text after");
   parse_err("[]\n", "~/.aws/credentials:1: empty section name");
   parse_err("[   ]\n", "~/.aws/credentials:1: empty section name");
-  parse_err("[a]\nk = 1\n[b]\n[a]\n", "~/.aws/credentials:4: duplicate section [a] (first at line 1)");
-  parse_err("[a]\nk = 1\nK = 2\n",
-            "~/.aws/credentials:3: duplicate key \"k\" in [a] (first at line 2)");
+  parse_err("[a]\nk = 1\n[b]\n[a]\n",
+            "~/.aws/credentials:4: duplicate section [a] (first at line 1)");
+  parse_err(
+      "[a]\nk = 1\nK = 2\n",
+      "~/.aws/credentials:3: duplicate key \"k\" in [a] (first at line 2)");
   parse_err("[a]\ns3 =\n  nonsense\n",
-            "~/.aws/credentials:3: expected \"key = value\" in the sub-section \"s3\"");
+            "~/.aws/credentials:3: expected \"key = value\" in the sub-section "
+            "\"s3\"");
   parse_err("[a]\ns3 =\n  x = 1\n   = 2\n",
-            "~/.aws/credentials:4: expected a key before \"=\" in the sub-section \"s3\"");
+            "~/.aws/credentials:4: expected a key before \"=\" in the "
+            "sub-section \"s3\"");
   static const char nul[] = "[a]\nk = v\0x\n";
   kn_ini_t *ini = NULL;
   kn_error_t *e = kn_ini_parse(nul, sizeof(nul) - 1, "f", &ini);

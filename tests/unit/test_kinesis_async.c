@@ -31,9 +31,10 @@ enum {
   SUB_SHARD_END   /* an event that ends the shard, then another */
 };
 
-#define GET_RECORDS_ANSWER                                                    \
-  "{\"Records\":[{\"Data\":\"aGk=\",\"PartitionKey\":\"k\",\"SequenceNumber\":\"5\"," \
-  "\"ApproximateArrivalTimestamp\":1.5E9}],\"NextShardIterator\":\"next\","  \
+#define GET_RECORDS_ANSWER                                                  \
+  "{\"Records\":[{\"Data\":\"aGk=\",\"PartitionKey\":\"k\","                \
+  "\"SequenceNumber\":\"5\","                                               \
+  "\"ApproximateArrivalTimestamp\":1.5E9}],\"NextShardIterator\":\"next\"," \
   "\"MillisBehindLatest\":7}"
 
 static const char *target(const kt_httpd_req_t *req) {
@@ -65,20 +66,23 @@ static void frame_exception(kn_buf_t *b, const char *type) {
   kn_evs_encode(b, h, 3, msg, strlen(msg), NULL);
 }
 
-#define EVENT(seq, cont)                                                      \
-  "{\"Records\":[{\"SequenceNumber\":\"" seq "\",\"Data\":\"aGk=\","          \
-  "\"PartitionKey\":\"k\",\"ApproximateArrivalTimestamp\":1.5E9}],"           \
+#define EVENT(seq, cont)                                            \
+  "{\"Records\":[{\"SequenceNumber\":\"" seq                        \
+  "\",\"Data\":\"aGk=\","                                           \
+  "\"PartitionKey\":\"k\",\"ApproximateArrivalTimestamp\":1.5E9}]," \
   "\"ContinuationSequenceNumber\":\"" cont "\",\"MillisBehindLatest\":3}"
-#define EVENT_END                                                             \
-  "{\"Records\":[],\"ContinuationSequenceNumber\":null,"                      \
-  "\"MillisBehindLatest\":0,\"ChildShards\":[{\"ShardId\":\"shardId-1\","     \
-  "\"ParentShards\":[\"shardId-0\"],\"HashKeyRange\":{\"StartingHashKey\":"   \
+#define EVENT_END                                                           \
+  "{\"Records\":[],\"ContinuationSequenceNumber\":null,"                    \
+  "\"MillisBehindLatest\":0,\"ChildShards\":[{\"ShardId\":\"shardId-1\","   \
+  "\"ParentShards\":[\"shardId-0\"],\"HashKeyRange\":{\"StartingHashKey\":" \
   "\"0\",\"EndingHashKey\":\"9\"}}]}"
 
 static size_t stream_resp(char *out, size_t size, kn_buf_t *b) {
-  int n = snprintf(out, size, "HTTP/1.1 200 OK\r\nContent-Type: "
-                   "application/vnd.amazon.eventstream\r\nContent-Length: %zu\r\n\r\n",
-                   b->len);
+  int n = snprintf(
+      out, size,
+      "HTTP/1.1 200 OK\r\nContent-Type: "
+      "application/vnd.amazon.eventstream\r\nContent-Length: %zu\r\n\r\n",
+      b->len);
   size_t len = (size_t)n;
   if (len + b->len <= size) {
     memcpy(out + len, b->p, b->len);
@@ -102,18 +106,21 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
   pthread_mutex_unlock(&mu);
   if (strcmp(action, "GetShardIterator") == 0) {
     if (strstr(req->body, "shardId-gone"))
-      *out_len = json_resp(out, size, 400,
-                           "{\"__type\":\"ResourceNotFoundException\",\"message\":\"no\"}");
+      *out_len = json_resp(
+          out, size, 400,
+          "{\"__type\":\"ResourceNotFoundException\",\"message\":\"no\"}");
     else if (strstr(req->body, "shardId-odd"))
       *out_len = json_resp(out, size, 200, "{\"Unexpected\":1}");
     else
       *out_len = json_resp(out, size, 200, "{\"ShardIterator\":\"it-0\"}");
   } else if (strcmp(action, "GetRecords") == 0) {
     if (strstr(req->body, "expired"))
-      *out_len = json_resp(out, size, 400,
-                           "{\"__type\":\"ExpiredIteratorException\",\"message\":\"old\"}");
+      *out_len = json_resp(
+          out, size, 400,
+          "{\"__type\":\"ExpiredIteratorException\",\"message\":\"old\"}");
     else if (strstr(req->body, "broken"))
-      *out_len = json_resp(out, size, 200, "{\"Records\":[{\"Data\":\"abc\"}]}");
+      *out_len =
+          json_resp(out, size, 200, "{\"Records\":[{\"Data\":\"abc\"}]}");
     else
       *out_len = json_resp(out, size, 200, GET_RECORDS_ANSWER);
   } else if (strcmp(action, "SubscribeToShard") == 0) {
@@ -146,13 +153,15 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
     }
     if (scenario == SUB_REFUSED) {
       kn_buf_free(&b);
-      *out_len = json_resp(out, size, 400,
-                           "{\"__type\":\"ResourceNotFoundException\",\"message\":\"no\"}");
+      *out_len = json_resp(
+          out, size, 400,
+          "{\"__type\":\"ResourceNotFoundException\",\"message\":\"no\"}");
     } else {
       *out_len = stream_resp(out, size, &b);
     }
   } else {
-    *out_len = json_resp(out, size, 400, "{\"__type\":\"UnknownOperationException\"}");
+    *out_len =
+        json_resp(out, size, 400, "{\"__type\":\"UnknownOperationException\"}");
   }
   return KT_REPLY;
 }
@@ -180,7 +189,7 @@ typedef struct waiter {
   int shard_end, children;
   int64_t behind;
   size_t frame_bytes;
-  int pause_first;               /* on_data pauses once */
+  int pause_first; /* on_data pauses once */
   int paused;
   int ended;
   kn_error_t *end_err;
@@ -230,9 +239,8 @@ static void start_iterator(void *arg) {
 static void start_records(void *arg) {
   waiter_t *w = arg;
   kn_error_t *err = NULL;
-  kn_kreq_t *r = kn_kinesis_get_records_async(w->kc->svc, w->iterator, 5, "s",
-                                              "shardId-7", NULL, on_result, w,
-                                              &err);
+  kn_kreq_t *r = kn_kinesis_get_records_async(
+      w->kc->svc, w->iterator, 5, "s", "shardId-7", NULL, on_result, w, &err);
   if (!r) {
     w->res.err = err;
     wake(w);
@@ -258,7 +266,8 @@ static void test_get_shard_iterator(void) {
   pthread_mutex_lock(&mu);
   KT_CHECK(strstr(last_body, "\"StreamName\":\"s\"") != NULL);
   KT_CHECK(strstr(last_body, "\"ShardId\":\"shardId-0\"") != NULL);
-  KT_CHECK(strstr(last_body, "\"ShardIteratorType\":\"AFTER_SEQUENCE_NUMBER\"") != NULL);
+  KT_CHECK(strstr(last_body,
+                  "\"ShardIteratorType\":\"AFTER_SEQUENCE_NUMBER\"") != NULL);
   KT_CHECK(strstr(last_body, "\"StartingSequenceNumber\":\"42\"") != NULL);
   pthread_mutex_unlock(&mu);
   clear_result(&w);
@@ -309,7 +318,8 @@ static void test_get_records(void) {
     KT_CHECK_INT(kn_batch_count(w.res.batch), 1);
     KT_CHECK_STR(kn_batch_next_iterator(w.res.batch), "next");
     KT_CHECK_INT(kn_batch_millis_behind(w.res.batch), 7);
-    KT_CHECK_STR(kn_record_shard_id(kn_batch_record(w.res.batch, 0)), "shardId-7");
+    KT_CHECK_STR(kn_record_shard_id(kn_batch_record(w.res.batch, 0)),
+                 "shardId-7");
   }
   clear_result(&w);
 
@@ -356,7 +366,8 @@ static kn_ksub_action_t sub_event(void *opaque, kn_ksub_event_t *ev) {
       KT_CHECK_STR(kn_record_shard_id(kn_batch_record(b, k)), "shardId-0");
       w->n_records++;
     }
-    snprintf(w->cont, sizeof w->cont, "%s", ev->continuation ? ev->continuation : "-");
+    snprintf(w->cont, sizeof w->cont, "%s",
+             ev->continuation ? ev->continuation : "-");
     w->behind = kn_batch_millis_behind(b);
     if (b->shard_end) {
       w->shard_end = 1;

@@ -27,7 +27,8 @@ static void test_scanner(void) {
   kc_args_t a;
   char *ops[4];
   {
-    char *argv[] = {"s1", "-e", "-c10", "--at=5", "s2", "-vv", "-c", "7", "--at", "9"};
+    char *argv[] = {"s1",  "-e", "-c10", "--at=5", "s2",
+                    "-vv", "-c", "7",    "--at",   "9"};
     KT_CHECK_INT(scan(argv, 10, opts, 0, trace, sizeof(trace), &a, ops), 0);
     KT_CHECK_STR(trace, "101= 99=10 300=5 118= 118= 99=7 300=9");
     KT_CHECK_INT(a.n_operands, 2);
@@ -88,12 +89,15 @@ static void test_int(void) {
 static void test_delim(void) {
   char d[8];
   size_t n = 0;
-  KT_CHECK(kc_parse_delim("\\n", d, sizeof(d), &n) == 0 && n == 1 && d[0] == '\n');
+  KT_CHECK(kc_parse_delim("\\n", d, sizeof(d), &n) == 0 && n == 1 &&
+           d[0] == '\n');
   KT_CHECK(kc_parse_delim("\\0", d, sizeof(d), &n) == 0 && n == 1 && d[0] == 0);
-  KT_CHECK(kc_parse_delim("\\x1e", d, sizeof(d), &n) == 0 && n == 1 && d[0] == 0x1e);
+  KT_CHECK(kc_parse_delim("\\x1e", d, sizeof(d), &n) == 0 && n == 1 &&
+           d[0] == 0x1e);
   KT_CHECK(kc_parse_delim("\\xff", d, sizeof(d), &n) == 0 && n == 1 &&
            (unsigned char)d[0] == 0xff);
-  KT_CHECK(kc_parse_delim("\\036", d, sizeof(d), &n) == 0 && n == 1 && d[0] == 036);
+  KT_CHECK(kc_parse_delim("\\036", d, sizeof(d), &n) == 0 && n == 1 &&
+           d[0] == 036);
   KT_CHECK(kc_parse_delim("\\r\\n", d, sizeof(d), &n) == 0 && n == 2 &&
            !memcmp(d, "\r\n", 2));
   KT_CHECK(kc_parse_delim("--|", d, sizeof(d), &n) == 0 && n == 3 &&
@@ -109,13 +113,18 @@ static void test_delim(void) {
 
 static void test_position(void) {
   kc_pos_t p;
-  KT_CHECK(kc_parse_position("trim_horizon", &p) == 0 && p.kind == KC_POS_TRIM_HORIZON);
-  KT_CHECK(kc_parse_position("beginning", &p) == 0 && p.kind == KC_POS_TRIM_HORIZON);
+  KT_CHECK(kc_parse_position("trim_horizon", &p) == 0 &&
+           p.kind == KC_POS_TRIM_HORIZON);
+  KT_CHECK(kc_parse_position("beginning", &p) == 0 &&
+           p.kind == KC_POS_TRIM_HORIZON);
   KT_CHECK(kc_parse_position("latest", &p) == 0 && p.kind == KC_POS_LATEST);
   KT_CHECK(kc_parse_position("end", &p) == 0 && p.kind == KC_POS_LATEST);
-  KT_CHECK(kc_parse_position("at:49590338271490256608559692538361571095921575989136588898",
-                             &p) == 0 &&
-           p.kind == KC_POS_AT_SEQ && !strcmp(p.seq, "49590338271490256608559692538361571095921575989136588898"));
+  KT_CHECK(kc_parse_position(
+               "at:49590338271490256608559692538361571095921575989136588898",
+               &p) == 0 &&
+           p.kind == KC_POS_AT_SEQ &&
+           !strcmp(p.seq,
+                   "49590338271490256608559692538361571095921575989136588898"));
   KT_CHECK(kc_parse_position("after:1", &p) == 0 && p.kind == KC_POS_AFTER_SEQ);
   KT_CHECK(kc_parse_position("ts:1700000000000", &p) == 0 &&
            p.kind == KC_POS_TIMESTAMP && p.ts_ms == 1700000000000LL);

@@ -62,7 +62,8 @@ static void drain(next_fn *next, void *src, recs_t *out) {
   const char *d;
   size_t len;
   kc_read_res_t res;
-  while ((res = next(src, &d, &len)) > 0) push(out, d, len, res == KC_READ_TOO_LONG);
+  while ((res = next(src, &d, &len)) > 0)
+    push(out, d, len, res == KC_READ_TOO_LONG);
   KT_CHECK_INT(res, KC_READ_END);
 }
 
@@ -102,7 +103,8 @@ static void check_same(const char *content, size_t len, off_t offset,
                        const char *delim, size_t max, int mapped) {
   size_t dlen = strlen(delim) ? strlen(delim) : 1; /* "" stands for "\0" */
   recs_t a = {0}, b = {0};
-  int fa = temp_file(content, len, offset), fb = temp_file(content, len, offset);
+  int fa = temp_file(content, len, offset),
+      fb = temp_file(content, len, offset);
   read_stream(fa, delim, dlen, max, &a);
   KT_CHECK_INT(read_mapped(fb, delim, dlen, max, &b), mapped);
   KT_CHECK_INT(b.n, a.n);
@@ -119,16 +121,16 @@ static void check_same(const char *content, size_t len, off_t offset,
 
 static void test_same_records(void) {
   const char *s = "a\nb\n\nc";
-  check_same(s, strlen(s), 0, "\n", 100, 1);      /* no final delimiter */
-  check_same("a\nb\n", 4, 0, "\n", 100, 1);       /* a final one */
-  check_same("\n", 1, 0, "\n", 100, 1);           /* one empty record */
-  check_same("", 0, 0, "\n", 100, 0);             /* empty: not mapped */
-  check_same("xyz", 3, 0, "\n", 100, 1);          /* no delimiter at all */
-  check_same(s, strlen(s), 2, "\n", 100, 1);      /* from an offset */
+  check_same(s, strlen(s), 0, "\n", 100, 1); /* no final delimiter */
+  check_same("a\nb\n", 4, 0, "\n", 100, 1);  /* a final one */
+  check_same("\n", 1, 0, "\n", 100, 1);      /* one empty record */
+  check_same("", 0, 0, "\n", 100, 0);        /* empty: not mapped */
+  check_same("xyz", 3, 0, "\n", 100, 1);     /* no delimiter at all */
+  check_same(s, strlen(s), 2, "\n", 100, 1); /* from an offset */
   check_same(s, strlen(s), (off_t)strlen(s), "\n", 100, 0); /* at the end */
   s = "one--two--|three-|--|--four--";
-  check_same(s, strlen(s), 0, "--|", 100, 1);     /* several bytes, partial */
-  check_same("a\0bb\0", 5, 0, "", 100, 1);        /* NUL as the delimiter */
+  check_same(s, strlen(s), 0, "--|", 100, 1); /* several bytes, partial */
+  check_same("a\0bb\0", 5, 0, "", 100, 1);    /* NUL as the delimiter */
   /* Records over the limit, between others and last. */
   s = "short\n0123456789abcdef\nok\nanother one far too long";
   check_same(s, strlen(s), 0, "\n", 10, 1);
@@ -179,7 +181,8 @@ static void test_windows(void) {
   for (size_t w = 0; w < m.n_windows; w++) KT_CHECK(!m.dropped[w]);
   /* The first record of window 1 is reported last. */
   size_t keep = 0;
-  while (keep < k && ((size_t)(held[keep] - m.base) < KC_MAPPED_WINDOW || !lens[keep]))
+  while (keep < k &&
+         ((size_t)(held[keep] - m.base) < KC_MAPPED_WINDOW || !lens[keep]))
     keep++;
   for (size_t i = 0; i < k; i++)
     if (i != keep) kc_mapped_release(&m, held[i], lens[i]);

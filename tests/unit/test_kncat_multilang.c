@@ -24,21 +24,26 @@ static char *take(kc_ml_buf_t *b) {
 
 static void test_golden_out(void) {
   kc_ml_buf_t b = {0};
-  KT_CHECK(kc_ml_enc_initialize(&b, "shardId-000000000001",
-                                "49590338271490256608559692538361571095921575989136588898",
-                                0) == 0);
-  KT_CHECK_STR(take(&b),
-               "{\"action\":\"initialize\",\"shardId\":\"shardId-000000000001\","
-               "\"sequenceNumber\":\"49590338271490256608559692538361571095921575989136588898\","
-               "\"subSequenceNumber\":0}\n");
+  KT_CHECK(kc_ml_enc_initialize(
+               &b, "shardId-000000000001",
+               "49590338271490256608559692538361571095921575989136588898",
+               0) == 0);
+  KT_CHECK_STR(
+      take(&b),
+      "{\"action\":\"initialize\",\"shardId\":\"shardId-000000000001\","
+      "\"sequenceNumber\":"
+      "\"49590338271490256608559692538361571095921575989136588898\","
+      "\"subSequenceNumber\":0}\n");
   kc_ml_enc_initialize(&b, "shardId-000000000002", "TRIM_HORIZON", 0);
-  KT_CHECK_STR(take(&b),
-               "{\"action\":\"initialize\",\"shardId\":\"shardId-000000000002\","
-               "\"sequenceNumber\":\"TRIM_HORIZON\",\"subSequenceNumber\":0}\n");
+  KT_CHECK_STR(
+      take(&b),
+      "{\"action\":\"initialize\",\"shardId\":\"shardId-000000000002\","
+      "\"sequenceNumber\":\"TRIM_HORIZON\",\"subSequenceNumber\":0}\n");
   kc_ml_enc_initialize(&b, "shardId-000000000003", NULL, -1);
-  KT_CHECK_STR(take(&b),
-               "{\"action\":\"initialize\",\"shardId\":\"shardId-000000000003\","
-               "\"sequenceNumber\":null,\"subSequenceNumber\":null}\n");
+  KT_CHECK_STR(
+      take(&b),
+      "{\"action\":\"initialize\",\"shardId\":\"shardId-000000000003\","
+      "\"sequenceNumber\":null,\"subSequenceNumber\":null}\n");
 
   /* processRecords: text, binary, empty and UTF-8 payloads; aggregated
    * sub-sequence numbers; null millisBehindLatest. */
@@ -53,28 +58,37 @@ static void test_golden_out(void) {
   KT_CHECK(kc_ml_enc_record(&b, 0, &r3) == 0);
   KT_CHECK(kc_ml_enc_record(&b, 0, &r4) == 0);
   KT_CHECK(kc_ml_enc_records_end(&b, 1500) == 0);
-  KT_CHECK_STR(take(&b),
-               "{\"action\":\"processRecords\",\"records\":["
-               "{\"action\":\"record\",\"data\":\"aGVsbG8=\",\"partitionKey\":\"key-1\","
-               "\"sequenceNumber\":\"1001\",\"subSequenceNumber\":0,"
-               "\"approximateArrivalTimestamp\":1700000000123},"
-               "{\"action\":\"record\",\"data\":\"AP8QgA==\",\"partitionKey\":\"k\\\"2\\\\\","
-               "\"sequenceNumber\":\"1002\",\"subSequenceNumber\":3,"
-               "\"approximateArrivalTimestamp\":1700000000124},"
-               "{\"action\":\"record\",\"data\":\"\",\"partitionKey\":\"\xc3\xa9t\xc3\xa9\","
-               "\"sequenceNumber\":\"1003\",\"subSequenceNumber\":0,"
-               "\"approximateArrivalTimestamp\":0},"
-               "{\"action\":\"record\",\"data\":\"4oKs\",\"partitionKey\":\"\\u0001\","
-               "\"sequenceNumber\":\"1004\",\"subSequenceNumber\":0,"
-               "\"approximateArrivalTimestamp\":null}],"
-               "\"millisBehindLatest\":1500}\n");
+  KT_CHECK_STR(
+      take(&b),
+      "{\"action\":\"processRecords\",\"records\":["
+      "{\"action\":\"record\",\"data\":\"aGVsbG8=\",\"partitionKey\":\"key-1\","
+      "\"sequenceNumber\":\"1001\",\"subSequenceNumber\":0,"
+      "\"approximateArrivalTimestamp\":1700000000123},"
+      "{\"action\":\"record\",\"data\":\"AP8QgA==\",\"partitionKey\":"
+      "\"k\\\"2\\\\\","
+      "\"sequenceNumber\":\"1002\",\"subSequenceNumber\":3,"
+      "\"approximateArrivalTimestamp\":1700000000124},"
+      "{\"action\":\"record\",\"data\":\"\",\"partitionKey\":"
+      "\"\xc3\xa9t\xc3\xa9\","
+      "\"sequenceNumber\":\"1003\",\"subSequenceNumber\":0,"
+      "\"approximateArrivalTimestamp\":0},"
+      "{\"action\":\"record\",\"data\":\"4oKs\",\"partitionKey\":\"\\u0001\","
+      "\"sequenceNumber\":\"1004\",\"subSequenceNumber\":0,"
+      "\"approximateArrivalTimestamp\":null}],"
+      "\"millisBehindLatest\":1500}\n");
   kc_ml_enc_records_begin(&b);
   kc_ml_enc_records_end(&b, -1);
   KT_CHECK_STR(take(&b),
                "{\"action\":\"processRecords\",\"records\":[],"
                "\"millisBehindLatest\":null}\n");
   /* A partition key that is not UTF-8 (cannot come from Kinesis). */
-  kc_ml_rec_t r5 = {"x", 1, "a\xff" "b", "1", 0, 5};
+  kc_ml_rec_t r5 = {"x",
+                    1,
+                    "a\xff"
+                    "b",
+                    "1",
+                    0,
+                    5};
   kc_ml_enc_records_begin(&b);
   kc_ml_enc_record(&b, 1, &r5);
   kc_ml_enc_records_end(&b, 0);
@@ -88,15 +102,18 @@ static void test_golden_out(void) {
   KT_CHECK_STR(take(&b), "{\"action\":\"shutdownRequested\"}\n");
 
   kc_ml_enc_checkpoint(&b, "1002", 3, NULL);
-  KT_CHECK_STR(take(&b), "{\"action\":\"checkpoint\",\"sequenceNumber\":\"1002\","
-                         "\"subSequenceNumber\":3,\"error\":null}\n");
+  KT_CHECK_STR(take(&b),
+               "{\"action\":\"checkpoint\",\"sequenceNumber\":\"1002\","
+               "\"subSequenceNumber\":3,\"error\":null}\n");
   kc_ml_enc_checkpoint(&b, NULL, -1, NULL);
-  KT_CHECK_STR(take(&b), "{\"action\":\"checkpoint\",\"sequenceNumber\":null,"
-                         "\"subSequenceNumber\":null,\"error\":null}\n");
+  KT_CHECK_STR(take(&b),
+               "{\"action\":\"checkpoint\",\"sequenceNumber\":null,"
+               "\"subSequenceNumber\":null,\"error\":null}\n");
   kc_ml_enc_checkpoint(&b, "99", -1, "IllegalArgumentException");
-  KT_CHECK_STR(take(&b), "{\"action\":\"checkpoint\",\"sequenceNumber\":\"99\","
-                         "\"subSequenceNumber\":null,"
-                         "\"error\":\"IllegalArgumentException\"}\n");
+  KT_CHECK_STR(take(&b),
+               "{\"action\":\"checkpoint\",\"sequenceNumber\":\"99\","
+               "\"subSequenceNumber\":null,"
+               "\"error\":\"IllegalArgumentException\"}\n");
   kc_ml_buf_free(&b);
 }
 
@@ -107,22 +124,30 @@ static int dec(const char *s, kc_ml_in_t *in) {
 
 static void test_decode(void) {
   kc_ml_in_t in;
-  KT_CHECK_INT(dec("{\"action\":\"status\",\"responseFor\":\"processRecords\"}", &in),
-               KC_ML_DEC_OK);
+  KT_CHECK_INT(
+      dec("{\"action\":\"status\",\"responseFor\":\"processRecords\"}", &in),
+      KC_ML_DEC_OK);
   KT_CHECK_INT(in.kind, KC_ML_IN_STATUS);
   KT_CHECK_STR(in.response_for, "processRecords");
   /* Key order, spaces and unknown keys do not matter. */
-  KT_CHECK_INT(dec(" { \"x\" : [1, {\"a\": null}], \"responseFor\" : \"initialize\" ,"
-                   " \"action\" : \"status\" } ", &in), KC_ML_DEC_OK);
+  KT_CHECK_INT(
+      dec(" { \"x\" : [1, {\"a\": null}], \"responseFor\" : \"initialize\" ,"
+          " \"action\" : \"status\" } ",
+          &in),
+      KC_ML_DEC_OK);
   KT_CHECK_STR(in.response_for, "initialize");
   /* checkpoint: absent and null sequence numbers mean "all delivered". */
   KT_CHECK_INT(dec("{\"action\":\"checkpoint\"}", &in), KC_ML_DEC_OK);
   KT_CHECK(in.kind == KC_ML_IN_CHECKPOINT && !in.has_seq && !in.has_subseq);
   KT_CHECK_INT(dec("{\"action\":\"checkpoint\",\"sequenceNumber\":null,"
-                   "\"subSequenceNumber\":null}", &in), KC_ML_DEC_OK);
+                   "\"subSequenceNumber\":null}",
+                   &in),
+               KC_ML_DEC_OK);
   KT_CHECK(!in.has_seq && !in.has_subseq);
   KT_CHECK_INT(dec("{\"action\":\"checkpoint\",\"sequenceNumber\":\"4959\","
-                   "\"subSequenceNumber\":7}", &in), KC_ML_DEC_OK);
+                   "\"subSequenceNumber\":7}",
+                   &in),
+               KC_ML_DEC_OK);
   KT_CHECK(in.has_seq && !in.seq_bad && in.has_subseq && in.subseq == 7);
   KT_CHECK_STR(in.seq, "4959");
   /* Malformed positions are flagged, not fatal. */
@@ -133,7 +158,8 @@ static void test_decode(void) {
   KT_CHECK_STR(in.seq, "123");
   dec("{\"action\":\"checkpoint\",\"sequenceNumber\":true}", &in);
   KT_CHECK(in.has_seq && in.seq_bad);
-  dec("{\"action\":\"checkpoint\",\"sequenceNumber\":\"1\",\"subSequenceNumber\":-1}",
+  dec("{\"action\":\"checkpoint\",\"sequenceNumber\":\"1\","
+      "\"subSequenceNumber\":-1}",
       &in);
   KT_CHECK(in.subseq_bad);
   dec("{\"action\":\"checkpoint\",\"sequenceNumber\":\"\\u0031\\u0032\"}", &in);
@@ -228,8 +254,9 @@ static void test_props_build(void) {
                  "maxActiveThreads = 4\n"
                  "streamNmae = typo\n",
                  &c, &conf, err, sizeof(err)) == 0);
-  KT_CHECK(c.argv && !strcmp(c.argv[0], "python3") && !strcmp(c.argv[1], "-u") &&
-           !strcmp(c.argv[2], "proc.py") && !c.argv[3]);
+  KT_CHECK(c.argv && !strcmp(c.argv[0], "python3") &&
+           !strcmp(c.argv[1], "-u") && !strcmp(c.argv[2], "proc.py") &&
+           !c.argv[3]);
   KT_CHECK_STR(get(conf, "stream"), "s");
   KT_CHECK_STR(get(conf, "app.name"), "app");
   KT_CHECK_STR(get(conf, "lease.store"), "dynamodb:app");
@@ -243,7 +270,10 @@ static void test_props_build(void) {
   KT_CHECK_INT(c.grace_ms, 0); /* 0 is honoured */
   KT_CHECK_INT(c.timeout_ms, 7000);
   KT_CHECK(strstr(notes, "line 11: metricsLevel: no counterpart") != NULL);
-  KT_CHECK(strstr(notes, "line 12: workerMetricsTableConfig.tableName: no counterpart") != NULL);
+  KT_CHECK(
+      strstr(notes,
+             "line 12: workerMetricsTableConfig.tableName: no counterpart") !=
+      NULL);
   KT_CHECK(strstr(notes, "line 14: unknown key \"streamNmae\"") != NULL);
   KT_CHECK(strstr(notes, "maxActiveThreads") == NULL);
   kc_ml_conf_free(&c);
@@ -251,10 +281,11 @@ static void test_props_build(void) {
 
   /* Defaults: LATEST, fan-out under the application name, the grace
    * period; the ARN wins over the name and gives the region. */
-  KT_CHECK(build("executableName=a\napplicationName=app2\ntableName=t\n"
-                 "streamName=ignored\n"
-                 "streamArn=arn:aws:kinesis:us-west-2:123456789012:stream/real\n",
-                 &c, &conf, err, sizeof(err)) == 0);
+  KT_CHECK(
+      build("executableName=a\napplicationName=app2\ntableName=t\n"
+            "streamName=ignored\n"
+            "streamArn=arn:aws:kinesis:us-west-2:123456789012:stream/real\n",
+            &c, &conf, err, sizeof(err)) == 0);
   KT_CHECK_STR(get(conf, "stream"), "real");
   KT_CHECK_STR(get(conf, "region"), "us-west-2");
   KT_CHECK_STR(get(conf, "lease.store"), "dynamodb:t");
@@ -301,7 +332,8 @@ static void test_props_build(void) {
        "line 4: cleanupLeasesUponShardCompletion: \"maybe\" is neither"},
       {"executableName=x\napplicationName=a\nstreamName=s\n"
        "AwsCredentialsProvider=StsAssumeRoleCredentialsProvider|arn:r|s\n",
-       "line 4: AwsCredentialsProvider: StsAssumeRoleCredentialsProvider cannot be honoured"},
+       "line 4: AwsCredentialsProvider: StsAssumeRoleCredentialsProvider "
+       "cannot be honoured"},
       {"executableName=x\napplicationName=a\nstreamName=s\n"
        "AwsCredentialsProvider=MyOwnProvider\n",
        "line 4: AwsCredentialsProvider: unknown credentials provider"},
@@ -327,8 +359,10 @@ static void test_child(void) {
   kc_ml_child_t c;
   kc_ml_child_init(&c);
   char err[256];
-  char *argv[] = {"sh", "-c", "echo pgid=$(($(ps -o pgid= $$)==$$)); cat; "
-                  "echo bye >&2", NULL};
+  char *argv[] = {"sh", "-c",
+                  "echo pgid=$(($(ps -o pgid= $$)==$$)); cat; "
+                  "echo bye >&2",
+                  NULL};
   KT_CHECK(kc_ml_child_spawn(&c, argv, err, sizeof(err)) == 0);
   kc_ml_enc_action(&c.wbuf, "leaseLost");
   KT_CHECK(kc_ml_child_flush(&c) == 0);

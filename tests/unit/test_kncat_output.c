@@ -16,11 +16,18 @@ static int ref_utf8_valid(const uint8_t *s, size_t n) {
     uint32_t c = s[i];
     size_t k;
     uint32_t min;
-    if (c < 0x80) { i++; continue; }
-    if ((c & 0xE0) == 0xC0) k = 2, c &= 0x1F, min = 0x80;
-    else if ((c & 0xF0) == 0xE0) k = 3, c &= 0x0F, min = 0x800;
-    else if ((c & 0xF8) == 0xF0) k = 4, c &= 0x07, min = 0x10000;
-    else return 0;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0)
+      k = 2, c &= 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0)
+      k = 3, c &= 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0)
+      k = 4, c &= 0x07, min = 0x10000;
+    else
+      return 0;
     if (i + k > n) return 0;
     for (size_t j = 1; j < k; j++) {
       if ((s[i + j] & 0xC0) != 0x80) return 0;
@@ -37,24 +44,34 @@ static size_t ref_escape(char *d, const uint8_t *s, size_t n) {
   char *p = d;
   for (size_t i = 0; i < n; i++) {
     uint8_t c = s[i];
-    if (c == '"') p += sprintf(p, "\\\"");
-    else if (c == '\\') p += sprintf(p, "\\\\");
-    else if (c == '\n') p += sprintf(p, "\\n");
-    else if (c == '\r') p += sprintf(p, "\\r");
-    else if (c == '\t') p += sprintf(p, "\\t");
-    else if (c == '\b') p += sprintf(p, "\\b");
-    else if (c == '\f') p += sprintf(p, "\\f");
-    else if (c < 0x20) p += sprintf(p, "\\u%04x", c);
+    if (c == '"')
+      p += sprintf(p, "\\\"");
+    else if (c == '\\')
+      p += sprintf(p, "\\\\");
+    else if (c == '\n')
+      p += sprintf(p, "\\n");
+    else if (c == '\r')
+      p += sprintf(p, "\\r");
+    else if (c == '\t')
+      p += sprintf(p, "\\t");
+    else if (c == '\b')
+      p += sprintf(p, "\\b");
+    else if (c == '\f')
+      p += sprintf(p, "\\f");
+    else if (c < 0x20)
+      p += sprintf(p, "\\u%04x", c);
     else if (c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] < 0xA0)
       p += sprintf(p, "\\u%04x", s[++i]); /* C1 */
     else if (c == 0xE2 && i + 2 < n &&
              ((s[i + 1] == 0x80 && (s[i + 2] == 0x8E || s[i + 2] == 0x8F ||
                                     (s[i + 2] >= 0xAA && s[i + 2] <= 0xAE))) ||
               (s[i + 1] == 0x81 && s[i + 2] >= 0xA6 && s[i + 2] <= 0xA9))) {
-      p += sprintf(p, "\\u%04x", 0x2000u | (s[i + 1] & 0x3Fu) << 6 |
-                                      (s[i + 2] & 0x3Fu)); /* direction */
+      p += sprintf(p, "\\u%04x",
+                   0x2000u | (s[i + 1] & 0x3Fu) << 6 |
+                       (s[i + 2] & 0x3Fu)); /* direction */
       i += 2;
-    } else *p++ = (char)c;
+    } else
+      *p++ = (char)c;
   }
   return (size_t)(p - d);
 }
@@ -63,26 +80,29 @@ static uint64_t rng = 88172645463325252ULL;
 static uint64_t next(void) { return kt_rand(&rng); }
 
 static void test_utf8_edges(void) {
-  struct { const char *s; int ok; } cases[] = {
+  struct {
+    const char *s;
+    int ok;
+  } cases[] = {
       {"", 1},
       {"plain ascii text, longer than eight bytes", 1},
       {"\xC2\x80", 1},
-      {"\xC1\xBF", 0},             /* overlong */
-      {"\xC0\x80", 0},             /* overlong NUL */
-      {"\xE0\x9F\xBF", 0},         /* overlong 3-byte */
+      {"\xC1\xBF", 0},     /* overlong */
+      {"\xC0\x80", 0},     /* overlong NUL */
+      {"\xE0\x9F\xBF", 0}, /* overlong 3-byte */
       {"\xE0\xA0\x80", 1},
-      {"\xED\x9F\xBF", 1},         /* U+D7FF */
-      {"\xED\xA0\x80", 0},         /* U+D800 surrogate */
-      {"\xED\xBF\xBF", 0},         /* U+DFFF surrogate */
-      {"\xEE\x80\x80", 1},         /* U+E000 */
-      {"\xF0\x8F\xBF\xBF", 0},     /* overlong 4-byte */
-      {"\xF0\x90\x80\x80", 1},     /* U+10000 */
-      {"\xF4\x8F\xBF\xBF", 1},     /* U+10FFFF */
-      {"\xF4\x90\x80\x80", 0},     /* U+110000 */
+      {"\xED\x9F\xBF", 1},     /* U+D7FF */
+      {"\xED\xA0\x80", 0},     /* U+D800 surrogate */
+      {"\xED\xBF\xBF", 0},     /* U+DFFF surrogate */
+      {"\xEE\x80\x80", 1},     /* U+E000 */
+      {"\xF0\x8F\xBF\xBF", 0}, /* overlong 4-byte */
+      {"\xF0\x90\x80\x80", 1}, /* U+10000 */
+      {"\xF4\x8F\xBF\xBF", 1}, /* U+10FFFF */
+      {"\xF4\x90\x80\x80", 0}, /* U+110000 */
       {"\xF5\x80\x80\x80", 0},
       {"\xFF", 0},
       {"\x80", 0},
-      {"abcdefg\xE2\x82", 0},      /* truncated at the end */
+      {"abcdefg\xE2\x82", 0}, /* truncated at the end */
       {"\xE2\x82\xAC euro", 1},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -90,8 +110,8 @@ static void test_utf8_edges(void) {
     KT_CHECK_MSG(kc_utf8_valid((const uint8_t *)cases[i].s, n) == cases[i].ok,
                  "case %zu", i);
     char out[64];
-    KT_CHECK_MSG((kc_json_escape(out, (const uint8_t *)cases[i].s, n) != NULL) ==
-                     cases[i].ok,
+    KT_CHECK_MSG((kc_json_escape(out, (const uint8_t *)cases[i].s, n) !=
+                  NULL) == cases[i].ok,
                  "escape case %zu", i);
   }
 }
@@ -100,9 +120,13 @@ static void test_utf8_edges(void) {
  * against the references. */
 /* What a terminal would act on comes out as \u escapes. */
 static void test_escape_terminal(void) {
-  static const struct { const char *in, *out; } cases[] = {
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
       {"a\x1b[2Jb", "a\\u001b[2Jb"},
-      {"\xC2\x9B" "2J", "\\u009b2J"},
+      {"\xC2\x9B"
+       "2J",
+       "\\u009b2J"},
       {"\xC2\x80\xC2\x9F\xC2\xA0", "\\u0080\\u009f\xC2\xA0"},
       {"x\xE2\x80\xAEy", "x\\u202ey"},
       {"\xE2\x80\x8E\xE2\x80\x8F\xE2\x80\xAA", "\\u200e\\u200f\\u202a"},
@@ -111,7 +135,8 @@ static void test_escape_terminal(void) {
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char out[128];
-    char *e = kc_json_escape(out, (const uint8_t *)cases[i].in, strlen(cases[i].in));
+    char *e =
+        kc_json_escape(out, (const uint8_t *)cases[i].in, strlen(cases[i].in));
     KT_CHECK(e != NULL);
     if (!e) continue;
     *e = '\0';
@@ -120,10 +145,10 @@ static void test_escape_terminal(void) {
 }
 
 static void test_escape_random(void) {
-  static const uint8_t palette[] = {'a', 'Z', ' ', '~', 0x7f, '"', '\\', '\n',
-                                    0, 0x1f, 0x80, 0xBF, 0xC2, 0xDF, 0xE0,
-                                    0xED, 0xA0, 0xF0, 0xF4, 0x90, 0x8F, 0xF5,
-                                    0xE2, 0x81, 0xAE, 0xA6, 0x9B, 0x8E};
+  static const uint8_t palette[] = {'a',  'Z',  ' ',  '~',  0x7f, '"',  '\\',
+                                    '\n', 0,    0x1f, 0x80, 0xBF, 0xC2, 0xDF,
+                                    0xE0, 0xED, 0xA0, 0xF0, 0xF4, 0x90, 0x8F,
+                                    0xF5, 0xE2, 0x81, 0xAE, 0xA6, 0x9B, 0x8E};
   uint8_t in[160];
   char out[160 * 6 + 1], ref[160 * 6 + 1];
   for (int iter = 0; iter < 200000; iter++) {
@@ -173,8 +198,8 @@ static void test_escape_random(void) {
 }
 
 static void test_base64(void) {
-  static const char *const expect[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==",
-                                       "Zm9vYmE=", "Zm9vYmFy"};
+  static const char *const expect[] = {
+      "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
   char out[16];
   for (size_t n = 0; n <= 6; n++) {
     size_t len = kn_base64_encode(out, (const uint8_t *)"foobar", n);
@@ -187,7 +212,9 @@ static void test_base64(void) {
   size_t len = kn_base64_encode(b64, all, 256);
   KT_CHECK_INT(len, 344);
   b64[len] = '\0';
-  KT_CHECK(!strncmp(b64, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4v", 64));
+  KT_CHECK(!strncmp(
+      b64, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4v",
+      64));
   KT_CHECK(!strcmp(b64 + 340, "/w=="));
   /* Every length and offset against a plain reference encoder. */
   static const char tab[] =
@@ -199,7 +226,8 @@ static void test_base64(void) {
     for (size_t i = 0; i < n; i++) in[i] = (uint8_t)next();
     size_t gl = kn_base64_encode(got, in, n), rl = 0;
     for (size_t i = 0; i < n; i += 3) {
-      uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
+      uint32_t v = (uint32_t)in[i] << 16 |
+                   (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
                    (i + 2 < n ? in[i + 2] : 0);
       ref[rl++] = tab[v >> 18];
       ref[rl++] = tab[(v >> 12) & 63];
@@ -243,7 +271,8 @@ static void test_json_record(void) {
   kc_out_t o;
   KT_CHECK(kc_out_init(&o, p[1], 1 << 20) == 0);
   char prefix[256];
-  size_t plen = kc_json_prefix(prefix, sizeof(prefix), "s\"1", "shardId-000000000000");
+  size_t plen =
+      kc_json_prefix(prefix, sizeof(prefix), "s\"1", "shardId-000000000000");
   KT_CHECK(plen > 0);
   kc_json_rec_t r = {"4959", 3, "k\n", 1700000000123LL, "h\xC3\xA9\"llo", 7};
   KT_CHECK(kc_out_json_record(&o, prefix, plen, &r) == 0);
@@ -259,8 +288,10 @@ static void test_json_record(void) {
   char *got = slurp(p[0], &n);
   close(p[0]);
   static const char want[] =
-      "{\"stream\":\"s\\\"1\",\"shard\":\"shardId-000000000000\",\"seq\":\"4959\","
-      "\"subseq\":3,\"key\":\"k\\n\",\"ts\":1700000000123,\"data\":\"h\xC3\xA9\\\"llo\"}\n"
+      "{\"stream\":\"s\\\"1\",\"shard\":\"shardId-000000000000\",\"seq\":"
+      "\"4959\","
+      "\"subseq\":3,\"key\":\"k\\n\",\"ts\":1700000000123,\"data\":"
+      "\"h\xC3\xA9\\\"llo\"}\n"
       "{\"stream\":\"s\\\"1\",\"shard\":\"shardId-000000000000\",\"seq\":\"1\","
       "\"subseq\":0,\"key\":\"k\",\"ts\":5,\"data_b64\":\"/wAB\"}\n"
       "{\"stream\":\"s\\\"1\",\"shard\":\"shardId-000000000000\",\"seq\":\"2\","
@@ -336,7 +367,8 @@ static void test_reader(void) {
   read_all("abc\r\ndef", 8, "\r\n", 2, 100, trace, sizeof(trace));
   KT_CHECK_STR(trace, "3:abc|3:def|");
   /* Records over the limit are skipped whole and reported. */
-  read_all("aaaaaaaaaa\nbb\naaaaaaaaaaaa", 26, "\n", 1, 5, trace, sizeof(trace));
+  read_all("aaaaaaaaaa\nbb\naaaaaaaaaaaa", 26, "\n", 1, 5, trace,
+           sizeof(trace));
   KT_CHECK_STR(trace, "TOO:10|2:bb|TOO:12|");
   read_all("aaaaa\nbbbbbb--c", 15, "--", 2, 5, trace, sizeof(trace));
   KT_CHECK_STR(trace, "TOO:12|1:c|");

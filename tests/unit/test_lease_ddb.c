@@ -17,12 +17,15 @@ static const char kcl_item[] =
     "\"leaseOwner\":{\"S\":\"kcl-worker-1\"},"
     "\"leaseCounter\":{\"N\":\"42\"},"
     "\"ownerSwitchesSinceCheckpoint\":{\"N\":\"3\"},"
-    "\"checkpoint\":{\"S\":\"49590338271490256608559692538361571095921575989136588898\"},"
+    "\"checkpoint\":{\"S\":"
+    "\"49590338271490256608559692538361571095921575989136588898\"},"
     "\"checkpointSubSequenceNumber\":{\"N\":\"5\"},"
-    "\"pendingCheckpoint\":{\"S\":\"49590338271490256608559692538361571095921575989136589000\"},"
+    "\"pendingCheckpoint\":{\"S\":"
+    "\"49590338271490256608559692538361571095921575989136589000\"},"
     "\"pendingCheckpointSubSequenceNumber\":{\"N\":\"2\"},"
     "\"pendingCheckpointState\":{\"B\":\"AAFzdGF0Zf8=\"},"
-    "\"parentShardId\":{\"SS\":[\"shardId-000000000001\",\"shardId-000000000002\"]},"
+    "\"parentShardId\":{\"SS\":[\"shardId-000000000001\",\"shardId-"
+    "000000000002\"]},"
     "\"childShardIds\":{\"SS\":[\"shardId-000000000007\"]},"
     "\"startingHashKey\":{\"S\":\"0\"},"
     "\"endingHashKey\":{\"S\":\"170141183460469231731687303715884105727\"},"
@@ -71,15 +74,19 @@ static void test_item_edge_cases(void) {
   kn_lease_t l;
   kn_error_t *e = NULL;
   /* KCL 3.x coordinator state lives in the same table: not a lease. */
-  json_t *item = json_loads("{\"leaseKey\":{\"S\":\"Leader\"},"
-                            "\"entityType\":{\"S\":\"LEADER\"}}", 0, NULL);
+  json_t *item = json_loads(
+      "{\"leaseKey\":{\"S\":\"Leader\"},"
+      "\"entityType\":{\"S\":\"LEADER\"}}",
+      0, NULL);
   KT_CHECK_INT(kn_ddb_item_to_lease(item, &l, &e), 1);
   json_decref(item);
   /* A minimal KCL 1.x/2.x lease: free, no entityType. */
-  item = json_loads("{\"leaseKey\":{\"S\":\"s\"},\"leaseCounter\":{\"N\":\"0\"},"
-                    "\"checkpoint\":{\"S\":\"TRIM_HORIZON\"},"
-                    "\"pendingCheckpoint\":{\"S\":\"\"},"
-                    "\"pendingCheckpointState\":{\"N\":\"0\"}}", 0, NULL);
+  item = json_loads(
+      "{\"leaseKey\":{\"S\":\"s\"},\"leaseCounter\":{\"N\":\"0\"},"
+      "\"checkpoint\":{\"S\":\"TRIM_HORIZON\"},"
+      "\"pendingCheckpoint\":{\"S\":\"\"},"
+      "\"pendingCheckpointState\":{\"N\":\"0\"}}",
+      0, NULL);
   KT_CHECK_INT(kn_ddb_item_to_lease(item, &l, &e), 0);
   KT_CHECK(l.owner == NULL && l.extra == NULL && l.pending == NULL);
   KT_CHECK(l.pending_state == NULL); /* wrong type: ignored, as the KCL does */
@@ -92,15 +99,17 @@ static void test_item_edge_cases(void) {
   KT_CHECK_INT(kn_error_code(e), KN_ERR__BAD_MSG);
   kn_error_destroy(e);
   json_decref(item);
-  item = json_loads("{\"leaseKey\":{\"S\":\"s\"},\"leaseCounter\":{\"N\":\"1.5\"}}",
-                    0, NULL);
+  item = json_loads(
+      "{\"leaseKey\":{\"S\":\"s\"},\"leaseCounter\":{\"N\":\"1.5\"}}", 0, NULL);
   KT_CHECK_INT(kn_ddb_item_to_lease(item, &l, &e), -1);
   KT_CHECK(e && strstr(kn_error_string(e), "leaseCounter"));
   kn_error_destroy(e);
   KT_CHECK(l.key == NULL);
   json_decref(item);
-  item = json_loads("{\"leaseKey\":{\"S\":\"s\"},"
-                    "\"pendingCheckpointState\":{\"B\":\"@@@\"}}", 0, NULL);
+  item = json_loads(
+      "{\"leaseKey\":{\"S\":\"s\"},"
+      "\"pendingCheckpointState\":{\"B\":\"@@@\"}}",
+      0, NULL);
   KT_CHECK_INT(kn_ddb_item_to_lease(item, &l, &e), -1);
   KT_CHECK_INT(kn_error_code(e), KN_ERR__BAD_MSG);
   kn_error_destroy(e);
@@ -108,9 +117,12 @@ static void test_item_edge_cases(void) {
 
   /* A free lease has no leaseOwner; extra cannot override KCL fields. */
   kn_lease_t free_lease = {
-      .key = "k", .counter = 1, .checkpoint = "LATEST",
-      .extra = "{\"leaseOwner\":{\"S\":\"x\"},\"leaseCounter\":{\"N\":\"9\"},"
-               "\"x\":{\"BOOL\":true}}"};
+      .key = "k",
+      .counter = 1,
+      .checkpoint = "LATEST",
+      .extra =
+          "{\"leaseOwner\":{\"S\":\"x\"},\"leaseCounter\":{\"N\":\"9\"},"
+          "\"x\":{\"BOOL\":true}}"};
   item = kn_ddb_item_from_lease(&free_lease, &e);
   json_t *want = json_loads(
       "{\"leaseKey\":{\"S\":\"k\"},\"leaseCounter\":{\"N\":\"1\"},"
@@ -143,8 +155,8 @@ typedef struct script {
 
 static script_t script;
 
-static kn_error_t *fake_call(void *opaque, const char *action,
-                             const char *body, size_t len, kn_buf_t *out) {
+static kn_error_t *fake_call(void *opaque, const char *action, const char *body,
+                             size_t len, kn_buf_t *out) {
   script_t *s = opaque;
   if (s->next >= s->n) {
     KT_CHECK_MSG(0, "unexpected call %s", action);
@@ -181,7 +193,9 @@ static void check_sent(int i, const char *want) {
   KT_CHECK_MSG(w != NULL, "bad expectation %s", want);
   int eq = w && script.sent[i] && json_equal(w, script.sent[i]);
   if (!eq) {
-    char *got = script.sent[i] ? json_dumps(script.sent[i], JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+    char *got = script.sent[i]
+                    ? json_dumps(script.sent[i], JSON_SORT_KEYS | JSON_COMPACT)
+                    : NULL;
     KT_CHECK_MSG(eq, "request %d:\n  got  %s\n  want %s", i,
                  got ? got : "(none)", want);
     free(got);
@@ -191,7 +205,8 @@ static void check_sent(int i, const char *want) {
   json_decref(w);
 }
 
-#define CCF_TYPE "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException"
+#define CCF_TYPE \
+  "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException"
 #define KEY "{\"leaseKey\":{\"S\":\"shard-1\"}}"
 
 static void test_requests(void) {
@@ -208,7 +223,8 @@ static void test_requests(void) {
   KT_CHECK(ls->ops->take(ls, "shard-1", 4, "w1", "w2", &c) == NULL);
   KT_CHECK_INT(c, 5);
   check_sent(0,
-             "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
+             "{\"TableName\":\"leases_app\",\"Key\":" KEY
+             ","
              "\"UpdateExpression\":\"SET #o = :o, #c = :n REMOVE #co "
              "ADD #sw :one\","
              "\"ConditionExpression\":\"#c = :c AND #o = :old\","
@@ -220,7 +236,8 @@ static void test_requests(void) {
              "\":n\":{\"N\":\"5\"},\":one\":{\"N\":\"1\"}}}");
   KT_CHECK(ls->ops->take(ls, "shard-1", 0, NULL, "w2", &c) == NULL);
   check_sent(1,
-             "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
+             "{\"TableName\":\"leases_app\",\"Key\":" KEY
+             ","
              "\"UpdateExpression\":\"SET #o = :o, #c = :n REMOVE #co\","
              "\"ConditionExpression\":\"#c = :c AND attribute_not_exists(#o)\","
              "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
@@ -231,30 +248,31 @@ static void test_requests(void) {
   KT_CHECK(ls->ops->renew(ls, "shard-1", 7, "w2", &c, &to) == NULL);
   KT_CHECK(to == NULL);
   KT_CHECK_INT(c, 8);
-  check_sent(2,
-             "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
-             "\"UpdateExpression\":\"SET #c = :n\","
-             "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
-             "attribute_not_exists(#co)) OR #co = :o)\","
-             "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
-             "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\"},"
-             "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"7\"},"
-             "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"8\"}},"
-             "\"ReturnValues\":\"ALL_NEW\"}");
+  check_sent(2, "{\"TableName\":\"leases_app\",\"Key\":" KEY
+                ","
+                "\"UpdateExpression\":\"SET #c = :n\","
+                "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
+                "attribute_not_exists(#co)) OR #co = :o)\","
+                "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
+                "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\"},"
+                "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"7\"},"
+                "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"8\"}},"
+                "\"ReturnValues\":\"ALL_NEW\"}");
   KT_CHECK(ls->ops->release(ls, "shard-1", 8, "w2", &c) == NULL);
-  check_sent(3,
-             "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
-             "\"UpdateExpression\":\"SET #c = :n REMOVE #o, #co\","
-             "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
-             "attribute_not_exists(#co)) OR #co = :o)\","
-             "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
-             "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\"},"
-             "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"8\"},"
-             "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"9\"}}}");
+  check_sent(3, "{\"TableName\":\"leases_app\",\"Key\":" KEY
+                ","
+                "\"UpdateExpression\":\"SET #c = :n REMOVE #o, #co\","
+                "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
+                "attribute_not_exists(#co)) OR #co = :o)\","
+                "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
+                "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\"},"
+                "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"8\"},"
+                "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"9\"}}}");
   KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 9, "w2", "123", 4, "456", 1,
                                "\x01\x02", 2, &c) == NULL);
   check_sent(4,
-             "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
+             "{\"TableName\":\"leases_app\",\"Key\":" KEY
+             ","
              "\"UpdateExpression\":\"SET #c = :n, #cp = :cp, #cs = :cs, "
              "#sw = :zero, #p = :p, #ps = :ps, #st = :st\","
              "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
@@ -271,41 +289,42 @@ static void test_requests(void) {
              "\":cp\":{\"S\":\"123\"},\":cs\":{\"N\":\"4\"},"
              "\":zero\":{\"N\":\"0\"},\":p\":{\"S\":\"456\"},"
              "\":ps\":{\"N\":\"1\"},\":st\":{\"B\":\"AQI=\"}}}");
-  KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 10, "w2", NULL, 0, NULL, 0,
-                               NULL, 0, &c) == NULL);
-  check_sent(5,
-             "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
-             "\"UpdateExpression\":\"SET #c = :n REMOVE #p, #ps, #st\","
-             "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
-             "attribute_not_exists(#co)) OR #co = :o)\","
-             "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
-             "\"#co\":\"checkpointOwner\","
-             "\"#o\":\"leaseOwner\",\"#st\":\"pendingCheckpointState\","
-             "\"#p\":\"pendingCheckpoint\","
-             "\"#ps\":\"pendingCheckpointSubSequenceNumber\"},"
-             "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"10\"},"
-             "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"11\"}}}");
+  KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 10, "w2", NULL, 0, NULL, 0, NULL,
+                               0, &c) == NULL);
+  check_sent(5, "{\"TableName\":\"leases_app\",\"Key\":" KEY
+                ","
+                "\"UpdateExpression\":\"SET #c = :n REMOVE #p, #ps, #st\","
+                "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
+                "attribute_not_exists(#co)) OR #co = :o)\","
+                "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
+                "\"#co\":\"checkpointOwner\","
+                "\"#o\":\"leaseOwner\",\"#st\":\"pendingCheckpointState\","
+                "\"#p\":\"pendingCheckpoint\","
+                "\"#ps\":\"pendingCheckpointSubSequenceNumber\"},"
+                "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"10\"},"
+                "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"11\"}}}");
   char *kids[] = {"shard-2", "shard-3"};
   KT_CHECK(ls->ops->set_children(ls, "shard-1", kids, 2) == NULL);
-  check_sent(6,
-             "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
-             "\"UpdateExpression\":\"SET #ch = :ch\","
-             "\"ConditionExpression\":\"attribute_exists(#k)\","
-             "\"ExpressionAttributeNames\":{\"#k\":\"leaseKey\","
-             "\"#ch\":\"childShardIds\"},"
-             "\"ExpressionAttributeValues\":{\":ch\":{\"SS\":[\"shard-2\","
-             "\"shard-3\"]}}}");
+  check_sent(6, "{\"TableName\":\"leases_app\",\"Key\":" KEY
+                ","
+                "\"UpdateExpression\":\"SET #ch = :ch\","
+                "\"ConditionExpression\":\"attribute_exists(#k)\","
+                "\"ExpressionAttributeNames\":{\"#k\":\"leaseKey\","
+                "\"#ch\":\"childShardIds\"},"
+                "\"ExpressionAttributeValues\":{\":ch\":{\"SS\":[\"shard-2\","
+                "\"shard-3\"]}}}");
   KT_CHECK(ls->ops->remove(ls, "shard-1", 11) == NULL);
-  check_sent(7,
-             "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
-             "\"ConditionExpression\":\"#c = :c\","
-             "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\"},"
-             "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"11\"}}}");
+  check_sent(7, "{\"TableName\":\"leases_app\",\"Key\":" KEY
+                ","
+                "\"ConditionExpression\":\"#c = :c\","
+                "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\"},"
+                "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"11\"}}}");
   kn_lease_t l;
   kn_error_t *e = ls->ops->get(ls, "shard-1", &l);
   KT_CHECK_INT(kn_error_code(e), KN_ERR__NOT_FOUND);
   kn_error_destroy(e);
-  check_sent(8, "{\"TableName\":\"leases_app\",\"Key\":" KEY ","
+  check_sent(8, "{\"TableName\":\"leases_app\",\"Key\":" KEY
+                ","
                 "\"ConsistentRead\":true}");
   KT_CHECK_INT(script.next, 9);
   kn_lease_store_destroy(ls);
@@ -339,17 +358,20 @@ static void test_create(void) {
 static void test_retried_success(void) {
   static const step_t steps[] = {
       {"UpdateItem", NULL, CCF_TYPE},
-      {"GetItem", "{\"Item\":{\"leaseKey\":{\"S\":\"shard-1\"},"
-                  "\"leaseOwner\":{\"S\":\"w1\"},\"leaseCounter\":{\"N\":\"6\"}}}",
+      {"GetItem",
+       "{\"Item\":{\"leaseKey\":{\"S\":\"shard-1\"},"
+       "\"leaseOwner\":{\"S\":\"w1\"},\"leaseCounter\":{\"N\":\"6\"}}}",
        NULL},
       {"UpdateItem", NULL, CCF_TYPE},
-      {"GetItem", "{\"Item\":{\"leaseKey\":{\"S\":\"shard-1\"},"
-                  "\"leaseOwner\":{\"S\":\"w9\"},\"leaseCounter\":{\"N\":\"6\"}}}",
+      {"GetItem",
+       "{\"Item\":{\"leaseKey\":{\"S\":\"shard-1\"},"
+       "\"leaseOwner\":{\"S\":\"w9\"},\"leaseCounter\":{\"N\":\"6\"}}}",
        NULL},
       {"UpdateItem", NULL, CCF_TYPE},
-      {"GetItem", "{\"Item\":{\"leaseKey\":{\"S\":\"shard-1\"},"
-                  "\"leaseOwner\":{\"S\":\"w1\"},\"leaseCounter\":{\"N\":\"6\"},"
-                  "\"checkpoint\":{\"S\":\"100\"}}}",
+      {"GetItem",
+       "{\"Item\":{\"leaseKey\":{\"S\":\"shard-1\"},"
+       "\"leaseOwner\":{\"S\":\"w1\"},\"leaseCounter\":{\"N\":\"6\"},"
+       "\"checkpoint\":{\"S\":\"100\"}}}",
        NULL},
   };
   kn_lease_store_t *ls = store_with(steps, 6);
@@ -372,12 +394,14 @@ static void test_retried_success(void) {
 static void test_list_pages(void) {
   static const step_t steps[] = {
       {"Scan",
-       "{\"Items\":[{\"leaseKey\":{\"S\":\"a\"},\"leaseCounter\":{\"N\":\"1\"}},"
+       "{\"Items\":[{\"leaseKey\":{\"S\":\"a\"},\"leaseCounter\":{\"N\":\"1\"}}"
+       ","
        "{\"leaseKey\":{\"S\":\"Leader\"},\"entityType\":{\"S\":\"LEADER\"}}],"
        "\"LastEvaluatedKey\":{\"leaseKey\":{\"S\":\"Leader\"}}}",
        NULL},
       {"Scan",
-       "{\"Items\":[{\"leaseKey\":{\"S\":\"b\"},\"leaseCounter\":{\"N\":\"2\"}}],"
+       "{\"Items\":[{\"leaseKey\":{\"S\":\"b\"},\"leaseCounter\":{\"N\":\"2\"}}"
+       "],"
        "\"Count\":1}",
        NULL},
   };
@@ -394,11 +418,13 @@ static void test_list_pages(void) {
     KT_CHECK_INT(v[1].counter, 2);
   }
   kn_lease_array_free(v, n);
-  check_sent(0, "{\"TableName\":\"leases_app\",\"ConsistentRead\":true,"
-                "\"Limit\":2}");
-  check_sent(1, "{\"TableName\":\"leases_app\",\"ConsistentRead\":true,"
-                "\"Limit\":2,\"ExclusiveStartKey\":{\"leaseKey\":{\"S\":"
-                "\"Leader\"}}}");
+  check_sent(0,
+             "{\"TableName\":\"leases_app\",\"ConsistentRead\":true,"
+             "\"Limit\":2}");
+  check_sent(1,
+             "{\"TableName\":\"leases_app\",\"ConsistentRead\":true,"
+             "\"Limit\":2,\"ExclusiveStartKey\":{\"leaseKey\":{\"S\":"
+             "\"Leader\"}}}");
   kn_lease_store_destroy(ls);
 }
 
@@ -406,15 +432,18 @@ static void test_list_pages(void) {
 static void test_list_cycle(void) {
   static const step_t steps[] = {
       {"Scan",
-       "{\"Items\":[{\"leaseKey\":{\"S\":\"a\"},\"leaseCounter\":{\"N\":\"1\"}}],"
+       "{\"Items\":[{\"leaseKey\":{\"S\":\"a\"},\"leaseCounter\":{\"N\":\"1\"}}"
+       "],"
        "\"LastEvaluatedKey\":{\"leaseKey\":{\"S\":\"a\"}}}",
        NULL},
       {"Scan",
-       "{\"Items\":[{\"leaseKey\":{\"S\":\"b\"},\"leaseCounter\":{\"N\":\"1\"}}],"
+       "{\"Items\":[{\"leaseKey\":{\"S\":\"b\"},\"leaseCounter\":{\"N\":\"1\"}}"
+       "],"
        "\"LastEvaluatedKey\":{\"leaseKey\":{\"S\":\"b\"}}}",
        NULL},
       {"Scan",
-       "{\"Items\":[{\"leaseKey\":{\"S\":\"c\"},\"leaseCounter\":{\"N\":\"1\"}}],"
+       "{\"Items\":[{\"leaseKey\":{\"S\":\"c\"},\"leaseCounter\":{\"N\":\"1\"}}"
+       "],"
        "\"LastEvaluatedKey\":{\"leaseKey\":{\"S\":\"a\"}}}",
        NULL},
   };
@@ -430,8 +459,8 @@ static void test_list_cycle(void) {
 }
 
 #define NS "com.amazonaws.dynamodb.v20120810#"
-#define DESC(status)                                                       \
-  "{\"Table\":{\"TableName\":\"leases_app\",\"TableStatus\":\"" status     \
+#define DESC(status)                                                   \
+  "{\"Table\":{\"TableName\":\"leases_app\",\"TableStatus\":\"" status \
   "\",\"KeySchema\":[{\"AttributeName\":\"leaseKey\",\"KeyType\":\"HASH\"}]}}"
 
 static void test_ensure_table(void) {

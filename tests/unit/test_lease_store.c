@@ -281,10 +281,16 @@ static void test_sqlite_schema(void) {
 static void test_lease_copy(void) {
   char *parents[] = {"a", "b"};
   unsigned char state[] = {1, 2, 3};
-  kn_lease_t src = {.key = "k", .owner = "o", .counter = 4,
-                    .checkpoint = KN_CKPT_SHARD_END, .pending = "p",
-                    .pending_state = state, .pending_state_len = 3,
-                    .parents = parents, .n_parents = 2, .extra = "{}"},
+  kn_lease_t src = {.key = "k",
+                    .owner = "o",
+                    .counter = 4,
+                    .checkpoint = KN_CKPT_SHARD_END,
+                    .pending = "p",
+                    .pending_state = state,
+                    .pending_state_len = 3,
+                    .parents = parents,
+                    .n_parents = 2,
+                    .extra = "{}"},
              dst;
   KT_CHECK(kn_lease_copy(&dst, &src) == 0);
   KT_CHECK_STR(dst.key, "k");

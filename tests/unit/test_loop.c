@@ -10,7 +10,8 @@
 #include "util/clock.h"
 
 static kn_loop_t *new_loop(void) {
-  kn_http_opts_t o = {.verify_tls = 1, .connect_timeout_ms = 1000, .max_connections = 4};
+  kn_http_opts_t o = {
+      .verify_tls = 1, .connect_timeout_ms = 1000, .max_connections = 4};
   kn_error_t *err = NULL;
   kn_loop_t *loop = kn_loop_new(&o, &err);
   KT_CHECK(loop != NULL);
@@ -24,8 +25,8 @@ static kn_loop_t *new_loop(void) {
 
 struct counts {
   kn_loop_t *loop;
-  long total;              /* I/O thread only */
-  long last[THREADS];      /* per poster: the last sequence number seen */
+  long total;         /* I/O thread only */
+  long last[THREADS]; /* per poster: the last sequence number seen */
   long out_of_order;
   long off_thread;
 };

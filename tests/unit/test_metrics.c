@@ -31,8 +31,9 @@ static void test_table(void) {
     if (!d || !d->name) continue;
     KT_CHECK_MSG(strncmp(d->name, "kn_", 3) == 0, "%s", d->name);
     for (const char *p = d->name; *p; p++)
-      KT_CHECK_MSG((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-                       *p == '_', "%s", d->name);
+      KT_CHECK_MSG(
+          (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_',
+          "%s", d->name);
     if (d->kind == KN_MK_COUNTER)
       KT_CHECK_MSG(ends_with(d->name, "_total"), "%s", d->name);
     else
@@ -64,7 +65,8 @@ static void test_writer(void) {
   kn_mw_family(&w, KN_M_S_FO_STATE);
   kn_mw_u64_2(&w, "shard", "s-1", "state", "streaming", 1);
   KT_CHECK(w.rc == 0);
-  KT_CHECK_STR(b.p,
+  KT_CHECK_STR(
+      b.p,
       "# HELP kn_consumer_shard_records_total Records of the shard handed to "
       "the application\n"
       "# TYPE kn_consumer_shard_records_total counter\n"
@@ -89,25 +91,33 @@ static void test_writer(void) {
   kn_mw_init(&w, &b, NULL);
   kn_hist_t h;
   memset(&h, 0, sizeof(h));
-  kn_hist_observe(&h, 0.0005);  /* le 0.001 */
-  kn_hist_observe(&h, 0.001);   /* le 0.001: bounds are inclusive */
-  kn_hist_observe(&h, 0.3);     /* le 0.5 */
-  kn_hist_observe(&h, 99);      /* +Inf only */
-  kn_hist_observe(&h, NAN);     /* counted as 0 */
+  kn_hist_observe(&h, 0.0005); /* le 0.001 */
+  kn_hist_observe(&h, 0.001);  /* le 0.001: bounds are inclusive */
+  kn_hist_observe(&h, 0.3);    /* le 0.5 */
+  kn_hist_observe(&h, 99);     /* +Inf only */
+  kn_hist_observe(&h, NAN);    /* counted as 0 */
   KT_CHECK(h.count == 5);
   kn_mw_family(&w, KN_M_P_PUT_DURATION);
   kn_mw_hist(&w, NULL, NULL, &h);
   kn_mw_family(&w, KN_M_P_SENT);
   kn_mw_u64(&w, NULL, NULL, 7);
   KT_CHECK(w.rc == 0);
-  KT_CHECK(strstr(b.p, "kn_producer_put_records_duration_seconds_bucket{le=\"0.001\"} 3\n"));
-  KT_CHECK(strstr(b.p, "kn_producer_put_records_duration_seconds_bucket{le=\"0.25\"} 3\n"));
-  KT_CHECK(strstr(b.p, "kn_producer_put_records_duration_seconds_bucket{le=\"0.5\"} 4\n"));
-  KT_CHECK(strstr(b.p, "kn_producer_put_records_duration_seconds_bucket{le=\"30\"} 4\n"));
-  KT_CHECK(strstr(b.p, "kn_producer_put_records_duration_seconds_bucket{le=\"+Inf\"} 5\n"));
-  KT_CHECK(strstr(b.p, "kn_producer_put_records_duration_seconds_sum 99.3015\n"));
+  KT_CHECK(strstr(
+      b.p,
+      "kn_producer_put_records_duration_seconds_bucket{le=\"0.001\"} 3\n"));
+  KT_CHECK(strstr(
+      b.p, "kn_producer_put_records_duration_seconds_bucket{le=\"0.25\"} 3\n"));
+  KT_CHECK(strstr(
+      b.p, "kn_producer_put_records_duration_seconds_bucket{le=\"0.5\"} 4\n"));
+  KT_CHECK(strstr(
+      b.p, "kn_producer_put_records_duration_seconds_bucket{le=\"30\"} 4\n"));
+  KT_CHECK(strstr(
+      b.p, "kn_producer_put_records_duration_seconds_bucket{le=\"+Inf\"} 5\n"));
+  KT_CHECK(
+      strstr(b.p, "kn_producer_put_records_duration_seconds_sum 99.3015\n"));
   KT_CHECK(strstr(b.p, "kn_producer_put_records_duration_seconds_count 5\n"));
-  KT_CHECK(strstr(b.p, "# TYPE kn_producer_put_records_duration_seconds histogram\n"));
+  KT_CHECK(strstr(
+      b.p, "# TYPE kn_producer_put_records_duration_seconds histogram\n"));
   KT_CHECK(strstr(b.p, "\nkn_producer_records_sent_total 7\n"));
   kn_mw_free(&w);
 
@@ -135,8 +145,9 @@ static size_t json_resp(char *out, size_t size, int status, const char *body) {
                        "Content-Type: application/x-amz-json-1.1\r\n", body);
 }
 
-#define REC(seq)                                                            \
-  "{\"SequenceNumber\":\"" seq "\",\"Data\":\"aGk=\",\"PartitionKey\":\"k\"," \
+#define REC(seq)                                 \
+  "{\"SequenceNumber\":\"" seq                   \
+  "\",\"Data\":\"aGk=\",\"PartitionKey\":\"k\"," \
   "\"ApproximateArrivalTimestamp\":1.5E9}"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -151,16 +162,18 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
     *out_len = json_resp(
         out, size, 200,
         "{\"Shards\":[{\"ShardId\":\"shardId-0\",\"HashKeyRange\":{"
-        "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"" MAX_KEY "\"},"
+        "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"" MAX_KEY
+        "\"},"
         "\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"}}]}");
   } else if (strcmp(action, "GetShardIterator") == 0) {
     *out_len = json_resp(out, size, 200, "{\"ShardIterator\":\"it\"}");
   } else if (strcmp(action, "GetRecords") == 0) {
     n_get_records++;
     if (n_get_records == 2) /* one throttled call */
-      *out_len = json_resp(out, size, 400,
-                           "{\"__type\":\"ProvisionedThroughputExceededException\","
-                           "\"message\":\"scripted\"}");
+      *out_len =
+          json_resp(out, size, 400,
+                    "{\"__type\":\"ProvisionedThroughputExceededException\","
+                    "\"message\":\"scripted\"}");
     else
       *out_len = json_resp(
           out, size, 200,
@@ -171,8 +184,8 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
               : "{\"Records\":[],\"NextShardIterator\":\"it\","
                 "\"MillisBehindLatest\":0}");
   } else {
-    *out_len = json_resp(out, size, 400,
-                         "{\"__type\":\"UnknownOperationException\"}");
+    *out_len =
+        json_resp(out, size, 400, "{\"__type\":\"UnknownOperationException\"}");
   }
   pthread_mutex_unlock(&mu);
   return KT_REPLY;
@@ -257,16 +270,22 @@ static void test_consumer(void) {
   KT_CHECK(has(doc, "kn_consumer_leases_taken_total{" W "} 1"));
   KT_CHECK(has(doc, "kn_consumer_ready{" W "} 1"));
   KT_CHECK(has(doc, "kn_consumer_failed{" W "} 0"));
-  KT_CHECK(has(doc, "kn_consumer_lease_store_calls_total{" W ",op=\"take\"} 1"));
+  KT_CHECK(
+      has(doc, "kn_consumer_lease_store_calls_total{" W ",op=\"take\"} 1"));
   KT_CHECK(has(doc, "kn_consumer_lease_table_leases{" W "} 1"));
   KT_CHECK(has(doc, "kn_consumer_shards_waiting_on_parents{" W "} 0"));
   KT_CHECK(has(doc, "kn_consumer_shard_lease_held{" S "} 1"));
   KT_CHECK(has(doc, "kn_consumer_shard_records_total{" S "} 3"));
   KT_CHECK(has(doc, "kn_consumer_shard_bytes_total{" S "} 6"));
   KT_CHECK(has(doc, "kn_consumer_shard_checkpoint_lag_records{" S "} 3"));
-  KT_CHECK(doc && strstr(doc, "# TYPE kn_consumer_lease_store_call_duration_seconds histogram\n"));
-  KT_CHECK(doc && strstr(doc, "kn_consumer_lease_store_call_duration_seconds_bucket{" W
-                              ",op=\"take\",le=\"+Inf\"} 1\n"));
+  KT_CHECK(
+      doc &&
+      strstr(
+          doc,
+          "# TYPE kn_consumer_lease_store_call_duration_seconds histogram\n"));
+  KT_CHECK(doc &&
+           strstr(doc, "kn_consumer_lease_store_call_duration_seconds_bucket{" W
+                       ",op=\"take\",le=\"+Inf\"} 1\n"));
   /* every family once (its samples together) */
   for (int i = KN_M_C_READY; i < KN_M_P_SENT; i++) {
     char t[160];
@@ -296,7 +315,8 @@ static void test_consumer(void) {
   KT_CHECK(has(doc, "kn_consumer_shard_get_records_throttles_total{" S "} 1"));
   KT_CHECK(has(doc, "kn_consumer_shard_get_records_errors_total{" S "} 0"));
   KT_CHECK(has(doc, "kn_consumer_shard_lag_seconds{" S "} 0"));
-  KT_CHECK(has(doc, "kn_consumer_lease_store_calls_total{" W ",op=\"checkpoint\"} 1"));
+  KT_CHECK(has(
+      doc, "kn_consumer_lease_store_calls_total{" W ",op=\"checkpoint\"} 1"));
   free(doc);
 
   kn_error_destroy(kn_consumer_close(kc));
@@ -341,7 +361,8 @@ static void test_producer(void) {
   KT_CHECK(has(buf, "kn_producer_records_sent_total{stream=\"p\"} 1"));
   KT_CHECK(has(buf, "kn_producer_queue_records{stream=\"p\"} 1"));
   KT_CHECK(has(buf, "kn_producer_queue_bytes{stream=\"p\"} 4"));
-  KT_CHECK(has(buf, "kn_producer_put_records_duration_seconds_count{stream=\"p\"} 0"));
+  KT_CHECK(has(
+      buf, "kn_producer_put_records_duration_seconds_count{stream=\"p\"} 0"));
   for (int i = KN_M_P_SENT; i < KN_M__COUNT; i++) {
     char t[160];
     snprintf(t, sizeof t, "# TYPE %s ", kn_metric_def((kn_metric_id_t)i)->name);

@@ -58,29 +58,40 @@ static void test_args_and_queue_full(void) {
     return;
   }
   static char big[1024 * 1024];
-  KT_CHECK_INT(kn_producer_send(kp, "", NULL, "x", 1, 0, NULL), KN_ERR__INVALID_ARG);
-  KT_CHECK_INT(kn_producer_send(kp, "\xff", NULL, "x", 1, 0, NULL), KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_producer_send(kp, "", NULL, "x", 1, 0, NULL),
+               KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_producer_send(kp, "\xff", NULL, "x", 1, 0, NULL),
+               KN_ERR__INVALID_ARG);
   char longkey[300];
   memset(longkey, 'k', sizeof(longkey) - 1);
   longkey[sizeof(longkey) - 1] = '\0';
-  KT_CHECK_INT(kn_producer_send(kp, longkey, NULL, "x", 1, 0, NULL), KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_producer_send(kp, longkey, NULL, "x", 1, 0, NULL),
+               KN_ERR__INVALID_ARG);
   longkey[256] = '\0';
-  KT_CHECK_INT(kn_producer_send(kp, longkey, NULL, "x", 1, 0, NULL), KN_ERR_NO_ERROR);
-  KT_CHECK_INT(kn_producer_send(kp, "k", "12x", "x", 1, 0, NULL), KN_ERR__INVALID_ARG);
-  KT_CHECK_INT(kn_producer_send(kp, "k", "340282366920938463463374607431768211456",
-                                "x", 1, 0, NULL), KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_producer_send(kp, longkey, NULL, "x", 1, 0, NULL),
+               KN_ERR_NO_ERROR);
+  KT_CHECK_INT(kn_producer_send(kp, "k", "12x", "x", 1, 0, NULL),
+               KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(
+      kn_producer_send(kp, "k", "340282366920938463463374607431768211456", "x",
+                       1, 0, NULL),
+      KN_ERR__INVALID_ARG);
   /* 1 MiB counts the key. */
   KT_CHECK_INT(kn_producer_send(kp, "k", NULL, big, sizeof(big), 0, NULL),
                KN_ERR__INVALID_ARG);
-  KT_CHECK_INT(kn_producer_send(kp, "k", "340282366920938463463374607431768211455",
-                                big, sizeof(big) - 1, KN_MSG_F_NOCOPY, NULL),
-               KN_ERR_NO_ERROR);
+  KT_CHECK_INT(
+      kn_producer_send(kp, "k", "340282366920938463463374607431768211455", big,
+                       sizeof(big) - 1, KN_MSG_F_NOCOPY, NULL),
+      KN_ERR_NO_ERROR);
   char *owned = strdup("owned");
-  kn_err_t taken = kn_producer_send(kp, "k", NULL, owned, 5, KN_MSG_F_FREE, NULL);
+  kn_err_t taken =
+      kn_producer_send(kp, "k", NULL, owned, 5, KN_MSG_F_FREE, NULL);
   KT_CHECK_INT(taken, KN_ERR_NO_ERROR);
   if (taken != KN_ERR_NO_ERROR) free(owned); /* a failed send leaves it ours */
-  KT_CHECK_INT(kn_producer_send(kp, "k", NULL, "x", 1, 0, NULL), KN_ERR_NO_ERROR);
-  KT_CHECK_INT(kn_producer_send(kp, "k", NULL, "x", 1, 0, NULL), KN_ERR_NO_ERROR);
+  KT_CHECK_INT(kn_producer_send(kp, "k", NULL, "x", 1, 0, NULL),
+               KN_ERR_NO_ERROR);
+  KT_CHECK_INT(kn_producer_send(kp, "k", NULL, "x", 1, 0, NULL),
+               KN_ERR_NO_ERROR);
   /* Five outstanding: the sixth is refused, and the caller keeps data. */
   char *mine = strdup("mine");
   kn_err_t sent = kn_producer_send(kp, "k", NULL, mine, 4, KN_MSG_F_FREE, NULL);
@@ -109,15 +120,18 @@ static void test_ttl_reports(void) {
     return;
   }
   for (int i = 0; i < 3; i++)
-    KT_CHECK_INT(kn_producer_send(kp, "k", NULL, "x", 1, 0, NULL), KN_ERR_NO_ERROR);
+    KT_CHECK_INT(kn_producer_send(kp, "k", NULL, "x", 1, 0, NULL),
+                 KN_ERR_NO_ERROR);
   int served = 0;
-  for (int i = 0; i < 50 && served < 3; i++) served += kn_producer_poll(kp, 100);
+  for (int i = 0; i < 50 && served < 3; i++)
+    served += kn_producer_poll(kp, 100);
   KT_CHECK_INT(served, 3);
   KT_CHECK_INT(seen.timed_out, 3);
   KT_CHECK_INT(kn_producer_counter(kp, KN_PC_FAILED), 3);
   KT_CHECK_INT(kn_producer_outq_len(kp), 0);
   /* Room again. */
-  KT_CHECK_INT(kn_producer_send(kp, "k", NULL, "x", 1, 0, &seen), KN_ERR_NO_ERROR);
+  KT_CHECK_INT(kn_producer_send(kp, "k", NULL, "x", 1, 0, &seen),
+               KN_ERR_NO_ERROR);
   kn_error_t *e = kn_producer_close(kp);
   KT_CHECK(e != NULL); /* the shard map never loaded */
   kn_error_destroy(e);

@@ -41,9 +41,10 @@ static kn_shard_list_t *even_shards(unsigned n) {
     char id[32];
     snprintf(id, sizeof(id), "shardId-%012u", i);
     kn_u128_t s = kn_u128_make(bits ? (uint64_t)i << (64 - bits) : 0, 0);
-    kn_u128_t e = i + 1 == n ? kn_u128_make(UINT64_MAX, UINT64_MAX)
-                             : kn_u128_make(((uint64_t)(i + 1) << (64 - bits)) - 1,
-                                            UINT64_MAX);
+    kn_u128_t e =
+        i + 1 == n
+            ? kn_u128_make(UINT64_MAX, UINT64_MAX)
+            : kn_u128_make(((uint64_t)(i + 1) << (64 - bits)) - 1, UINT64_MAX);
     add_shard(l, id, s, e, SEQ_OPEN);
   }
   return l;
@@ -117,11 +118,15 @@ static kn_presp_t *answer(const kn_pbatch_t *b, const char *shard_id,
   kn_buf_printf(&body, "{\"FailedRecordCount\":%zu,\"Records\":[", nf);
   for (size_t i = 0; i < b->n; i++) {
     if (fail && fail[i] == '1')
-      kn_buf_printf(&body, "%s{\"ErrorCode\":\"ProvisionedThroughputExceededException\","
-                           "\"ErrorMessage\":\"Rate exceeded\"}", i ? "," : "");
+      kn_buf_printf(
+          &body,
+          "%s{\"ErrorCode\":\"ProvisionedThroughputExceededException\","
+          "\"ErrorMessage\":\"Rate exceeded\"}",
+          i ? "," : "");
     else
       kn_buf_printf(&body, "%s{\"SequenceNumber\":\"%zu\",\"ShardId\":\"%s\"}",
-                    i ? "," : "", 1000 + i, shard_id ? shard_id : b->e[i].shard->id);
+                    i ? "," : "", 1000 + i,
+                    shard_id ? shard_id : b->e[i].shard->id);
   }
   kn_buf_append_str(&body, "]}");
   size_t len;
@@ -152,7 +157,8 @@ static void test_predict_even(void) {
   KT_CHECK_INT(m.n_open, 4);
   KT_CHECK_INT(kn_shardmap_find(&m, kn_u128_make(0, 0)), 0);
   KT_CHECK_INT(kn_shardmap_find(&m, max_key()), 3);
-  KT_CHECK_INT(kn_shardmap_find(&m, kn_u128_make((1ULL << 62) - 1, UINT64_MAX)), 0);
+  KT_CHECK_INT(kn_shardmap_find(&m, kn_u128_make((1ULL << 62) - 1, UINT64_MAX)),
+               0);
   KT_CHECK_INT(kn_shardmap_find(&m, kn_u128_make(1ULL << 62, 0)), 1);
   /* Every key's shard is the one whose range holds it. */
   for (int i = 0; i < 2000; i++) {
@@ -168,7 +174,8 @@ static void test_predict_even(void) {
 static void test_predict_split_merge(void) {
   /* 0 was split into 2 and 3; 1 is open; unsorted as servers list. */
   kn_shard_list_t *l = kn_shard_list_new();
-  kn_u128_t q1 = kn_u128_make(1ULL << 62, 0), q1m = kn_u128_make((1ULL << 62) - 1, UINT64_MAX);
+  kn_u128_t q1 = kn_u128_make(1ULL << 62, 0),
+            q1m = kn_u128_make((1ULL << 62) - 1, UINT64_MAX);
   add_shard(l, "shardId-000000000001", top_half(), max_key(), SEQ_OPEN);
   add_shard(l, "shardId-000000000000", kn_u128_make(0, 0),
             kn_u128_sub(top_half(), kn_u128_make(0, 1)), SEQ_CLOSED);
@@ -178,9 +185,11 @@ static void test_predict_split_merge(void) {
   kn_shardmap_t m;
   KT_CHECK_INT(kn_shardmap_init(&m, l), 0);
   KT_CHECK_INT(m.n_open, 3);
-  KT_CHECK_STR(m.open[kn_shardmap_find(&m, kn_u128_make(5, 0))]->id, "shardId-000000000002");
+  KT_CHECK_STR(m.open[kn_shardmap_find(&m, kn_u128_make(5, 0))]->id,
+               "shardId-000000000002");
   KT_CHECK_STR(m.open[kn_shardmap_find(&m, q1)]->id, "shardId-000000000003");
-  KT_CHECK_STR(m.open[kn_shardmap_find(&m, top_half())]->id, "shardId-000000000001");
+  KT_CHECK_STR(m.open[kn_shardmap_find(&m, top_half())]->id,
+               "shardId-000000000001");
   KT_CHECK(kn_shardmap_by_id(&m, "shardId-000000000000") != NULL);
   KT_CHECK(kn_shardmap_by_id(&m, "nope") == NULL);
   kn_shardmap_clear(&m);
@@ -215,12 +224,14 @@ static void test_core_reroute_on_split(void) {
   kn_pcore_add(c, msg_ehk("lo", kn_u128_make(1, 0), 0));
   kn_pcore_add(c, msg_ehk("hi", max_key(), 0));
   kn_shard_list_t *l = kn_shard_list_new();
-  add_shard(l, "shardId-000000000000", kn_u128_make(0, 0), max_key(), SEQ_CLOSED);
+  add_shard(l, "shardId-000000000000", kn_u128_make(0, 0), max_key(),
+            SEQ_CLOSED);
   add_shard(l, "shardId-000000000001", kn_u128_make(0, 0),
             kn_u128_sub(top_half(), kn_u128_make(0, 1)), SEQ_OPEN);
   add_shard(l, "shardId-000000000002", top_half(), max_key(), SEQ_OPEN);
   KT_CHECK_INT(kn_pcore_set_map(c, l, 1, 0, &done), 0);
-  KT_CHECK_STR(kn_pcore_predict(c, kn_u128_make(1, 0))->id, "shardId-000000000001");
+  KT_CHECK_STR(kn_pcore_predict(c, kn_u128_make(1, 0))->id,
+               "shardId-000000000001");
   int64_t wake;
   kn_pbatch_t *b = kn_pcore_take(c, 0, 1, &wake, &done);
   KT_CHECK(b && b->n == 2);
@@ -292,8 +303,10 @@ static void test_limits_bytes(void) {
     got[i] = b->n;
     KT_CHECK(b->bytes <= KN_PUT_MAX_BYTES);
     /* Each call is filled in the memory of the one answered before. */
-    if (i == 0) first_body = b->body.p;
-    else KT_CHECK(b->body.p == first_body);
+    if (i == 0)
+      first_body = b->body.p;
+    else
+      KT_CHECK(b->body.p == first_body);
     done_ok(c, b, NULL, NULL, 0, &done);
   }
   KT_CHECK_INT(got[0], 5);
@@ -554,11 +567,13 @@ static void test_fatal_call_error(void) {
   kn_pcore_add(c, msg_at("a", "1", 1, 0));
   int64_t wake;
   kn_pbatch_t *b = kn_pcore_take(c, 0, 1, &wake, &done);
-  kn_error_t *err = kn_error_remote(400, "ResourceNotFoundException", "gone", NULL);
+  kn_error_t *err =
+      kn_error_remote(400, "ResourceNotFoundException", "gone", NULL);
   kn_pcore_done(c, b, err, NULL, 0, &done);
   kn_error_destroy(err);
   KT_CHECK_INT(done.n, 1);
-  KT_CHECK(done.head && kn_error_code(done.head->err) == KN_ERR_RESOURCE_NOT_FOUND);
+  KT_CHECK(done.head &&
+           kn_error_code(done.head->err) == KN_ERR_RESOURCE_NOT_FOUND);
   free_list(&done);
   kn_pcore_destroy(c, NULL);
 }
@@ -567,7 +582,8 @@ static void test_fatal_call_error(void) {
 
 static kn_shard_list_t *split_of_one(void) {
   kn_shard_list_t *l = kn_shard_list_new();
-  add_shard(l, "shardId-000000000000", kn_u128_make(0, 0), max_key(), SEQ_CLOSED);
+  add_shard(l, "shardId-000000000000", kn_u128_make(0, 0), max_key(),
+            SEQ_CLOSED);
   add_shard(l, "shardId-000000000001", kn_u128_make(0, 0),
             kn_u128_sub(top_half(), kn_u128_make(0, 1)), SEQ_OPEN);
   add_shard(l, "shardId-000000000002", top_half(), max_key(), SEQ_OPEN);
@@ -620,7 +636,7 @@ static void test_wrong_shard(void) {
   KT_CHECK_INT(done.n, 3);
   for (kn_msg_t *m = done.head; m; m = m->next)
     KT_CHECK_STR(m->shard_id, strcmp(m->key, "d") ? "shardId-000000000001"
-                                                 : "shardId-000000000002");
+                                                  : "shardId-000000000002");
   free_list(&done);
   kn_pcore_destroy(c, NULL);
 

@@ -9,7 +9,8 @@ static int sgn(int v) { return (v > 0) - (v < 0); }
 
 static void test_valid(void) {
   KT_CHECK(kn_seqnum_valid("0", 1));
-  KT_CHECK(kn_seqnum_valid("49590338271490256608559692538361571095921575989136588898", 56));
+  KT_CHECK(kn_seqnum_valid(
+      "49590338271490256608559692538361571095921575989136588898", 56));
   KT_CHECK(kn_seqnum_valid("007", 3));
   KT_CHECK(!kn_seqnum_valid("", 0));
   KT_CHECK(!kn_seqnum_valid(NULL, 0));
@@ -70,8 +71,10 @@ static void test_cmp_table(void) {
     int c = sgn(kn_seqnum_cmp(cases[i].a, cases[i].b));
     KT_CHECK_MSG(c == cases[i].want, "%s vs %s: %d", cases[i].a, cases[i].b, c);
     c = sgn(kn_seqnum_cmp(cases[i].b, cases[i].a));
-    KT_CHECK_MSG(c == -cases[i].want, "%s vs %s: %d", cases[i].b, cases[i].a, c);
-    KT_CHECK(sgn(kn_sequence_number_cmp(cases[i].a, cases[i].b)) == cases[i].want);
+    KT_CHECK_MSG(c == -cases[i].want, "%s vs %s: %d", cases[i].b, cases[i].a,
+                 c);
+    KT_CHECK(sgn(kn_sequence_number_cmp(cases[i].a, cases[i].b)) ==
+             cases[i].want);
   }
 }
 
@@ -130,7 +133,8 @@ static void test_transitive_sort(void) {
         v[i] = v[j];
         v[j] = t;
       }
-  for (size_t i = 0; i + 1 < n; i++) KT_CHECK(kn_seqnum_cmp(v[i], v[i + 1]) <= 0);
+  for (size_t i = 0; i + 1 < n; i++)
+    KT_CHECK(kn_seqnum_cmp(v[i], v[i + 1]) <= 0);
   KT_CHECK(kn_seqnum_cmp(v[0], "0") == 0);
   KT_CHECK_STR(v[n - 1], "100");
 }

@@ -31,15 +31,19 @@ static int handler(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
   snprintf(last_head, sizeof(last_head), "%s", req->head);
   pthread_mutex_unlock(&head_lock);
   /* The request every attempt must send. */
-  int ok = strcmp(req->method, "POST") == 0 && strcmp(req->path, "/") == 0 &&
-           has_header(req->head, "\r\nContent-Type: application/x-amz-json-1.1\r\n") &&
-           has_header(req->head, "\r\nX-Amz-Target: Kinesis_20131202.") &&
-           has_header(req->head, "\r\nX-Amz-Date: 2") &&
-           has_header(req->head, "\r\nAuthorization: AWS4-HMAC-SHA256 Credential=AKIDTEST/") &&
-           has_header(req->head, "SignedHeaders=content-type;host;x-amz-date;x-amz-") &&
-           has_header(req->head, "\r\nUser-Agent: test-agent/1\r\n") &&
-           has_header(req->head, "\r\nHost: 127.0.0.1:") &&
-           !has_header(req->head, "\r\nExpect:");
+  int ok =
+      strcmp(req->method, "POST") == 0 && strcmp(req->path, "/") == 0 &&
+      has_header(req->head,
+                 "\r\nContent-Type: application/x-amz-json-1.1\r\n") &&
+      has_header(req->head, "\r\nX-Amz-Target: Kinesis_20131202.") &&
+      has_header(req->head, "\r\nX-Amz-Date: 2") &&
+      has_header(req->head,
+                 "\r\nAuthorization: AWS4-HMAC-SHA256 Credential=AKIDTEST/") &&
+      has_header(req->head,
+                 "SignedHeaders=content-type;host;x-amz-date;x-amz-") &&
+      has_header(req->head, "\r\nUser-Agent: test-agent/1\r\n") &&
+      has_header(req->head, "\r\nHost: 127.0.0.1:") &&
+      !has_header(req->head, "\r\nExpect:");
   if (!ok) {
     atomic_fetch_add(&bad_requests, 1);
     fprintf(stderr, "unexpected request:\n%s\n", req->head);
@@ -54,7 +58,8 @@ static int handler(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
   if (strcmp(s, "hang") == 0) return KT_HANG;
   if (strcmp(s, "close") == 0) return KT_CLOSE;
   if (strcmp(s, "echo") == 0) {
-    *out_len = kt_httpd_resp(out, size, 200, "x-amzn-RequestId: r-echo\r\n", req->body);
+    *out_len = kt_httpd_resp(out, size, 200, "x-amzn-RequestId: r-echo\r\n",
+                             req->body);
     return KT_REPLY;
   }
   if (strncmp(s, "raw:", 4) == 0) {
@@ -64,7 +69,8 @@ static int handler(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
   /* "STATUS BODY" */
   int status = atoi(s);
   const char *body = strchr(s, ' ');
-  *out_len = kt_httpd_resp(out, size, status, "x-amzn-RequestId: r-1\r\n", body ? body + 1 : "");
+  *out_len = kt_httpd_resp(out, size, status, "x-amzn-RequestId: r-1\r\n",
+                           body ? body + 1 : "");
   return KT_REPLY;
 }
 
@@ -86,8 +92,8 @@ static void env_init(struct env *e, const char *ep, int budget, long backoff_ms,
   e->s.secret_access_key = "SECRET";
   e->s.session_token = (char *)token;
   e->s.user_agent = "test-agent/1";
-  e->s.http = (kn_http_opts_t){.verify_tls = 1, .connect_timeout_ms = 1000,
-                               .max_connections = 8};
+  e->s.http = (kn_http_opts_t){
+      .verify_tls = 1, .connect_timeout_ms = 1000, .max_connections = 8};
   e->s.request_timeout_ms = 2000;
   e->s.retry_max_attempts = 5;
   e->s.retry_backoff_ms = backoff_ms;
@@ -100,7 +106,8 @@ static void env_init(struct env *e, const char *ep, int budget, long backoff_ms,
   e->creds = kn_creds_provider_new(&e->s, &err);
   KT_CHECK(e->creds != NULL);
   kn_error_destroy(err);
-  e->svc = kn_svc_new(e->loop, e->creds, &e->s, &kn_svc_kinesis, ep ? ep : endpoint, &err);
+  e->svc = kn_svc_new(e->loop, e->creds, &e->s, &kn_svc_kinesis,
+                      ep ? ep : endpoint, &err);
   KT_CHECK(e->svc != NULL);
   kn_error_destroy(err);
 }
@@ -162,9 +169,11 @@ static void one_start(void *arg) {
   kn_buf_t body = KN_BUF_INIT;
   kn_buf_append_str(&body, o->body ? o->body : "{}");
   if (o->stream)
-    o->call = kn_svc_stream(o->e->svc, o->action, &body, one_data, one_cb, o, &o->start_err);
+    o->call = kn_svc_stream(o->e->svc, o->action, &body, one_data, one_cb, o,
+                            &o->start_err);
   else
-    o->call = kn_svc_call(o->e->svc, o->action, &body, &o->opts, one_cb, o, &o->start_err);
+    o->call = kn_svc_call(o->e->svc, o->action, &body, &o->opts, one_cb, o,
+                          &o->start_err);
   KT_CHECK(body.p == NULL);
   if (!o->call) o->done = 1;
 }
@@ -207,7 +216,8 @@ static void test_success(void) {
   KT_CHECK_STR(o.out.p, "{\"Limit\":5}");
   KT_CHECK_INT(atomic_load(&bad_requests), 0);
   pthread_mutex_lock(&head_lock);
-  KT_CHECK(strstr(last_head, "X-Amz-Target: Kinesis_20131202.ListStreams\r\n") != NULL);
+  KT_CHECK(strstr(last_head,
+                  "X-Amz-Target: Kinesis_20131202.ListStreams\r\n") != NULL);
   KT_CHECK(strstr(last_head, "X-Amz-Security-Token") == NULL);
   pthread_mutex_unlock(&head_lock);
   one_fini(&o);
@@ -233,7 +243,9 @@ static void test_retried_then_success(void) {
       "close",
       "500 ",
       "503 ",
-      "400 {\"__type\":\"ProvisionedThroughputExceededException\",\"message\":\"slow down\"}",
+      "400 "
+      "{\"__type\":\"ProvisionedThroughputExceededException\",\"message\":"
+      "\"slow down\"}",
       "raw:HTTP/1.1 502 Bad Gateway\r\nContent-Length: 13\r\n\r\n<html></html>",
       "200 {\"StreamNames\":[]}",
       NULL};
@@ -255,7 +267,9 @@ static void test_retried_then_success(void) {
 
 static void test_not_retried(void) {
   static const char *const s[] = {
-      "400 {\"__type\":\"ResourceNotFoundException\",\"message\":\"Stream x not found\"}", NULL};
+      "400 {\"__type\":\"ResourceNotFoundException\",\"message\":\"Stream x "
+      "not found\"}",
+      NULL};
   set_script(s);
   struct env e;
   env_init(&e, NULL, 500, 1, NULL);
@@ -266,7 +280,9 @@ static void test_not_retried(void) {
   KT_CHECK_INT(o.attempts, 1);
   KT_CHECK_INT(o.status, 400);
   KT_CHECK_STR(kn_error_request_id(o.err), "r-1");
-  KT_CHECK(strstr(kn_error_string(o.err), "kinesis DescribeStream: ResourceNotFoundException: Stream x not found") != NULL);
+  KT_CHECK(strstr(kn_error_string(o.err),
+                  "kinesis DescribeStream: ResourceNotFoundException: Stream x "
+                  "not found") != NULL);
   KT_CHECK_INT(atomic_load(&script_pos), 1);
   one_fini(&o);
 
@@ -294,7 +310,8 @@ static void test_attempts_exhausted(void) {
   KT_CHECK_INT(kn_error_code(o.err), KN_ERR_INTERNAL_FAILURE);
   KT_CHECK_INT(o.attempts, 3);
   KT_CHECK_INT(atomic_load(&script_pos), 3);
-  KT_CHECK(strstr(kn_error_string(o.err), "ListShards failed after 3 attempts") != NULL);
+  KT_CHECK(strstr(kn_error_string(o.err),
+                  "ListShards failed after 3 attempts") != NULL);
   one_fini(&o);
 
   /* The configured default applies without opts (5). */
@@ -358,7 +375,8 @@ static void test_timeout_and_transport(void) {
   int64_t took = kn_mono_ms() - t0;
   KT_CHECK_INT(kn_error_code(o.err), KN_ERR__TIMED_OUT);
   KT_CHECK_INT(o.attempts, 2);
-  KT_CHECK_MSG(took >= 400 && took < KT_PROMPT_MS, "took %lld ms", (long long)took);
+  KT_CHECK_MSG(took >= 400 && took < KT_PROMPT_MS, "took %lld ms",
+               (long long)took);
   one_fini(&o);
   env_fini(&e);
 
@@ -395,7 +413,8 @@ static void cancel_start(void *arg) {
   kn_buf_t body = KN_BUF_INIT;
   kn_buf_append_str(&body, "{}");
   kn_error_t *err = NULL;
-  c->call = kn_svc_call(c->e->svc, "ListStreams", &body, NULL, no_cb, NULL, &err);
+  c->call =
+      kn_svc_call(c->e->svc, "ListStreams", &body, NULL, no_cb, NULL, &err);
   KT_CHECK(c->call != NULL);
   kn_error_destroy(err);
 }
@@ -432,7 +451,8 @@ static void test_cancel(void) {
 static void sync_on_loop(void *arg) {
   struct env *e = arg;
   kn_buf_t out;
-  kn_error_t *err = kn_svc_call_sync(e->svc, "ListStreams", "{}", 2, NULL, &out);
+  kn_error_t *err =
+      kn_svc_call_sync(e->svc, "ListStreams", "{}", 2, NULL, &out);
   KT_CHECK_INT(kn_error_code(err), KN_ERR__STATE);
   kn_error_destroy(err);
 }
@@ -446,7 +466,8 @@ static void *sync_main(void *arg) {
   struct sync_thread *t = arg;
   for (int i = 0; i < 20; i++) {
     kn_buf_t out;
-    kn_error_t *err = kn_svc_call_sync(t->e->svc, "ListStreams", "{\"n\":1}", 7, NULL, &out);
+    kn_error_t *err =
+        kn_svc_call_sync(t->e->svc, "ListStreams", "{\"n\":1}", 7, NULL, &out);
     if (!err && out.p && strcmp(out.p, "{\"n\":1}") == 0) t->ok++;
     kn_error_destroy(err);
     kn_buf_free(&out);
@@ -470,10 +491,12 @@ static void test_sync(void) {
     KT_CHECK_INT(t[i].ok, 20);
   }
   kn_loop_call(e.loop, sync_on_loop, &e);
-  static const char *const nf[] = {"400 {\"__type\":\"ResourceNotFoundException\"}", NULL};
+  static const char *const nf[] = {
+      "400 {\"__type\":\"ResourceNotFoundException\"}", NULL};
   set_script(nf);
   kn_buf_t out;
-  kn_error_t *err = kn_svc_call_sync(e.svc, "DescribeStream", "{}", 2, NULL, &out);
+  kn_error_t *err =
+      kn_svc_call_sync(e.svc, "DescribeStream", "{}", 2, NULL, &out);
   KT_CHECK_INT(kn_error_code(err), KN_ERR_RESOURCE_NOT_FOUND);
   KT_CHECK(out.p == NULL);
   kn_error_destroy(err);
@@ -495,7 +518,8 @@ static void test_stream(void) {
   KT_CHECK_INT(o.attempts, 1);
   one_fini(&o);
   /* Errors are collected and decoded, and never retried. */
-  static const char *const f[] = {"500 {\"__type\":\"InternalFailure\",\"message\":\"boom\"}", NULL};
+  static const char *const f[] = {
+      "500 {\"__type\":\"InternalFailure\",\"message\":\"boom\"}", NULL};
   set_script(f);
   one_init(&o, &e, "SubscribeToShard");
   o.stream = 1;
@@ -510,13 +534,18 @@ static void test_stream(void) {
 }
 
 static void test_bad_endpoints(void) {
-  static const char *const bad[] = {"ftp://x", "http://", "http://a@b/", "http://h/?q=1",
-                                    "kinesis.us-east-1.amazonaws.com", ""};
+  static const char *const bad[] = {"ftp://x",
+                                    "http://",
+                                    "http://a@b/",
+                                    "http://h/?q=1",
+                                    "kinesis.us-east-1.amazonaws.com",
+                                    ""};
   struct env e;
   env_init(&e, NULL, 500, 1, NULL);
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     kn_error_t *err = NULL;
-    kn_svc_t *svc = kn_svc_new(e.loop, e.creds, &e.s, &kn_svc_kinesis, bad[i], &err);
+    kn_svc_t *svc =
+        kn_svc_new(e.loop, e.creds, &e.s, &kn_svc_kinesis, bad[i], &err);
     KT_CHECK_MSG(svc == NULL && err != NULL, "%s", bad[i]);
     kn_error_destroy(err);
     kn_svc_destroy(svc);
@@ -525,13 +554,15 @@ static void test_bad_endpoints(void) {
   kn_buf_t body = KN_BUF_INIT;
   kn_buf_append_str(&body, "{}");
   kn_error_t *serr = NULL;
-  KT_CHECK(kn_svc_call(e.svc, "ListStreams", &body, NULL, no_cb, NULL, &serr) == NULL);
+  KT_CHECK(kn_svc_call(e.svc, "ListStreams", &body, NULL, no_cb, NULL, &serr) ==
+           NULL);
   KT_CHECK_INT(kn_error_code(serr), KN_ERR__STATE);
   KT_CHECK(body.p == NULL);
   kn_error_destroy(serr);
   e.s.region = NULL;
   kn_error_t *err = NULL;
-  KT_CHECK(kn_svc_new(e.loop, e.creds, &e.s, &kn_svc_kinesis, endpoint, &err) == NULL);
+  KT_CHECK(kn_svc_new(e.loop, e.creds, &e.s, &kn_svc_kinesis, endpoint, &err) ==
+           NULL);
   KT_CHECK_INT(kn_error_code(err), KN_ERR__CONF);
   kn_error_destroy(err);
   e.s.region = "us-east-1";

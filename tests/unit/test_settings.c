@@ -36,33 +36,40 @@ static const char *load(kn_aws_settings_t *s, const char *const *kv, int *ok) {
   return msg;
 }
 
-#define LOAD_OK(s, kv)                                   \
-  do {                                                   \
-    int ok_;                                             \
-    const char *m_ = load(s, kv, &ok_);                  \
-    KT_CHECK_MSG(ok_, "settings failed: %s", m_);        \
+#define LOAD_OK(s, kv)                            \
+  do {                                            \
+    int ok_;                                      \
+    const char *m_ = load(s, kv, &ok_);           \
+    KT_CHECK_MSG(ok_, "settings failed: %s", m_); \
   } while (0)
 
-#define LOAD_ERR(s, kv, want)                                                \
-  do {                                                                       \
-    int ok_;                                                                 \
-    const char *m_ = load(s, kv, &ok_);                                      \
-    KT_CHECK_MSG(!ok_ && strstr(m_, want), "got \"%s\", want \"%s\"", m_, want); \
-    if (ok_) kn_aws_settings_clear(s);                                       \
+#define LOAD_ERR(s, kv, want)                                             \
+  do {                                                                    \
+    int ok_;                                                              \
+    const char *m_ = load(s, kv, &ok_);                                   \
+    KT_CHECK_MSG(!ok_ && strstr(m_, want), "got \"%s\", want \"%s\"", m_, \
+                 want);                                                   \
+    if (ok_) kn_aws_settings_clear(s);                                    \
   } while (0)
 
 static void test_region_precedence(void) {
   kn_aws_settings_t s;
   kt_aws_reset();
   /* Nothing at all: a clear error. */
-  LOAD_ERR(&s, NULL, "no AWS region: set the region property, AWS_REGION or "
-                     "AWS_DEFAULT_REGION, or region in profile \"default\" of ~/.aws/config");
-  kt_write(".aws/config", "[default]\nregion = eu-central-1\n[profile dev]\nregion = ap-south-1\n");
+  LOAD_ERR(
+      &s, NULL,
+      "no AWS region: set the region property, AWS_REGION or "
+      "AWS_DEFAULT_REGION, or region in profile \"default\" of ~/.aws/config");
+  kt_write(
+      ".aws/config",
+      "[default]\nregion = eu-central-1\n[profile dev]\nregion = ap-south-1\n");
   LOAD_OK(&s, NULL);
   KT_CHECK_STR(s.region, "eu-central-1");
   KT_CHECK_STR(s.profile, "default");
-  KT_CHECK_STR(s.kinesis_endpoint, "https://kinesis.eu-central-1.amazonaws.com");
-  KT_CHECK_STR(s.dynamodb_endpoint, "https://dynamodb.eu-central-1.amazonaws.com");
+  KT_CHECK_STR(s.kinesis_endpoint,
+               "https://kinesis.eu-central-1.amazonaws.com");
+  KT_CHECK_STR(s.dynamodb_endpoint,
+               "https://dynamodb.eu-central-1.amazonaws.com");
   KT_CHECK_STR(s.sts_endpoint, "https://sts.eu-central-1.amazonaws.com");
   kn_aws_settings_clear(&s);
   setenv("AWS_DEFAULT_REGION", "us-west-1", 1);
@@ -85,12 +92,14 @@ static void test_region_precedence(void) {
   /* China regions use their own domain. */
   setenv("AWS_REGION", "cn-north-1", 1);
   LOAD_OK(&s, NULL);
-  KT_CHECK_STR(s.kinesis_endpoint, "https://kinesis.cn-north-1.amazonaws.com.cn");
+  KT_CHECK_STR(s.kinesis_endpoint,
+               "https://kinesis.cn-north-1.amazonaws.com.cn");
   KT_CHECK_STR(s.sts_endpoint, "https://sts.cn-north-1.amazonaws.com.cn");
   kn_aws_settings_clear(&s);
   /* A region that would break a host name. */
   setenv("AWS_REGION", "us-east-1/../x", 1);
-  LOAD_ERR(&s, NULL, "region \"us-east-1/../x\" (from AWS_REGION) is not a region name");
+  LOAD_ERR(&s, NULL,
+           "region \"us-east-1/../x\" (from AWS_REGION) is not a region name");
   const char *kv2[] = {"region", "-bad", NULL};
   LOAD_ERR(&s, kv2, "(from property region)");
 }
@@ -122,8 +131,9 @@ static void test_profiles(void) {
            "[profile dev]\nregion = eu-west-2\n"
            "[profile \"quoted name\"]\nregion = eu-west-3\n"
            "[prod]\nregion = not-a-profile-in-config\n");
-  kt_write(".aws/credentials", "[prod]\naws_access_key_id = A\naws_secret_access_key = B\n"
-                               "region = us-east-2\n");
+  kt_write(".aws/credentials",
+           "[prod]\naws_access_key_id = A\naws_secret_access_key = B\n"
+           "region = us-east-2\n");
   setenv("AWS_PROFILE", "dev", 1);
   LOAD_OK(&s, NULL);
   KT_CHECK_STR(s.profile, "dev");
@@ -141,7 +151,9 @@ static void test_profiles(void) {
   kn_aws_settings_clear(&s);
   /* A profile asked for by name must exist. */
   setenv("AWS_PROFILE", "nope", 1);
-  LOAD_ERR(&s, NULL, "profile \"nope\" (from AWS_PROFILE) is in neither ~/.aws/config nor ~/.aws/credentials");
+  LOAD_ERR(&s, NULL,
+           "profile \"nope\" (from AWS_PROFILE) is in neither ~/.aws/config "
+           "nor ~/.aws/credentials");
   const char *kv2[] = {"profile", "nope2", NULL};
   LOAD_ERR(&s, kv2, "profile \"nope2\" (from property profile)");
   unsetenv("AWS_PROFILE");
@@ -151,7 +163,9 @@ static void test_profiles(void) {
   kn_aws_settings_clear(&s);
   unsetenv("AWS_DEFAULT_PROFILE");
   /* [profile default] wins over [default]. */
-  kt_write(".aws/config", "[profile default]\nregion = ca-central-1\n[default]\nregion = eu-north-1\n");
+  kt_write(".aws/config",
+           "[profile default]\nregion = ca-central-1\n[default]\nregion = "
+           "eu-north-1\n");
   LOAD_OK(&s, NULL);
   KT_CHECK_STR(s.region, "ca-central-1");
   kn_aws_settings_clear(&s);
@@ -187,7 +201,8 @@ static void test_files(void) {
   kt_write("files/cfg", "[profile x]\nregion = me-south-1\n");
   kt_write("files/creds", "# creds\n[x]\naws_access_key_id = A\n[x]\n");
   setenv("AWS_SHARED_CREDENTIALS_FILE", kt_path("files/creds"), 1);
-  LOAD_ERR(&s, NULL, "~/files/creds:4: duplicate section [x] (first at line 2)");
+  LOAD_ERR(&s, NULL,
+           "~/files/creds:4: duplicate section [x] (first at line 2)");
   /* A directory is no file. */
   setenv("AWS_SHARED_CREDENTIALS_FILE", kt_path("files"), 1);
   LOAD_ERR(&s, NULL, "cannot read ~/files:");
@@ -197,10 +212,11 @@ static void test_endpoints(void) {
   kn_aws_settings_t s;
   kt_aws_reset();
   setenv("AWS_REGION", "eu-west-1", 1);
-  kt_write(".aws/config",
-           "[default]\nservices = local\nendpoint_url = http://profile-global:1\n"
-           "[services local]\nkinesis =\n  endpoint_url = http://profile-kinesis:2\n"
-           "sts =\n  endpoint_url = http://profile-sts:3\n");
+  kt_write(
+      ".aws/config",
+      "[default]\nservices = local\nendpoint_url = http://profile-global:1\n"
+      "[services local]\nkinesis =\n  endpoint_url = http://profile-kinesis:2\n"
+      "sts =\n  endpoint_url = http://profile-sts:3\n");
   LOAD_OK(&s, NULL);
   KT_CHECK_STR(s.kinesis_endpoint, "http://profile-kinesis:2");
   KT_CHECK_STR(s.dynamodb_endpoint, "http://profile-global:1");
@@ -235,18 +251,23 @@ static void test_endpoints(void) {
   KT_CHECK_STR(s.dynamodb_endpoint, "https://dynamodb.eu-west-1.amazonaws.com");
   KT_CHECK_STR(s.sts_endpoint, "https://sts.eu-west-1.amazonaws.com");
   kn_aws_settings_clear(&s);
-  kt_write(".aws/config",
-           "[default]\nservices = local\nendpoint_url = http://profile-global:1\n"
-           "[services local]\nkinesis =\n  endpoint_url = http://profile-kinesis:2\n"
-           "sts =\n  endpoint_url = http://profile-sts:3\n");
+  kt_write(
+      ".aws/config",
+      "[default]\nservices = local\nendpoint_url = http://profile-global:1\n"
+      "[services local]\nkinesis =\n  endpoint_url = http://profile-kinesis:2\n"
+      "sts =\n  endpoint_url = http://profile-sts:3\n");
   setenv("AWS_ENDPOINT_URL", "http://env-global:4", 1);
   LOAD_OK(&s, NULL);
   KT_CHECK_STR(s.kinesis_endpoint, "http://env-kinesis:6");
   KT_CHECK_STR(s.dynamodb_endpoint, "http://env-global:4");
   kn_aws_settings_clear(&s);
-  const char *kv2[] = {"endpoint", "http://prop-global:5", "kinesis.endpoint",
-                       "http://prop-kinesis:7", "dynamodb.endpoint",
-                       "http://prop-dynamodb:8", NULL};
+  const char *kv2[] = {"endpoint",
+                       "http://prop-global:5",
+                       "kinesis.endpoint",
+                       "http://prop-kinesis:7",
+                       "dynamodb.endpoint",
+                       "http://prop-dynamodb:8",
+                       NULL};
   LOAD_OK(&s, kv2);
   KT_CHECK_STR(s.kinesis_endpoint, "http://prop-kinesis:7");
   KT_CHECK_STR(s.dynamodb_endpoint, "http://prop-dynamodb:8");
@@ -263,7 +284,9 @@ static void test_endpoints(void) {
   unsetenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
   unsetenv("AWS_ENDPOINT_URL");
   unsetenv("AWS_ENDPOINT_URL_KINESIS");
-  kt_write(".aws/config", "[default]\nendpoint_url = http://x\nignore_configured_endpoint_urls = TRUE\n");
+  kt_write(".aws/config",
+           "[default]\nendpoint_url = "
+           "http://x\nignore_configured_endpoint_urls = TRUE\n");
   LOAD_OK(&s, NULL);
   KT_CHECK_STR(s.kinesis_endpoint, "https://kinesis.eu-west-1.amazonaws.com");
   kn_aws_settings_clear(&s);
@@ -274,8 +297,10 @@ static void test_endpoints(void) {
   LOAD_OK(&s, kvk);
   KT_CHECK(s.sso_endpoint == NULL && s.sso_oidc_endpoint == NULL);
   kn_aws_settings_clear(&s);
-  kt_write(".aws/config", "[default]\nservices = local\n"
-                          "[services local]\nsso_oidc =\n  endpoint_url = http://profile-oidc:3\n");
+  kt_write(
+      ".aws/config",
+      "[default]\nservices = local\n"
+      "[services local]\nsso_oidc =\n  endpoint_url = http://profile-oidc:3\n");
   setenv("AWS_ENDPOINT_URL_SSO", "http://env-sso:2", 1);
   LOAD_OK(&s, NULL);
   KT_CHECK_STR(s.sso_endpoint, "http://env-sso:2");
@@ -286,8 +311,10 @@ static void test_endpoints(void) {
   kt_write(".aws/config", "");
   /* Invalid URLs name their source. */
   setenv("AWS_ENDPOINT_URL_KINESIS", "localhost:4567", 1);
-  LOAD_ERR(&s, NULL, "kinesis endpoint \"localhost:4567\" (from AWS_ENDPOINT_URL_KINESIS) "
-                     "is not a valid URL");
+  LOAD_ERR(
+      &s, NULL,
+      "kinesis endpoint \"localhost:4567\" (from AWS_ENDPOINT_URL_KINESIS) "
+      "is not a valid URL");
   unsetenv("AWS_ENDPOINT_URL_KINESIS");
   const char *kv3[] = {"dynamodb.endpoint", "ftp://x", NULL};
   LOAD_ERR(&s, kv3, "(from property dynamodb.endpoint)");
@@ -299,11 +326,12 @@ static void test_endpoints(void) {
 
 static char warnings[4096];
 
-static void capture(void *opaque, int level, const char *facility, const char *message) {
+static void capture(void *opaque, int level, const char *facility,
+                    const char *message) {
   (void)opaque, (void)facility;
   if (level <= KN_LOG_WARN)
-    snprintf(warnings + strlen(warnings), sizeof(warnings) - strlen(warnings), "%s\n",
-             message);
+    snprintf(warnings + strlen(warnings), sizeof(warnings) - strlen(warnings),
+             "%s\n", message);
 }
 
 /* ssl.verify=false is announced at warning level, once for a set of
@@ -314,19 +342,25 @@ static void test_no_verify_warning(void) {
   setenv("AWS_REGION", "us-east-1", 1);
   setenv("AWS_ENDPOINT_URL_DYNAMODB", "https://ddb.example:8443", 1);
   kn_logger_t log = {KN_LOG_DEBUG, capture, NULL, "t"};
-  const char *kv[] = {"ssl.verify", "false", "kinesis.endpoint",
-                      "https://kinesis.example:4567", "sts.endpoint", "http://sts.example",
+  const char *kv[] = {"ssl.verify",
+                      "false",
+                      "kinesis.endpoint",
+                      "https://kinesis.example:4567",
+                      "sts.endpoint",
+                      "http://sts.example",
                       NULL};
   warnings[0] = '\0';
   kn_conf_t *c = conf_of(kv);
   kn_error_t *e = kn_aws_settings_load(&s, c, &log);
   KT_CHECK(e == NULL);
   kn_aws_settings_clear(&s);
-  KT_CHECK_MSG(strstr(warnings, "TLS certificate verification is off") &&
-                   strstr(warnings, "https://kinesis.example:4567, https://ddb.example:8443 "
-                                    "are not authenticated") &&
-                   !strstr(warnings, "http://sts.example"),
-               "%s", warnings);
+  KT_CHECK_MSG(
+      strstr(warnings, "TLS certificate verification is off") &&
+          strstr(warnings,
+                 "https://kinesis.example:4567, https://ddb.example:8443 "
+                 "are not authenticated") &&
+          !strstr(warnings, "http://sts.example"),
+      "%s", warnings);
   /* The same endpoints again (the lease table's client): no repeat. */
   warnings[0] = '\0';
   e = kn_aws_settings_load(&s, c, &log);
@@ -363,8 +397,14 @@ static void test_tls_and_numbers(void) {
   kn_aws_settings_clear(&s);
   const char *ca = kt_write("files/ca.pem", "not really a bundle\n");
   setenv("AWS_CA_BUNDLE", ca, 1);
-  const char *kv[] = {"ssl.verify", "false", "http.version", "1.1",
-                      "http.connect.timeout.ms", "1500", "user.agent", "myapp/2",
+  const char *kv[] = {"ssl.verify",
+                      "false",
+                      "http.version",
+                      "1.1",
+                      "http.connect.timeout.ms",
+                      "1500",
+                      "user.agent",
+                      "myapp/2",
                       NULL};
   setenv("AWS_SDK_UA_APP_ID", "appid", 1);
   LOAD_OK(&s, kv);
@@ -382,9 +422,10 @@ static void test_tls_and_numbers(void) {
   kn_aws_settings_clear(&s);
   unsetenv("AWS_CA_BUNDLE");
   unsetenv("AWS_SDK_UA_APP_ID");
-  kt_write(".aws/config", "[default]\nca_bundle = ~/files/ca.pem\nmax_attempts = 3\n"
-                          "metadata_service_timeout = 2\nmetadata_service_num_attempts = 4\n"
-                          "sdk_ua_app_id = fromprofile\n");
+  kt_write(".aws/config",
+           "[default]\nca_bundle = ~/files/ca.pem\nmax_attempts = 3\n"
+           "metadata_service_timeout = 2\nmetadata_service_num_attempts = 4\n"
+           "sdk_ua_app_id = fromprofile\n");
   LOAD_OK(&s, NULL);
   KT_CHECK_STR(s.ca_file, ca);
   KT_CHECK_INT(s.retry_max_attempts, 3);
@@ -398,13 +439,16 @@ static void test_tls_and_numbers(void) {
   KT_CHECK_INT(s.retry_max_attempts, 5);
   KT_CHECK_INT(s.metadata_timeout_ms, 3000);
   kn_aws_settings_clear(&s);
-  const char *kv3[] = {"retry.max.attempts", "2", "metadata.timeout.ms", "250", NULL};
+  const char *kv3[] = {"retry.max.attempts", "2", "metadata.timeout.ms", "250",
+                       NULL};
   LOAD_OK(&s, kv3);
   KT_CHECK_INT(s.retry_max_attempts, 2);
   KT_CHECK_INT(s.metadata_timeout_ms, 250);
   kn_aws_settings_clear(&s);
   setenv("AWS_MAX_ATTEMPTS", "many", 1);
-  LOAD_ERR(&s, NULL, "max_attempts = \"many\" (from AWS_MAX_ATTEMPTS): expected an integer");
+  LOAD_ERR(
+      &s, NULL,
+      "max_attempts = \"many\" (from AWS_MAX_ATTEMPTS): expected an integer");
   unsetenv("AWS_MAX_ATTEMPTS");
   const char *kv4[] = {"user.agent", "bad\r\nX-Injected: 1", NULL};
   LOAD_ERR(&s, kv4, "user.agent must not contain control characters");
@@ -414,8 +458,13 @@ static void test_explicit_keys(void) {
   kn_aws_settings_t s;
   kt_aws_reset();
   setenv("AWS_REGION", "us-east-1", 1);
-  const char *kv[] = {"aws.access.key.id", "AKIDPROP", "aws.secret.access.key", "SECRET",
-                      "aws.session.token", "TOKEN", NULL};
+  const char *kv[] = {"aws.access.key.id",
+                      "AKIDPROP",
+                      "aws.secret.access.key",
+                      "SECRET",
+                      "aws.session.token",
+                      "TOKEN",
+                      NULL};
   LOAD_OK(&s, kv);
   KT_CHECK_STR(s.access_key_id, "AKIDPROP");
   KT_CHECK_STR(s.secret_access_key, "SECRET");
@@ -434,7 +483,8 @@ static void test_urls(void) {
   KT_CHECK_STR(u.host, "127.0.0.1");
   KT_CHECK_INT(u.port, 4567);
   KT_CHECK_INT(u.https, 0);
-  KT_CHECK(kn_url_parse("HTTPS://Kinesis.us-east-1.amazonaws.com/", &u, &why) == 0);
+  KT_CHECK(kn_url_parse("HTTPS://Kinesis.us-east-1.amazonaws.com/", &u, &why) ==
+           0);
   KT_CHECK_INT(u.https, 1);
   KT_CHECK_INT(u.port, 0);
   KT_CHECK_INT(u.path_off, 39);
@@ -443,13 +493,14 @@ static void test_urls(void) {
   KT_CHECK_INT(u.ipv6, 1);
   KT_CHECK_INT(u.port, 80);
   KT_CHECK(kn_url_parse("http://[fd00:ec2::254]", &u, &why) == 0);
-  static const char *bad[] = {"", "localhost:80", "ftp://x", "http://", "http:///x",
-                              "http://x:0", "http://x:65536", "http://x:1a",
-                              "http://x:", "http://u@x", "http://[::1", "http://[::1]x",
-                              "http://a b", "http://x\n", "https://a/b c",
-                              "http://a!b"};
+  static const char *bad[] = {
+      "",           "localhost:80", "ftp://x",        "http://",
+      "http:///x",  "http://x:0",   "http://x:65536", "http://x:1a",
+      "http://x:",  "http://u@x",   "http://[::1",    "http://[::1]x",
+      "http://a b", "http://x\n",   "https://a/b c",  "http://a!b"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-    KT_CHECK_MSG(kn_url_parse(bad[i], &u, &why) != 0, "accepted \"%s\"", bad[i]);
+    KT_CHECK_MSG(kn_url_parse(bad[i], &u, &why) != 0, "accepted \"%s\"",
+                 bad[i]);
   KT_CHECK(kn_host_is_loopback_literal("127.0.0.1"));
   KT_CHECK(kn_host_is_loopback_literal("127.1.2.3"));
   KT_CHECK(kn_host_is_loopback_literal("::1"));
@@ -462,23 +513,27 @@ static void test_urls(void) {
 
 static void test_profile_api(void) {
   kt_aws_reset();
-  kt_write(".aws/config", "[profile a]\nk = from-config\nonly = c\nservices = s\n"
-                          "[services s]\nkinesis =\n  endpoint_url = http://k\n");
+  kt_write(".aws/config",
+           "[profile a]\nk = from-config\nonly = c\nservices = s\n"
+           "[services s]\nkinesis =\n  endpoint_url = http://k\n");
   kt_write(".aws/credentials", "[a]\nk = from-credentials\n");
   kn_aws_profile_t *p = NULL;
-  kn_error_t *e = kn_aws_profile_load(kt_path(".aws/config"), kt_path(".aws/credentials"),
-                                      "a", &p);
+  kn_error_t *e = kn_aws_profile_load(kt_path(".aws/config"),
+                                      kt_path(".aws/credentials"), "a", &p);
   KT_CHECK(e == NULL && p != NULL);
   char where[128];
-  KT_CHECK_STR(kn_aws_profile_get(p, "k", where, sizeof(where)), "from-credentials");
+  KT_CHECK_STR(kn_aws_profile_get(p, "k", where, sizeof(where)),
+               "from-credentials");
   KT_CHECK_STR(where, "~/.aws/credentials:2");
   KT_CHECK_STR(kn_aws_profile_get(p, "only", where, sizeof(where)), "c");
   KT_CHECK_STR(where, "~/.aws/config:3");
   KT_CHECK(kn_aws_profile_get(p, "none", NULL, 0) == NULL);
-  KT_CHECK_STR(kn_aws_profile_service_get(p, "kinesis", "endpoint_url", where, sizeof(where)),
+  KT_CHECK_STR(kn_aws_profile_service_get(p, "kinesis", "endpoint_url", where,
+                                          sizeof(where)),
                "http://k");
   KT_CHECK_STR(where, "~/.aws/config:7");
-  KT_CHECK(kn_aws_profile_service_get(p, "dynamodb", "endpoint_url", NULL, 0) == NULL);
+  KT_CHECK(kn_aws_profile_service_get(p, "dynamodb", "endpoint_url", NULL, 0) ==
+           NULL);
   KT_CHECK(kn_aws_profile_exists(p));
   kn_aws_profile_destroy(p);
   e = kn_aws_profile_load(NULL, NULL, "a", &p);

@@ -14,7 +14,12 @@
 static void add(kn_shard_list_t *l, const char *id, const char *parent,
                 const char *adj, const char *start, const char *end,
                 int closed) {
-  kn_shard_desc_t d = {id, parent, adj, start, end, "100",
+  kn_shard_desc_t d = {id,
+                       parent,
+                       adj,
+                       start,
+                       end,
+                       "100",
                        closed ? "9223372036854775807" : NULL};
   if (kn_shard_list_add(l, &d)) fprintf(stderr, "add %s failed\n", id);
 }
@@ -30,19 +35,22 @@ static const char *order_str(const kn_shard_list_t *l, const kn_shardgraph_t *g,
   buf[0] = '\0';
   for (size_t i = 0; i < kn_shardgraph_count(g); i++) {
     if (i) strncat(buf, " ", size - strlen(buf) - 1);
-    strncat(buf, kn_shard_id(kn_shard_list_get(l, o[i])), size - strlen(buf) - 1);
+    strncat(buf, kn_shard_id(kn_shard_list_get(l, o[i])),
+            size - strlen(buf) - 1);
   }
   return buf;
 }
 
-static const char *children_str(const kn_shard_list_t *l, const kn_shardgraph_t *g,
-                                 const char *id, char *buf, size_t size) {
+static const char *children_str(const kn_shard_list_t *l,
+                                const kn_shardgraph_t *g, const char *id,
+                                char *buf, size_t size) {
   size_t n;
   const size_t *c = kn_shardgraph_children(g, (size_t)idx(g, id), &n);
   buf[0] = '\0';
   for (size_t i = 0; i < n; i++) {
     if (i) strncat(buf, " ", size - strlen(buf) - 1);
-    strncat(buf, kn_shard_id(kn_shard_list_get(l, c[i])), size - strlen(buf) - 1);
+    strncat(buf, kn_shard_id(kn_shard_list_get(l, c[i])),
+            size - strlen(buf) - 1);
   }
   return buf;
 }
@@ -62,10 +70,12 @@ static int ready(const kn_shardgraph_t *g, const char *id, const char *done) {
 
 static void test_flat(void) {
   kn_shard_list_t *l = kn_shard_list_new();
-  add(l, "shardId-000000000003", NULL, NULL, "255211775190703847597530955573826158592", MAXS, 0);
+  add(l, "shardId-000000000003", NULL, NULL,
+      "255211775190703847597530955573826158592", MAXS, 0);
   add(l, "shardId-000000000001", NULL, NULL, Q1, HALF1, 0);
   add(l, "shardId-000000000000", NULL, NULL, "0", Q1_1, 0);
-  add(l, "shardId-000000000002", NULL, NULL, HALF, "255211775190703847597530955573826158591", 0);
+  add(l, "shardId-000000000002", NULL, NULL, HALF,
+      "255211775190703847597530955573826158591", 0);
   kn_shardgraph_t *g = kn_shardgraph_new(l);
   char buf[256];
   KT_CHECK_STR(order_str(l, g, buf, sizeof buf),
@@ -99,8 +109,9 @@ static void test_split(void) {
   char buf[256];
   KT_CHECK_STR(children_str(l, g, "shardId-000000000000", buf, sizeof buf),
                "shardId-000000000001 shardId-000000000002");
-  KT_CHECK_STR(order_str(l, g, buf, sizeof buf),
-               "shardId-000000000000 shardId-000000000001 shardId-000000000002");
+  KT_CHECK_STR(
+      order_str(l, g, buf, sizeof buf),
+      "shardId-000000000000 shardId-000000000001 shardId-000000000002");
   KT_CHECK(ready(g, "shardId-000000000000", ""));
   KT_CHECK(!ready(g, "shardId-000000000001", ""));
   KT_CHECK(!ready(g, "shardId-000000000002", "shardId-000000000001"));
@@ -121,8 +132,8 @@ static void test_merge(void) {
   kn_shard_list_t *l = kn_shard_list_new();
   add(l, "shardId-000000000000", NULL, NULL, "0", HALF1, 1);
   add(l, "shardId-000000000001", NULL, NULL, HALF, MAXS, 1);
-  add(l, "shardId-000000000002", "shardId-000000000000", "shardId-000000000001", "0",
-      MAXS, 0);
+  add(l, "shardId-000000000002", "shardId-000000000000", "shardId-000000000001",
+      "0", MAXS, 0);
   kn_shardgraph_t *g = kn_shardgraph_new(l);
   char buf[256];
   KT_CHECK_STR(children_str(l, g, "shardId-000000000000", buf, sizeof buf),
@@ -132,9 +143,11 @@ static void test_merge(void) {
   KT_CHECK(!ready(g, "shardId-000000000002", ""));
   KT_CHECK(!ready(g, "shardId-000000000002", "shardId-000000000000"));
   KT_CHECK(!ready(g, "shardId-000000000002", "shardId-000000000001"));
-  KT_CHECK(ready(g, "shardId-000000000002", "shardId-000000000000 shardId-000000000001"));
-  KT_CHECK_STR(order_str(l, g, buf, sizeof buf),
-               "shardId-000000000000 shardId-000000000001 shardId-000000000002");
+  KT_CHECK(ready(g, "shardId-000000000002",
+                 "shardId-000000000000 shardId-000000000001"));
+  KT_CHECK_STR(
+      order_str(l, g, buf, sizeof buf),
+      "shardId-000000000000 shardId-000000000001 shardId-000000000002");
   KT_CHECK_INT(kn_shardgraph_check(g, NULL, 0), 0);
   kn_shardgraph_destroy(g);
   kn_shard_list_destroy(l);
@@ -200,9 +213,12 @@ static void test_expired_parents(void) {
 
 static void test_deterministic(void) {
   /* The same shards in many orders give the same order of ids. */
-  const char *ids[] = {"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"};
-  const char *par[] = {NULL, "a0", "a0", "a1", "a1", "a3", "a2", "a6", NULL, "a8"};
-  const char *adj[] = {NULL, NULL, NULL, NULL, NULL, "a4", NULL, "a9", NULL, NULL};
+  const char *ids[] = {"a0", "a1", "a2", "a3", "a4",
+                       "a5", "a6", "a7", "a8", "a9"};
+  const char *par[] = {NULL, "a0", "a0", "a1", "a1",
+                       "a3", "a2", "a6", NULL, "a8"};
+  const char *adj[] = {NULL, NULL, NULL, NULL, NULL,
+                       "a4", NULL, "a9", NULL, NULL};
   char first[256] = "", buf[256];
   unsigned seed = 3;
   for (int round = 0; round < 50; round++) {
@@ -319,22 +335,24 @@ static void test_cover_random(void) {
   kn_u128_t cuts[64];
   cuts[0] = kn_u128_make(0, 0);
   for (int i = 1; i < 64; i++)
-    cuts[i] = kn_u128_add(cuts[i - 1], kn_u128_make((uint64_t)rand_r(&seed) << 20, 1));
+    cuts[i] = kn_u128_add(cuts[i - 1],
+                          kn_u128_make((uint64_t)rand_r(&seed) << 20, 1));
   kn_shard_list_t *l = kn_shard_list_new();
   for (int i = 0; i < 64; i++) {
     char id[16], s[KN_U128_DEC_BUFSZ], e[KN_U128_DEC_BUFSZ];
     snprintf(id, sizeof id, "r%02d", 63 - i);
     kn_u128_format(cuts[i], s);
     kn_u128_format(i == 63 ? kn_u128_make(UINT64_MAX, UINT64_MAX)
-                           : kn_u128_sub(cuts[i + 1], kn_u128_make(0, 1)), e);
+                           : kn_u128_sub(cuts[i + 1], kn_u128_make(0, 1)),
+                   e);
     add(l, id, NULL, NULL, s, e, 0);
   }
   kn_shardgraph_t *g = kn_shardgraph_new(l);
   KT_CHECK_INT(kn_shardgraph_check(g, NULL, 0), 0);
   int bad = 0;
   for (int t = 0; t < 5000; t++) {
-    kn_u128_t k = {(uint64_t)rand_r(&seed) % (cuts[63].hi + 2), (uint64_t)rand_r(&seed) << 32 |
-                   (uint64_t)rand_r(&seed)};
+    kn_u128_t k = {(uint64_t)rand_r(&seed) % (cuts[63].hi + 2),
+                   (uint64_t)rand_r(&seed) << 32 | (uint64_t)rand_r(&seed)};
     if (t % 7 == 0) k = cuts[t % 64];
     long want = -1;
     for (size_t i = 0; i < kn_shard_list_count(l); i++) {
@@ -353,7 +371,7 @@ static void test_cycle_and_duplicates(void) {
   add(l, "c", "b", NULL, "0", "1", 1);
   add(l, "b", "c", NULL, "0", "1", 1);
   add(l, "a", NULL, NULL, "0", "1", 1);
-  add(l, "d", "d", NULL, "0", "1", 1); /* its own parent */
+  add(l, "d", "d", NULL, "0", "1", 1);  /* its own parent */
   add(l, "a", NULL, NULL, "5", "6", 1); /* duplicate id */
   kn_shardgraph_t *g = kn_shardgraph_new(l);
   char buf[256];

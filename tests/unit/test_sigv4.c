@@ -17,9 +17,9 @@ static void test_hmac(void) {
   static uint8_t aa[131], k64[65];
   memset(aa, 0xaa, sizeof(aa));
   memset(k64, 'k', sizeof(k64));
-  static const uint8_t k0b[20] = {
-      0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b,
-      0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b};
+  static const uint8_t k0b[20] = {0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b,
+                                  0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b,
+                                  0x0b, 0x0b, 0x0b, 0x0b, 0x0b, 0x0b};
   const struct {
     const void *key;
     size_t key_len;
@@ -56,8 +56,8 @@ static void test_hmac(void) {
   memset(a1000, 'a', sizeof(a1000));
   kn_sha256(a1000, sizeof(a1000), d);
   kn_hex_encode(hex, d, sizeof(d));
-  KT_CHECK_STR(hex,
-               "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+  KT_CHECK_STR(
+      hex, "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
 }
 
 /* ---- the AWS SigV4 test suite ---------------------------------------
@@ -70,10 +70,10 @@ static void test_hmac(void) {
 #define SUITE_AKID "AKIDEXAMPLE"
 #define SUITE_SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 #define SUITE_TIME 1440938160LL /* 20150830T123600Z */
-#define STS_TOKEN                                                            \
+#define STS_TOKEN                                                           \
   "AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsK" \
   "WHGBuFqwAeMicRXmxfpSPfIeoIYRqTflfKD8YUuwthAx7mSEI/qkPpKPi/kMcGdQrmGdeeh" \
-  "M4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5VSXDvp75YU9HFvlRd8Tx6" \
+  "M4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5VSXDvp75YU9HFvlRd8Tx6"  \
   "q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+scqKmlzm8FDryp" \
   "NC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA=="
 
@@ -86,13 +86,18 @@ typedef struct suite_case {
 } suite_case_t;
 
 static const suite_case_t suite[] = {
-    {"get-header-key-duplicate", "GET", "/", NULL,
+    {"get-header-key-duplicate",
+     "GET",
+     "/",
+     NULL,
      {{"Host", "example.amazonaws.com"},
       {"My-Header1", "value2"},
       {"My-Header1", "value2"},
       {"My-Header1", "value1"},
       {"X-Amz-Date", "20150830T123600Z"}},
-     5, "", NULL,
+     5,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "\n"
@@ -106,14 +111,22 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "dc7f04a3abfde8d472b0ab1a418b741b7c67174dad1551b4117b15527fbe966c",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;my-header1;x-amz-date"
-     ", Signature=c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea"},
-    {"get-header-value-multiline", "GET", "/", NULL,
+     ", "
+     "Signature="
+     "c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea"},
+    {"get-header-value-multiline",
+     "GET",
+     "/",
+     NULL,
      {{"Host", "example.amazonaws.com"},
       {"My-Header1", "value1\n  value2\n     value3"},
       {"X-Amz-Date", "20150830T123600Z"}},
-     3, "", NULL,
+     3,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "\n"
@@ -127,17 +140,25 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "e99419459a677bc11de234014be3c4e72c1ea5b454ceb58b613061f5d7a162e8",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;my-header1;x-amz-date"
-     ", Signature=cfd34249e4b1c8d6b91ef74165d41a32e5fab3306300901bb65a51a73575eefd"},
-    {"get-header-value-order", "GET", "/", NULL,
+     ", "
+     "Signature="
+     "cfd34249e4b1c8d6b91ef74165d41a32e5fab3306300901bb65a51a73575eefd"},
+    {"get-header-value-order",
+     "GET",
+     "/",
+     NULL,
      {{"Host", "example.amazonaws.com"},
       {"My-Header1", "value4"},
       {"My-Header1", "value1"},
       {"My-Header1", "value3"},
       {"My-Header1", "value2"},
       {"X-Amz-Date", "20150830T123600Z"}},
-     6, "", NULL,
+     6,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "\n"
@@ -151,15 +172,23 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "31ce73cd3f3d9f66977ad3dd957dc47af14df92fcd8509f59b349e9137c58b86",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;my-header1;x-amz-date"
-     ", Signature=08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01"},
-    {"get-header-value-trim", "GET", "/", NULL,
+     ", "
+     "Signature="
+     "08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01"},
+    {"get-header-value-trim",
+     "GET",
+     "/",
+     NULL,
      {{"Host", "example.amazonaws.com"},
       {"My-Header1", " value1"},
       {"My-Header2", " \"a   b   c\""},
       {"X-Amz-Date", "20150830T123600Z"}},
-     4, "", NULL,
+     4,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "\n"
@@ -174,13 +203,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "a726db9b0df21c14f559d0a978e563112acb1b9e05476f0a6a1c7d68f28605c7",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;my-header1;my-header2;x-amz-date"
-     ", Signature=acc3ed3afb60bb290fc8d2dd0098b9911fcaa05412b367055dee359757a9c736"},
-    {"get-unreserved", "GET", "/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "acc3ed3afb60bb290fc8d2dd0098b9911fcaa05412b367055dee359757a9c736"},
+    {"get-unreserved",
+     "GET",
+     "/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\n"
      "\n"
@@ -193,13 +229,23 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "6a968768eefaa713e2a6b16b589a8ea192661f098f37349f4e2c0082757446f9",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f"},
-    {"get-utf8", "GET", "/\xe1""\x88""\xb4""", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f"},
+    {"get-utf8",
+     "GET",
+     "/\xe1"
+     "\x88"
+     "\xb4"
+     "",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/%E1%88%B4\n"
      "\n"
@@ -212,13 +258,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "2a0a97d02205e45ce2e994789806b19270cfbbb0921b278ccf58f5249ac42102",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85"},
-    {"get-vanilla-empty-query-key", "GET", "/", "Param1=value1",
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85"},
+    {"get-vanilla-empty-query-key",
+     "GET",
+     "/",
+     "Param1=value1",
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "Param1=value1\n"
@@ -231,13 +284,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "1e24db194ed7d0eec2de28d7369675a243488e08526e8c1c73571282f7c517ab",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb"},
-    {"get-vanilla-query-order-encoded", "GET", "/", "Param-3=Value3&Param=Value2&%E1%88%B4=Value1",
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z\n"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb"},
+    {"get-vanilla-query-order-encoded",
+     "GET",
+     "/",
+     "Param-3=Value3&Param=Value2&%E1%88%B4=Value1",
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z\n"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "%E1%88%B4=Value1&Param=Value2&Param-3=Value3\n"
@@ -250,13 +310,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "868294f5c38bd141c4972a373a76654f1418a8e4fc18b2e7903ae45e8ae0ec71",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=371d3713e185cc334048618a97f809c9ffe339c62934c032af5a0e595648fcac"},
-    {"get-vanilla-query-order-key-case", "GET", "/", "Param2=value2&Param1=value1",
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "371d3713e185cc334048618a97f809c9ffe339c62934c032af5a0e595648fcac"},
+    {"get-vanilla-query-order-key-case",
+     "GET",
+     "/",
+     "Param2=value2&Param1=value1",
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "Param1=value1&Param2=value2\n"
@@ -269,13 +336,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "816cd5b414d056048ba4f7c5386d6e0533120fb1fcfa93762cf0fc39e2cf19e0",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"},
-    {"get-vanilla-query-order-key", "GET", "/", "Param1=value2&Param1=Value1",
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"},
+    {"get-vanilla-query-order-key",
+     "GET",
+     "/",
+     "Param1=value2&Param1=Value1",
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "Param1=Value1&Param1=value2\n"
@@ -288,13 +362,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "704b4cef673542d84cdff252633f065e8daeba5f168b77116f8b1bcaf3d38f89",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=eedbc4e291e521cf13422ffca22be7d2eb8146eecf653089df300a15b2382bd1"},
-    {"get-vanilla-query-order-value", "GET", "/", "Param1=value2&Param1=value1",
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "eedbc4e291e521cf13422ffca22be7d2eb8146eecf653089df300a15b2382bd1"},
+    {"get-vanilla-query-order-value",
+     "GET",
+     "/",
+     "Param1=value2&Param1=value1",
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "Param1=value1&Param1=value2\n"
@@ -307,16 +388,25 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "c968629d70850097a2d8781c9bf7edcb988b04cac14cca9be4acc3595f884606",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=5772eed61e12b33fae39ee5e7012498b51d56abc0abb7c60486157bd471c4694"},
-    {"get-vanilla-query-unreserved", "GET", "/", "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz=-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "5772eed61e12b33fae39ee5e7012498b51d56abc0abb7c60486157bd471c4694"},
+    {"get-vanilla-query-unreserved",
+     "GET",
+     "/",
+     "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz=-._~"
+     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
-     "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz=-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\n"
+     "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz=-._~"
+     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\n"
      "host:example.amazonaws.com\n"
      "x-amz-date:20150830T123600Z\n"
      "\n"
@@ -326,13 +416,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "c30d4703d9f799439be92736156d47ccfb2d879ddf56f5befa6d1d6aab979177",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197"},
-    {"get-vanilla-query", "GET", "/", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197"},
+    {"get-vanilla-query",
+     "GET",
+     "/",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "\n"
@@ -345,13 +442,23 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
-    {"get-vanilla-utf8-query", "GET", "/", "\xe1""\x88""\xb4""=bar",
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
+    {"get-vanilla-utf8-query",
+     "GET",
+     "/",
+     "\xe1"
+     "\x88"
+     "\xb4"
+     "=bar",
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "%E1%88%B4=bar\n"
@@ -364,19 +471,27 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "eb30c5bed55734080471a834cc727ae56beb50e5f39d1bff6d0d38cb192a7073",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04"},
-    {"get-vanilla-with-session-token", "GET", "/", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", "6e86291e8372ff2a2260956d9b8aae1d763fbf315fa00fa31553b73ebf194267",
+     ", "
+     "Signature="
+     "2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04"},
+    {"get-vanilla-with-session-token",
+     "GET",
+     "/",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     "6e86291e8372ff2a2260956d9b8aae1d763fbf315fa00fa31553b73ebf194267",
      "GET\n"
      "/\n"
      "\n"
      "host:example.amazonaws.com\n"
      "x-amz-date:20150830T123600Z\n"
-     "x-amz-security-token:6e86291e8372ff2a2260956d9b8aae1d763fbf315fa00fa31553b73ebf194267\n"
+     "x-amz-security-token:"
+     "6e86291e8372ff2a2260956d9b8aae1d763fbf315fa00fa31553b73ebf194267\n"
      "\n"
      "host;x-amz-date;x-amz-security-token\n"
      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
@@ -384,13 +499,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "067b36aa60031588cea4a4cde1f21215227a047690c72247f1d70b32fbbfad2b",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date;x-amz-security-token"
-     ", Signature=07ec1639c89043aa0e3e2de82b96708f198cceab042d4a97044c66dd9f74e7f8"},
-    {"get-vanilla", "GET", "/", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "07ec1639c89043aa0e3e2de82b96708f198cceab042d4a97044c66dd9f74e7f8"},
+    {"get-vanilla",
+     "GET",
+     "/",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "\n"
@@ -403,13 +525,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
-    {"get-relative-relative", "GET", "/example1/example2/../..", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
+    {"get-relative-relative",
+     "GET",
+     "/example1/example2/../..",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "\n"
@@ -422,13 +551,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
-    {"get-relative", "GET", "/example/..", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
+    {"get-relative",
+     "GET",
+     "/example/..",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "\n"
@@ -441,13 +577,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
-    {"get-slash-dot-slash", "GET", "/./", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
+    {"get-slash-dot-slash",
+     "GET",
+     "/./",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "\n"
@@ -460,13 +603,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
-    {"get-slash-pointless-dot", "GET", "/./example", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
+    {"get-slash-pointless-dot",
+     "GET",
+     "/./example",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/example\n"
      "\n"
@@ -479,13 +629,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "214d50c111a8edc4819da6a636336472c916b5240f51e9a51b5c3305180cf702",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=ef75d96142cf21edca26f06005da7988e4f8dc83a165a80865db7089db637ec5"},
-    {"get-slash", "GET", "//", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "ef75d96142cf21edca26f06005da7988e4f8dc83a165a80865db7089db637ec5"},
+    {"get-slash",
+     "GET",
+     "//",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/\n"
      "\n"
@@ -498,13 +655,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
-    {"get-slashes", "GET", "//example//", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
+    {"get-slashes",
+     "GET",
+     "//example//",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/example/\n"
      "\n"
@@ -517,13 +681,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "cb96b4ac96d501f7c5c15bc6d67b3035061cfced4af6585ad927f7e6c985c015",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=9a624bd73a37c9a373b5312afbebe7a714a789de108f0bdfe846570885f57e84"},
-    {"get-space", "GET", "/example space/", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "9a624bd73a37c9a373b5312afbebe7a714a789de108f0bdfe846570885f57e84"},
+    {"get-space",
+     "GET",
+     "/example space/",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/example%20space/\n"
      "\n"
@@ -536,13 +707,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "63ee75631ed7234ae61b5f736dfc7754cdccfedbff4b5128a915706ee9390d86",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741"},
-    {"get-special-character", "GET", "/example/$delete", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z\n"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741"},
+    {"get-special-character",
+     "GET",
+     "/example/$delete",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z\n"}},
+     2,
+     "",
+     NULL,
      "GET\n"
      "/example/%24delete\n"
      "\n"
@@ -555,13 +733,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "4053e45b5cef7cec5e17f736b1c12b3faf0388fd4c0bd24326386f132039ce5c",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=a853c9b21b528b19643d00910d35b83a10c366a10833ceefb45edd6c80e40f27"},
-    {"post-header-key-case", "POST", "/", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "a853c9b21b528b19643d00910d35b83a10c366a10833ceefb45edd6c80e40f27"},
+    {"post-header-key-case",
+     "POST",
+     "/",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "POST\n"
      "/\n"
      "\n"
@@ -574,14 +759,22 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "553f88c9e4d10fc9e109e2aeb65f030801b70c2f6468faca261d401ae622fc87",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"},
-    {"post-header-key-sort", "POST", "/", NULL,
+     ", "
+     "Signature="
+     "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"},
+    {"post-header-key-sort",
+     "POST",
+     "/",
+     NULL,
      {{"Host", "example.amazonaws.com"},
       {"My-Header1", "value1"},
       {"X-Amz-Date", "20150830T123600Z"}},
-     3, "", NULL,
+     3,
+     "",
+     NULL,
      "POST\n"
      "/\n"
      "\n"
@@ -595,14 +788,22 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "9368318c2967cf6de74404b30c65a91e8f6253e0a8659d6d5319f1a812f87d65",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;my-header1;x-amz-date"
-     ", Signature=c5410059b04c1ee005303aed430f6e6645f61f4dc9e1461ec8f8916fdf18852c"},
-    {"post-header-value-case", "POST", "/", NULL,
+     ", "
+     "Signature="
+     "c5410059b04c1ee005303aed430f6e6645f61f4dc9e1461ec8f8916fdf18852c"},
+    {"post-header-value-case",
+     "POST",
+     "/",
+     NULL,
      {{"Host", "example.amazonaws.com"},
       {"My-Header1", "VALUE1"},
       {"X-Amz-Date", "20150830T123600Z"}},
-     3, "", NULL,
+     3,
+     "",
+     NULL,
      "POST\n"
      "/\n"
      "\n"
@@ -616,14 +817,22 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "d51ced243e649e3de6ef63afbbdcbca03131a21a7103a1583706a64618606a93",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;my-header1;x-amz-date"
-     ", Signature=cdbc9802e29d2942e5e10b5bccfdd67c5f22c7c4e8ae67b53629efa58b974b7d"},
-    {"post-sts-header-before", "POST", "/", NULL,
+     ", "
+     "Signature="
+     "cdbc9802e29d2942e5e10b5bccfdd67c5f22c7c4e8ae67b53629efa58b974b7d"},
+    {"post-sts-header-before",
+     "POST",
+     "/",
+     NULL,
      {{"Host", "example.amazonaws.com"},
       {"X-Amz-Date", "20150830T123600Z"},
       {"X-Amz-Security-Token", STS_TOKEN}},
-     3, "", STS_TOKEN,
+     3,
+     "",
+     STS_TOKEN,
      "POST\n"
      "/\n"
      "\n"
@@ -637,13 +846,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "c237e1b440d4c63c32ca95b5b99481081cb7b13c7e40434868e71567c1a882f6",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date;x-amz-security-token"
-     ", Signature=85d96828115b5dc0cfc3bd16ad9e210dd772bbebba041836c64533a82be05ead"},
-    {"post-vanilla-empty-query-value", "POST", "/", "Param1=value1",
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "85d96828115b5dc0cfc3bd16ad9e210dd772bbebba041836c64533a82be05ead"},
+    {"post-vanilla-empty-query-value",
+     "POST",
+     "/",
+     "Param1=value1",
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "POST\n"
      "/\n"
      "Param1=value1\n"
@@ -656,13 +872,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "9d659678c1756bb3113e2ce898845a0a79dbbc57b740555917687f1b3340fbbd",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11"},
-    {"post-vanilla-query", "POST", "/", "Param1=value1",
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11"},
+    {"post-vanilla-query",
+     "POST",
+     "/",
+     "Param1=value1",
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "POST\n"
      "/\n"
      "Param1=value1\n"
@@ -675,13 +898,20 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "9d659678c1756bb3113e2ce898845a0a79dbbc57b740555917687f1b3340fbbd",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11"},
-    {"post-vanilla", "POST", "/", NULL,
-     {{"Host", "example.amazonaws.com"},
-      {"X-Amz-Date", "20150830T123600Z"}},
-     2, "", NULL,
+     ", "
+     "Signature="
+     "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11"},
+    {"post-vanilla",
+     "POST",
+     "/",
+     NULL,
+     {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
+     2,
+     "",
+     NULL,
      "POST\n"
      "/\n"
      "\n"
@@ -694,14 +924,22 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "553f88c9e4d10fc9e109e2aeb65f030801b70c2f6468faca261d401ae622fc87",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=host;x-amz-date"
-     ", Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"},
-    {"post-x-www-form-urlencoded-parameters", "POST", "/", NULL,
+     ", "
+     "Signature="
+     "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"},
+    {"post-x-www-form-urlencoded-parameters",
+     "POST",
+     "/",
+     NULL,
      {{"Content-Type", "application/x-www-form-urlencoded; charset=utf8"},
       {"Host", "example.amazonaws.com"},
       {"X-Amz-Date", "20150830T123600Z"}},
-     3, "Param1=value1", NULL,
+     3,
+     "Param1=value1",
+     NULL,
      "POST\n"
      "/\n"
      "\n"
@@ -715,14 +953,22 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "2e1cf7ed91881a30569e46552437e4156c823447bf1781b921b5d486c568dd1c",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=content-type;host;x-amz-date"
-     ", Signature=1a72ec8f64bd914b0e42e42607c7fbce7fb2c7465f63e3092b3b0d39fa77a6fe"},
-    {"post-x-www-form-urlencoded", "POST", "/", NULL,
+     ", "
+     "Signature="
+     "1a72ec8f64bd914b0e42e42607c7fbce7fb2c7465f63e3092b3b0d39fa77a6fe"},
+    {"post-x-www-form-urlencoded",
+     "POST",
+     "/",
+     NULL,
      {{"Content-Type", "application/x-www-form-urlencoded"},
       {"Host", "example.amazonaws.com"},
       {"X-Amz-Date", "20150830T123600Z"}},
-     3, "Param1=value1", NULL,
+     3,
+     "Param1=value1",
+     NULL,
      "POST\n"
      "/\n"
      "\n"
@@ -736,20 +982,24 @@ static const suite_case_t suite[] = {
      "20150830T123600Z\n"
      "20150830/us-east-1/service/aws4_request\n"
      "42a5e5bb34198acb3e84da4f085bb7927f2bc277ca766e6d19c73c2154021281",
-     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
+     "AWS4-HMAC-SHA256 "
+     "Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request"
      ", SignedHeaders=content-type;host;x-amz-date"
-     ", Signature=ff11897932ad3f4e8b18135d722051e5ac45fc38421b1da7b9d196a0fe09473a"},
+     ", "
+     "Signature="
+     "ff11897932ad3f4e8b18135d722051e5ac45fc38421b1da7b9d196a0fe09473a"},
 };
 
 static void test_aws_suite(void) {
   for (size_t i = 0; i < sizeof(suite) / sizeof(suite[0]); i++) {
     const suite_case_t *c = &suite[i];
-    kn_sigv4_request_t req = {c->method, c->path, c->query, c->headers,
-                              c->n_headers, c->body, strlen(c->body), NULL};
+    kn_sigv4_request_t req = {c->method,       c->path,      c->query,
+                              c->headers,      c->n_headers, c->body,
+                              strlen(c->body), NULL};
     kn_sigv4_creds_t creds = {SUITE_AKID, SUITE_SECRET, c->token};
     kn_sigv4_result_t out;
-    int rc = kn_sigv4_sign(&req, &creds, "us-east-1", "service", SUITE_TIME,
-                           &out);
+    int rc =
+        kn_sigv4_sign(&req, &creds, "us-east-1", "service", SUITE_TIME, &out);
     KT_CHECK_MSG(rc == 0, "%s", c->name);
     if (rc) continue;
     KT_CHECK_MSG(strcmp(out.canonical_request, c->creq) == 0,
@@ -778,8 +1028,8 @@ static void sign_kinesis(kn_sigv4_result_t *out, int *rc) {
       {"X-Amz-Target", "Kinesis_20131202.GetRecords"},
       {"User-Agent", "libkinesis/0.1.0"},
       {"Content-Length", "65"}};
-  kn_sigv4_request_t req = {"POST", "/", NULL, h, 5, kinesis_body,
-                            sizeof(kinesis_body) - 1, NULL};
+  kn_sigv4_request_t req = {
+      "POST", "/", NULL, h, 5, kinesis_body, sizeof(kinesis_body) - 1, NULL};
   kn_sigv4_creds_t creds = {
       "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
       "IQoJb3JpZ2luX2VjEXAMPLETOKEN//////////wEaCXVzLWVhc3QtMSJHMEUCIQ=="};
@@ -792,26 +1042,28 @@ static void test_kinesis_session_token(void) {
   sign_kinesis(&out, &rc);
   KT_CHECK_INT(rc, 0);
   if (rc) return;
-  KT_CHECK_STR(out.canonical_request,
-               "POST\n"
-               "/\n"
-               "\n"
-               "content-length:65\n"
-               "content-type:application/x-amz-json-1.1\n"
-               "host:kinesis.eu-west-1.amazonaws.com\n"
-               "x-amz-date:20231114T221320Z\n"
-               "x-amz-security-token:IQoJb3JpZ2luX2VjEXAMPLETOKEN//////////"
-               "wEaCXVzLWVhc3QtMSJHMEUCIQ==\n"
-               "x-amz-target:Kinesis_20131202.GetRecords\n"
-               "\n"
-               "content-length;content-type;host;x-amz-date;"
-               "x-amz-security-token;x-amz-target\n"
-               "7e89283b66781d4fdeb0f39b877a4801ce3e3b419e855344b842e25f8630554d");
-  KT_CHECK_STR(out.string_to_sign,
-               "AWS4-HMAC-SHA256\n"
-               "20231114T221320Z\n"
-               "20231114/eu-west-1/kinesis/aws4_request\n"
-               "7f882555d422ec87147b6abebd14d35798392564e8f7dc29eb5208dab939e43d");
+  KT_CHECK_STR(
+      out.canonical_request,
+      "POST\n"
+      "/\n"
+      "\n"
+      "content-length:65\n"
+      "content-type:application/x-amz-json-1.1\n"
+      "host:kinesis.eu-west-1.amazonaws.com\n"
+      "x-amz-date:20231114T221320Z\n"
+      "x-amz-security-token:IQoJb3JpZ2luX2VjEXAMPLETOKEN//////////"
+      "wEaCXVzLWVhc3QtMSJHMEUCIQ==\n"
+      "x-amz-target:Kinesis_20131202.GetRecords\n"
+      "\n"
+      "content-length;content-type;host;x-amz-date;"
+      "x-amz-security-token;x-amz-target\n"
+      "7e89283b66781d4fdeb0f39b877a4801ce3e3b419e855344b842e25f8630554d");
+  KT_CHECK_STR(
+      out.string_to_sign,
+      "AWS4-HMAC-SHA256\n"
+      "20231114T221320Z\n"
+      "20231114/eu-west-1/kinesis/aws4_request\n"
+      "7f882555d422ec87147b6abebd14d35798392564e8f7dc29eb5208dab939e43d");
   KT_CHECK_STR(out.authorization,
                "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20231114/"
                "eu-west-1/kinesis/aws4_request, SignedHeaders=content-length;"
@@ -819,8 +1071,9 @@ static void test_kinesis_session_token(void) {
                "x-amz-target, Signature=2d899b6387e129a852adffc810313742a322b6"
                "74d7ce94a70cfe250f8c2b6e76");
   KT_CHECK_STR(out.amz_date, "20231114T221320Z");
-  KT_CHECK_STR(out.payload_hash,
-               "7e89283b66781d4fdeb0f39b877a4801ce3e3b419e855344b842e25f8630554d");
+  KT_CHECK_STR(
+      out.payload_hash,
+      "7e89283b66781d4fdeb0f39b877a4801ce3e3b419e855344b842e25f8630554d");
   kn_sigv4_result_clear(&out);
   kn_sigv4_result_clear(&out); /* twice is harmless */
   kn_sigv4_result_clear(NULL);
@@ -837,8 +1090,7 @@ static const char *cr_line(const char *path, const char *query, int line) {
   static char buf[512];
   kn_sigv4_request_t req = {"GET", path, query, ex_host, 1, NULL, 0, NULL};
   kn_sigv4_result_t out;
-  if (kn_sigv4_sign(&req, &ex_creds, "us-east-1", "service", SUITE_TIME,
-                    &out))
+  if (kn_sigv4_sign(&req, &ex_creds, "us-east-1", "service", SUITE_TIME, &out))
     return "(failed)";
   const char *p = out.canonical_request;
   for (int i = 0; i < line && p; i++) {
@@ -866,7 +1118,8 @@ static void test_paths(void) {
       {"/.../", "/.../"},
       {"/a/./", "/a/"},
       {"//a//b//", "/a/b/"},
-      {"/a b+c=d:e@f!$&'()*,;", "/a%20b%2Bc%3Dd%3Ae%40f%21%24%26%27%28%29%2A%2C%3B"},
+      {"/a b+c=d:e@f!$&'()*,;",
+       "/a%20b%2Bc%3Dd%3Ae%40f%21%24%26%27%28%29%2A%2C%3B"},
       {"/\xc3\xa9\xe1\x88\xb4/x", "/%C3%A9%E1%88%B4/x"},
       {"/a/%2e%2e/b", "/a/%252e%252e/b"},
       {"/~user/./", "/~user/"},
@@ -922,9 +1175,9 @@ static void test_many(void) {
   h[40] = ex_host[0];
   kn_sigv4_request_t req = {"GET", "/", q, h, 41, NULL, 0, NULL};
   kn_sigv4_result_t out;
-  KT_CHECK_INT(kn_sigv4_sign(&req, &ex_creds, "us-east-1", "service",
-                             SUITE_TIME, &out),
-               0);
+  KT_CHECK_INT(
+      kn_sigv4_sign(&req, &ex_creds, "us-east-1", "service", SUITE_TIME, &out),
+      0);
   if (!out.canonical_request) return;
   const char *cq = strchr(strchr(out.canonical_request, '\n') + 1, '\n') + 1;
   KT_CHECK(strncmp(cq, "k00=0&k01=2&k02=1&k03=0&", 24) == 0);
@@ -955,27 +1208,27 @@ static void test_header_values(void) {
   };
   kn_sigv4_request_t req = {"get", "/", NULL, h, 12, NULL, 0, NULL};
   kn_sigv4_result_t out;
-  KT_CHECK_INT(kn_sigv4_sign(&req, &ex_creds, "us-east-1", "service",
-                             SUITE_TIME, &out),
-               0);
-  KT_CHECK_STR(out.canonical_request,
-               "GET\n/\n\n"
-               "host:example.amazonaws.com\n"
-               "x-a:a b c d\n"
-               "x-amz-date:20150830T123600Z\n"
-               "x-amz-security-token:given\n"
-               "x-b:,,z\n"
-               "x-c:caf\xc3\xa9 \xc2\xa0x\n"
-               "\n"
-               "host;x-a;x-amz-date;x-amz-security-token;x-b;x-c\n"
-               "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  KT_CHECK_INT(
+      kn_sigv4_sign(&req, &ex_creds, "us-east-1", "service", SUITE_TIME, &out),
+      0);
+  KT_CHECK_STR(
+      out.canonical_request,
+      "GET\n/\n\n"
+      "host:example.amazonaws.com\n"
+      "x-a:a b c d\n"
+      "x-amz-date:20150830T123600Z\n"
+      "x-amz-security-token:given\n"
+      "x-b:,,z\n"
+      "x-c:caf\xc3\xa9 \xc2\xa0x\n"
+      "\n"
+      "host;x-a;x-amz-date;x-amz-security-token;x-b;x-c\n"
+      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   kn_sigv4_result_clear(&out);
 
   /* With a token in the credentials, a given token header is replaced. */
   kn_sigv4_creds_t tc = {SUITE_AKID, SUITE_SECRET, "real"};
-  KT_CHECK_INT(kn_sigv4_sign(&req, &tc, "us-east-1", "service", SUITE_TIME,
-                             &out),
-               0);
+  KT_CHECK_INT(
+      kn_sigv4_sign(&req, &tc, "us-east-1", "service", SUITE_TIME, &out), 0);
   KT_CHECK(strstr(out.canonical_request, "\nx-amz-security-token:real\n"));
   KT_CHECK(!strstr(out.canonical_request, "given"));
   kn_sigv4_result_clear(&out);
@@ -983,9 +1236,8 @@ static void test_header_values(void) {
   /* An empty token is no token. */
   kn_sigv4_creds_t ec = {SUITE_AKID, SUITE_SECRET, ""};
   req.n_headers = 1;
-  KT_CHECK_INT(kn_sigv4_sign(&req, &ec, "us-east-1", "service", SUITE_TIME,
-                             &out),
-               0);
+  KT_CHECK_INT(
+      kn_sigv4_sign(&req, &ec, "us-east-1", "service", SUITE_TIME, &out), 0);
   KT_CHECK(!strstr(out.canonical_request, "token"));
   kn_sigv4_result_clear(&out);
 }
@@ -1020,8 +1272,9 @@ static void test_payload_hash(void) {
   /* No payload at all. */
   req = (kn_sigv4_request_t){"GET", "/", NULL, h, 1, NULL, 0, NULL};
   KT_CHECK_INT(kn_sigv4_sign(&req, &ex_creds, "r", "s", 0, &out), 0);
-  KT_CHECK_STR(out.payload_hash,
-               "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  KT_CHECK_STR(
+      out.payload_hash,
+      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   kn_sigv4_result_clear(&out);
 }
 
@@ -1071,16 +1324,16 @@ static void test_long_secret(void) {
   kn_sigv4_creds_t c = {SUITE_AKID, secret, NULL};
   kn_sigv4_request_t req = {"GET", "/", NULL, ex_host, 1, NULL, 0, NULL};
   kn_sigv4_result_t out;
-  KT_CHECK_INT(kn_sigv4_sign(&req, &c, "us-east-1", "service", SUITE_TIME,
-                             &out),
-               0);
+  KT_CHECK_INT(
+      kn_sigv4_sign(&req, &c, "us-east-1", "service", SUITE_TIME, &out), 0);
   KT_CHECK(strstr(out.authorization,
                   "Signature=522c65f533e2b3940132ffda1e9d7257aa9d5d9c10f7b99b"
                   "d4152b7b50089ad7") != NULL);
   kn_sigv4_result_clear(&out);
   /* Clearing wipes the Authorization value, not only the strings. */
   size_t nonzero = 0;
-  for (size_t i = 0; i < sizeof(out.authorization); i++) nonzero += out.authorization[i] != 0;
+  for (size_t i = 0; i < sizeof(out.authorization); i++)
+    nonzero += out.authorization[i] != 0;
   KT_CHECK_INT((int)nonzero, 0);
 }
 
@@ -1135,8 +1388,8 @@ static void test_invalid(void) {
   r.method = "GE T";
   KT_CHECK_INT(sign_rc(&r, &c, "us-east-1", "svc", 0), -1);
   r = ok;
-  static const char *const bad_paths[] = {"a", "/a?b", "/a#b", "/a\nb",
-                                          "/a\x7f", "*"};
+  static const char *const bad_paths[] = {"a",     "/a?b",   "/a#b",
+                                          "/a\nb", "/a\x7f", "*"};
   for (size_t i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++) {
     r.path = bad_paths[i];
     KT_CHECK_MSG(sign_rc(&r, &c, "us-east-1", "svc", 0) == -1, "%s",
@@ -1206,8 +1459,9 @@ static void test_speed(void) {
   }
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
   KT_CHECK_INT(rc, 0);
-  double us = ((double)(b.tv_sec - a.tv_sec) * 1e9 +
-               (double)(b.tv_nsec - a.tv_nsec)) / 1e3 / n;
+  double us =
+      ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) /
+      1e3 / n;
   fprintf(stderr, "     signing a GetRecords request: %.2f us of CPU\n", us);
 }
 

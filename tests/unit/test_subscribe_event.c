@@ -34,13 +34,13 @@ static int read_file(const char *name, kn_buf_t *out) {
 /* What classification and decoding said about each message, kept past
  * the callback. */
 typedef struct result {
-  kn_err_t err;   /* of kn_sub_event_classify, else of kn_decode_records */
+  kn_err_t err; /* of kn_sub_event_classify, else of kn_decode_records */
   kn_sub_kind_t kind;
-  char *error;    /* kn_error_string */
-  char *type;     /* kn_error_type */
+  char *error; /* kn_error_string */
+  char *type;  /* kn_error_type */
   int retriable;
-  kn_batch_t *batch;  /* KN_SUB_EVENT: the decoded payload (owns a copy) */
-  const char *cont;   /* ContinuationSequenceNumber, inside the batch */
+  kn_batch_t *batch; /* KN_SUB_EVENT: the decoded payload (owns a copy) */
+  const char *cont;  /* ContinuationSequenceNumber, inside the batch */
 } result_t;
 
 typedef struct results {
@@ -379,11 +379,12 @@ static void test_event_fields(void) {
 
   /* Unknown members are skipped, whatever they hold, in the event and in
    * its records; order is free. */
-  r = event(&rs, "{\"Future\":{\"a\":[1,2.5e-3,true,false,null,\"\\u00e9\"]},"
-                 "\"MillisBehindLatest\":0,\"Records\":[{\"Data\":\"AA==\","
-                 "\"Nested\":{\"x\":[[]]},\"SequenceNumber\":\"3\","
-                 "\"PartitionKey\":\"k\\u00e9\"}],"
-                 "\"ContinuationSequenceNumber\":\"1\"}");
+  r = event(&rs,
+            "{\"Future\":{\"a\":[1,2.5e-3,true,false,null,\"\\u00e9\"]},"
+            "\"MillisBehindLatest\":0,\"Records\":[{\"Data\":\"AA==\","
+            "\"Nested\":{\"x\":[[]]},\"SequenceNumber\":\"3\","
+            "\"PartitionKey\":\"k\\u00e9\"}],"
+            "\"ContinuationSequenceNumber\":\"1\"}");
   KT_CHECK_INT(r->err, KN_ERR_NO_ERROR);
   KT_CHECK_INT(kn_batch_count(r->batch), 1);
   if (kn_batch_count(r->batch) == 1) {
@@ -407,8 +408,9 @@ static void test_event_fields(void) {
   KT_CHECK(r->cont == NULL);
   KT_CHECK_INT(kn_batch_shard_end(r->batch), 1);
   KT_CHECK(kn_batch_child_shards(r->batch) == NULL);
-  r = event(&rs, "{\"MillisBehindLatest\":null,\"Records\":null,"
-                 "\"ChildShards\":null,\"ContinuationSequenceNumber\":\"7\"}");
+  r = event(&rs,
+            "{\"MillisBehindLatest\":null,\"Records\":null,"
+            "\"ChildShards\":null,\"ContinuationSequenceNumber\":\"7\"}");
   KT_CHECK_INT(r->err, KN_ERR_NO_ERROR);
   KT_CHECK_INT(kn_batch_millis_behind(r->batch), -1);
   KT_CHECK_INT(kn_batch_count(r->batch), 0);

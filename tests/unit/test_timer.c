@@ -10,7 +10,8 @@
 #include "util/rand.h"
 
 static kn_loop_t *new_loop(void) {
-  kn_http_opts_t o = {.verify_tls = 1, .connect_timeout_ms = 1000, .max_connections = 4};
+  kn_http_opts_t o = {
+      .verify_tls = 1, .connect_timeout_ms = 1000, .max_connections = 4};
   kn_error_t *err = NULL;
   kn_loop_t *loop = kn_loop_new(&o, &err);
   KT_CHECK(loop != NULL);
@@ -147,8 +148,10 @@ static void test_rearm(void) {
 /* A periodic timer re-arming itself, and one freeing itself. */
 static void periodic(void *arg) {
   struct st *st = arg;
-  if (++st->count < 10) kn_timer_start(st->t[0], 1);
-  else st->n_fired++;
+  if (++st->count < 10)
+    kn_timer_start(st->t[0], 1);
+  else
+    st->n_fired++;
 }
 
 static void self_free(void *arg) {

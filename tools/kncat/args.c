@@ -140,15 +140,33 @@ int kc_parse_delim(const char *s, char *out, size_t cap, size_t *len) {
     if (c == '\\') {
       char e = *s++;
       switch (e) {
-        case 'n': c = '\n'; break;
-        case 'r': c = '\r'; break;
-        case 't': c = '\t'; break;
-        case 'a': c = '\a'; break;
-        case 'b': c = '\b'; break;
-        case 'e': c = 0x1b; break;
-        case 'f': c = '\f'; break;
-        case 'v': c = '\v'; break;
-        case '\\': c = '\\'; break;
+        case 'n':
+          c = '\n';
+          break;
+        case 'r':
+          c = '\r';
+          break;
+        case 't':
+          c = '\t';
+          break;
+        case 'a':
+          c = '\a';
+          break;
+        case 'b':
+          c = '\b';
+          break;
+        case 'e':
+          c = 0x1b;
+          break;
+        case 'f':
+          c = '\f';
+          break;
+        case 'v':
+          c = '\v';
+          break;
+        case '\\':
+          c = '\\';
+          break;
         case 'x': {
           int h1 = hexval(*s);
           if (h1 < 0) return -1;
@@ -226,19 +244,23 @@ int kc_parse_position(const char *s, kc_pos_t *pos) {
 
 const char *kc_position_name(kc_pos_kind_t kind) {
   switch (kind) {
-    case KC_POS_LATEST: return "latest";
-    case KC_POS_AT_SEQ: return "at_sequence";
-    case KC_POS_AFTER_SEQ: return "after_sequence";
-    case KC_POS_TIMESTAMP: return "at_timestamp";
-    default: return "trim_horizon";
+    case KC_POS_LATEST:
+      return "latest";
+    case KC_POS_AT_SEQ:
+      return "at_sequence";
+    case KC_POS_AFTER_SEQ:
+      return "after_sequence";
+    case KC_POS_TIMESTAMP:
+      return "at_timestamp";
+    default:
+      return "trim_horizon";
   }
 }
 
 int kc_shard_id(const char *s, char *out, size_t cap) {
   long long n;
   int w;
-  if (kc_parse_int(s, 0, 999999999999LL, &n) == 0 && s[0] != '-' &&
-      s[0] != '+')
+  if (kc_parse_int(s, 0, 999999999999LL, &n) == 0 && s[0] != '-' && s[0] != '+')
     w = snprintf(out, cap, "shardId-%012lld", n);
   else
     w = snprintf(out, cap, "%s", s);

@@ -43,14 +43,15 @@ enum {
 };
 
 /* The global options, accepted before the command and after it. */
-#define KC_GLOBAL_OPTS                                                         \
-  {KC_OPT_ENDPOINT, 0, "endpoint", 1}, {KC_OPT_REGION, 0, "region", 1},        \
-      {KC_OPT_PROFILE, 0, "profile", 1},                                       \
-      {KC_OPT_NO_VERIFY_SSL, 0, "no-verify-ssl", 0}, {'X', 'X', NULL, 1},      \
-      {'v', 'v', "verbose", 0}, {'q', 'q', "quiet", 0},                        \
-      {KC_OPT_METRICS, 0, "metrics", 1},                                       \
-      {KC_OPT_METRICS_LINGER, 0, "metrics-linger", 1},                         \
-      {KC_OPT_HELP, 'h', "help", 0}
+#define KC_GLOBAL_OPTS                                                    \
+  {KC_OPT_ENDPOINT, 0, "endpoint", 1}, {KC_OPT_REGION, 0, "region", 1},   \
+      {KC_OPT_PROFILE, 0, "profile", 1},                                  \
+      {KC_OPT_NO_VERIFY_SSL, 0, "no-verify-ssl", 0}, {'X', 'X', NULL, 1}, \
+      {'v', 'v', "verbose", 0}, {'q', 'q', "quiet", 0},                   \
+      {KC_OPT_METRICS, 0, "metrics", 1},                                  \
+      {KC_OPT_METRICS_LINGER, 0, "metrics-linger", 1}, {                  \
+    KC_OPT_HELP, 'h', "help", 0                                           \
+  }
 
 typedef struct kc_args {
   int argc;

@@ -20,23 +20,32 @@ static int on_opt(void *st, int id, const char *arg) {
   switch (id) {
     case KC_OPT_SHARDS:
       if (kc_parse_int(arg, 0, 100000, &o->shards))
-        return kc_usage_error(o->ctx, "--shards needs a number, not \"%s\"", arg);
+        return kc_usage_error(o->ctx, "--shards needs a number, not \"%s\"",
+                              arg);
       return KC_GO_ON;
     case KC_OPT_TIMEOUT:
       if (kc_parse_int(arg, 1, 86400, &o->timeout_s))
-        return kc_usage_error(o->ctx, "--timeout needs seconds (1 to 86400), not \"%s\"",
-                              arg);
+        return kc_usage_error(
+            o->ctx, "--timeout needs seconds (1 to 86400), not \"%s\"", arg);
       return KC_GO_ON;
-    case KC_OPT_NO_WAIT: o->no_wait = 1; return KC_GO_ON;
-    case KC_OPT_FORCE: o->force = 1; return KC_GO_ON;
+    case KC_OPT_NO_WAIT:
+      o->no_wait = 1;
+      return KC_GO_ON;
+    case KC_OPT_FORCE:
+      o->force = 1;
+      return KC_GO_ON;
     case KC_OPT_AT:
       if (!kc_is_hash_key(arg))
-        return kc_usage_error(o->ctx, "--at needs a decimal hash key below 2^128, not \"%s\"",
-                              arg);
+        return kc_usage_error(
+            o->ctx, "--at needs a decimal hash key below 2^128, not \"%s\"",
+            arg);
       o->at = arg;
       return KC_GO_ON;
-    case 'J': o->json = 1; return KC_GO_ON;
-    default: return kc_usage_error(o->ctx, "unexpected option");
+    case 'J':
+      o->json = 1;
+      return KC_GO_ON;
+    default:
+      return kc_usage_error(o->ctx, "unexpected option");
   }
 }
 
@@ -76,9 +85,11 @@ static int wait_stream(const kc_ctx_t *ctx, kn_client_t *kc,
 
 /* ---- create ---- */
 
-static const kc_opt_t create_opts[] = {
-    {KC_OPT_SHARDS, 0, "shards", 1}, {KC_OPT_NO_WAIT, 0, "no-wait", 0},
-    {KC_OPT_TIMEOUT, 0, "timeout", 1}, KC_GLOBAL_OPTS, {0, 0, NULL, 0}};
+static const kc_opt_t create_opts[] = {{KC_OPT_SHARDS, 0, "shards", 1},
+                                       {KC_OPT_NO_WAIT, 0, "no-wait", 0},
+                                       {KC_OPT_TIMEOUT, 0, "timeout", 1},
+                                       KC_GLOBAL_OPTS,
+                                       {0, 0, NULL, 0}};
 
 static int run_create(kc_ctx_t *ctx, int argc, char **argv) {
   admin_opts_t o;
@@ -109,13 +120,16 @@ const kc_command_t kc_cmd_create = {
     "  --shards N     number of shards (default 1); 0 creates an on-demand\n"
     "                 stream (capacity managed by the service)\n"
     "  --no-wait      return as soon as the request is accepted\n"
-    "  --timeout SEC  give up waiting after SEC seconds (default 300; exit 1)\n"};
+    "  --timeout SEC  give up waiting after SEC seconds (default 300; exit "
+    "1)\n"};
 
 /* ---- delete ---- */
 
-static const kc_opt_t delete_opts[] = {
-    {KC_OPT_FORCE, 0, "force", 0}, {KC_OPT_NO_WAIT, 0, "no-wait", 0},
-    {KC_OPT_TIMEOUT, 0, "timeout", 1}, KC_GLOBAL_OPTS, {0, 0, NULL, 0}};
+static const kc_opt_t delete_opts[] = {{KC_OPT_FORCE, 0, "force", 0},
+                                       {KC_OPT_NO_WAIT, 0, "no-wait", 0},
+                                       {KC_OPT_TIMEOUT, 0, "timeout", 1},
+                                       KC_GLOBAL_OPTS,
+                                       {0, 0, NULL, 0}};
 
 static int run_delete(kc_ctx_t *ctx, int argc, char **argv) {
   admin_opts_t o;
@@ -146,12 +160,13 @@ const kc_command_t kc_cmd_delete = {
     "  --force        also deregister the stream's enhanced fan-out consumers\n"
     "                 (otherwise a stream that has some is not deleted)\n"
     "  --no-wait      return as soon as the request is accepted\n"
-    "  --timeout SEC  give up waiting after SEC seconds (default 300; exit 1)\n"};
+    "  --timeout SEC  give up waiting after SEC seconds (default 300; exit "
+    "1)\n"};
 
 /* ---- list ---- */
 
-static const kc_opt_t list_opts[] = {{'J', 'J', "json", 0}, KC_GLOBAL_OPTS,
-                                     {0, 0, NULL, 0}};
+static const kc_opt_t list_opts[] = {
+    {'J', 'J', "json", 0}, KC_GLOBAL_OPTS, {0, 0, NULL, 0}};
 
 /* A JSON string value (or null) into a small line buffer. */
 static int list_streams(const kc_ctx_t *ctx, kn_client_t *kc, int json) {
@@ -185,8 +200,8 @@ static void parents_text(const kn_shard_t *s, char *buf, size_t cap) {
     snprintf(buf, cap, "%s", or_dash(p ? p : a));
 }
 
-static int list_shards(const kc_ctx_t *ctx, kn_client_t *kc,
-                       const char *stream, int json) {
+static int list_shards(const kc_ctx_t *ctx, kn_client_t *kc, const char *stream,
+                       int json) {
   kn_shard_list_t *shards = NULL;
   kn_error_t *err =
       kn_list_shards(kc, stream, KN_SHARD_FILTER_NONE, NULL, 0, &shards);
@@ -236,10 +251,10 @@ static int list_shards(const kc_ctx_t *ctx, kn_client_t *kc,
       const kn_shard_t *s = kn_shard_list_get(shards, i);
       parents_text(s, parents, sizeof(parents));
       kc_linef("%-*s  %-*s  %*s  %*s  %-6s  %s", w[0], kn_shard_id(s), w[1],
-             parents, w[2], or_dash(kn_shard_hash_key_start(s)), w[3],
-             or_dash(kn_shard_hash_key_end(s)),
-             kn_shard_is_open(s) ? "open" : "closed",
-             or_dash(kn_shard_sequence_start(s)));
+               parents, w[2], or_dash(kn_shard_hash_key_start(s)), w[3],
+               or_dash(kn_shard_hash_key_end(s)),
+               kn_shard_is_open(s) ? "open" : "closed",
+               or_dash(kn_shard_sequence_start(s)));
     }
   }
   kn_shard_list_destroy(shards);
@@ -267,9 +282,11 @@ const kc_command_t kc_cmd_list = {
     "With STREAM: a table of its shards, open and closed: id, parent(s),\n"
     "hash key range, state (open or closed) and starting sequence number.\n"
     "\n"
-    "  -J, --json  one JSON object per line instead: {\"stream\"} for streams;\n"
+    "  -J, --json  one JSON object per line instead: {\"stream\"} for "
+    "streams;\n"
     "              for shards \"shard\", \"parent\", \"adjacent_parent\",\n"
-    "              \"hash_key_start\", \"hash_key_end\", \"seq_start\", \"seq_end\"\n"
+    "              \"hash_key_start\", \"hash_key_end\", \"seq_start\", "
+    "\"seq_end\"\n"
     "              (strings or null) and \"open\" (true or false)\n"};
 
 /* ---- split and merge ---- */
@@ -301,9 +318,11 @@ static int check_shards(const kc_ctx_t *ctx, kn_client_t *kc,
   return rc;
 }
 
-static const kc_opt_t split_opts[] = {
-    {KC_OPT_AT, 0, "at", 1}, {KC_OPT_NO_WAIT, 0, "no-wait", 0},
-    {KC_OPT_TIMEOUT, 0, "timeout", 1}, KC_GLOBAL_OPTS, {0, 0, NULL, 0}};
+static const kc_opt_t split_opts[] = {{KC_OPT_AT, 0, "at", 1},
+                                      {KC_OPT_NO_WAIT, 0, "no-wait", 0},
+                                      {KC_OPT_TIMEOUT, 0, "timeout", 1},
+                                      KC_GLOBAL_OPTS,
+                                      {0, 0, NULL, 0}};
 
 static int run_split(kc_ctx_t *ctx, int argc, char **argv) {
   admin_opts_t o;
@@ -342,11 +361,13 @@ const kc_command_t kc_cmd_split = {
     "  --at HASHKEY   first hash key (decimal) of the upper child; default:\n"
     "                 the middle of the shard's range\n"
     "  --no-wait      return as soon as the request is accepted\n"
-    "  --timeout SEC  give up waiting after SEC seconds (default 300; exit 1)\n"};
+    "  --timeout SEC  give up waiting after SEC seconds (default 300; exit "
+    "1)\n"};
 
-static const kc_opt_t merge_opts[] = {
-    {KC_OPT_NO_WAIT, 0, "no-wait", 0}, {KC_OPT_TIMEOUT, 0, "timeout", 1},
-    KC_GLOBAL_OPTS, {0, 0, NULL, 0}};
+static const kc_opt_t merge_opts[] = {{KC_OPT_NO_WAIT, 0, "no-wait", 0},
+                                      {KC_OPT_TIMEOUT, 0, "timeout", 1},
+                                      KC_GLOBAL_OPTS,
+                                      {0, 0, NULL, 0}};
 
 static int run_merge(kc_ctx_t *ctx, int argc, char **argv) {
   admin_opts_t o;
@@ -364,7 +385,8 @@ static int run_merge(kc_ctx_t *ctx, int argc, char **argv) {
     kn_error_t *err = kn_merge_shards(kc, ops[0], a, b);
     if (err) {
       char what[400];
-      snprintf(what, sizeof(what), "cannot merge shards \"%s\" and \"%s\"", a, b);
+      snprintf(what, sizeof(what), "cannot merge shards \"%s\" and \"%s\"", a,
+               b);
       rc = kc_fail(ctx, err, ops[0], what);
       kn_error_destroy(err);
     } else {
@@ -384,4 +406,5 @@ const kc_command_t kc_cmd_merge = {
     "\"shardId-000000000001\" or just 1.\n"
     "\n"
     "  --no-wait      return as soon as the request is accepted\n"
-    "  --timeout SEC  give up waiting after SEC seconds (default 300; exit 1)\n"};
+    "  --timeout SEC  give up waiting after SEC seconds (default 300; exit "
+    "1)\n"};

@@ -50,14 +50,19 @@ static int on_opt(void *st, int id, const char *arg) {
         return kc_usage_error(c->ctx, "bad position \"%s\"", arg);
       c->pos_text = arg;
       return KC_GO_ON;
-    case 'p': return add_shard(c, arg);
-    case 'e': c->sink.exit_at_end = 1; return KC_GO_ON;
+    case 'p':
+      return add_shard(c, arg);
+    case 'e':
+      c->sink.exit_at_end = 1;
+      return KC_GO_ON;
     case 'c':
       if (kc_parse_int(arg, 1, INT64_MAX, &c->sink.count))
-        return kc_usage_error(c->ctx, "-c needs a count of at least 1, not \"%s\"",
-                              arg);
+        return kc_usage_error(
+            c->ctx, "-c needs a count of at least 1, not \"%s\"", arg);
       return KC_GO_ON;
-    case 'J': c->sink.json = 1; return KC_GO_ON;
+    case 'J':
+      c->sink.json = 1;
+      return KC_GO_ON;
     case 'D':
       if (kc_parse_delim(arg, c->sink.delim, sizeof(c->sink.delim),
                          &c->sink.delim_len))
@@ -70,22 +75,26 @@ static int on_opt(void *st, int id, const char *arg) {
       return KC_GO_ON;
     case KC_OPT_EFO:
     case KC_OPT_EFO_REGISTRATION:
-    case KC_OPT_EFO_ARN: return kc_efo_option(c->ctx, &c->efo, id, arg);
-    default: return kc_usage_error(c->ctx, "unexpected option");
+    case KC_OPT_EFO_ARN:
+      return kc_efo_option(c->ctx, &c->efo, id, arg);
+    default:
+      return kc_usage_error(c->ctx, "unexpected option");
   }
 }
 
 static const kc_opt_t consume_opts[] = {
-    {'o', 'o', "offset", 1}, {'p', 'p', "shard", 1}, {'e', 'e', "exit", 0},
-    {'c', 'c', "count", 1},  {'J', 'J', "json", 0},  {'D', 'D', NULL, 1},
-    {'K', 'K', NULL, 1},     KC_EFO_OPTS,             KC_GLOBAL_OPTS,
-    {0, 0, NULL, 0}};
+    {'o', 'o', "offset", 1}, {'p', 'p', "shard", 1},
+    {'e', 'e', "exit", 0},   {'c', 'c', "count", 1},
+    {'J', 'J', "json", 0},   {'D', 'D', NULL, 1},
+    {'K', 'K', NULL, 1},     KC_EFO_OPTS,
+    KC_GLOBAL_OPTS,          {0, 0, NULL, 0}};
 
 /* Sets a consumer property; the names are part of the library's contract,
  * so a rejection is reported, not worked around. */
 static int set(consume_t *c, const char *name, const char *value) {
   char errstr[256] = "";
-  kn_conf_res_t r = kn_conf_set(c->ctx->conf, name, value, errstr, sizeof(errstr));
+  kn_conf_res_t r =
+      kn_conf_set(c->ctx->conf, name, value, errstr, sizeof(errstr));
   if (r == KN_CONF_OK) return KC_GO_ON;
   if (r == KN_CONF_UNKNOWN)
     kc_errorf(c->ctx, "the library has no property \"%s\"", name);
@@ -116,7 +125,8 @@ static int check(consume_t *c, const char *stream) {
       memcpy(id, p, n);
       id[n] = '\0';
       if (!kn_shard_list_find(shards, id)) {
-        kc_errorf(c->ctx, "shard \"%s\" not found in stream \"%s\"", id, stream);
+        kc_errorf(c->ctx, "shard \"%s\" not found in stream \"%s\"", id,
+                  stream);
         rc = KC_EXIT_NOT_FOUND;
       }
       p = e ? e + 1 : NULL;
@@ -131,7 +141,8 @@ static int configure(consume_t *c, const char *stream) {
   int rc;
   if ((rc = set(c, "stream", stream)) != KC_GO_ON) return rc;
   if (c->shards && (rc = set(c, "shards", c->shards)) != KC_GO_ON) return rc;
-  if ((rc = set(c, "initial.position", kc_position_name(c->pos.kind))) != KC_GO_ON)
+  if ((rc = set(c, "initial.position", kc_position_name(c->pos.kind))) !=
+      KC_GO_ON)
     return rc;
   if (c->pos.kind == KC_POS_TIMESTAMP) {
     char ms[32];
@@ -151,7 +162,8 @@ static int run_consume(kc_ctx_t *ctx, int argc, char **argv) {
   kc_sink_init(&c.sink, ctx);
   char *ops[1];
   int nops = 0;
-  int rc = kc_cmd_parse(ctx, argc, argv, consume_opts, ops, 1, &nops, on_opt, &c);
+  int rc =
+      kc_cmd_parse(ctx, argc, argv, consume_opts, ops, 1, &nops, on_opt, &c);
   if (rc != KC_GO_ON) goto done;
   rc = KC_EXIT_USAGE;
   if (nops < 1) {
@@ -190,24 +202,28 @@ const kc_command_t kc_cmd_consume = {
     "\n"
     "  -o POSITION  where each shard starts (default trim_horizon):\n"
     "                 trim_horizon  the oldest record kept (alias beginning)\n"
-    "                 latest        only records written from now on (alias end)\n"
+    "                 latest        only records written from now on (alias "
+    "end)\n"
     "                 at:SEQ        at sequence number SEQ (exactly one -p)\n"
     "                 after:SEQ     just after SEQ (exactly one -p)\n"
     "                 ts:EPOCH_MS   records that arrived at or after this\n"
     "                               time, in milliseconds since 1970\n"
-    "  -p SHARD     read only this shard (\"shardId-000000000001\" or just 1),\n"
+    "  -p SHARD     read only this shard (\"shardId-000000000001\" or just "
+    "1),\n"
     "               not its children; repeatable\n"
     "  -e           exit when caught up: every shard read to its current end\n"
     "  -c COUNT     exit after COUNT records\n"
     "  -J           one JSON object per line: \"stream\", \"shard\", \"seq\"\n"
-    "               (string), \"subseq\", \"key\", \"ts\" (approximate arrival,\n"
+    "               (string), \"subseq\", \"key\", \"ts\" (approximate "
+    "arrival,\n"
     "               epoch ms), and \"data\" (the payload as a string when it\n"
     "               is valid UTF-8) or else \"data_b64\" (base64)\n"
     "  -D DELIM     without -J: written after each payload (default \\n;\n"
     "               escapes as for produce: \\0 \\t \\x1e ...)\n"
     "  -K DELIM     without -J: write each record's partition key and DELIM\n"
     "               before its payload (the input format of produce -K)\n"
-    "  --efo NAME   enhanced fan-out: records pushed by SubscribeToShard through\n"
+    "  --efo NAME   enhanced fan-out: records pushed by SubscribeToShard "
+    "through\n"
     "               the stream consumer NAME, registered if missing\n"
     "  --efo-registration lazy|eager|none\n"
     "               lazy (default): register NAME if missing, and again if it\n"

@@ -20,8 +20,10 @@ int kc_efo_option(const kc_ctx_t *ctx, kc_efo_opts_t *o, int id,
       return KC_GO_ON;
     case KC_OPT_EFO_REGISTRATION:
       if (strcmp(arg, "lazy") && strcmp(arg, "eager") && strcmp(arg, "none"))
-        return kc_usage_error(ctx, "--efo-registration takes lazy, eager or "
-                              "none, not \"%s\"", arg);
+        return kc_usage_error(ctx,
+                              "--efo-registration takes lazy, eager or "
+                              "none, not \"%s\"",
+                              arg);
       o->registration = arg;
       return KC_GO_ON;
     case KC_OPT_EFO_ARN:
@@ -30,7 +32,8 @@ int kc_efo_option(const kc_ctx_t *ctx, kc_efo_opts_t *o, int id,
                               arg);
       o->arn = arg;
       return KC_GO_ON;
-    default: return KC_NOT_GLOBAL;
+    default:
+      return KC_NOT_GLOBAL;
   }
 }
 
@@ -46,16 +49,20 @@ static int set(const kc_ctx_t *ctx, const char *name, const char *value) {
 int kc_efo_apply(const kc_ctx_t *ctx, const kc_efo_opts_t *o) {
   const char *reg = o->registration;
   if (!o->name && !o->arn) {
-    if (reg) return kc_usage_error(ctx, "--efo-registration needs --efo NAME "
-                                   "or --efo-arn ARN");
+    if (reg)
+      return kc_usage_error(ctx,
+                            "--efo-registration needs --efo NAME "
+                            "or --efo-arn ARN");
     return KC_GO_ON; /* polling */
   }
   if (!reg) reg = o->arn && !o->name ? "none" : "lazy"; /* as the library */
   if (!strcmp(reg, "none") && !o->arn)
     return kc_usage_error(ctx, "--efo-registration none needs --efo-arn ARN");
   if (strcmp(reg, "none") && o->arn)
-    return kc_usage_error(ctx, "--efo-arn goes with --efo-registration none "
-                          "(%s registration registers --efo NAME)", reg);
+    return kc_usage_error(ctx,
+                          "--efo-arn goes with --efo-registration none "
+                          "(%s registration registers --efo NAME)",
+                          reg);
   if (strcmp(reg, "none") && !o->name)
     return kc_usage_error(ctx, "--efo-registration %s needs --efo NAME", reg);
   int rc;
@@ -79,18 +86,27 @@ static int on_opt(void *st, int id, const char *arg) {
   switch (id) {
     case KC_OPT_TIMEOUT:
       if (kc_parse_int(arg, 1, 86400, &e->timeout_s))
-        return kc_usage_error(e->ctx, "--timeout needs seconds (1 to 86400), "
-                              "not \"%s\"", arg);
+        return kc_usage_error(e->ctx,
+                              "--timeout needs seconds (1 to 86400), "
+                              "not \"%s\"",
+                              arg);
       return KC_GO_ON;
-    case KC_OPT_NO_WAIT: e->no_wait = 1; return KC_GO_ON;
-    case 'J': e->json = 1; return KC_GO_ON;
-    default: return kc_usage_error(e->ctx, "unexpected option");
+    case KC_OPT_NO_WAIT:
+      e->no_wait = 1;
+      return KC_GO_ON;
+    case 'J':
+      e->json = 1;
+      return KC_GO_ON;
+    default:
+      return kc_usage_error(e->ctx, "unexpected option");
   }
 }
 
-static const kc_opt_t efo_opts[] = {
-    {KC_OPT_NO_WAIT, 0, "no-wait", 0}, {KC_OPT_TIMEOUT, 0, "timeout", 1},
-    {'J', 'J', "json", 0}, KC_GLOBAL_OPTS, {0, 0, NULL, 0}};
+static const kc_opt_t efo_opts[] = {{KC_OPT_NO_WAIT, 0, "no-wait", 0},
+                                    {KC_OPT_TIMEOUT, 0, "timeout", 1},
+                                    {'J', 'J', "json", 0},
+                                    KC_GLOBAL_OPTS,
+                                    {0, 0, NULL, 0}};
 
 static void print_consumer(const efo_cmd_t *e, const kn_stream_consumer_t *c) {
   if (e->json) {
@@ -104,7 +120,8 @@ static void print_consumer(const efo_cmd_t *e, const kn_stream_consumer_t *c) {
            (long long)kn_stream_consumer_created_ms(c));
   } else {
     /* Sanitized one by one: the tabs between them stay. */
-    const char *f[3] = {kn_stream_consumer_name(c), kn_stream_consumer_status(c),
+    const char *f[3] = {kn_stream_consumer_name(c),
+                        kn_stream_consumer_status(c),
                         kn_stream_consumer_arn(c)};
     for (int i = 0; i < 3; i++) {
       char *t = strdup(f[i] ? f[i] : "");
@@ -122,8 +139,8 @@ static void sleep_ms(long ms) {
 }
 
 /* The stream's ARN (malloc'ed), or NULL with the failure reported. */
-static char *stream_arn(const efo_cmd_t *e, kn_client_t *kc,
-                        const char *stream, int *rc) {
+static char *stream_arn(const efo_cmd_t *e, kn_client_t *kc, const char *stream,
+                        int *rc) {
   kn_stream_summary_t *sum = NULL;
   kn_error_t *err = kn_describe_stream_summary(kc, stream, &sum);
   if (err) {
@@ -201,8 +218,8 @@ static int efo_register(const efo_cmd_t *e, kn_client_t *kc, const char *arn,
   return wait_consumer(e, kc, arn, name, 0);
 }
 
-static int efo_deregister(const efo_cmd_t *e, kn_client_t *kc,
-                          const char *arn, const char *name) {
+static int efo_deregister(const efo_cmd_t *e, kn_client_t *kc, const char *arn,
+                          const char *name) {
   kn_error_t *err = kn_deregister_stream_consumer(kc, arn, name, NULL);
   if (err) {
     char what[300];
@@ -243,15 +260,20 @@ static int run_efo(kc_ctx_t *ctx, int argc, char **argv) {
   if (!list && strcmp(what, "register") && strcmp(what, "deregister"))
     return kc_usage_error(ctx, "unknown efo command \"%s\"", what);
   if (n < (list ? 2 : 3))
-    return kc_usage_error(ctx, list ? "missing STREAM" : "missing STREAM or NAME");
-  if (list && n > 2) return kc_usage_error(ctx, "unexpected argument \"%s\"", ops[2]);
+    return kc_usage_error(ctx,
+                          list ? "missing STREAM" : "missing STREAM or NAME");
+  if (list && n > 2)
+    return kc_usage_error(ctx, "unexpected argument \"%s\"", ops[2]);
   kn_client_t *kc = kc_client_new(ctx, &rc);
   if (!kc) return rc;
   char *arn = stream_arn(&e, kc, ops[1], &rc);
   if (arn) {
-    if (list) rc = efo_list(&e, kc, arn);
-    else if (!strcmp(what, "register")) rc = efo_register(&e, kc, arn, ops[2]);
-    else rc = efo_deregister(&e, kc, arn, ops[2]);
+    if (list)
+      rc = efo_list(&e, kc, arn);
+    else if (!strcmp(what, "register"))
+      rc = efo_register(&e, kc, arn, ops[2]);
+    else
+      rc = efo_deregister(&e, kc, arn, ops[2]);
   }
   free(arn);
   kn_client_destroy(kc);
@@ -260,7 +282,8 @@ static int run_efo(kc_ctx_t *ctx, int argc, char **argv) {
 
 const kc_command_t kc_cmd_efo = {
     "efo", run_efo, "register, deregister or list fan-out consumers",
-    "kncat efo register|deregister STREAM NAME [--no-wait] [--timeout SEC] [-J]\n"
+    "kncat efo register|deregister STREAM NAME [--no-wait] [--timeout SEC] "
+    "[-J]\n"
     "       kncat efo list STREAM [-J]\n",
     "\n"
     "Enhanced fan-out consumers of STREAM, for operators (consume and group\n"
@@ -274,7 +297,8 @@ const kc_command_t kc_cmd_efo = {
     "  list             every consumer of the stream\n"
     "\n"
     "  --no-wait        return as soon as the request is accepted\n"
-    "  --timeout SEC    give up waiting after SEC seconds (default 300; exit 1)\n"
+    "  --timeout SEC    give up waiting after SEC seconds (default 300; exit "
+    "1)\n"
     "  -J, --json       one JSON object per consumer: \"name\", \"status\",\n"
     "                   \"arn\", \"created_ms\"; without -J: NAME, STATUS and\n"
     "                   ARN separated by tabs\n"

@@ -33,17 +33,25 @@ static int on_opt(void *st, int id, const char *arg) {
     case 'o':
       if (kc_parse_position(arg, &g->pos) || g->pos.kind == KC_POS_AT_SEQ ||
           g->pos.kind == KC_POS_AFTER_SEQ)
-        return kc_usage_error(g->ctx, "bad position \"%s\" (group takes "
-                              "trim_horizon, latest or ts:EPOCH_MS)", arg);
+        return kc_usage_error(g->ctx,
+                              "bad position \"%s\" (group takes "
+                              "trim_horizon, latest or ts:EPOCH_MS)",
+                              arg);
       g->pos_text = arg;
       return KC_GO_ON;
-    case 'e': g->sink.exit_at_end = 1; return KC_GO_ON;
+    case 'e':
+      g->sink.exit_at_end = 1;
+      return KC_GO_ON;
     case 'c':
       if (kc_parse_int(arg, 1, INT64_MAX, &g->sink.count))
-        return kc_usage_error(g->ctx, "-c needs a count of at least 1, not "
-                              "\"%s\"", arg);
+        return kc_usage_error(g->ctx,
+                              "-c needs a count of at least 1, not "
+                              "\"%s\"",
+                              arg);
       return KC_GO_ON;
-    case 'J': g->sink.json = 1; return KC_GO_ON;
+    case 'J':
+      g->sink.json = 1;
+      return KC_GO_ON;
     case 'D':
       if (kc_parse_delim(arg, g->sink.delim, sizeof(g->sink.delim),
                          &g->sink.delim_len))
@@ -54,23 +62,36 @@ static int on_opt(void *st, int id, const char *arg) {
                          &g->sink.key_delim_len))
         return kc_usage_error(g->ctx, "bad key delimiter \"%s\"", arg);
       return KC_GO_ON;
-    case KC_OPT_APP: g->app = arg; return KC_GO_ON;
-    case KC_OPT_LEASES: g->leases = arg; return KC_GO_ON;
-    case KC_OPT_WORKER: g->worker = arg; return KC_GO_ON;
+    case KC_OPT_APP:
+      g->app = arg;
+      return KC_GO_ON;
+    case KC_OPT_LEASES:
+      g->leases = arg;
+      return KC_GO_ON;
+    case KC_OPT_WORKER:
+      g->worker = arg;
+      return KC_GO_ON;
     case KC_OPT_EFO:
     case KC_OPT_EFO_REGISTRATION:
-    case KC_OPT_EFO_ARN: return kc_efo_option(g->ctx, &g->efo, id, arg);
-    default: return kc_usage_error(g->ctx, "unexpected option");
+    case KC_OPT_EFO_ARN:
+      return kc_efo_option(g->ctx, &g->efo, id, arg);
+    default:
+      return kc_usage_error(g->ctx, "unexpected option");
   }
 }
 
-static const kc_opt_t group_opts[] = {
-    {KC_OPT_APP, 0, "app", 1},       {KC_OPT_LEASES, 0, "leases", 1},
-    {KC_OPT_WORKER, 0, "worker", 1}, {'o', 'o', "offset", 1},
-    {'e', 'e', "exit", 0},           {'c', 'c', "count", 1},
-    {'J', 'J', "json", 0},           {'D', 'D', NULL, 1},
-    {'K', 'K', NULL, 1},             KC_EFO_OPTS,
-    KC_GLOBAL_OPTS,                  {0, 0, NULL, 0}};
+static const kc_opt_t group_opts[] = {{KC_OPT_APP, 0, "app", 1},
+                                      {KC_OPT_LEASES, 0, "leases", 1},
+                                      {KC_OPT_WORKER, 0, "worker", 1},
+                                      {'o', 'o', "offset", 1},
+                                      {'e', 'e', "exit", 0},
+                                      {'c', 'c', "count", 1},
+                                      {'J', 'J', "json", 0},
+                                      {'D', 'D', NULL, 1},
+                                      {'K', 'K', NULL, 1},
+                                      KC_EFO_OPTS,
+                                      KC_GLOBAL_OPTS,
+                                      {0, 0, NULL, 0}};
 
 static int set(group_t *g, const char *name, const char *value) {
   char errstr[256] = "";
@@ -108,9 +129,10 @@ static void status(void *opaque, kn_consumer_t *kc) {
   if (g->last_time) {
     double dt = difftime(now, g->last_time);
     double rate = dt > 0 ? (double)(records - g->last_records) / dt : 0;
-    fprintf(stderr, "kncat: group: %s: %lld leases, %.0f records/s, "
-            "max lag %s%lld ms\n", g->app, held, rate, lag < 0 ? "~" : "",
-            lag < 0 ? 0 : lag);
+    fprintf(stderr,
+            "kncat: group: %s: %lld leases, %.0f records/s, "
+            "max lag %s%lld ms\n",
+            g->app, held, rate, lag < 0 ? "~" : "", lag < 0 ? 0 : lag);
   }
   g->last_records = records;
   g->last_time = now;

@@ -16,9 +16,14 @@ typedef struct leases_cmd {
 static int on_opt(void *st, int id, const char *arg) {
   leases_cmd_t *c = st;
   switch (id) {
-    case KC_OPT_LEASES: c->store = arg; return KC_GO_ON;
-    case 'J': c->json = 1; return KC_GO_ON;
-    default: return kc_usage_error(c->ctx, "unexpected option");
+    case KC_OPT_LEASES:
+      c->store = arg;
+      return KC_GO_ON;
+    case 'J':
+      c->json = 1;
+      return KC_GO_ON;
+    default:
+      return kc_usage_error(c->ctx, "unexpected option");
   }
 }
 
@@ -53,7 +58,8 @@ static int run_leases(kc_ctx_t *ctx, int argc, char **argv) {
   c.ctx = ctx;
   char *ops[1];
   int nops = 0;
-  int rc = kc_cmd_parse(ctx, argc, argv, leases_opts, ops, 1, &nops, on_opt, &c);
+  int rc =
+      kc_cmd_parse(ctx, argc, argv, leases_opts, ops, 1, &nops, on_opt, &c);
   if (rc != KC_GO_ON) return rc;
   if (nops < 1) return kc_usage_error(ctx, "missing APP");
   char defstore[512];

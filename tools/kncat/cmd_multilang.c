@@ -60,8 +60,8 @@ typedef enum act {
 } act_t;
 
 static const char *const act_names[] = {
-    "", "initialize", "processRecords", "leaseLost", "shardEnded",
-    "shutdownRequested"};
+    "",          "initialize", "processRecords",
+    "leaseLost", "shardEnded", "shutdownRequested"};
 
 /* ---- positions: (decimal sequence number, sub-sequence number) ---- */
 
@@ -126,10 +126,10 @@ typedef struct ev {
   char *shard;       /* owned */
   kn_batch_t *batch; /* EV_BATCH; owned */
   size_t bytes;
-  pos_t ckpt;        /* EV_ACQUIRED: the lease's checkpoint */
+  pos_t ckpt; /* EV_ACQUIRED: the lease's checkpoint */
   int has_ckpt;
-  kn_err_t reason;   /* EV_LOST */
-  handoff_t *hand;   /* EV_HANDOFF */
+  kn_err_t reason; /* EV_LOST */
+  handoff_t *hand; /* EV_HANDOFF */
 } ev_t;
 
 /* ---- shards ---- */
@@ -138,33 +138,33 @@ typedef struct item {
   struct item *next;
   kn_batch_t *batch; /* NULL: the end of the shard */
   size_t bytes;
-  pos_t last;        /* position of the batch's last record */
+  pos_t last; /* position of the batch's last record */
 } item_t;
 
 typedef struct shard {
   struct shard *next;
   char *id;
   kc_ml_child_t child;
-  int retired;       /* lease gone or shard finished: only the child's exit
-                        is awaited */
-  int lost;          /* leaseLost still to be sent */
-  handoff_t *hand;   /* asked for by another worker: shutdownRequested,
-                        then the intake is told (handoff_done) */
-  int final_sent;    /* leaseLost, shardEnded or shutdownRequested sent */
-  int done;          /* the final message answered; stdin closed */
-  int64_t exit_by;   /* kill the child if it has not exited by then */
+  int retired;     /* lease gone or shard finished: only the child's exit
+                      is awaited */
+  int lost;        /* leaseLost still to be sent */
+  handoff_t *hand; /* asked for by another worker: shutdownRequested,
+                      then the intake is told (handoff_done) */
+  int final_sent;  /* leaseLost, shardEnded or shutdownRequested sent */
+  int done;        /* the final message answered; stdin closed */
+  int64_t exit_by; /* kill the child if it has not exited by then */
   act_t pending;
   int64_t pending_since;
   item_t *head, *tail, *next_send; /* from the last checkpoint on */
-  size_t retained;   /* bytes of items already sent */
-  int gap;           /* items were dropped: no replay possible */
+  size_t retained;                 /* bytes of items already sent */
+  int gap;                         /* items were dropped: no replay possible */
   pos_t ckpt;
   int has_ckpt;
-  pos_t delivered;   /* last record sent to the child */
+  pos_t delivered; /* last record sent to the child */
   int has_delivered;
-  int failures;      /* consecutive */
+  int failures; /* consecutive */
   int64_t restart_at;
-  int starting;      /* no child: one starts at restart_at */
+  int starting; /* no child: one starts at restart_at */
   /* processRecords being written: the batch is encoded a piece at a time
    * as the pipe takes it, so a big batch never sits whole in memory twice.
    * stream_it is not freed while set. */
@@ -194,7 +194,7 @@ typedef struct ml {
   /* state */
   int shutting_down;
   int64_t shutdown_by;
-  int fatal;               /* a shard could not be continued */
+  int fatal; /* a shard could not be continued */
   int ever_failing;
   long long records_sent, failures_total;
   int64_t next_status;
@@ -229,8 +229,10 @@ static void logf_(ml_t *m, int notice, const char *fmt, ...) {
 /* ---- intake thread ---- */
 
 static void push_locked(ml_t *m, ev_t *e) {
-  if (m->ev_tail) m->ev_tail->next = e;
-  else m->ev_head = e;
+  if (m->ev_tail)
+    m->ev_tail->next = e;
+  else
+    m->ev_head = e;
   m->ev_tail = e;
   char c = 1;
   ssize_t w = write(m->wake[1], &c, 1);
@@ -259,9 +261,9 @@ static void on_acquired(kn_consumer_t *kc, const char *shard, int64_t token,
   (void)token, (void)st, (void)st_len;
   ml_t *m = opaque;
   ev_t *e = new_ev(EV_ACQUIRED, shard);
-  if (e && kn_consumer_lease_checkpoint(kc, shard, e->ckpt.seq,
-                                        sizeof(e->ckpt.seq),
-                                        &e->ckpt.sub) == 0 &&
+  if (e &&
+      kn_consumer_lease_checkpoint(kc, shard, e->ckpt.seq, sizeof(e->ckpt.seq),
+                                   &e->ckpt.sub) == 0 &&
       e->ckpt.seq[0])
     e->has_ckpt = 1;
   push(m, e);
@@ -299,10 +301,11 @@ static void on_lost(kn_consumer_t *kc, const char *shard, kn_err_t reason,
   pthread_mutex_lock(&m->mu);
   push_locked(m, e);
   while (!h->done && !m->intake_stop)
-    if (pthread_cond_timedwait(&m->hand_cv, &m->mu, &until) == ETIMEDOUT)
-      break;
-  if (h->done) free(h);
-  else h->abandoned = 1;
+    if (pthread_cond_timedwait(&m->hand_cv, &m->mu, &until) == ETIMEDOUT) break;
+  if (h->done)
+    free(h);
+  else
+    h->abandoned = 1;
   pthread_mutex_unlock(&m->mu);
 }
 
@@ -384,8 +387,10 @@ static void unsent_sub(ml_t *m, size_t bytes) {
 /* ---- shard items ---- */
 
 static void item_free(ml_t *m, shard_t *s, item_t *it, int sent) {
-  if (!sent) unsent_sub(m, it->bytes);
-  else s->retained -= it->bytes;
+  if (!sent)
+    unsent_sub(m, it->bytes);
+  else
+    s->retained -= it->bytes;
   kn_batch_destroy(it->batch);
   free(it);
 }
@@ -410,16 +415,17 @@ static void drop_items(ml_t *m, shard_t *s) {
 /* Frees the items not sent yet (a shutdown does not deliver them). */
 static void drop_unsent(ml_t *m, shard_t *s) {
   item_t *prev = NULL;
-  for (item_t *it = s->head; it && it != s->next_send; it = it->next)
-    prev = it;
+  for (item_t *it = s->head; it && it != s->next_send; it = it->next) prev = it;
   for (item_t *it = s->next_send, *nx; it; it = nx) {
     nx = it->next;
     item_free(m, s, it, 0);
   }
   s->next_send = NULL;
   s->tail = prev;
-  if (prev) prev->next = NULL;
-  else s->head = NULL;
+  if (prev)
+    prev->next = NULL;
+  else
+    s->head = NULL;
 }
 
 /* After a checkpoint at p: batches wholly at or below it are not needed
@@ -504,9 +510,11 @@ static void fail_child(ml_t *m, shard_t *s, const char *fmt, ...) {
     return;
   }
   if (s->gap) {
-    logf_(m, 0, "shard %s: record processor failed (%s) with more than "
+    logf_(m, 0,
+          "shard %s: record processor failed (%s) with more than "
           "%zu MB not checkpointed: its records cannot be given to a new "
-          "one; stopping", s->id, why, RETAIN_MAX >> 20);
+          "one; stopping",
+          s->id, why, RETAIN_MAX >> 20);
     m->fatal = 1;
     s->retired = 1;
     return;
@@ -515,9 +523,10 @@ static void fail_child(ml_t *m, shard_t *s, const char *fmt, ...) {
   for (int i = 1; i < s->failures && backoff < BACKOFF_MAX_MS; i++)
     backoff *= 2;
   if (backoff > BACKOFF_MAX_MS) backoff = BACKOFF_MAX_MS;
-  logf_(m, 0, "shard %s: record processor failed (%s); a new one starts "
-        "from the last checkpoint in %lld ms", s->id, why,
-        (long long)backoff);
+  logf_(m, 0,
+        "shard %s: record processor failed (%s); a new one starts "
+        "from the last checkpoint in %lld ms",
+        s->id, why, (long long)backoff);
   /* Sent items become unsent again. */
   for (item_t *it = s->head; it && it != s->next_send; it = it->next) {
     pthread_mutex_lock(&m->mu);
@@ -671,8 +680,8 @@ static const char *ckpt_error(const kn_error_t *e) {
 static void on_checkpoint(ml_t *m, shard_t *s, const kc_ml_in_t *in) {
   const char *error = NULL;
   const char *asked = in->has_seq ? in->seq : NULL;
-  int64_t asked_sub = in->has_subseq && !in->subseq_bad ? (int64_t)in->subseq
-                                                        : -1;
+  int64_t asked_sub =
+      in->has_subseq && !in->subseq_bad ? (int64_t)in->subseq : -1;
   pos_t p;
   int write = 0;
   if (s->pending == A_INIT || s->pending == A_LEASE_LOST) {
@@ -682,8 +691,8 @@ static void on_checkpoint(ml_t *m, shard_t *s, const kc_ml_in_t *in) {
   } else if (!in->has_seq ||
              (s->pending == A_SHARD_ENDED && !strcmp(in->seq, "SHARD_END"))) {
     /* Everything delivered so far. */
-    if (s->has_delivered && (!s->has_ckpt || pos_cmp(&s->delivered,
-                                                     &s->ckpt) > 0)) {
+    if (s->has_delivered &&
+        (!s->has_ckpt || pos_cmp(&s->delivered, &s->ckpt) > 0)) {
       p = s->delivered;
       write = 1;
     }
@@ -730,8 +739,10 @@ static void on_stdout_line(void *opaque, const char *line, size_t len) {
   int rc = kc_ml_decode(line, len, &in, why, sizeof(why));
   if (rc == KC_ML_DEC_SKIP) {
     if (strcmp(why, "blank line") != 0)
-      logf_(m, 1, "shard %s: skipped a line from the record processor "
-            "(%s): %.*s", s->id, why, (int)(len > 200 ? 200 : len), line);
+      logf_(m, 1,
+            "shard %s: skipped a line from the record processor "
+            "(%s): %.*s",
+            s->id, why, (int)(len > 200 ? 200 : len), line);
     return;
   }
   if (rc == KC_ML_DEC_PROTOCOL) {
@@ -743,8 +754,8 @@ static void on_stdout_line(void *opaque, const char *line, size_t len) {
     return;
   }
   /* status */
-  if (s->pending == A_NONE || strcmp(in.response_for,
-                                     act_names[s->pending]) != 0) {
+  if (s->pending == A_NONE ||
+      strcmp(in.response_for, act_names[s->pending]) != 0) {
     fail_child(m, s, "status for \"%s\" while %s%s%s", in.response_for,
                s->pending == A_NONE ? "nothing was asked" : "waiting for \"",
                s->pending == A_NONE ? "" : act_names[s->pending],
@@ -758,8 +769,8 @@ static void on_stdout_line(void *opaque, const char *line, size_t len) {
     kc_ml_child_close_stdin(&s->child);
     s->done = 1;
     s->retired = 1;
-    int64_t grace = m->conf.grace_ms > EXIT_GRACE_MS ? m->conf.grace_ms
-                                                     : EXIT_GRACE_MS;
+    int64_t grace =
+        m->conf.grace_ms > EXIT_GRACE_MS ? m->conf.grace_ms : EXIT_GRACE_MS;
     s->exit_by = now_ms() + grace;
   }
 }
@@ -797,8 +808,10 @@ static void apply(ml_t *m, ev_t *e) {
         if (s) s->retired = 1;
         break;
       }
-      logf_(m, 1, "shard %s: another worker asked for it: "
-            "shutdownRequested", s->id);
+      logf_(m, 1,
+            "shard %s: another worker asked for it: "
+            "shutdownRequested",
+            s->id);
       drop_unsent(m, s);
       s->hand = e->hand;
       break;
@@ -824,8 +837,10 @@ static void apply(ml_t *m, ev_t *e) {
       if (it->batch && kn_batch_count(it->batch))
         pos_of(&it->last,
                kn_batch_record(it->batch, kn_batch_count(it->batch) - 1));
-      if (s->tail) s->tail->next = it;
-      else s->head = it;
+      if (s->tail)
+        s->tail->next = it;
+      else
+        s->head = it;
       s->tail = it;
       if (!s->next_send) s->next_send = it;
       break;
@@ -836,8 +851,10 @@ static void apply(ml_t *m, ev_t *e) {
 static void start_shutdown(ml_t *m) {
   m->shutting_down = 1;
   m->shutdown_by = now_ms() + m->conf.grace_ms;
-  logf_(m, 1, "stopping: shutdownRequested to every record processor "
-        "(%lld ms to checkpoint)", (long long)m->conf.grace_ms);
+  logf_(m, 1,
+        "stopping: shutdownRequested to every record processor "
+        "(%lld ms to checkpoint)",
+        (long long)m->conf.grace_ms);
   for (shard_t *s = m->shards; s; s = s->next) {
     if (s->retired) continue;
     drop_unsent(m, s);
@@ -854,15 +871,15 @@ static void status_line(ml_t *m, int64_t now) {
     if (!s->retired) n++;
     if (s->child.pid > 0) children++;
     if (!s->retired && s->failures >= FAILING_AFTER && fl < 200)
-      fl += (size_t)snprintf(failing + fl, sizeof(failing) - fl, " %s",
-                             s->id);
+      fl += (size_t)snprintf(failing + fl, sizeof(failing) - fl, " %s", s->id);
   }
   double dt = (double)(now - m->last_status_ms) / 1000.0;
   double rate = dt > 0 ? (double)(m->records_sent - m->last_records) / dt : 0;
-  fprintf(stderr, "kncat: multilang: %s: %d shards, %d processors, %.0f "
-          "records/s, %lld processor failures%s%s\n", m->conf.app, n,
-          children, rate, m->failures_total, *failing ? "; failing:" : "",
-          failing);
+  fprintf(stderr,
+          "kncat: multilang: %s: %d shards, %d processors, %.0f "
+          "records/s, %lld processor failures%s%s\n",
+          m->conf.app, n, children, rate, m->failures_total,
+          *failing ? "; failing:" : "", failing);
   m->last_records = m->records_sent;
   m->last_status_ms = now;
   m->next_status = now + STATUS_EVERY_MS;
@@ -893,8 +910,7 @@ static int loop(ml_t *m) {
     /* children: restarts, deadlines, sends, reaping */
     for (shard_t **pp = &m->shards; *pp;) {
       shard_t *s = *pp;
-      if (s->starting && !s->retired && now >= s->restart_at)
-        start_child(m, s);
+      if (s->starting && !s->retired && now >= s->restart_at) start_child(m, s);
       if (s->child.pid > 0 && s->pending != A_NONE && m->conf.timeout_ms &&
           now - s->pending_since > m->conf.timeout_ms && !s->done)
         fail_child(m, s, "no answer to %s within timeoutInSeconds",
@@ -910,8 +926,7 @@ static int loop(ml_t *m) {
           kc_ml_child_free(&s->child);
           kc_ml_child_init(&s->child);
         } else if (now >= s->exit_by) {
-          logf_(m, 0, "shard %s: record processor did not exit; killed",
-                s->id);
+          logf_(m, 0, "shard %s: record processor did not exit; killed", s->id);
           close_child(s);
         }
       }
@@ -929,8 +944,10 @@ static int loop(ml_t *m) {
       for (shard_t *s = m->shards; s; s = s->next) left += s->child.pid > 0;
       if (!left) return 0;
       if (now >= m->shutdown_by) {
-        logf_(m, 0, "%d record processor(s) still running after "
-              "shutdownGraceMillis; killed", left);
+        logf_(m, 0,
+              "%d record processor(s) still running after "
+              "shutdownGraceMillis; killed",
+              left);
         return 0;
       }
     }
@@ -1018,12 +1035,17 @@ enum { OPT_PROPS = 1000, OPT_LOGCONF };
 static int on_opt(void *st, int id, const char *arg) {
   opts_t *o = st;
   switch (id) {
-    case OPT_PROPS: o->file = arg; return KC_GO_ON;
-    case OPT_LOGCONF:
-      kc_noticef(o->ctx, "--log-configuration %s: ignored (kncat logs to "
-                 "stderr; -v, -q)", arg);
+    case OPT_PROPS:
+      o->file = arg;
       return KC_GO_ON;
-    default: return kc_usage_error(o->ctx, "unexpected option");
+    case OPT_LOGCONF:
+      kc_noticef(o->ctx,
+                 "--log-configuration %s: ignored (kncat logs to "
+                 "stderr; -v, -q)",
+                 arg);
+      return KC_GO_ON;
+    default:
+      return kc_usage_error(o->ctx, "unexpected option");
   }
 }
 
@@ -1070,8 +1092,10 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
   int nops = 0;
   int rc = kc_cmd_parse(ctx, argc, argv, ml_opts, ops, 1, &nops, on_opt, &o);
   if (rc != KC_GO_ON) return rc;
-  if (!o.file && nops == 1) o.file = ops[0];
-  else if (nops) return kc_usage_error(ctx, "one properties file only");
+  if (!o.file && nops == 1)
+    o.file = ops[0];
+  else if (nops)
+    return kc_usage_error(ctx, "one properties file only");
   if (!o.file) return kc_usage_error(ctx, "missing --properties-file FILE");
 
   char *text;
@@ -1130,8 +1154,7 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
   m.next_status = m.last_status_ms + STATUS_EVERY_MS;
   kc_noticef(ctx, "%s: stream %s, %s, record processor %s", m.conf.app,
              m.conf.stream,
-             m.conf.retrieval == KC_ML_RETRIEVAL_FANOUT ? "fan-out"
-                                                        : "polling",
+             m.conf.retrieval == KC_ML_RETRIEVAL_FANOUT ? "fan-out" : "polling",
              m.conf.argv[0]);
   if (pthread_create(&m.intake, NULL, intake_main, &m)) {
     kc_errorf(ctx, "cannot start a thread");
@@ -1145,8 +1168,9 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
     pthread_join(m.intake, NULL);
     rc = lr == 0 ? (m.ever_failing ? KC_EXIT_RUNTIME : KC_EXIT_OK)
                  : KC_EXIT_RUNTIME;
-    if (lr == 2) rc = kc_fail(ctx, kn_consumer_fatal_error(m.kc), m.conf.stream,
-                              "consumer");
+    if (lr == 2)
+      rc = kc_fail(ctx, kn_consumer_fatal_error(m.kc), m.conf.stream,
+                   "consumer");
     if (m.ever_failing && lr == 0)
       kc_errorf(ctx, "a record processor kept failing (see above)");
   }

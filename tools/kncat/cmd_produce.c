@@ -34,10 +34,10 @@ typedef struct produce {
   size_t delim_len, key_delim_len;
   const char *key; /* -k */
   int aggregate;
-  const char *linger;           /* --linger MS, or NULL */
-  long long rate, rate_bytes;   /* --rate, --rate-bytes; 0: none */
+  const char *linger;         /* --linger MS, or NULL */
+  long long rate, rate_bytes; /* --rate, --rate-bytes; 0: none */
   uint64_t failure_lines;
-  uint64_t not_sent;            /* refused before the producer */
+  uint64_t not_sent; /* refused before the producer */
   /* A regular file's records, sent from its mapping until the last
    * delimiter, the rest read as a stream; NULL when not mapped. */
   kc_mapped_t *mapped;
@@ -66,13 +66,19 @@ static int on_opt(void *st, int id, const char *arg) {
                          &p->key_delim_len))
         return kc_usage_error(p->ctx, "bad key delimiter \"%s\"", arg);
       return KC_GO_ON;
-    case 'k': p->key = arg; return KC_GO_ON;
-    case KC_OPT_AGGREGATE: p->aggregate = 1; return KC_GO_ON;
+    case 'k':
+      p->key = arg;
+      return KC_GO_ON;
+    case KC_OPT_AGGREGATE:
+      p->aggregate = 1;
+      return KC_GO_ON;
     case KC_OPT_LINGER: {
       long long v;
       if (kc_parse_int(arg, 0, 86400000, &v))
-        return kc_usage_error(p->ctx, "--linger: not a number of milliseconds: "
-                              "\"%s\"", arg);
+        return kc_usage_error(p->ctx,
+                              "--linger: not a number of milliseconds: "
+                              "\"%s\"",
+                              arg);
       p->linger = arg;
       return KC_GO_ON;
     }
@@ -81,11 +87,13 @@ static int on_opt(void *st, int id, const char *arg) {
       long long v;
       if (kc_parse_int(arg, 1, 1000000000000LL, &v))
         return kc_usage_error(p->ctx, "%s: not a positive number: \"%s\"",
-                              id == KC_OPT_RATE ? "--rate" : "--rate-bytes", arg);
+                              id == KC_OPT_RATE ? "--rate" : "--rate-bytes",
+                              arg);
       *(id == KC_OPT_RATE ? &p->rate : &p->rate_bytes) = v;
       return KC_GO_ON;
     }
-    default: return kc_usage_error(p->ctx, "unexpected option");
+    default:
+      return kc_usage_error(p->ctx, "unexpected option");
   }
 }
 
@@ -177,14 +185,16 @@ static void progress(produce_t *p, kn_producer_t *kp, int final) {
   double el = t - p->start;
   if (el < 2.0) return;
   unsigned long long ok = kn_producer_counter(kp, KN_PC_DELIVERED);
-  fprintf(stderr, "%skncat: produce: %llu records in %.0f s (%.0f/s), %llu in "
-          "flight, %llu queued, %llu retries, %llu failed%s",
-          p->tty ? "\r\033[K" : "", ok, el, (double)ok / el,
-          (unsigned long long)kn_producer_counter(kp, KN_PC_IN_FLIGHT),
-          (unsigned long long)kn_producer_outq_len(kp),
-          (unsigned long long)kn_producer_counter(kp, KN_PC_RETRIES),
-          (unsigned long long)(kn_producer_counter(kp, KN_PC_FAILED) + p->not_sent),
-          p->tty ? "" : "\n");
+  fprintf(
+      stderr,
+      "%skncat: produce: %llu records in %.0f s (%.0f/s), %llu in "
+      "flight, %llu queued, %llu retries, %llu failed%s",
+      p->tty ? "\r\033[K" : "", ok, el, (double)ok / el,
+      (unsigned long long)kn_producer_counter(kp, KN_PC_IN_FLIGHT),
+      (unsigned long long)kn_producer_outq_len(kp),
+      (unsigned long long)kn_producer_counter(kp, KN_PC_RETRIES),
+      (unsigned long long)(kn_producer_counter(kp, KN_PC_FAILED) + p->not_sent),
+      p->tty ? "" : "\n");
   p->progress_shown = 1;
 }
 
@@ -197,12 +207,15 @@ static void wait_until(produce_t *p, kn_producer_t *kp, double due) {
   }
 }
 
-static const kc_opt_t produce_opts[] = {
-    {'D', 'D', NULL, 1},           {'K', 'K', NULL, 1},
-    {'k', 'k', "key", 1},          {KC_OPT_AGGREGATE, 0, "aggregate", 0},
-    {KC_OPT_LINGER, 0, "linger", 1}, {KC_OPT_RATE, 0, "rate", 1},
-    {KC_OPT_RATE_BYTES, 0, "rate-bytes", 1},
-    KC_GLOBAL_OPTS, {0, 0, NULL, 0}};
+static const kc_opt_t produce_opts[] = {{'D', 'D', NULL, 1},
+                                        {'K', 'K', NULL, 1},
+                                        {'k', 'k', "key", 1},
+                                        {KC_OPT_AGGREGATE, 0, "aggregate", 0},
+                                        {KC_OPT_LINGER, 0, "linger", 1},
+                                        {KC_OPT_RATE, 0, "rate", 1},
+                                        {KC_OPT_RATE_BYTES, 0, "rate-bytes", 1},
+                                        KC_GLOBAL_OPTS,
+                                        {0, 0, NULL, 0}};
 
 /* Input paused (someone typing, a slow pipe): serve the reports that are
  * ready; what was read goes out within the linger time anyway. */
@@ -283,7 +296,8 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
       keybuf[key_len] = '\0';
     }
     /* --rate, --rate-bytes: hold the record until its time. */
-    if (p->rate) wait_until(p, kp, p->start + (double)(recno - 1) / (double)p->rate);
+    if (p->rate)
+      wait_until(p, kp, p->start + (double)(recno - 1) / (double)p->rate);
     if (p->rate_bytes)
       wait_until(p, kp, p->start + (double)bytes / (double)p->rate_bytes);
     bytes += len;
@@ -327,7 +341,8 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
   p.delim_len = 1;
   char *ops[2] = {NULL, NULL};
   int nops = 0;
-  int rc = kc_cmd_parse(ctx, argc, argv, produce_opts, ops, 2, &nops, on_opt, &p);
+  int rc =
+      kc_cmd_parse(ctx, argc, argv, produce_opts, ops, 2, &nops, on_opt, &p);
   if (rc != KC_GO_ON) return rc;
   if (nops < 1) return kc_usage_error(ctx, "missing STREAM");
   if (p.key && key_problem(p.key, strlen(p.key)))
@@ -410,7 +425,8 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
   uint64_t retries = kn_producer_counter(kp, KN_PC_RETRIES);
   uint64_t calls = kn_producer_counter(kp, KN_PC_CALLS);
   double el = now_s() - p.start;
-  kc_noticef(ctx, "%llu record%s sent, %llu failed, %llu retr%s (%llu call%s, "
+  kc_noticef(ctx,
+             "%llu record%s sent, %llu failed, %llu retr%s (%llu call%s, "
              "%.1f s, %.0f records/s)",
              (unsigned long long)sent, sent == 1 ? "" : "s",
              (unsigned long long)failed, (unsigned long long)retries,
@@ -447,7 +463,8 @@ const kc_command_t kc_cmd_produce = {
     "delimiter is not sent; an empty line elsewhere is an empty record.  A\n"
     "record waits at most the linger time (100 ms) for its call to fill.\n"
     "\n"
-    "  -D DELIM   record delimiter (default \\n).  Escapes: \\n \\r \\t \\0 \\\\\n"
+    "  -D DELIM   record delimiter (default \\n).  Escapes: \\n \\r \\t \\0 "
+    "\\\\\n"
     "             \\xHH \\NNN (octal); several bytes make one delimiter\n"
     "             (-D '\\r\\n', -D '\\x1e', -D '--')\n"
     "  -K DELIM   the partition key is the part of each record before the\n"

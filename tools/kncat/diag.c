@@ -9,13 +9,18 @@
 int kc_exit_code(const kn_error_t *err) {
   if (!err) return KC_EXIT_OK;
   switch (kn_error_code(err)) {
-    case KN_ERR_NO_ERROR: return KC_EXIT_OK;
-    case KN_ERR_RESOURCE_NOT_FOUND: return KC_EXIT_NOT_FOUND;
+    case KN_ERR_NO_ERROR:
+      return KC_EXIT_OK;
+    case KN_ERR_RESOURCE_NOT_FOUND:
+      return KC_EXIT_NOT_FOUND;
     case KN_ERR_AUTH:
     case KN_ERR_ACCESS_DENIED:
-    case KN_ERR__CREDENTIALS: return KC_EXIT_AUTH;
-    case KN_ERR__CONF: return KC_EXIT_USAGE;
-    default: return KC_EXIT_RUNTIME;
+    case KN_ERR__CREDENTIALS:
+      return KC_EXIT_AUTH;
+    case KN_ERR__CONF:
+      return KC_EXIT_USAGE;
+    default:
+      return KC_EXIT_RUNTIME;
   }
 }
 
@@ -31,8 +36,9 @@ static void vline(const kc_ctx_t *ctx, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 static void vline(const kc_ctx_t *ctx, const char *fmt, va_list ap) {
   char msg[2048];
-  int n = snprintf(msg, sizeof(msg), "kncat: %s%s", cmd_name(ctx) ? cmd_name(ctx) : "",
-                   cmd_name(ctx) ? ": " : "");
+  int n =
+      snprintf(msg, sizeof(msg), "kncat: %s%s",
+               cmd_name(ctx) ? cmd_name(ctx) : "", cmd_name(ctx) ? ": " : "");
   if (n < 0) return;
   vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
   kn_text_sanitize(msg);
@@ -87,9 +93,10 @@ int kc_usage_error(const kc_ctx_t *ctx, const char *fmt, ...) {
     fprintf(stderr, "usage: %sTry 'kncat %s --help' for more.\n",
             ctx->cmd->usage, ctx->cmd->name);
   else
-    fputs("usage: kncat [global options] COMMAND [options]\n"
-          "Try 'kncat --help' for more.\n",
-          stderr);
+    fputs(
+        "usage: kncat [global options] COMMAND [options]\n"
+        "Try 'kncat --help' for more.\n",
+        stderr);
   return KC_EXIT_USAGE;
 }
 

@@ -102,10 +102,11 @@ kn_client_t *kc_client_new(const kc_ctx_t *ctx, int *rc);
 
 /* ---- cmd_efo.c: the enhanced fan-out options of consume and group ---- */
 
-#define KC_EFO_OPTS                                                            \
-  {KC_OPT_EFO, 0, "efo", 1},                                                   \
-      {KC_OPT_EFO_REGISTRATION, 0, "efo-registration", 1},                     \
-      {KC_OPT_EFO_ARN, 0, "efo-arn", 1}
+#define KC_EFO_OPTS                                          \
+  {KC_OPT_EFO, 0, "efo", 1},                                 \
+      {KC_OPT_EFO_REGISTRATION, 0, "efo-registration", 1}, { \
+    KC_OPT_EFO_ARN, 0, "efo-arn", 1                          \
+  }
 
 typedef struct kc_efo_opts {
   const char *name, *registration, *arn; /* point into argv */

@@ -12,9 +12,9 @@
 
 /* Commands in the order `kncat --help` lists them. */
 static const kc_command_t *const commands[] = {
-    &kc_cmd_create,  &kc_cmd_delete, &kc_cmd_list,    &kc_cmd_split,
-    &kc_cmd_merge,   &kc_cmd_produce, &kc_cmd_consume, &kc_cmd_group,
-    &kc_cmd_leases,  &kc_cmd_efo,    &kc_cmd_multilang,
+    &kc_cmd_create, &kc_cmd_delete,  &kc_cmd_list,      &kc_cmd_split,
+    &kc_cmd_merge,  &kc_cmd_produce, &kc_cmd_consume,   &kc_cmd_group,
+    &kc_cmd_leases, &kc_cmd_efo,     &kc_cmd_multilang,
 };
 
 static const char global_help[] =
@@ -29,12 +29,15 @@ static const char global_help[] =
     "Global options (before the command, or after it):\n"
     "  --endpoint URL   Kinesis endpoint URL (property endpoint)\n"
     "  --region R       AWS region (property region)\n"
-    "  --profile P      profile of the shared AWS config and credentials files\n"
+    "  --profile P      profile of the shared AWS config and credentials "
+    "files\n"
     "  --no-verify-ssl  do not verify TLS certificates (ssl.verify=false)\n"
-    "  -X PROP=VALUE    set a library property; -X list prints every property,\n"
+    "  -X PROP=VALUE    set a library property; -X list prints every "
+    "property,\n"
     "                   -X list-md the same as Markdown; -X list-metrics-md\n"
     "                   the metrics of --metrics as Markdown\n"
-    "  --metrics HOST:PORT  group, consume, produce, multilang: serve /metrics\n"
+    "  --metrics HOST:PORT  group, consume, produce, multilang: serve "
+    "/metrics\n"
     "                   (Prometheus), /healthz and /readyz there; port 0\n"
     "                   picks a free port (printed on stderr)\n"
     "  --metrics-linger S  keep serving S seconds after the command ends\n"
@@ -43,8 +46,10 @@ static const char global_help[] =
     "  --version        print the versions of kncat and libkinesis and exit\n"
     "  -h, --help       this help; 'kncat COMMAND --help' for a command's\n"
     "\n"
-    "Environment: the library reads AWS_ENDPOINT_URL_KINESIS, AWS_ENDPOINT_URL,\n"
-    "AWS_REGION, AWS_DEFAULT_REGION, AWS_PROFILE, AWS_CA_BUNDLE and the standard\n"
+    "Environment: the library reads AWS_ENDPOINT_URL_KINESIS, "
+    "AWS_ENDPOINT_URL,\n"
+    "AWS_REGION, AWS_DEFAULT_REGION, AWS_PROFILE, AWS_CA_BUNDLE and the "
+    "standard\n"
     "credentials chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...).\n"
     "\n"
     "Exit codes: 0 success, 1 runtime error, 2 usage or configuration error,\n"
@@ -66,7 +71,8 @@ static int set_prop(const kc_ctx_t *ctx, const char *name, const char *value) {
   char errstr[256] = "";
   kn_conf_res_t r = kn_conf_set(ctx->conf, name, value, errstr, sizeof(errstr));
   if (r == KN_CONF_UNKNOWN) {
-    kc_errorf(ctx, "unknown property \"%s\" ('kncat -X list' shows them)", name);
+    kc_errorf(ctx, "unknown property \"%s\" ('kncat -X list' shows them)",
+              name);
     return KC_EXIT_USAGE;
   }
   if (r != KN_CONF_OK) {
@@ -79,10 +85,14 @@ static int set_prop(const kc_ctx_t *ctx, const char *name, const char *value) {
 
 int kc_global_option(kc_ctx_t *ctx, int id, const char *arg) {
   switch (id) {
-    case KC_OPT_ENDPOINT: return set_prop(ctx, "endpoint", arg);
-    case KC_OPT_REGION: return set_prop(ctx, "region", arg);
-    case KC_OPT_PROFILE: return set_prop(ctx, "profile", arg);
-    case KC_OPT_NO_VERIFY_SSL: return set_prop(ctx, "ssl.verify", "false");
+    case KC_OPT_ENDPOINT:
+      return set_prop(ctx, "endpoint", arg);
+    case KC_OPT_REGION:
+      return set_prop(ctx, "region", arg);
+    case KC_OPT_PROFILE:
+      return set_prop(ctx, "profile", arg);
+    case KC_OPT_NO_VERIFY_SSL:
+      return set_prop(ctx, "ssl.verify", "false");
     case 'v':
       ctx->verbose++;
       ctx->quiet = 0;
@@ -98,8 +108,10 @@ int kc_global_option(kc_ctx_t *ctx, int id, const char *arg) {
       char *end;
       double sec = strtod(arg, &end);
       if (end == arg || *end || !(sec >= 0) || sec > 86400)
-        return kc_usage_error(ctx, "--metrics-linger needs seconds (0 to "
-                              "86400), not \"%s\"", arg);
+        return kc_usage_error(ctx,
+                              "--metrics-linger needs seconds (0 to "
+                              "86400), not \"%s\"",
+                              arg);
       ctx->metrics_linger_ms = (long long)(sec * 1000);
       return KC_GO_ON;
     }
@@ -128,7 +140,8 @@ int kc_global_option(kc_ctx_t *ctx, int id, const char *arg) {
       name[eq - arg] = '\0';
       return set_prop(ctx, name, eq + 1);
     }
-    default: return KC_NOT_GLOBAL;
+    default:
+      return KC_NOT_GLOBAL;
   }
 }
 
@@ -203,7 +216,8 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   int rc = run(&ctx, argc - 1, argv + 1);
   if (ctx.metrics_addr && !ctx.metrics_tried && ctx.cmd && rc == KC_EXIT_OK)
-    kc_errorf(&ctx, "--metrics is served by group, consume, produce and "
+    kc_errorf(&ctx,
+              "--metrics is served by group, consume, produce and "
               "multilang only");
   kc_metrics_finish(&ctx);
   kn_conf_destroy(ctx.conf);

@@ -75,7 +75,8 @@ int kc_mapped_owns(const kc_mapped_t *m, const void *p) {
 static void maybe_drop(kc_mapped_t *m, size_t w) {
   if (w >= m->passed || m->dropped[w] || m->pending[w]) return;
   size_t off = w * KC_MAPPED_WINDOW;
-  size_t len = m->size - off < KC_MAPPED_WINDOW ? m->size - off : KC_MAPPED_WINDOW;
+  size_t len =
+      m->size - off < KC_MAPPED_WINDOW ? m->size - off : KC_MAPPED_WINDOW;
   madvise((char *)m->base + off, len, MADV_DONTNEED);
   m->dropped[w] = 1;
 }
@@ -91,8 +92,9 @@ kc_read_res_t kc_mapped_next(kc_mapped_t *m, const char **data, size_t *len) {
   if (m->done || m->pos >= m->size) return KC_READ_END;
   const char *start = m->base + m->pos;
   size_t avail = m->size - m->pos;
-  const char *d = m->delim_len == 1 ? memchr(start, m->delim[0], avail)
-                                    : memmem(start, avail, m->delim, m->delim_len);
+  const char *d = m->delim_len == 1
+                      ? memchr(start, m->delim[0], avail)
+                      : memmem(start, avail, m->delim, m->delim_len);
   if (!d) {
     m->done = 1;
     return KC_READ_END;

@@ -24,19 +24,19 @@
 #include "reader.h"
 
 typedef struct kc_mapped {
-  const char *base;  /* the mapping of the file's bytes [0, size) */
+  const char *base; /* the mapping of the file's bytes [0, size) */
   size_t size;
-  size_t pos;        /* where the next record starts */
+  size_t pos; /* where the next record starts */
   char delim[64];
   size_t delim_len;
   size_t max_record;
-  int done;          /* no delimiter after pos: the rest is the reader's */
+  int done; /* no delimiter after pos: the rest is the reader's */
   /* Windows of KC_MAPPED_WINDOW bytes: records sent from each and not yet
    * reported, and whether it was dropped. */
   uint32_t *pending;
   uint8_t *dropped;
   size_t n_windows;
-  size_t passed;     /* windows wholly before pos */
+  size_t passed; /* windows wholly before pos */
 } kc_mapped_t;
 
 #define KC_MAPPED_WINDOW ((size_t)8 << 20)

@@ -22,12 +22,12 @@
 struct kc_metrics {
   struct MHD_Daemon *d;
   int port;
-  pthread_mutex_t mu;       /* guards everything below */
-  kn_consumer_t *kc;        /* attached, or NULL */
+  pthread_mutex_t mu; /* guards everything below */
+  kn_consumer_t *kc;  /* attached, or NULL */
   kn_producer_t *kp;
-  char *last;               /* the document rendered at detach, or NULL */
+  char *last; /* the document rendered at detach, or NULL */
   size_t last_len;
-  char why[256];            /* why not alive once detached */
+  char why[256]; /* why not alive once detached */
 };
 
 /* ---- answers ---- */
@@ -39,8 +39,10 @@ static char *render_locked(kc_metrics_t *m, size_t *len) {
     char *buf = malloc(size);
     if (!buf) return NULL;
     size_t n = 0;
-    if (m->kc) n = kn_consumer_metrics(m->kc, buf, size);
-    else if (m->kp) n = kn_producer_metrics(m->kp, buf, size);
+    if (m->kc)
+      n = kn_consumer_metrics(m->kc, buf, size);
+    else if (m->kp)
+      n = kn_producer_metrics(m->kp, buf, size);
     else if (m->last) {
       free(buf);
       buf = malloc(m->last_len + 1);
@@ -77,8 +79,11 @@ static int health_locked(kc_metrics_t *m, int which, char *reason,
     int ready = 0;
     int alive = kn_producer_alive(m->kp, &ready);
     int ok = which == 'h' ? alive : ready;
-    snprintf(reason, size, "%s\n", ok ? "ok" : alive ? "the shard map is not "
-             "loaded yet" : "closing");
+    snprintf(reason, size, "%s\n",
+             ok      ? "ok"
+             : alive ? "the shard map is not "
+                       "loaded yet"
+                     : "closing");
     return ok;
   }
   snprintf(reason, size, "%s\n", m->why[0] ? m->why : "not started");
@@ -131,8 +136,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     pthread_mutex_lock(&m->mu);
     char *doc = render_locked(m, &len);
     pthread_mutex_unlock(&m->mu);
-    if (!doc)
-      return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    if (!doc) return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
     return reply(c, MHD_HTTP_OK, doc, len,
                  "text/plain; version=0.0.4; charset=utf-8");
   }
@@ -229,8 +233,10 @@ kc_metrics_t *kc_metrics_open(const char *addr, char *err, size_t size) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   freeaddrinfo(ai);
   if (!m->d) {
-    snprintf(err, size, "--metrics %s: cannot listen there (in use, or not "
-             "an address of this host)", addr);
+    snprintf(err, size,
+             "--metrics %s: cannot listen there (in use, or not "
+             "an address of this host)",
+             addr);
     pthread_mutex_destroy(&m->mu);
     free(m);
     return NULL;

@@ -85,18 +85,18 @@ static int put_i64(kc_ml_buf_t *b, int64_t v, int null_if_negative) {
 }
 
 /* Runs the steps of an encoder; on failure the buffer is cut back. */
-#define ENC(b, steps)                                                          \
-  do {                                                                         \
-    size_t mark_ = (b)->len;                                                   \
-    if (steps) {                                                               \
-      (b)->len = mark_;                                                        \
-      return -1;                                                               \
-    }                                                                          \
-    return 0;                                                                  \
+#define ENC(b, steps)        \
+  do {                       \
+    size_t mark_ = (b)->len; \
+    if (steps) {             \
+      (b)->len = mark_;      \
+      return -1;             \
+    }                        \
+    return 0;                \
   } while (0)
 
-int kc_ml_enc_initialize(kc_ml_buf_t *b, const char *shard_id,
-                         const char *seq, int64_t subseq) {
+int kc_ml_enc_initialize(kc_ml_buf_t *b, const char *shard_id, const char *seq,
+                         int64_t subseq) {
   ENC(b, puts_(b, "{\"action\":\"initialize\",\"shardId\":") ||
              put_str(b, shard_id) || puts_(b, ",\"sequenceNumber\":") ||
              put_str(b, seq) || puts_(b, ",\"subSequenceNumber\":") ||
@@ -191,12 +191,26 @@ static int str(rd_t *r, char *dst, size_t cap, int *too_long) {
       if (r->s >= r->end) return -1;
       char e = *r->s++;
       switch (e) {
-        case '"': case '\\': case '/': tmp[0] = e; break;
-        case 'b': tmp[0] = '\b'; break;
-        case 'f': tmp[0] = '\f'; break;
-        case 'n': tmp[0] = '\n'; break;
-        case 'r': tmp[0] = '\r'; break;
-        case 't': tmp[0] = '\t'; break;
+        case '"':
+        case '\\':
+        case '/':
+          tmp[0] = e;
+          break;
+        case 'b':
+          tmp[0] = '\b';
+          break;
+        case 'f':
+          tmp[0] = '\f';
+          break;
+        case 'n':
+          tmp[0] = '\n';
+          break;
+        case 'r':
+          tmp[0] = '\r';
+          break;
+        case 't':
+          tmp[0] = '\t';
+          break;
         case 'u': {
           unsigned cp;
           if (r->end - r->s < 4 || hex4(r->s, &cp)) return -1;
@@ -230,7 +244,8 @@ static int str(rd_t *r, char *dst, size_t cap, int *too_long) {
           }
           break;
         }
-        default: return -1;
+        default:
+          return -1;
       }
     }
     if (dst) {
@@ -277,16 +292,15 @@ static int skip(rd_t *r, int depth) {
   }
   /* number, true, false, null */
   const char *st = r->s;
-  while (r->s < r->end && (strchr("+-.eE", *r->s) ||
-                           (*r->s >= '0' && *r->s <= '9') ||
-                           (*r->s >= 'a' && *r->s <= 'z')))
+  while (r->s < r->end &&
+         (strchr("+-.eE", *r->s) || (*r->s >= '0' && *r->s <= '9') ||
+          (*r->s >= 'a' && *r->s <= 'z')))
     r->s++;
   size_t n = (size_t)(r->s - st);
   if (n == 0) return -1;
-  if ((*st >= 'a' && *st <= 'z') &&
-      !((n == 4 && !memcmp(st, "true", 4)) ||
-        (n == 5 && !memcmp(st, "false", 5)) ||
-        (n == 4 && !memcmp(st, "null", 4))))
+  if ((*st >= 'a' && *st <= 'z') && !((n == 4 && !memcmp(st, "true", 4)) ||
+                                      (n == 5 && !memcmp(st, "false", 5)) ||
+                                      (n == 4 && !memcmp(st, "null", 4))))
     return -1;
   return 0;
 }
@@ -414,8 +428,10 @@ int kc_ml_decode(const char *line, size_t len, kc_ml_in_t *o, char *why,
     }
     if (rc) break;
     ws(&r);
-    if (r.s < r.end && *r.s == ',') r.s++;
-    else break;
+    if (r.s < r.end && *r.s == ',')
+      r.s++;
+    else
+      break;
   }
   if (!has_action) {
     why_(why, whysz, "no \"action\"");

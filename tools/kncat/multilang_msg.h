@@ -27,16 +27,16 @@ void kc_ml_buf_consume(kc_ml_buf_t *b, size_t n);
 
 /* seq: the lease checkpoint (a sequence number or a sentinel such as
  * TRIM_HORIZON); subseq < 0: null. */
-int kc_ml_enc_initialize(kc_ml_buf_t *b, const char *shard_id,
-                         const char *seq, int64_t subseq);
+int kc_ml_enc_initialize(kc_ml_buf_t *b, const char *shard_id, const char *seq,
+                         int64_t subseq);
 
 /* processRecords: begin, one call per record, end. */
 typedef struct kc_ml_rec {
   const void *data;
   size_t len;
-  const char *key;   /* partition key */
+  const char *key; /* partition key */
   const char *seq;
-  uint64_t subseq;   /* 0 for records not from a KPL aggregate */
+  uint64_t subseq; /* 0 for records not from a KPL aggregate */
   int64_t arrival_ms;
 } kc_ml_rec_t;
 int kc_ml_enc_records_begin(kc_ml_buf_t *b);
@@ -59,8 +59,8 @@ enum { KC_ML_IN_STATUS = 1, KC_ML_IN_CHECKPOINT };
 #define KC_ML_SEQ_MAX 128
 
 typedef struct kc_ml_in {
-  int kind;               /* KC_ML_IN_* */
-  char response_for[32];  /* status: the action it answers */
+  int kind;              /* KC_ML_IN_* */
+  char response_for[32]; /* status: the action it answers */
   /* checkpoint: has_seq 0 for null or absent (everything delivered);
    * seq_bad when the value is not a string of digits or too long. */
   int has_seq, seq_bad;

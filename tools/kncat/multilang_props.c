@@ -81,8 +81,11 @@ static char *unescape(const char *s, size_t n, int *bad) {
       d = put_utf8(d, cp);
       continue;
     }
-    *d++ = c == 't' ? '\t' : c == 'n' ? '\n' : c == 'r' ? '\r'
-         : c == 'f' ? '\f' : c;
+    *d++ = c == 't'   ? '\t'
+           : c == 'n' ? '\n'
+           : c == 'r' ? '\r'
+           : c == 'f' ? '\f'
+                      : c;
   }
   *d = '\0';
   return out;
@@ -139,8 +142,8 @@ static int store_logical(kc_ml_props_t *p, const char *s, size_t n, int line,
   return 0;
 }
 
-int kc_ml_props_parse(kc_ml_props_t *p, const char *text, size_t len,
-                      char *err, size_t errsz) {
+int kc_ml_props_parse(kc_ml_props_t *p, const char *text, size_t len, char *err,
+                      size_t errsz) {
   size_t i = 0;
   int line = 1;
   char *buf = malloc(len + 1);
@@ -207,36 +210,72 @@ void kc_ml_props_free(kc_ml_props_t *p) {
 /* Keys of the Java daemon with no counterpart here: accepted, one notice
  * each.  Prefixes end with '*'. */
 static const char *const no_effect[] = {
-    "metrics*", "workerMetrics*", "workerUtilization*", "coordinatorState*",
-    "leaseTable*", "gracefulLeaseHandoff*", "leaseAssignment*",
-    "kinesisClient*", "dynamoDbClient*", "dynamoDBClient*",
-    "cloudWatchClient*", "AwsCredentialsProviderDynamoDB",
-    "AwsCredentialsProviderCloudWatch", "AWSCredentialsProviderDynamoDB",
-    "AWSCredentialsProviderCloudWatch", "parentShardPollIntervalMillis",
-    "taskBackoffTimeMillis", "listShardsBackoffTimeInMillis",
-    "maxListShardsRetryAttempts", "validateSequenceNumberBeforeCheckpointing",
-    "skipShardSyncAtStartupIfLeasesExist", "logWarningForTaskAfterMillis",
-    "billingMode", "initialLeaseTableReadCapacity",
-    "initialLeaseTableWriteCapacity", "maxLeaseRenewalThreads",
-    "maxCacheMissesBeforeReload", "listShardsCacheAllowedAgeInSeconds",
-    "cacheMissWarningModulus", "maxGetRecordsThreadPool",
-    "retryGetRecordsInSeconds", "ignoreUnexpectedChildShards",
-    "enablePriorityLeaseAssignment", "leasesRecoveryAuditor*",
-    "clientVersionConfig", "userAgent", "processingThreads",
-    "useDefaultGlobalSecondaryIndex", "isMultiStreamMode"};
+    "metrics*",
+    "workerMetrics*",
+    "workerUtilization*",
+    "coordinatorState*",
+    "leaseTable*",
+    "gracefulLeaseHandoff*",
+    "leaseAssignment*",
+    "kinesisClient*",
+    "dynamoDbClient*",
+    "dynamoDBClient*",
+    "cloudWatchClient*",
+    "AwsCredentialsProviderDynamoDB",
+    "AwsCredentialsProviderCloudWatch",
+    "AWSCredentialsProviderDynamoDB",
+    "AWSCredentialsProviderCloudWatch",
+    "parentShardPollIntervalMillis",
+    "taskBackoffTimeMillis",
+    "listShardsBackoffTimeInMillis",
+    "maxListShardsRetryAttempts",
+    "validateSequenceNumberBeforeCheckpointing",
+    "skipShardSyncAtStartupIfLeasesExist",
+    "logWarningForTaskAfterMillis",
+    "billingMode",
+    "initialLeaseTableReadCapacity",
+    "initialLeaseTableWriteCapacity",
+    "maxLeaseRenewalThreads",
+    "maxCacheMissesBeforeReload",
+    "listShardsCacheAllowedAgeInSeconds",
+    "cacheMissWarningModulus",
+    "maxGetRecordsThreadPool",
+    "retryGetRecordsInSeconds",
+    "ignoreUnexpectedChildShards",
+    "enablePriorityLeaseAssignment",
+    "leasesRecoveryAuditor*",
+    "clientVersionConfig",
+    "userAgent",
+    "processingThreads",
+    "useDefaultGlobalSecondaryIndex",
+    "isMultiStreamMode"};
 
 /* Keys handled below (so not "unknown"). */
-static const char *const known[] = {
-    "executableName", "streamName", "streamArn", "applicationName",
-    "tableName", "workerId", "AwsCredentialsProvider",
-    "AWSCredentialsProvider", "regionName", "kinesisEndpoint",
-    "dynamoDBEndpoint", "initialPositionInStream",
-    "initialPositionInStreamExtended", "failoverTimeMillis",
-    "shardSyncIntervalMillis", "maxLeasesForWorker",
-    "maxLeasesToStealAtOneTime", "cleanupLeasesUponShardCompletion",
-    "callProcessRecordsEvenForEmptyRecordList", "maxRecords",
-    "idleTimeBetweenReadsInMillis", "retrievalMode", "shutdownGraceMillis",
-    "timeoutInSeconds", "maxActiveThreads"};
+static const char *const known[] = {"executableName",
+                                    "streamName",
+                                    "streamArn",
+                                    "applicationName",
+                                    "tableName",
+                                    "workerId",
+                                    "AwsCredentialsProvider",
+                                    "AWSCredentialsProvider",
+                                    "regionName",
+                                    "kinesisEndpoint",
+                                    "dynamoDBEndpoint",
+                                    "initialPositionInStream",
+                                    "initialPositionInStreamExtended",
+                                    "failoverTimeMillis",
+                                    "shardSyncIntervalMillis",
+                                    "maxLeasesForWorker",
+                                    "maxLeasesToStealAtOneTime",
+                                    "cleanupLeasesUponShardCompletion",
+                                    "callProcessRecordsEvenForEmptyRecordList",
+                                    "maxRecords",
+                                    "idleTimeBetweenReadsInMillis",
+                                    "retrievalMode",
+                                    "shutdownGraceMillis",
+                                    "timeoutInSeconds",
+                                    "maxActiveThreads"};
 
 static int matches(const char *pat, const char *key) {
   size_t n = strlen(pat);
@@ -311,9 +350,12 @@ static int get_bool(build_t *b, const char *key, int *out, int *present) {
   const char *v = val(b, key, NULL);
   *present = v != NULL;
   if (!v) return 0;
-  if (strcasecmp(v, "true") == 0) *out = 1;
-  else if (strcasecmp(v, "false") == 0) *out = 0;
-  else return reject(b, key, "\"%s\" is neither true nor false", v);
+  if (strcasecmp(v, "true") == 0)
+    *out = 1;
+  else if (strcasecmp(v, "false") == 0)
+    *out = 0;
+  else
+    return reject(b, key, "\"%s\" is neither true nor false", v);
   return 0;
 }
 
@@ -375,8 +417,7 @@ static int from_arn(build_t *b, const char *arn, kc_ml_conf_t *out,
   if (!region_set && f[4] - f[3] > 1) {
     char region[64];
     size_t n = (size_t)(f[4] - f[3] - 1);
-    if (n >= sizeof(region))
-      return reject(b, "streamArn", "region too long");
+    if (n >= sizeof(region)) return reject(b, "streamArn", "region too long");
     memcpy(region, f[3], n);
     region[n] = '\0';
     if (set(b, "streamArn", "region", region)) return -1;
@@ -413,7 +454,8 @@ static int credentials(build_t *b, const char *key, const char *v,
       if (strcmp(cls, "DefaultCredentialsProvider") &&
           strcmp(cls, "DefaultAWSCredentialsProviderChain")) {
         char msg[256];
-        snprintf(msg, sizeof(msg), "%s: %s: the library's standard "
+        snprintf(msg, sizeof(msg),
+                 "%s: %s: the library's standard "
                  "credentials chain is used (it includes this source)",
                  key, cls);
         note(opaque, msg);
@@ -423,9 +465,11 @@ static int credentials(build_t *b, const char *key, const char *v,
       if (arg && *arg) rc = set(b, key, "profile", arg);
     } else if (!strcmp(cls, "StsAssumeRoleCredentialsProvider") ||
                !strcmp(cls, "STSAssumeRoleSessionCredentialsProvider")) {
-      rc = reject(b, key, "%s cannot be honoured: assuming a role from other "
+      rc = reject(b, key,
+                  "%s cannot be honoured: assuming a role from other "
                   "credentials is not supported; use a profile with "
-                  "credential_process or web identity (ProfileCredentialsProvider|NAME)",
+                  "credential_process or web identity "
+                  "(ProfileCredentialsProvider|NAME)",
                   cls);
     } else {
       rc = reject(b, key, "unknown credentials provider \"%s\"", cls);
@@ -435,10 +479,9 @@ static int credentials(build_t *b, const char *key, const char *v,
   return rc;
 }
 
-int kc_ml_conf_build(const kc_ml_props_t *p, kn_conf_t *conf,
-                     kc_ml_conf_t *out,
-                     void (*note)(void *opaque, const char *line),
-                     void *opaque, char *err, size_t errsz) {
+int kc_ml_conf_build(const kc_ml_props_t *p, kn_conf_t *conf, kc_ml_conf_t *out,
+                     void (*note)(void *opaque, const char *line), void *opaque,
+                     char *err, size_t errsz) {
   build_t b = {p, conf, err, errsz};
   char msg[512];
   /* Notices first, once per key. */
@@ -447,11 +490,15 @@ int kc_ml_conf_build(const kc_ml_props_t *p, kn_conf_t *conf,
     if (kc_ml_props_get(p, k) != &p->v[i]) continue; /* a later one wins */
     if (in(known, COUNT(known), k)) continue;
     if (in(no_effect, COUNT(no_effect), k))
-      snprintf(msg, sizeof(msg), "line %d: %s: no counterpart here, "
-               "ignored", p->v[i].line, k);
+      snprintf(msg, sizeof(msg),
+               "line %d: %s: no counterpart here, "
+               "ignored",
+               p->v[i].line, k);
     else
-      snprintf(msg, sizeof(msg), "line %d: unknown key \"%s\" ignored "
-               "(misspelt?)", p->v[i].line, k);
+      snprintf(msg, sizeof(msg),
+               "line %d: unknown key \"%s\" ignored "
+               "(misspelt?)",
+               p->v[i].line, k);
     note(opaque, msg);
   }
   int line;
@@ -485,8 +532,7 @@ int kc_ml_conf_build(const kc_ml_props_t *p, kn_conf_t *conf,
   } else {
     return reject(&b, "streamName", "is required (or streamArn)");
   }
-  if (set(&b, arn && *arn ? "streamArn" : "streamName", "stream",
-          out->stream))
+  if (set(&b, arn && *arn ? "streamArn" : "streamName", "stream", out->stream))
     return -1;
   if ((v = val(&b, "workerId", NULL)) && *v &&
       set(&b, "workerId", "worker.id", v))
@@ -509,69 +555,66 @@ int kc_ml_conf_build(const kc_ml_props_t *p, kn_conf_t *conf,
   const char *pos = val(&b, "initialPositionInStream", &line);
   int64_t ts = 0;
   int has_ts;
-  if (get_int(&b, "initialPositionInStreamExtended", 0, INT64_MAX / 1000,
-              &ts, &has_ts))
+  if (get_int(&b, "initialPositionInStreamExtended", 0, INT64_MAX / 1000, &ts,
+              &has_ts))
     return -1;
   if (has_ts) {
     if (pos && strcasecmp(pos, "AT_TIMESTAMP") != 0 && note) {
-      snprintf(msg, sizeof(msg), "initialPositionInStreamExtended wins over "
-               "initialPositionInStream=%s", pos);
+      snprintf(msg, sizeof(msg),
+               "initialPositionInStreamExtended wins over "
+               "initialPositionInStream=%s",
+               pos);
       note(opaque, msg);
     }
     snprintf(msg, sizeof(msg), "%lld", (long long)ts * 1000);
     if (set(&b, "initialPositionInStreamExtended", "initial.position",
             "at_timestamp") ||
-        set(&b, "initialPositionInStreamExtended", "initial.timestamp.ms",
-            msg))
+        set(&b, "initialPositionInStreamExtended", "initial.timestamp.ms", msg))
       return -1;
   } else if (!pos || !strcasecmp(pos, "LATEST")) {
     if (set(&b, "initialPositionInStream", "initial.position", "latest"))
       return -1;
   } else if (!strcasecmp(pos, "TRIM_HORIZON")) {
-    if (set(&b, "initialPositionInStream", "initial.position",
-            "trim_horizon"))
+    if (set(&b, "initialPositionInStream", "initial.position", "trim_horizon"))
       return -1;
   } else if (!strcasecmp(pos, "AT_TIMESTAMP")) {
-    return reject(&b, "initialPositionInStream", "AT_TIMESTAMP needs "
+    return reject(&b, "initialPositionInStream",
+                  "AT_TIMESTAMP needs "
                   "initialPositionInStreamExtended (epoch seconds)");
   } else {
-    return reject(&b, "initialPositionInStream", "\"%s\" is none of LATEST, "
-                  "TRIM_HORIZON, AT_TIMESTAMP", pos);
+    return reject(&b, "initialPositionInStream",
+                  "\"%s\" is none of LATEST, "
+                  "TRIM_HORIZON, AT_TIMESTAMP",
+                  pos);
   }
 
   /* The Java daemon's defaults where they differ from the library's. */
   if (!kc_ml_props_get(p, "shardSyncIntervalMillis") &&
       set(&b, "shardSyncIntervalMillis", "shard.sync.interval.ms", "60000"))
     return -1;
-  if (map_int(&b, "failoverTimeMillis", "lease.duration.ms", 1000,
-              86400000) ||
+  if (map_int(&b, "failoverTimeMillis", "lease.duration.ms", 1000, 86400000) ||
       map_int(&b, "shardSyncIntervalMillis", "shard.sync.interval.ms", 100,
               86400000) ||
-      map_int(&b, "maxLeasesToStealAtOneTime", "lease.max.steal", 0,
-              100000) ||
+      map_int(&b, "maxLeasesToStealAtOneTime", "lease.max.steal", 0, 100000) ||
       map_int(&b, "maxRecords", "poll.max.records", 1, 10000) ||
-      map_int(&b, "idleTimeBetweenReadsInMillis", "poll.idle.ms", 0,
-              86400000))
+      map_int(&b, "idleTimeBetweenReadsInMillis", "poll.idle.ms", 0, 86400000))
     return -1;
   int64_t x;
   int present, flag;
   /* The Java default is Integer.MAX_VALUE: no limit. */
-  if (get_int(&b, "maxLeasesForWorker", 1, INT32_MAX, &x, &present))
-    return -1;
+  if (get_int(&b, "maxLeasesForWorker", 1, INT32_MAX, &x, &present)) return -1;
   if (present && x <= 100000 &&
       map_int(&b, "maxLeasesForWorker", "lease.max.per.worker", 1, 100000))
     return -1;
   if (get_bool(&b, "cleanupLeasesUponShardCompletion", &flag, &present))
     return -1;
-  if (get_bool(&b, "callProcessRecordsEvenForEmptyRecordList", &flag,
-               &present))
+  if (get_bool(&b, "callProcessRecordsEvenForEmptyRecordList", &flag, &present))
     return -1;
   out->call_empty = present && flag;
   if (get_int(&b, "maxActiveThreads", INT32_MIN, INT32_MAX, &x, &present))
     return -1;
   out->grace_ms = KC_ML_DEFAULT_GRACE_MS;
-  if (get_int(&b, "shutdownGraceMillis", 0, 86400000, &x, &present))
-    return -1;
+  if (get_int(&b, "shutdownGraceMillis", 0, 86400000, &x, &present)) return -1;
   if (present) out->grace_ms = x;
   if (get_int(&b, "timeoutInSeconds", 0, 86400, &x, &present)) return -1;
   out->timeout_ms = present ? x * 1000 : 0;
@@ -588,8 +631,10 @@ int kc_ml_conf_build(const kc_ml_props_t *p, kn_conf_t *conf,
   } else if (!strcasecmp(mode, "POLLING")) {
     out->retrieval = KC_ML_RETRIEVAL_POLLING;
   } else {
-    return reject(&b, "retrievalMode", "\"%s\" is none of FANOUT, POLLING, "
-                  "DEFAULT", mode);
+    return reject(&b, "retrievalMode",
+                  "\"%s\" is none of FANOUT, POLLING, "
+                  "DEFAULT",
+                  mode);
   }
   /* The KCL registers the stream consumer under the application name. */
   if (out->retrieval == KC_ML_RETRIEVAL_FANOUT &&

@@ -165,10 +165,11 @@ static inline char *escape_unit(char *d, const uint8_t **sp,
      * \u escapes (of U+0080..U+009F, U+200E..U+206F). */
     if ((k == 2 && c == 0xC2 && s[1] < 0xA0) ||
         (k == 3 && c == 0xE2 &&
-         ((s[1] == 0x80 && (s[2] == 0x8E || s[2] == 0x8F ||
-                            (s[2] >= 0xAA && s[2] <= 0xAE))) ||
+         ((s[1] == 0x80 &&
+           (s[2] == 0x8E || s[2] == 0x8F || (s[2] >= 0xAA && s[2] <= 0xAE))) ||
           (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9)))) {
-      unsigned u = k == 2 ? s[1] : 0x2000u | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
+      unsigned u =
+          k == 2 ? s[1] : 0x2000u | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
       memcpy(d, "\\u", 2);
       for (int i = 0; i < 4; i++) d[2 + i] = hexdig[(u >> (12 - 4 * i)) & 15];
       return d + 6;
@@ -183,13 +184,27 @@ static inline char *escape_unit(char *d, const uint8_t **sp,
   }
   *d++ = '\\';
   switch (c) {
-    case '"': *d++ = '"'; break;
-    case '\\': *d++ = '\\'; break;
-    case '\n': *d++ = 'n'; break;
-    case '\r': *d++ = 'r'; break;
-    case '\t': *d++ = 't'; break;
-    case '\b': *d++ = 'b'; break;
-    case '\f': *d++ = 'f'; break;
+    case '"':
+      *d++ = '"';
+      break;
+    case '\\':
+      *d++ = '\\';
+      break;
+    case '\n':
+      *d++ = 'n';
+      break;
+    case '\r':
+      *d++ = 'r';
+      break;
+    case '\t':
+      *d++ = 't';
+      break;
+    case '\b':
+      *d++ = 'b';
+      break;
+    case '\f':
+      *d++ = 'f';
+      break;
     default:
       memcpy(d, "u00", 3);
       d[3] = hexdig[c >> 4];
@@ -207,16 +222,16 @@ static inline char *escape_unit(char *d, const uint8_t **sp,
  * while 32 remain; returns its length (a multiple of 32 when no byte
  * needed care).  Stores whole blocks, as the SSE2 loop below. */
 __attribute__((target("avx2"))) static size_t plain_avx2(char *d,
-                                                        const uint8_t *s,
-                                                        size_t n) {
+                                                         const uint8_t *s,
+                                                         size_t n) {
   const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\'),
                 space = _mm256_set1_epi8(0x20);
   size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
-    __m256i bad = _mm256_or_si256(
-        _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, bslash)),
-        _mm256_cmpgt_epi8(space, v));
+    __m256i bad = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote),
+                                                  _mm256_cmpeq_epi8(v, bslash)),
+                                  _mm256_cmpgt_epi8(space, v));
     _mm256_storeu_si256((__m256i *)(void *)(d + i), v);
     unsigned mask = (unsigned)_mm256_movemask_epi8(bad);
     if (mask) return i + (unsigned)__builtin_ctz(mask);

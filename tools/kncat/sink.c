@@ -61,8 +61,8 @@ static size_t write_batch(kc_sink_t *s, kc_out_t *out, const kn_batch_t *b,
       out->error = ENOMEM;
       return 0;
     }
-    size_t plen = kc_json_prefix(prefix, cap, kn_batch_stream(b),
-                                 kn_batch_shard_id(b));
+    size_t plen =
+        kc_json_prefix(prefix, cap, kn_batch_stream(b), kn_batch_shard_id(b));
     size_t done = n;
     if (n) prefetch_record(kn_batch_record(b, 0));
     for (size_t i = 0; i < n; i++) {

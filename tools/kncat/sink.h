@@ -9,9 +9,9 @@
 
 typedef struct kc_sink {
   kc_ctx_t *ctx;
-  int exit_at_end;     /* -e */
-  int json;            /* -J */
-  long long count;     /* -c; 0: no limit */
+  int exit_at_end; /* -e */
+  int json;        /* -J */
+  long long count; /* -c; 0: no limit */
   char delim[64], key_delim[64];
   size_t delim_len, key_delim_len;
   /* group: checkpoint each batch once its records are written to standard
