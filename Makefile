@@ -65,7 +65,7 @@ docs-check: build
 	$(BUILD)/kncat -X list-metrics-md | diff -u docs/METRICS.md - \
 	  || { echo "docs/METRICS.md is stale: run make docs"; exit 1; }
 
-check: deps build docs-check
+check: deps build docs-check format-check
 	ctest --test-dir $(BUILD) --output-on-failure -j 2
 	$(MAKE) asan
 	$(MAKE) fuzz
