@@ -141,24 +141,34 @@ static kn_cshard_t *find(kn_consumer_t *kc, const char *key) {
   return cs;
 }
 
-/* The reader stops; what it queued is dropped (the next owner reads it
- * again from the checkpoint). */
-static void stop_shard(drv_t *d, const kn_cc_action_t *a) {
+/* Stops the reader of the tenure a names and drops what it queued (never
+ * handed out: the next owner reads it from the checkpoint).  Returns the
+ * shard with mu held, or NULL (mu not held) when the tenure is not this
+ * shard's any more. */
+static kn_cshard_t *stop_reader_locked(drv_t *d, const kn_cc_action_t *a) {
   kn_consumer_t *kc = d->kc;
   kn_cshard_t *cs = find(kc, a->key);
-  if (!cs) return;
+  if (!cs) return NULL;
   pthread_mutex_lock(&kc->mu);
   int ours = cs->fencing_token == a->tenure;
   pthread_mutex_unlock(&kc->mu);
-  if (!ours) return;
+  if (!ours) return NULL;
   kn_reader_stop(kc, cs);
   pthread_mutex_lock(&kc->mu);
   kn_delivery_purge(kc, cs);
-  kc->lstats.lost += a->reason == KN_ERR__LEASE_LOST;
   cs->state = KN_CS_STOPPED;
+  cs->caught_up = 0;
+  return cs;
+}
+
+/* The tenure ended (lost, expired, closing). */
+static void stop_shard(drv_t *d, const kn_cc_action_t *a) {
+  kn_consumer_t *kc = d->kc;
+  kn_cshard_t *cs = stop_reader_locked(d, a);
+  if (!cs) return;
+  kc->lstats.lost += a->reason == KN_ERR__LEASE_LOST;
   cs->fencing_token = -1;
   cs->lease_until_ms = 0;
-  cs->caught_up = 0;
   cs->view.held = 0;
   kn_app_event_locked(kc, KN_APP_EV_LOST, cs->id, 0, a->reason, NULL, 0);
   pthread_mutex_unlock(&kc->mu);
@@ -167,24 +177,14 @@ static void stop_shard(drv_t *d, const kn_cc_action_t *a) {
          kn_err2str(a->reason));
 }
 
-/* The shard is asked for by another worker: the reader stops and what it
- * queued is dropped (never handed out: the next owner reads it); the
- * application hears of it in its next poll, finishes what it was handed,
- * and the driver is told (KN_CTL_YIELDED).  The tenure stays until then:
- * the application may still checkpoint. */
+/* The shard is asked for by another worker: the application hears of it
+ * in its next poll, finishes what it was handed, and the driver is told
+ * (KN_CTL_YIELDED).  The tenure stays until then: the application may
+ * still checkpoint. */
 static void yield_shard(drv_t *d, const kn_cc_action_t *a) {
   kn_consumer_t *kc = d->kc;
-  kn_cshard_t *cs = find(kc, a->key);
+  kn_cshard_t *cs = stop_reader_locked(d, a);
   if (!cs) return;
-  pthread_mutex_lock(&kc->mu);
-  int ours = cs->fencing_token == a->tenure;
-  pthread_mutex_unlock(&kc->mu);
-  if (!ours) return;
-  kn_reader_stop(kc, cs);
-  pthread_mutex_lock(&kc->mu);
-  kn_delivery_purge(kc, cs);
-  cs->state = KN_CS_STOPPED;
-  cs->caught_up = 0;
   kn_app_event_locked(kc, KN_APP_EV_HANDOFF, cs->id, a->tenure, KN_ERR__HANDOFF,
                       NULL, 0);
   pthread_mutex_unlock(&kc->mu);
