@@ -487,23 +487,29 @@ static void test_lost_and_manual(void) {
   table_free(&t);
 }
 
-/* A first sync that fails retriably is retried; a verdict is fatal. */
+/* Worker w1 alone on two shards, holding both. */
+static kn_cc_t *two_shard_worker(table_t *t, seen_t *s) {
+  g_shards[0] = sh("s0", NULL, NULL, 0);
+  g_shards[1] = sh("s1", NULL, NULL, 0);
+  g_n_shards = 2;
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  kn_cc_t *c1 = kn_cc_new(&cfg, 0);
+  kn_cc_tick(c1, 0);
+  run(c1, t, "w1", 0, s, NULL);
+  kn_cc_tick(c1, 1);
+  run(c1, t, "w1", 1, s, NULL);
+  return c1;
+}
+
 /* A worker joins: the lease it balances to is asked for, handed over at
  * the last record the first worker's application was handed, and read on
  * from there -- nothing twice.  The first worker's application answers
  * late: the lease waits for it. */
 static void test_handoff(void) {
-  g_shards[0] = sh("s0", NULL, NULL, 0);
-  g_shards[1] = sh("s1", NULL, NULL, 0);
-  g_n_shards = 2;
   table_t t = {0};
   seen_t s1 = {0}, s2 = {0};
-  kn_cc_cfg_t c1cfg = cfg_for("w1"), c2cfg = cfg_for("w2");
-  kn_cc_t *c1 = kn_cc_new(&c1cfg, 0);
-  kn_cc_tick(c1, 0);
-  run(c1, &t, "w1", 0, &s1, NULL);
-  kn_cc_tick(c1, 1);
-  run(c1, &t, "w1", 1, &s1, NULL);
+  kn_cc_cfg_t c2cfg = cfg_for("w2");
+  kn_cc_t *c1 = two_shard_worker(&t, &s1);
   KT_CHECK(kn_cc_held(c1) == 2 && s1.start == 2);
   kn_lease_t *l0 = tfind(&t, "s0"), *l1 = tfind(&t, "s1");
   kn_cc_pos_t p = {"500", 2};
@@ -562,17 +568,10 @@ static void test_handoff(void) {
 /* The owner asked never answers (a KCL 2.x worker, or one that froze):
  * after a lease duration without a renewal the lease is taken anyway. */
 static void test_handoff_silent_owner(void) {
-  g_shards[0] = sh("s0", NULL, NULL, 0);
-  g_shards[1] = sh("s1", NULL, NULL, 0);
-  g_n_shards = 2;
   table_t t = {0};
   seen_t s1 = {0}, s2 = {0};
-  kn_cc_cfg_t c1cfg = cfg_for("w1"), c2cfg = cfg_for("w2");
-  kn_cc_t *c1 = kn_cc_new(&c1cfg, 0);
-  kn_cc_tick(c1, 0);
-  run(c1, &t, "w1", 0, &s1, NULL);
-  kn_cc_tick(c1, 1);
-  run(c1, &t, "w1", 1, &s1, NULL);
+  kn_cc_cfg_t c2cfg = cfg_for("w2");
+  kn_cc_t *c1 = two_shard_worker(&t, &s1);
   kn_cc_destroy(c1); /* gone without a word; its renewals stop */
   kn_cc_t *c2 = kn_cc_new(&c2cfg, 100);
   kn_cc_tick(c2, 100);
@@ -593,6 +592,7 @@ static void test_handoff_silent_owner(void) {
   (void)s1;
 }
 
+/* A first sync that fails retriably is retried; a verdict is fatal. */
 static void test_first_sync_errors(void) {
   kn_cc_cfg_t cfg = cfg_for("w1");
   kn_cc_t *c = kn_cc_new(&cfg, 0);
