@@ -96,3 +96,25 @@ int kn_lease_is_shard_end(const kn_lease_t *l) {
 const char *kn_lease_actual_owner(const kn_lease_t *l) {
   return l->checkpoint_owner ? l->checkpoint_owner : l->owner;
 }
+
+void kn_members_clear(kn_members_t *m) {
+  if (!m) return;
+  for (size_t i = 0; i < m->n; i++) free(m->v[i].worker);
+  free(m->v);
+  memset(m, 0, sizeof(*m));
+}
+
+int kn_members_copy(kn_members_t *dst, const kn_members_t *src) {
+  memset(dst, 0, sizeof(*dst));
+  dst->epoch = src->epoch;
+  if (!src->n) return 0;
+  if (!(dst->v = calloc(src->n, sizeof(*dst->v)))) return -1;
+  for (size_t i = 0; i < src->n; i++, dst->n++) {
+    dst->v[i] = src->v[i];
+    if (!(dst->v[i].worker = strdup(src->v[i].worker))) {
+      kn_members_clear(dst);
+      return -1;
+    }
+  }
+  return 0;
+}

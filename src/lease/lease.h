@@ -47,6 +47,29 @@ typedef struct kn_lease {
 /* Every pointer in a kn_lease_t is malloc'ed and owned by the struct:
  * kn_lease_clear() frees them.  A zeroed struct is an empty lease. */
 
+/* One worker of an application, as its last heartbeat wrote it (the
+ * membership: see the heartbeat call of store.h). */
+typedef struct kn_member {
+  char *worker;   /* its id (the leaseOwner it writes) */
+  int64_t beat;   /* changes with every heartbeat of that worker */
+  int64_t leases; /* leases it held at that heartbeat */
+} kn_member_t;
+
+/* Every member and the table's epoch: a number any worker adds to when it
+ * changes what the others may take (leases created, released or
+ * finished), so that they look at the lease table again. */
+typedef struct kn_members {
+  kn_member_t *v; /* n entries, sorted by worker id */
+  size_t n;
+  int64_t epoch;
+} kn_members_t;
+
+/* Frees what m holds (its array and strings) and zeroes it.  Accepts
+ * NULL. */
+void kn_members_clear(kn_members_t *m);
+/* Deep copy; 0 or -1 on out-of-memory (dst is then cleared). */
+int kn_members_copy(kn_members_t *dst, const kn_members_t *src);
+
 /* Frees what l holds (not l itself) and zeroes it.  Accepts NULL. */
 void kn_lease_clear(kn_lease_t *l);
 /* Deep copy; 0 or -1 on out-of-memory (dst is then cleared). */

@@ -101,6 +101,22 @@ typedef struct kn_lease_store_ops {
   /* Deletes a lease if its counter is still `counter`. */
   kn_error_t *(*remove)(kn_lease_store_t *ls, const char *key, int64_t counter);
   void (*destroy)(kn_lease_store_t *ls);
+  /* Membership: one atomic write that sets worker's heartbeat (beat,
+   * leases), adds `bump` (0 or more) to the epoch, forgets the members
+   * named in forget (n_forget entries, not worker itself), and fills *out
+   * with every member and the epoch as they are after the write (the
+   * caller clears it with kn_members_clear; left zeroed on error).  It
+   * is the only call a settled worker makes besides renewing its own
+   * leases: a write that returns what it wrote reads nothing.
+   * DynamoDB: one UpdateItem of the item {"key": "members"} in the table
+   * TABLE-members (ReturnValues ALL_NEW), one attribute per worker;
+   * SQLite: the tables members and meta of the same file.  NULL, or an
+   * error with code KN_ERR__UNSUPPORTED: this store keeps no membership
+   * (the consumer then looks at the lease table on every take round). */
+  kn_error_t *(*heartbeat)(kn_lease_store_t *ls, const char *worker,
+                           int64_t beat, int64_t leases, int64_t bump,
+                           char *const *forget, size_t n_forget,
+                           kn_members_t *out);
 } kn_lease_store_ops_t;
 
 /* The head of every store; each backend embeds it first. */

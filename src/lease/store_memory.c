@@ -396,7 +396,7 @@ static const kn_lease_store_ops_t mem_ops = {
     mem_ensure_table, mem_list,    mem_get,          mem_create,
     mem_take,         mem_renew,   mem_release,      mem_checkpoint,
     mem_set_children, mem_handoff, mem_handoff_done, mem_remove,
-    mem_destroy,
+    mem_destroy,      NULL,
 };
 
 static mem_table_t *table_new(const char *name) {

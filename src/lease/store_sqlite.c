@@ -670,7 +670,7 @@ static const kn_lease_store_ops_t sql_ops = {
     sql_ensure_table, sql_list,    sql_get,          sql_create,
     sql_take,         sql_renew,   sql_release,      sql_checkpoint,
     sql_set_children, sql_handoff, sql_handoff_done, sql_remove,
-    sql_destroy,
+    sql_destroy,      NULL,
 };
 
 /* ---- opening and the schema ---- */
