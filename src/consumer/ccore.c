@@ -8,6 +8,7 @@
 
 #include "consumer/ccore_queue.h"
 #include "kinesis/seqnum.h"
+#include "lease/members.h"
 #include "lease/taker.h"
 #include "util/strmap.h"
 
@@ -66,7 +67,14 @@ typedef struct cc_in {
  * leases again, and plans on both lease listings: one older than the
  * shard listing (a shard open in the listing and leaseless before it was
  * never finished) and one newer (a closed shard's family as it is now). */
-enum { P_NONE, P_SYNC_LEASES1, P_SYNC_SHARDS, P_SYNC_LEASES2, P_TAKE };
+enum {
+  P_NONE,
+  P_SYNC_LEASES1,
+  P_SYNC_SHARDS,
+  P_SYNC_LEASES2,
+  P_TAKE,
+  P_PROBE /* the leader's ListShards: a sync only if something changed */
+};
 /* What a TAKE is: a free or expired lease, a steal, the end of a
  * hand-off. */
 enum { T_TAKE, T_STEAL, T_HANDED };
@@ -82,8 +90,11 @@ typedef struct cc_op {
   kn_lease_t lease;   /* TAKE: the lease as listed */
   char ckpt[SEQ_CAP]; /* CHECKPOINT: what it writes ("" for none) */
   int64_t ckpt_sub;
-  int wave;      /* CREATE */
-  cc_req_t *req; /* CHECKPOINT for the application */
+  int wave;        /* CREATE */
+  int64_t bump;    /* HEARTBEAT: added to the epoch */
+  int64_t epoch;   /* LIST_LEASES, P_PROBE: the epoch when sent */
+  uint64_t deaths; /* LIST_LEASES: deaths counted when sent */
+  cc_req_t *req;   /* CHECKPOINT for the application */
 } cc_op_t;
 
 struct kn_cc {
@@ -118,6 +129,37 @@ struct kn_cc {
   int64_t take_at;
   int64_t flush_at;
   int closing, fatal, closed_sent;
+  /* membership */
+  int mb_on;        /* heartbeats are written */
+  int mb_ok;        /* one was answered */
+  uint64_t hb_busy; /* HEARTBEAT in flight */
+  int64_t hb_at, beat;
+  int64_t bump_pending; /* epoch bumps not yet written */
+  int64_t member_until; /* reading stops then without a heartbeat */
+  int close_beat;       /* the closing heartbeat was sent */
+  kn_mview_t view;
+  int scanned;          /* a take round since the first heartbeat */
+  int64_t scan_epoch;   /* the epoch of the last take round */
+  uint64_t scan_deaths; /* deaths counted by then */
+  int64_t last_scan_ms; /* when the last take round was answered */
+  uint64_t idle_sig;    /* the lease counts it found balanced */
+  size_t foreign;       /* leases of non-members it had to watch */
+  int64_t leftover_bump_ms;
+  int sync_asked;       /* a sync was asked for (a shard ended) */
+  int64_t sync_epoch;   /* the epoch of the last full sync */
+  int64_t full_sync_ms; /* when it ended */
+  int sync_more;        /* it left a cleanup to do */
+  /* A listing with leases of dead members, kept for the round that takes
+   * them: it runs on the first heartbeat sent after it was answered.  A
+   * member seen dead in a view older than the listing may have come back
+   * (a restart under the same id) and taken them meanwhile; one that is
+   * back beat before it took anything, so that heartbeat tells. */
+  kn_lease_t *pend;
+  size_t n_pend;
+  int64_t view_sent_ms;  /* the heartbeat behind the view was sent then */
+  int64_t hb_ok_sent_ms; /* the last good heartbeat was sent then */
+  int64_t pend_ms, pend_emit_ms, pend_epoch;
+  uint64_t pend_deaths;
 };
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -125,11 +167,11 @@ static int is_seq(const char *s) { return s && *s >= '0' && *s <= '9'; }
 
 const char *kn_cc_op_name(kn_cc_op_t op) {
   static const char *names[] = {
-      "LIST_LEASES", "LIST_SHARDS",  "CREATE", "TAKE",         "RENEW",
-      "CHECKPOINT",  "RELEASE",      "REMOVE", "SET_CHILDREN", "GET",
-      "HANDOFF",     "HANDOFF_DONE", "START",  "STOP",         "EXTEND",
-      "DONE",        "YIELD",        "REPLY",  "FATAL",        "CLOSED",
-      "LOG"};
+      "LIST_LEASES", "LIST_SHARDS",  "CREATE",    "TAKE",         "RENEW",
+      "CHECKPOINT",  "RELEASE",      "REMOVE",    "SET_CHILDREN", "GET",
+      "HANDOFF",     "HANDOFF_DONE", "HEARTBEAT", "START",        "STOP",
+      "EXTEND",      "DONE",         "YIELD",     "REPLY",        "FATAL",
+      "CLOSED",      "LOG"};
   return (unsigned)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
 }
 
@@ -396,11 +438,19 @@ static int writes_in_flight(const kn_cc_t *c) {
   return 0;
 }
 
+static void send_heartbeat(kn_cc_t *c, int64_t now);
+
 static void maybe_closed(kn_cc_t *c) {
   if (!(c->closing || c->fatal) || c->closed_sent) return;
   for (size_t i = 0; i < c->n_ls; i++)
     if (c->ls[i]->held) return;
   if (writes_in_flight(c)) return;
+  if (c->mb_on && c->mb_ok && c->bump_pending > 0 && !c->close_beat) {
+    /* The others look at the leases let go now, not in a lease duration. */
+    c->close_beat = 1;
+    send_heartbeat(c, c->hb_at);
+    if (c->hb_busy) return;
+  }
   c->closed_sent = 1;
   cc_push(&c->q, KN_CC_CLOSED);
 }
@@ -465,6 +515,10 @@ kn_cc_t *kn_cc_new(const kn_cc_cfg_t *cfg, int64_t now_ms) {
   kn_lease_observer_init(&c->obs);
   c->sync_at = now_ms;
   c->take_at = now_ms;
+  c->mb_on = cfg->members;
+  c->hb_at = now_ms;
+  c->beat = cfg->beat_base;
+  kn_mview_init(&c->view);
   c->flush_at = now_ms + cfg->checkpoint_ms;
   return c;
 }
@@ -501,6 +555,8 @@ void kn_cc_destroy(kn_cc_t *c) {
   for (size_t i = 0; i < c->n_in; i++) free(c->in[i].key);
   free(c->in);
   kn_lease_observer_free(&c->obs);
+  kn_mview_free(&c->view);
+  kn_lease_array_free(c->pend, c->n_pend);
   shards_free(c->shards, c->n_shards);
   kn_lease_array_free(c->snap, c->n_snap);
   free(c->plan);
@@ -521,10 +577,13 @@ int64_t kn_cc_wake_ms(const kn_cc_t *c) {
     for (size_t i = 0; i < c->n_in; i++)
       if (!c->in[i].busy) t = min64(t, c->in[i].next_ms);
   }
+  if (c->mb_on && !c->hb_busy && !c->closing && !c->fatal)
+    t = min64(t, c->hb_at);
+  int fence = c->mb_on && c->mb_ok;
   for (size_t i = 0; i < c->n_ls; i++) {
     const cc_lease_t *l = c->ls[i];
     if (!l->held) continue;
-    t = min64(t, l->until_ms);
+    t = min64(t, fence ? min64(l->until_ms, c->member_until) : l->until_ms);
     if (l->handoff_to) t = min64(t, l->handoff_since + c->cfg.handoff_ms);
     if (!l->busy) t = min64(t, l->next_renew_ms);
   }
@@ -543,12 +602,27 @@ int kn_cc_idle(const kn_cc_t *c) {
 
 int kn_cc_synced(const kn_cc_t *c) { return c->synced; }
 
+size_t kn_cc_members(const kn_cc_t *c) {
+  return c->mb_on && c->mb_ok ? kn_mview_live(&c->view) : 0;
+}
+
+static int leader(const kn_cc_t *c) {
+  const char *w = kn_mview_leader(&c->view);
+  return w && strcmp(w, c->worker) == 0;
+}
+
+int kn_cc_is_leader(const kn_cc_t *c) {
+  return c->mb_on && c->mb_ok && leader(c);
+}
+
 /* ---- time ---- */
 
 static void start_sync(kn_cc_t *c, int64_t now) {
   cc_op_t *o = op_new(c, KN_CC_LIST_LEASES, NULL, -1, now);
   if (!o || !call(c, o)) return;
   o->purpose = P_SYNC_LEASES1;
+  o->epoch = c->view.epoch;
+  c->sync_epoch = c->view.epoch;
   c->sync_emit_ms = now;
   c->syncing = 1;
   c->resync = 0;
@@ -558,19 +632,168 @@ static void start_take(kn_cc_t *c, int64_t now) {
   cc_op_t *o = op_new(c, KN_CC_LIST_LEASES, NULL, -1, now);
   if (!o || !call(c, o)) return;
   o->purpose = P_TAKE;
+  o->epoch = c->view.epoch;
+  o->deaths = c->view.deaths;
   c->taking = 1;
+}
+
+/* Periodic syncs: every worker without membership; with it, the leader
+ * only, and it lists the leases only when something changed. */
+static void sync_due(kn_cc_t *c, int64_t now) {
+  if (!c->mb_on || !c->synced || c->sync_asked) {
+    c->sync_asked = 0;
+    start_sync(c, now);
+    return;
+  }
+  if (!c->mb_ok || !leader(c)) {
+    c->sync_at = now + c->cfg.sync_ms;
+    return;
+  }
+  cc_op_t *o = op_new(c, KN_CC_LIST_SHARDS, NULL, -1, now);
+  if (!o || !call(c, o)) {
+    if (o) op_free(op_take(c, o->id));
+    c->sync_at = now + 1000;
+    return;
+  }
+  o->purpose = P_PROBE;
+  o->epoch = c->view.epoch;
+  c->syncing = 1;
 }
 
 static void watch_handoffs(kn_cc_t *c, int64_t now);
 
+/* ---- membership ---- */
+
+static void run_pending(kn_cc_t *c, int64_t now);
+
+static void send_heartbeat(kn_cc_t *c, int64_t now) {
+  if (c->hb_busy) return;
+  cc_op_t *o = op_new(c, KN_CC_HEARTBEAT, NULL, -1, now);
+  cc_act_t *x = o ? call(c, o) : NULL;
+  if (!x) {
+    if (o) op_free(op_take(c, o->id));
+    c->hb_at = now + 100;
+    return;
+  }
+  c->hb_busy = o->id;
+  o->bump = c->bump_pending;
+  x->a.beat = ++c->beat;
+  x->a.leases = (int64_t)kn_cc_held(c);
+  x->a.bump = o->bump;
+  /* The leader forgets members long dead: the item stays small. */
+  if (!leader(c)) return;
+  size_t n = 0;
+  for (size_t i = 0; i < c->view.n; i++)
+    n += c->view.v[i].dead &&
+         now - c->view.v[i].changed_ms >= 6 * c->cfg.duration_ms;
+  if (!n || !(x->children = calloc(n, sizeof(char *)))) return;
+  for (size_t i = 0; i < c->view.n; i++)
+    if (c->view.v[i].dead &&
+        now - c->view.v[i].changed_ms >= 6 * c->cfg.duration_ms &&
+        (x->children[x->n_children] = strdup(c->view.v[i].worker)))
+      x->n_children++;
+  x->a.forget = x->children;
+  x->a.n_forget = x->n_children;
+}
+
+/* Something the others should look at: the next heartbeat says so, now. */
+static void bump(kn_cc_t *c, int64_t now) {
+  if (!c->mb_on) return;
+  c->bump_pending++;
+  if (c->hb_at > now) c->hb_at = now;
+}
+
+void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
+                        const kn_members_t *m, int64_t sent, int64_t now) {
+  cc_retire(&c->q);
+  cc_op_t *o = op_take(c, id);
+  if (!o) return;
+  int64_t bumped = o->bump;
+  op_free(o);
+  c->hb_busy = 0;
+  if (err && kn_error_code(err) == KN_ERR__UNSUPPORTED) {
+    logf_(c, KN_CC_LOG_INFO,
+          "%s: listing the lease table every take round instead",
+          kn_error_string(err));
+    c->mb_on = 0;
+    c->mb_ok = 0;
+    c->idle = 0;
+  } else if (err) {
+    logf_(c, KN_CC_LOG_WARN, "heartbeat: %s", kn_error_string(err));
+    int64_t again = c->cfg.renew_ms / 3 < 1000 ? c->cfg.renew_ms / 3 : 1000;
+    c->hb_at = now + again;
+  } else {
+    uint64_t deaths = c->view.deaths;
+    if (kn_mview_update(&c->view, m, now, c->cfg.duration_ms) == 0) {
+      c->mb_ok = 1;
+      if (sent > c->view_sent_ms) c->view_sent_ms = sent;
+      if (sent > c->hb_ok_sent_ms) c->hb_ok_sent_ms = sent;
+      if (sent + c->grace_ms > c->member_until)
+        c->member_until = sent + c->grace_ms;
+      c->bump_pending -= bumped;
+      if (c->view.deaths != deaths)
+        logf_(c, KN_CC_LOG_INFO,
+              "a worker stopped beating: looking for its leases");
+    }
+    c->hb_at = c->bump_pending > 0 ? now : sent + c->cfg.renew_ms;
+    run_pending(c, now);
+  }
+  if (c->closing || c->fatal) {
+    c->hb_at = sent + c->cfg.renew_ms;
+    pump_all(c, now);
+    maybe_closed(c);
+  }
+}
+
+/* Whether a take round is worth a listing of the lease table. */
+static uint64_t counts_sig(const kn_cc_t *c) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < c->view.n; i++) {
+    const kn_mview_ent_t *e = &c->view.v[i];
+    if (e->dead) continue;
+    for (const char *p = e->worker; *p; p++)
+      h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h = (h ^ (uint64_t)e->leases) * 1099511628211ULL;
+  }
+  return h;
+}
+
+/* Heartbeats failing: what it took now it might soon have to drop. */
+static int hb_fresh(const kn_cc_t *c, int64_t now) {
+  return now - c->hb_ok_sent_ms <= c->cfg.renew_ms + c->cfg.renew_ms / 2;
+}
+
+static int take_wanted(const kn_cc_t *c, int64_t now) {
+  if (!c->mb_on) return 1;
+  if (!c->mb_ok) return 0; /* the first heartbeat comes first */
+  if (!hb_fresh(c, now)) return 0;
+  if (!c->scanned || !c->idle || c->n_in || c->foreign) return 1;
+  if (c->view.epoch != c->scan_epoch || c->view.deaths != c->scan_deaths)
+    return 1;
+  size_t held = kn_cc_held(c);
+  if (c->cfg.max_leases && held >= (size_t)c->cfg.max_leases) return 0;
+  if (c->idle_sig == counts_sig(c)) return 0;
+  for (size_t i = 0; i < c->view.n; i++) {
+    const kn_mview_ent_t *e = &c->view.v[i];
+    if (!e->dead && strcmp(e->worker, c->worker) != 0 &&
+        e->leases >= (int64_t)held + 2)
+      return 1;
+  }
+  return 0;
+}
+
 void kn_cc_tick(kn_cc_t *c, int64_t now) {
   cc_retire(&c->q);
+  /* Without a heartbeat for grace_ms the others may count this worker
+   * dead and take its leases: it stops reading first. */
+  int fenced = c->mb_on && c->mb_ok && now >= c->member_until;
   for (size_t i = 0; i < c->n_ls; i++) {
     cc_lease_t *l = c->ls[i];
-    if (l->held && now >= l->until_ms) {
+    if (l->held && (now >= l->until_ms || fenced)) {
       logf_(c, KN_CC_LOG_WARN,
-            "shard %s: lease not renewed within %lld ms: stopped reading it",
-            l->key, (long long)c->grace_ms);
+            "shard %s: %s not written within %lld ms: stopped reading it",
+            l->key, now >= l->until_ms ? "lease" : "heartbeat",
+            (long long)c->grace_ms);
       drop(c, l, KN_ERR__TIMED_OUT);
     } else if (l->held && l->handoff_to && !l->yielded &&
                now - l->handoff_since >= c->cfg.handoff_ms) {
@@ -583,10 +806,17 @@ void kn_cc_tick(kn_cc_t *c, int64_t now) {
       l->yielded = 1;
     }
   }
+  if (c->mb_on && !c->hb_busy && !c->closed_sent && now >= c->hb_at)
+    send_heartbeat(c, now);
   if (!c->closing && !c->fatal) {
     watch_handoffs(c, now);
-    if (!c->syncing && now >= c->sync_at) start_sync(c, now);
-    if (c->synced && !c->taking && now >= c->take_at) start_take(c, now);
+    if (!c->syncing && now >= c->sync_at) sync_due(c, now);
+    if (c->synced && !c->taking && now >= c->take_at) {
+      if (take_wanted(c, now))
+        start_take(c, now);
+      else
+        c->take_at = now + c->cfg.take_ms;
+    }
     if (now >= c->flush_at) {
       for (size_t i = 0; i < c->n_ls; i++) c->ls[i]->flush_due = 1;
       c->flush_at = now + c->cfg.checkpoint_ms;
@@ -624,7 +854,11 @@ static void sync_failed(kn_cc_t *c, const kn_error_t *err, const char *what,
 }
 
 static void sync_succeeded(kn_cc_t *c, int64_t now) {
-  if (c->n_plan) c->idle = 0; /* leases were created: look before saying */
+  if (c->n_plan) {
+    c->idle = 0; /* leases were created: look before saying */
+    bump(c, now);
+  }
+  c->full_sync_ms = now;
   c->syncing = 0;
   c->synced = 1;
   c->sync_failures = 0;
@@ -669,16 +903,41 @@ static void create_wave(kn_cc_t *c, int64_t now) {
 
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
 
+static int same_listing(const kn_cc_t *c, const kn_cc_shard_t *v, size_t n) {
+  if (n != c->n_shards) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(v[i].id, c->shards[i].id) != 0 ||
+        !v[i].closed != !c->shards[i].closed)
+      return 0;
+  return 1;
+}
+
 void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                        const kn_cc_shard_t *v, size_t n, int64_t now) {
   cc_retire(&c->q);
-  op_free(op_take(c, id));
+  cc_op_t *po = op_take(c, id);
+  int probe = po && po->purpose == P_PROBE;
+  op_free(po);
   if (c->closing || c->fatal) {
     c->syncing = 0;
     return;
   }
   if (err) {
     sync_failed(c, err, "ListShards", now);
+    return;
+  }
+  if (probe) {
+    /* The leader's look: the leases are listed only when the shards, the
+     * epoch or a cleanup to finish call for it, or for a look now and
+     * then (scan_ms) at what no event announced. */
+    c->syncing = 0;
+    if (!same_listing(c, v, n) || c->view.epoch != c->sync_epoch ||
+        c->sync_more || now - c->full_sync_ms >= c->cfg.scan_ms) {
+      start_sync(c, now);
+    } else {
+      c->sync_at = c->resync ? now : now + c->cfg.sync_ms;
+      c->sync_failures = 0;
+    }
     return;
   }
   kn_cc_shard_t *copy = calloc(n + 1, sizeof(*copy));
@@ -708,6 +967,8 @@ void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     return;
   }
   o->purpose = P_SYNC_LEASES2;
+  o->epoch = c->sync_epoch;
+  o->deaths = c->view.deaths;
 }
 
 /* The first lease listing of a sync: kept, then the shards are listed. */
@@ -771,6 +1032,17 @@ static void record_children(kn_cc_t *c, const kn_lease_t *v, size_t n,
   }
 }
 
+static int has_kids(const kn_cc_t *c, const kn_lease_t *l) {
+  if (l->n_children) return 1;
+  for (size_t j = 0; j < c->n_shards; j++) {
+    const kn_cc_shard_t *s = &c->shards[j];
+    if ((s->parent && strcmp(s->parent, l->key) == 0) ||
+        (s->adjacent && strcmp(s->adjacent, l->key) == 0))
+      return 1;
+  }
+  return 0;
+}
+
 static kn_lease_t *both_of(kn_lease_t *both, const kn_lease_t *v, size_t n,
                            const kn_cc_t *c) {
   if (n) memcpy(both, v, n * sizeof(*v));
@@ -798,10 +1070,15 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
    * yet) must not land after the removal and start the shard again. */
   int64_t settle =
       c->cfg.duration_ms > c->cfg.sync_ms ? c->cfg.duration_ms : c->cfg.sync_ms;
+  c->sync_more = 0;
   for (size_t i = 0; i < n; i++) {
+    if (!kn_lease_is_shard_end(&v[i])) continue;
+    /* A finished lease with a known family goes once its children have
+     * started: the leader's syncs go on until then. */
+    if (has_kids(c, &v[i])) c->sync_more = 1;
+    if (!kn_cc_can_remove(v, n, i, c->shards, c->n_shards)) continue;
     const kn_lease_obs_t *ob = kn_lease_observer_get(&c->obs, v[i].key);
     if (!ob || now - ob->changed_ms < settle) continue;
-    if (!kn_cc_can_remove(v, n, i, c->shards, c->n_shards)) continue;
     cc_op_t *o = op_new(c, KN_CC_REMOVE, v[i].key, -1, now);
     cc_act_t *x = o ? call(c, o) : NULL;
     if (x) x->a.counter = v[i].counter;
@@ -824,7 +1101,7 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
 }
 
 static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
-                       int64_t emit_ms, int64_t now);
+                       const cc_op_t *seen, int64_t answered_ms, int64_t now);
 
 void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                        const kn_lease_t *v, size_t n, int64_t now) {
@@ -832,7 +1109,10 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   cc_op_t *o = op_take(c, id);
   if (!o) return;
   int purpose = o->purpose;
-  int64_t emit_ms = o->emit_ms;
+  cc_op_t seen = *o; /* when it was sent: time, epoch, deaths */
+  seen.key = NULL;
+  seen.req = NULL;
+  memset(&seen.lease, 0, sizeof(seen.lease));
   op_free(o);
   if (purpose == P_TAKE) c->taking = 0;
   int sync = purpose == P_SYNC_LEASES1 || purpose == P_SYNC_LEASES2;
@@ -849,8 +1129,13 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     }
     return;
   }
-  if (kn_lease_observer_update(&c->obs, v, n, now) == 0 && purpose == P_TAKE)
-    take_round(c, v, n, emit_ms, now);
+  int obs_ok = kn_lease_observer_update(&c->obs, v, n, now) == 0;
+  if (obs_ok && purpose == P_TAKE) take_round(c, v, n, &seen, now, now);
+  /* With membership a sync's fresh listing is a take round's too: the
+   * leader's look costs no listing more. */
+  if (obs_ok && purpose == P_SYNC_LEASES2 && c->mb_on && c->mb_ok &&
+      c->synced && !c->taking && hb_fresh(c, now))
+    take_round(c, v, n, &seen, now, now);
   if (purpose == P_SYNC_LEASES1) sync_snapshot(c, v, n, now);
   if (purpose == P_SYNC_LEASES2) sync_leases(c, v, n, now);
   pump_all(c, now);
@@ -1010,15 +1295,82 @@ static const kn_lease_t *lease_in(const kn_lease_t *v, size_t n,
   return NULL;
 }
 
+static void keep_pending(kn_cc_t *c, const kn_lease_t *v, size_t n,
+                         const cc_op_t *seen, int64_t answered_ms,
+                         int64_t now) {
+  kn_lease_array_free(c->pend, c->n_pend);
+  c->pend = NULL;
+  c->n_pend = 0;
+  c->idle = 0;
+  if (!(c->pend = calloc(n, sizeof(*c->pend)))) return;
+  for (; c->n_pend < n; c->n_pend++)
+    if (kn_lease_copy(&c->pend[c->n_pend], &v[c->n_pend])) {
+      kn_lease_array_free(c->pend, c->n_pend);
+      c->pend = NULL;
+      c->n_pend = 0;
+      return;
+    }
+  c->pend_ms = answered_ms;
+  c->pend_emit_ms = seen->emit_ms;
+  c->pend_epoch = seen->epoch;
+  c->pend_deaths = seen->deaths;
+  if (c->hb_at > now) c->hb_at = now;
+}
+
+/* The round kept for a newer view, once there is one. */
+static void run_pending(kn_cc_t *c, int64_t now) {
+  if (!c->pend || c->view_sent_ms <= c->pend_ms || c->taking || c->closing ||
+      c->fatal)
+    return;
+  kn_lease_t *v = c->pend;
+  size_t n = c->n_pend;
+  c->pend = NULL;
+  c->n_pend = 0;
+  cc_op_t seen;
+  memset(&seen, 0, sizeof(seen));
+  seen.emit_ms = c->pend_emit_ms;
+  seen.epoch = c->pend_epoch;
+  seen.deaths = c->pend_deaths;
+  take_round(c, v, n, &seen, c->pend_ms, now);
+  kn_lease_array_free(v, n);
+  pump_all(c, now);
+}
+
+/* Free leases this worker does not take (it holds its share): the
+ * others are told to look. */
+static void leftovers(kn_cc_t *c, const kn_lease_t *w, size_t n,
+                      const kn_take_plan_t *plan, int64_t now) {
+  if (now - c->leftover_bump_ms < c->cfg.duration_ms) return;
+  size_t free_ready = 0;
+  for (size_t i = 0; i < n && free_ready <= plan->n_take; i++)
+    if (!w[i].owner && !kn_lease_is_shard_end(&w[i]) &&
+        kn_lease_is_ready(&w[i], w, n))
+      free_ready++;
+  if (free_ready <= plan->n_take) return;
+  c->leftover_bump_ms = now;
+  bump(c, now);
+}
+
 static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
-                       int64_t emit_ms, int64_t now) {
+                       const cc_op_t *seen, int64_t answered_ms, int64_t now) {
+  int64_t emit_ms = seen->emit_ms;
   c->take_at = now + c->cfg.take_ms;
+  c->scanned = 1;
+  c->scan_epoch = seen->epoch;
+  c->scan_deaths = seen->deaths;
+  c->last_scan_ms = now;
+  c->foreign = 0;
   /* Held leases another worker has taken (a listing sent after our take
    * was answered shows them in another name, at or past our counter). */
+  kn_strmap_t byk = KN_STRMAP_INIT;
+  int indexed = 1;
+  for (size_t i = 0; i < n && indexed; i++)
+    indexed = kn_strmap_put(&byk, v[i].key, (void *)&v[i]) == 0;
   for (size_t i = 0; i < c->n_ls; i++) {
     cc_lease_t *l = c->ls[i];
     if (!l->held || l->shard_end_written || emit_ms < l->since_ms) continue;
-    const kn_lease_t *t = lease_in(v, n, l->key);
+    const kn_lease_t *t =
+        indexed ? kn_strmap_get(&byk, l->key) : lease_in(v, n, l->key);
     if (t && t->owner && is_me(c, t->checkpoint_owner) && !is_me(c, t->owner)) {
       begin_handoff(c, l, t->owner, now);
       continue;
@@ -1032,6 +1384,7 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
       drop(c, l, KN_ERR__LEASE_LOST);
     }
   }
+  kn_strmap_free(&byk);
   /* Leases in this worker's name that it does not hold were held by an
    * earlier run of this worker id, or were given up here when a renewal
    * came too late.  Nobody else reads them: they count as free now
@@ -1048,6 +1401,7 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
     }
     memcpy(w, v, n * sizeof(*w));
   }
+  int defer = 0;
   for (size_t i = 0; i < n; i++) {
     const cc_lease_t *l = lease_find(c, w[i].key);
     int held = l && l->held;
@@ -1072,7 +1426,33 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
         !take_in_flight(c, w[i].key) && !in_find(c, w[i].key)) {
       ours[i] = w[i].owner;
       w[i].owner = NULL;
+      continue;
     }
+    if (!c->mb_on || !c->mb_ok || !w[i].owner || is_me(c, w[i].owner) ||
+        kn_lease_is_shard_end(&w[i]))
+      continue;
+    if (kn_mview_is_dead(&c->view, w[i].owner) && !w[i].checkpoint_owner) {
+      /* Its owner stopped beating a lease duration ago and has stopped
+       * reading since: the lease is free, if the view that says so is
+       * newer than this listing (else the next heartbeat decides). */
+      if (c->view_sent_ms <= answered_ms) {
+        defer = 1;
+        break;
+      }
+      ours[i] = w[i].owner;
+      w[i].owner = NULL;
+    } else if (!kn_mview_get(&c->view, w[i].owner) &&
+               !kn_lease_is_expired(&c->obs, &w[i], now, c->cfg.duration_ms)) {
+      /* A worker without heartbeats (a KCL worker, or one that just
+       * started): only listings tell when its lease expires. */
+      c->foreign++;
+    }
+  }
+  if (defer) {
+    keep_pending(c, v, n, seen, answered_ms, now);
+    free(w);
+    free(ours);
+    return;
   }
   /* A worker that renewed nothing for two renewal intervals is likely
    * dead: its leases are taken when they expire, before anyone steals. */
@@ -1086,6 +1466,8 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
     return;
   }
   c->idle = plan.n_take == 0 && plan.n_steal == 0;
+  if (c->idle && c->mb_on) c->idle_sig = counts_sig(c);
+  if (c->mb_on && c->mb_ok) leftovers(c, w, n, &plan, now);
   for (int pass = 0; pass < 2; pass++) {
     size_t cnt = pass ? plan.n_steal : plan.n_take;
     const size_t *idx = pass ? plan.steal : plan.take;
@@ -1252,6 +1634,10 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     }
     if (req) reply(c, req->req, KN_ERR_NO_ERROR, NULL);
     req_free(req);
+    /* A checkpoint stands for the renewal of its slot: it brings news of
+     * a hand-off as well. */
+    if (handoff_to && l->held && !l->shard_end_written)
+      begin_handoff(c, l, handoff_to, now);
   } else if (o->op == KN_CC_HANDOFF_DONE) {
     l->held = 0;
     fail_reqs(c, l, KN_ERR__LEASE_LOST);
@@ -1267,6 +1653,7 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
   } else if (o->op == KN_CC_RELEASE) {
     l->held = 0;
     fail_reqs(c, l, KN_ERR__LEASE_LOST);
+    bump(c, now); /* free, or its children ready: the others look */
     if (l->shard_end_written) {
       l->reading = 0;
       cc_act_t *x = cc_push(&c->q, KN_CC_DONE);
@@ -1334,6 +1721,7 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
       }
       break;
     case KN_CC_HANDOFF_DONE:
+      if (!err) bump(c, now); /* its new owner may be dead: look */
       if (o->tenure < 0) {
         if (!err)
           logf_(c, KN_CC_LOG_INFO,
@@ -1372,6 +1760,7 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
 
 /* A sync now, or right after the one under way. */
 static void sync_soon(kn_cc_t *c, int64_t now) {
+  c->sync_asked = 1;
   if (c->syncing)
     c->resync = 1;
   else

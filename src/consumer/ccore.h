@@ -40,6 +40,20 @@
  *   worker watches the lease (GET) and takes it once passed on, or
  *   without waiting any longer when its owner wrote nothing for a lease
  *   duration or the hand-off lasted handoff_ms.
+ * - membership (cfg.members, a store that keeps it): every renew interval
+ *   a HEARTBEAT writes this worker's beat and lease count and returns
+ *   everyone's (lease/members.h).  A member whose beat stood still for a
+ *   lease duration is dead and its leases are taken at once; this worker
+ *   stops reading when its own heartbeat has not been written for
+ *   grace_ms.  The lease table is then listed only when something calls
+ *   for it: the start, a death, the epoch moved (leases created, released
+ *   or finished elsewhere), a worker holding two more than this one, a
+ *   lease of a worker that is no member, a take round that took
+ *   something, a lease lost here; and by the leader (the live member of
+ *   lowest id) every scan_ms.  Only the leader syncs on its own; it lists
+ *   the shards every sync_ms and the leases only when the listing, the
+ *   epoch or a pending cleanup say so.  Any worker that the leader's
+ *   death leaves lowest takes over within a lease duration.
  *
  * Ownership: strings in actions point into the core (or into the event
  * that caused them) and are valid until the next call into the core;
@@ -68,6 +82,11 @@ typedef struct kn_cc_cfg {
   const char *initial;
   int auto_checkpoint; /* checkpoint.auto */
   int64_t handoff_ms;  /* lease.handoff.timeout.ms; 0: steal */
+  int members;         /* lease.members: heartbeats (see above) */
+  int64_t scan_ms;     /* lease.scan.interval.ms: the leader's look */
+  /* First beat of this run: random, so that a restarted worker of the
+   * same id never repeats the beat its last run ended on. */
+  int64_t beat_base;
 } kn_cc_cfg_t;
 
 /* One shard of a listing (ListShards or ChildShards). */
@@ -98,6 +117,8 @@ typedef enum kn_cc_op {
   KN_CC_GET,          /* store get(key); answer kn_cc_lease_got */
   KN_CC_HANDOFF,      /* store handoff(key, counter, old_owner, worker) */
   KN_CC_HANDOFF_DONE, /* store handoff_done(key, counter, worker) */
+  KN_CC_HEARTBEAT,    /* store heartbeat(worker, beat, leases, bump,
+                         forget); answer kn_cc_members_done */
   /* Not store calls: */
   KN_CC_START,  /* start reading shard `key` for tenure at `start` */
   KN_CC_STOP,   /* stop reading `key` (tenure ended); reason */
@@ -139,7 +160,10 @@ typedef struct kn_cc_action {
   size_t state_len;
   char *const *children; /* SET_CHILDREN */
   size_t n_children;
-  int64_t until_ms;    /* START, EXTEND */
+  int64_t until_ms;           /* START, EXTEND */
+  int64_t beat, leases, bump; /* HEARTBEAT */
+  char *const *forget;        /* HEARTBEAT: members to forget */
+  size_t n_forget;
   kn_err_t reason;     /* STOP: KN_ERR__LEASE_LOST, KN_ERR__DESTROY,
                           KN_ERR__TIMED_OUT (not renewed in time);
                           REPLY: the checkpoint's outcome; FATAL: the
@@ -179,9 +203,9 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
 void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                        const kn_cc_shard_t *v, size_t n, int64_t now_ms);
 /* Answer to any other store call.  new_counter for TAKE, RENEW,
- * CHECKPOINT, RELEASE and HANDOFF_DONE.  handoff_to: RENEW found another
- * worker asking for the lease (store.h), or NULL.  sent_ms: when the call
- * was sent (the reading deadline counts from it). */
+ * CHECKPOINT, RELEASE and HANDOFF_DONE.  handoff_to: RENEW or CHECKPOINT
+ * found another worker asking for the lease (store.h), or NULL.  sent_ms: when
+ * the call was sent (the reading deadline counts from it). */
 void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                       int64_t new_counter, const char *handoff_to,
                       int64_t sent_ms, int64_t now_ms);
@@ -189,6 +213,11 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
  * is gone). */
 void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                      const kn_lease_t *l, int64_t now_ms);
+
+/* Answer to HEARTBEAT: the members (borrowed), or err (KN_ERR__UNSUPPORTED:
+ * the store keeps no membership; the core does without). */
+void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
+                        const kn_members_t *m, int64_t sent_ms, int64_t now_ms);
 
 /* The reader of (key, tenure) reached the end of the shard; children from
  * ChildShards (n 0: the server did not say, a sync will find them). */
@@ -235,6 +264,10 @@ size_t kn_cc_held(const kn_cc_t *c);
 int kn_cc_idle(const kn_cc_t *c);
 /* Non-zero once the first sync has succeeded. */
 int kn_cc_synced(const kn_cc_t *c);
+/* Live members as last heard (0 without membership), and whether this
+ * worker is their leader. */
+size_t kn_cc_members(const kn_cc_t *c);
+int kn_cc_is_leader(const kn_cc_t *c);
 
 /* ---- the pure planners, exposed for tests ---- */
 

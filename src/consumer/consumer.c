@@ -74,7 +74,13 @@ static int load_cfg(kn_consumer_t *kc, char *errstr, size_t size) {
 
   kc->lease.duration_ms = kn_conf_int(c, "lease.duration.ms");
   kc->lease.renew_ms = kn_conf_int(c, "lease.renew.interval.ms");
-  if (kc->lease.renew_ms <= 0) kc->lease.renew_ms = kc->lease.duration_ms / 3;
+  kc->lease.members = kn_conf_bool(c, "lease.members");
+  kc->lease.scan_ms = kn_conf_int(c, "lease.scan.interval.ms");
+  /* Heartbeats ride on the same interval: a little longer than the KCL's
+   * third keeps renewals and heartbeats within its write budget. */
+  if (kc->lease.renew_ms <= 0)
+    kc->lease.renew_ms = kc->lease.members ? kc->lease.duration_ms * 2 / 5
+                                           : kc->lease.duration_ms / 3;
   if (kc->lease.renew_ms * 3 >= kc->lease.duration_ms * 2) {
     /* A worker reads a shard until duration - renew / 2 after its last
      * good renewal was sent: with a longer interval that grace period

@@ -44,7 +44,7 @@ struct kn_reader;
 
 /* Lease-store operations counted by the metrics: KN_CC_LIST_LEASES ..
  * KN_CC_HANDOFF_DONE of consumer/ccore.h. */
-#define KN_STORE_OPS 12
+#define KN_STORE_OPS 13
 struct kn_efo_reader;
 struct kn_efo;
 
@@ -246,7 +246,8 @@ struct kn_consumer_s {
   int ctl_open;   /* [mu] the control thread takes requests */
   int taker_idle; /* [mu] the core has nothing left to take */
   struct {
-    int64_t duration_ms, renew_ms, take_ms, handoff_ms;
+    int64_t duration_ms, renew_ms, take_ms, handoff_ms, scan_ms;
+    int members;
     /* How long after a good write this worker reads on without another
      * (the core's rule, for messages): duration - renew / 2. */
     int64_t grace_ms;

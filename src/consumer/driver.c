@@ -26,6 +26,7 @@
 #include "lease/store.h"
 #include "util/clock.h"
 #include "util/cond.h"
+#include "util/rand.h"
 #include "util/str.h"
 
 /* Store calls at once: renewals of many leases go out together, and a
@@ -301,7 +302,8 @@ static void submit(drv_t *d, const kn_cc_action_t *a) {
 static void act(drv_t *d, const kn_cc_action_t *a) {
   kn_consumer_t *kc = d->kc;
   int keyed = a->op != KN_CC_LIST_LEASES && a->op != KN_CC_LIST_SHARDS &&
-              a->op != KN_CC_CREATE && a->op < KN_CC_REPLY;
+              a->op != KN_CC_CREATE && a->op != KN_CC_HEARTBEAT &&
+              a->op < KN_CC_REPLY;
   if (keyed && !a->key) {
     /* The core ran out of memory copying the shard id. */
     set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory (%s)",
@@ -321,6 +323,7 @@ static void act(drv_t *d, const kn_cc_action_t *a) {
     case KN_CC_GET:
     case KN_CC_HANDOFF:
     case KN_CC_HANDOFF_DONE:
+    case KN_CC_HEARTBEAT:
       submit(d, a);
       break;
     case KN_CC_YIELD:
@@ -483,6 +486,9 @@ static void store_done(drv_t *d, kn_store_job_t *j) {
       break;
     case KN_CC_GET:
       kn_cc_lease_got(d->cc, j->id, j->err, j->err ? NULL : &j->got, now);
+      break;
+    case KN_CC_HEARTBEAT:
+      kn_cc_members_done(d->cc, j->id, j->err, &j->members, j->sent_ms, now);
       break;
     default:
       kn_cc_store_done(d->cc, j->id, j->err, j->new_counter, j->handoff_to,
@@ -693,6 +699,9 @@ static kn_error_t *start(drv_t *d) {
       .initial = initial_checkpoint(kc),
       .auto_checkpoint = kc->cfg.auto_checkpoint,
       .handoff_ms = kc->lease.handoff_ms,
+      .members = kc->lease.members,
+      .scan_ms = kc->lease.scan_ms,
+      .beat_base = (int64_t)(kn_rand_u64() >> 2),
   };
   d->cc = kn_cc_new(&cfg, kn_mono_ms());
   if (!d->cc) return kn_error_new(KN_ERR__NOMEM, "out of memory");

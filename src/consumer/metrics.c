@@ -249,10 +249,11 @@ static int take_snapshot(kn_consumer_t *kc, snap_t *s) {
 }
 
 static const char *const op_names[KN_STORE_OPS] = {
-    "list",    NULL,     "create",       "take", "renew",   "checkpoint",
-    "release", "remove", "set_children", "get",  "handoff", "handoff_done"};
-_Static_assert(KN_CC_HANDOFF_DONE == KN_STORE_OPS - 1 &&
-                   KN_CC_LIST_SHARDS == 1 && KN_CC_GET == 9,
+    "list",       NULL,           "create",   "take",         "renew",
+    "checkpoint", "release",      "remove",   "set_children", "get",
+    "handoff",    "handoff_done", "heartbeat"};
+_Static_assert(KN_CC_HEARTBEAT == KN_STORE_OPS - 1 && KN_CC_LIST_SHARDS == 1 &&
+                   KN_CC_GET == 9,
                "op_names follows kn_cc_op_t");
 
 static void per_op_u64(kn_mw_t *w, kn_metric_id_t id, const uint64_t *v) {

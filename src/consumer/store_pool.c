@@ -28,6 +28,9 @@ kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a) {
   j->steal = a->steal;
   j->subseq = a->subseq;
   j->pending_subseq = a->pending_subseq;
+  j->beat = a->beat;
+  j->n_held = a->leases;
+  j->bump = a->bump;
   int rc = dup_opt(&j->key, a->key);
   rc |= dup_opt(&j->old_owner, a->old_owner);
   if (a->op == KN_CC_CREATE && a->lease)
@@ -45,11 +48,13 @@ kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a) {
       }
     }
   }
-  if (a->op == KN_CC_SET_CHILDREN && a->n_children) {
-    j->children = calloc(a->n_children, sizeof(char *));
+  char *const *names = a->op == KN_CC_HEARTBEAT ? a->forget : a->children;
+  size_t n_names = a->op == KN_CC_HEARTBEAT ? a->n_forget : a->n_children;
+  if ((a->op == KN_CC_SET_CHILDREN || a->op == KN_CC_HEARTBEAT) && n_names) {
+    j->children = calloc(n_names, sizeof(char *));
     if (!j->children) rc = -1;
-    for (size_t i = 0; j->children && i < a->n_children; i++) {
-      rc |= dup_opt(&j->children[i], a->children[i]);
+    for (size_t i = 0; j->children && i < n_names; i++) {
+      rc |= dup_opt(&j->children[i], names[i]);
       j->n_children++;
     }
   }
@@ -82,6 +87,7 @@ void kn_store_job_free(kn_store_job_t *j) {
   free(j->children);
   kn_error_destroy(j->err);
   free(j->handoff_to);
+  kn_members_clear(&j->members);
   kn_lease_clear(&j->got);
   kn_lease_array_free(j->leases, j->n_leases);
   kn_shard_list_destroy(j->list);
@@ -170,6 +176,12 @@ static void run(kn_consumer_t *kc, kn_store_job_t *j) {
       break;
     case KN_CC_SET_CHILDREN:
       err = o->set_children(ls, j->key, j->children, j->n_children);
+      break;
+    case KN_CC_HEARTBEAT:
+      err = o->heartbeat ? o->heartbeat(ls, w, j->beat, j->n_held, j->bump,
+                                        j->children, j->n_children, &j->members)
+                         : kn_error_new(KN_ERR__UNSUPPORTED,
+                                        "this lease store keeps no membership");
       break;
     default:
       err = kn_error_new(KN_ERR__FAIL, "not a store call: %s",
@@ -262,7 +274,8 @@ void kn_store_pool_submit(kn_store_pool_t *p, kn_store_job_t *j) {
   pthread_mutex_lock(&p->mu);
   /* Renewals first; a hand-off's look is as urgent (its end waits on
    * it). */
-  int urgent = j->op == KN_CC_RENEW || j->op == KN_CC_GET;
+  int urgent =
+      j->op == KN_CC_RENEW || j->op == KN_CC_GET || j->op == KN_CC_HEARTBEAT;
   kn_store_job_t **h = urgent ? &p->urgent : &p->head;
   kn_store_job_t **t = urgent ? &p->urgent_tail : &p->tail;
   if (*t)

@@ -38,23 +38,25 @@ typedef struct kn_store_job {
   int64_t pending_subseq;
   void *state;
   size_t state_len;
-  char **children; /* SET_CHILDREN */
+  char **children; /* SET_CHILDREN; HEARTBEAT: the members to forget */
   size_t n_children;
+  int64_t beat, n_held, bump; /* HEARTBEAT */
   /* The outcome. */
   int64_t sent_ms; /* monotonic ms when the call began */
   int64_t took_us;
   kn_error_t *err; /* owned */
   int64_t new_counter;
-  char *handoff_to;   /* RENEW: a hand-off asked for; owned */
-  kn_lease_t got;     /* GET: the lease (owned) */
-  kn_lease_t *leases; /* LIST_LEASES: owned */
+  char *handoff_to;     /* RENEW: a hand-off asked for; owned */
+  kn_lease_t got;       /* GET: the lease (owned) */
+  kn_members_t members; /* HEARTBEAT: owned */
+  kn_lease_t *leases;   /* LIST_LEASES: owned */
   size_t n_leases;
   kn_shard_list_t *list; /* LIST_SHARDS: owned ... */
   kn_cc_shard_t *shards; /* ... and a view pointing into it */
   size_t n_shards;
 } kn_store_job_t;
 
-/* A job for a store action (LIST_LEASES .. HANDOFF_DONE, LIST_SHARDS),
+/* A job for a store action (LIST_LEASES .. HEARTBEAT, LIST_SHARDS),
  * copied; NULL on out-of-memory. */
 kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a);
 /* A stream check for cs's reader of `tenure`; NULL on out-of-memory. */

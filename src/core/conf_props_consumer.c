@@ -108,7 +108,8 @@ const kn_prop_t kn_props_consumer[] = {
      "A lease whose counter has not moved for this long, as observed by "
      "another worker, is expired and may be taken."},
     {"lease.renew.interval.ms", "lease", KN_PROP_INT, "0", 0, MS_MAX, NULL,
-     "Interval of lease renewals; 0: a third of lease.duration.ms. Must be "
+     "Interval of lease renewals (and of heartbeats); 0: 2/5 of "
+     "lease.duration.ms (a third without lease.members). Must be "
      "less than 2/3 of lease.duration.ms: a worker reads a shard until "
      "lease.duration.ms less half this interval after its last good "
      "renewal, and that must outlast the wait for the next one."},
@@ -128,4 +129,16 @@ const kn_prop_t kn_props_consumer[] = {
      "has not done so after this long (or has stopped renewing for a "
      "lease duration) loses the lease the ordinary way. 0: take it at "
      "once (read again from its last checkpoint)."},
+    {"lease.members", "lease", KN_PROP_BOOL, "true", 0, 0, NULL,
+     "Workers write a heartbeat every renewal interval to one membership "
+     "item (DynamoDB: the table TABLE-members) whose answer tells each "
+     "worker who is alive, what they hold and whether leases changed; the "
+     "lease table is then read only when that calls for it, instead of "
+     "every lease.take.interval.ms. A worker that stopped beating for "
+     "lease.duration.ms is dead and its leases are taken at once. false: "
+     "every worker reads the whole table every take interval."},
+    {"lease.scan.interval.ms", "lease", KN_PROP_INT, "600000", 1000, MS_MAX,
+     NULL,
+     "With lease.members, how often the leader (the live worker of lowest "
+     "id) reads the whole lease table when nothing announced a change."},
     {NULL, NULL, 0, NULL, 0, 0, NULL, NULL}};

@@ -17,14 +17,13 @@ static void obs_clear(kn_lease_obs_t *e) {
 void kn_lease_observer_free(kn_lease_observer_t *o) {
   for (size_t i = 0; i < o->n; i++) obs_clear(&o->v[i]);
   free(o->v);
+  kn_strmap_free(&o->idx);
   memset(o, 0, sizeof(*o));
 }
 
 const kn_lease_obs_t *kn_lease_observer_get(const kn_lease_observer_t *o,
                                             const char *key) {
-  for (size_t i = 0; i < o->n; i++)
-    if (strcmp(o->v[i].key, key) == 0) return &o->v[i];
-  return NULL;
+  return kn_strmap_get(&o->idx, key);
 }
 
 static int same_str(const char *a, const char *b) {
@@ -51,9 +50,19 @@ int kn_lease_observer_update(kn_lease_observer_t *o, const kn_lease_t *v,
             ? old->changed_ms
             : now_ms;
   }
+  /* Thousands of leases: lookups by key go through an index. */
+  kn_strmap_t idx = KN_STRMAP_INIT;
+  for (size_t i = 0; i < n; i++)
+    if (kn_strmap_put(&idx, nv[i].key, &nv[i])) {
+      kn_strmap_free(&idx);
+      for (size_t j = 0; j < n; j++) obs_clear(&nv[j]);
+      free(nv);
+      return -1;
+    }
   kn_lease_observer_free(o);
   o->v = nv;
   o->n = o->cap = n;
+  o->idx = idx;
   return 0;
 }
 
@@ -82,6 +91,16 @@ int kn_lease_is_ready(const kn_lease_t *l, const kn_lease_t *all, size_t n) {
   return 1;
 }
 
+/* The same through an index of the snapshot by key. */
+static int ready_in(const kn_lease_t *l, const kn_strmap_t *idx) {
+  if (kn_lease_is_shard_end(l)) return 0;
+  for (size_t i = 0; i < l->n_parents; i++) {
+    const kn_lease_t *p = kn_strmap_get(idx, l->parents[i]);
+    if (p && !kn_lease_is_shard_end(p)) return 0;
+  }
+  return 1;
+}
+
 /* Owner names with their counts of unexpired ready leases. */
 typedef struct owner_count {
   const char *owner;
@@ -100,31 +119,46 @@ int kn_take_plan(const kn_lease_t *v, size_t n, const kn_lease_observer_t *o,
   memset(plan, 0, sizeof(*plan));
   owner_count_t *owners = calloc(n + 1, sizeof(*owners));
   size_t *avail = calloc(n + 1, sizeof(*avail));
+  unsigned char *ok = calloc(n + 1, 1); /* ready and unexpired */
   plan->take = calloc(n + 1, sizeof(size_t));
   plan->steal = calloc(n + 1, sizeof(size_t));
-  if (!owners || !avail || !plan->take || !plan->steal) {
-    free(owners);
-    free(avail);
-    kn_take_plan_free(plan);
-    return -1;
-  }
+  kn_strmap_t idx = KN_STRMAP_INIT, who = KN_STRMAP_INIT;
+  int oom = !owners || !avail || !ok || !plan->take || !plan->steal;
+  for (size_t i = 0; i < n && !oom; i++)
+    oom = kn_strmap_put(&idx, v[i].key, (void *)&v[i]) != 0;
   size_t n_owners = 0, n_avail = 0, ready = 0;
-  owners[n_owners++] = (owner_count_t){p->worker, 0, p->now_ms};
-  for (size_t i = 0; i < n; i++) {
-    if (!kn_lease_is_ready(&v[i], v, n)) continue;
+  if (!oom) {
+    owners[n_owners++] = (owner_count_t){p->worker, 0, p->now_ms};
+    oom = kn_strmap_put(&who, p->worker, &owners[0]) != 0;
+  }
+  for (size_t i = 0; i < n && !oom; i++) {
+    if (!ready_in(&v[i], &idx)) continue;
     ready++;
     if (kn_lease_is_expired(o, &v[i], p->now_ms, p->duration_ms)) {
       avail[n_avail++] = i;
       continue;
     }
-    size_t k = 0;
-    while (k < n_owners && strcmp(owners[k].owner, v[i].owner) != 0) k++;
-    if (k == n_owners)
-      owners[n_owners++] = (owner_count_t){v[i].owner, 0, INT64_MIN};
+    ok[i] = 1;
+    owner_count_t *oc = kn_strmap_get(&who, v[i].owner);
+    if (!oc) {
+      oc = &owners[n_owners++];
+      *oc = (owner_count_t){v[i].owner, 0, INT64_MIN};
+      if (kn_strmap_put(&who, v[i].owner, oc)) oom = 1;
+    }
+    size_t k = (size_t)(oc - owners);
     owners[k].count++;
     const kn_lease_obs_t *e = kn_lease_observer_get(o, v[i].key);
     int64_t seen = e && e->counter == v[i].counter ? e->changed_ms : p->now_ms;
     if (seen > owners[k].fresh_ms) owners[k].fresh_ms = seen;
+  }
+  kn_strmap_free(&idx);
+  kn_strmap_free(&who);
+  if (oom) {
+    free(owners);
+    free(avail);
+    free(ok);
+    kn_take_plan_free(plan);
+    return -1;
   }
   plan->workers = n_owners;
   plan->held = owners[0].count;
@@ -162,9 +196,7 @@ int kn_take_plan(const kn_lease_t *v, size_t n, const kn_lease_observer_t *o,
     if (steal > (size_t)p->max_steal) steal = (size_t)p->max_steal;
     if (steal) {
       for (size_t i = 0; i < n && plan->n_steal < steal; i++) {
-        if (!kn_lease_is_ready(&v[i], v, n) ||
-            kn_lease_is_expired(o, &v[i], p->now_ms, p->duration_ms))
-          continue;
+        if (!ok[i]) continue;
         if (strcmp(v[i].owner, owners[most].owner) == 0)
           plan->steal[plan->n_steal++] = i;
       }
@@ -172,6 +204,7 @@ int kn_take_plan(const kn_lease_t *v, size_t n, const kn_lease_observer_t *o,
   }
   free(owners);
   free(avail);
+  free(ok);
   return 0;
 }
 

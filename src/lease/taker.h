@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "lease/lease.h"
+#include "util/strmap.h"
 
 /* What the observer remembers of one lease. */
 typedef struct kn_lease_obs {
@@ -23,6 +24,7 @@ typedef struct kn_lease_obs {
 typedef struct kn_lease_observer {
   kn_lease_obs_t *v;
   size_t n, cap;
+  kn_strmap_t idx; /* key -> entry of v (keys borrowed from v) */
 } kn_lease_observer_t;
 
 void kn_lease_observer_init(kn_lease_observer_t *o);

@@ -22,7 +22,7 @@
 #define SIM_MAX_WORKERS 16
 #define SIM_MAX_SHARDS 64
 #ifndef SIM_TRACE
-#define SIM_TRACE 256 /* -DSIM_TRACE=65536 for a long trace */
+#define SIM_TRACE 65536 /* -DSIM_TRACE=65536 for a long trace */
 #endif
 
 /* ---- PRNG (splitmix64) ---- */
@@ -124,9 +124,17 @@ typedef struct sim_call {
   int64_t new_counter;
   kn_lease_t *list; /* LIST_LEASES snapshot */
   size_t n_list;
-  char *handoff_to; /* RENEW: a hand-off asked for */
-  kn_lease_t got;   /* GET */
+  char *handoff_to;           /* RENEW: a hand-off asked for */
+  kn_lease_t got;             /* GET */
+  int64_t beat, leases, bump; /* HEARTBEAT (children: the names forgotten) */
+  kn_members_t members;       /* HEARTBEAT: the answer */
 } sim_call_t;
+
+/* A row of the simulated membership. */
+typedef struct sim_member {
+  char worker[8];
+  int64_t beat, leases;
+} sim_member_t;
 
 /* ---- tenures (one per START) ---- */
 enum {
@@ -189,6 +197,7 @@ typedef struct sim_worker {
   int closed;         /* CLOSED seen: the core goes after this drain */
   int close_fault;    /* a store call failed while closing */
   int64_t fault_t;    /* when a store call last failed, or -1 */
+  int64_t hb_fault_t; /* when a heartbeat last failed or was slow, or -1 */
   int64_t close_t;    /* when kn_cc_close was called */
   char slow_take[24]; /* the last TAKE answered after more than 1 s */
   int ckpt_retry;     /* a manual checkpoint failed: again at the next poll */
@@ -241,6 +250,9 @@ struct sim {
   kn_lease_t *table;
   size_t n_table, cap_table;
   int64_t outage_until;
+  sim_member_t mb[SIM_MAX_WORKERS];
+  int n_mb;
+  int64_t epoch;
   /* stream */
   sim_shard_t sh[SIM_MAX_SHARDS];
   int n_sh;
@@ -319,6 +331,9 @@ void sim_worker_event(sim_t *s, const sim_ev_t *ev);
 /* A store call of w on key failed or was slow (key NULL: a listing):
  * duplicates after it are the store's doing. */
 void sim_flag_store_fault(sim_t *s, int w, const char *key);
+/* The same for call c: a heartbeat's fault is every tenure's of w (the
+ * worker may stop reading them all). */
+void sim_flag_call_fault(sim_t *s, const sim_call_t *c);
 int64_t sim_wnow(const sim_t *s, int w);
 
 /* sim_fault.c */

@@ -24,13 +24,13 @@ void sim_fault_store(sim_t *s, sim_call_t *c) {
   }
   if (s->sc && s->sc->fail_call && s->sc->fail_call(s, c)) c->fate = FATE_FAIL;
   /* Known as a fault from now on, whenever its answer comes. */
-  if (c->fate != FATE_OK) sim_flag_store_fault(s, c->w, c->key);
+  if (c->fate != FATE_OK) sim_flag_call_fault(s, c);
   switch (c->fate) {
     case FATE_OK:
     case FATE_LANDED_ERR: {
       int64_t d = sim_latency(s);
       if (s->sc && s->sc->apply_delay) d += s->sc->apply_delay(s, c);
-      if (d > 1000) sim_flag_store_fault(s, c->w, c->key);
+      if (d > 1000) sim_flag_call_fault(s, c);
       sim_push(s, s->now + d, EV_STORE_APPLY, c->w, c->inc, 0, 0, c);
       break;
     }

@@ -28,6 +28,8 @@ static void init_cfg(sim_t *s) {
   s->child_shards = sim_chance(&s->rng, 500);
   s->retention_ms =
       sim_chance(&s->rng, 150) ? sim_range(&s->rng, 20000, 60000) : 0;
+  s->cfg.members = !sim_chance(&s->rng, 250);
+  s->cfg.scan_ms = sim_range(&s->rng, 20000, 120000);
 }
 
 void sim_init(sim_t *s, const sim_opts_t *o) {

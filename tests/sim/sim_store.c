@@ -6,6 +6,7 @@
  *
  * Built with -DKN_SIM_MUTANT=1 the checkpoint ignores its condition, and
  * with 2 a take ignores the counter: the invariants must catch both. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,41 @@ int sim_store_put(sim_t *s, const kn_lease_t *l) {
 static void set_str(char **dst, const char *src) {
   free(*dst);
   *dst = kn_strdup0(src);
+}
+
+/* The membership: a row per worker, kept sorted by id. */
+static void heartbeat(sim_t *s, sim_call_t *c) {
+  for (size_t f = 0; f < c->n_children; f++)
+    for (int i = 0; i < s->n_mb; i++)
+      if (strcmp(s->mb[i].worker, c->children[f]) == 0 &&
+          strcmp(c->children[f], c->owner) != 0) {
+        memmove(&s->mb[i], &s->mb[i + 1],
+                (size_t)(s->n_mb - i - 1) * sizeof(s->mb[0]));
+        s->n_mb--;
+        break;
+      }
+  int i = 0;
+  while (i < s->n_mb && strcmp(s->mb[i].worker, c->owner) < 0) i++;
+  if (i == s->n_mb || strcmp(s->mb[i].worker, c->owner) != 0) {
+    if (s->n_mb == SIM_MAX_WORKERS) abort();
+    memmove(&s->mb[i + 1], &s->mb[i], (size_t)(s->n_mb - i) * sizeof(s->mb[0]));
+    s->n_mb++;
+    memset(&s->mb[i], 0, sizeof(s->mb[i]));
+    snprintf(s->mb[i].worker, sizeof(s->mb[i].worker), "%s", c->owner);
+  }
+  s->mb[i].beat = c->beat;
+  s->mb[i].leases = c->leases;
+  s->epoch += c->bump;
+  kn_members_clear(&c->members);
+  c->members.epoch = s->epoch;
+  c->members.v = calloc((size_t)s->n_mb + 1, sizeof(*c->members.v));
+  if (!c->members.v) abort();
+  for (int k = 0; k < s->n_mb; k++) {
+    c->members.v[k].worker = kn_strdup0(s->mb[k].worker);
+    c->members.v[k].beat = s->mb[k].beat;
+    c->members.v[k].leases = s->mb[k].leases;
+  }
+  c->members.n = (size_t)s->n_mb;
 }
 
 kn_err_t sim_store_apply(sim_t *s, sim_call_t *c) {
@@ -128,6 +164,7 @@ kn_err_t sim_store_apply(sim_t *s, sim_call_t *c) {
       if (!l && (i = sim_store_find(s, c->key)) >= 0) l = &s->table[i];
 #endif
       if (!l) return CCF;
+      if (l->checkpoint_owner && l->owner) c->handoff_to = kn_strdup0(l->owner);
       if (c->ckpt) {
         set_str(&l->checkpoint, c->ckpt);
         l->checkpoint_subseq = c->subseq;
@@ -157,6 +194,9 @@ kn_err_t sim_store_apply(sim_t *s, sim_call_t *c) {
       l->n_children = copy.n_children;
       return 0;
     }
+    case KN_CC_HEARTBEAT:
+      heartbeat(s, c);
+      return 0;
     case KN_CC_REMOVE:
       if (!(l = find_if(s, c->key, c->counter, 0, NULL))) return CCF;
       i = (int)(l - s->table);
@@ -184,5 +224,6 @@ void sim_call_free(sim_call_t *c) {
   kn_lease_array_free(c->list, c->n_list);
   free(c->handoff_to);
   kn_lease_clear(&c->got);
+  kn_members_clear(&c->members);
   free(c);
 }

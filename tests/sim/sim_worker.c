@@ -29,12 +29,14 @@ void sim_worker_start(sim_t *s, int w) {
   k->alive = 1;
   k->closing = k->closed = k->close_fault = 0;
   k->fault_t = -1;
+  k->hb_fault_t = -1;
   k->tick_at = -1;
   k->frozen_until = 0;
   k->off = sim_range(&s->rng, 1000, 100000000);
   kn_cc_cfg_t cfg = s->cfg;
   cfg.worker = k->id;
   cfg.auto_checkpoint = k->auto_ckpt;
+  cfg.beat_base = (int64_t)(sim_rand(&s->rng) >> 2);
   k->cc = kn_cc_new(&cfg, sim_wnow(s, w));
   sim_trace(s, w, "start", NULL, k->inc, k->auto_ckpt);
   if (!k->cc) {
@@ -182,6 +184,13 @@ static void store_call(sim_t *s, int w, const kn_cc_action_t *a) {
     c->children = copy_strv(a->children, a->n_children);
     c->n_children = a->n_children;
   }
+  if (a->op == KN_CC_HEARTBEAT) {
+    c->beat = a->beat;
+    c->leases = a->leases;
+    c->bump = a->bump;
+    c->children = copy_strv(a->forget, a->n_forget);
+    c->n_children = a->n_forget;
+  }
   sim_trace(s, w, kn_cc_op_name(a->op), c->key, (int64_t)a->id, a->counter);
   sim_fault_store(s, c);
 }
@@ -210,6 +219,9 @@ static void start_reader(sim_t *s, int w, const kn_cc_action_t *a) {
   t->end_t = -1;
   if (a->tenure < s->sh[sh].cur_tenure) t->flags |= TEN_STALE;
   if (strcmp(k->slow_take, a->key) == 0) t->flags |= TEN_STORE_FAULT;
+  /* Its heartbeats failing, the worker may stop reading it soon. */
+  if (k->hb_fault_t >= 0 && s->now - k->hb_fault_t <= 2 * s->cfg.duration_ms)
+    t->flags |= TEN_STORE_FAULT;
   if (find_reader(k, a->key, -1, NULL))
     sim_violate(s, "w%d: START of %s tenure %lld while a reader runs", w,
                 a->key, (long long)a->tenure);
@@ -258,6 +270,7 @@ static void handle(sim_t *s, int w, const kn_cc_action_t *a) {
     case KN_CC_GET:
     case KN_CC_HANDOFF:
     case KN_CC_HANDOFF_DONE:
+    case KN_CC_HEARTBEAT:
       store_call(s, w, a);
       break;
     case KN_CC_YIELD: {
@@ -355,6 +368,22 @@ void sim_flag_store_fault(sim_t *s, int w, const char *key) {
   }
 }
 
+void sim_flag_call_fault(sim_t *s, const sim_call_t *c) {
+  if (c->op != KN_CC_HEARTBEAT) {
+    sim_flag_store_fault(s, c->w, c->key);
+    return;
+  }
+  sim_worker_t *k = &s->wk[c->w];
+  sim_flag_store_fault(s, c->w, NULL);
+  k->hb_fault_t = s->now;
+  for (size_t i = s->n_ten; i-- > 0;) {
+    sim_ten_t *t = &s->ten[i];
+    if (t->w == c->w && t->inc == k->inc &&
+        (t->end_t < 0 || s->now - t->end_t <= 2 * s->cfg.duration_ms))
+      t->flags |= TEN_STORE_FAULT;
+  }
+}
+
 static void store_reply(sim_t *s, int w, sim_call_t *c) {
   sim_worker_t *k = &s->wk[w];
   kn_error_t *err = NULL;
@@ -368,7 +397,7 @@ static void store_reply(sim_t *s, int w, sim_call_t *c) {
     err = kn_error_new(c->rc, "simulated conditional check failed");
   /* a failure, or an answer that took over a second, is a store fault */
   if (c->fate != FATE_OK || sim_wnow(s, w) - c->sent_ms > 1000)
-    sim_flag_store_fault(s, w, c->key);
+    sim_flag_call_fault(s, c);
   sim_trace(s, w, c->op == KN_CC_LIST_LEASES ? "leases_done" : "store_done",
             c->key, (int64_t)c->id, err ? kn_error_code(err) : 0);
   int64_t now = sim_wnow(s, w);
@@ -382,6 +411,9 @@ static void store_reply(sim_t *s, int w, sim_call_t *c) {
   if (c->op == KN_CC_LIST_LEASES)
     kn_cc_leases_done(k->cc, c->id, err, err ? NULL : c->list,
                       err ? 0 : c->n_list, now);
+  else if (c->op == KN_CC_HEARTBEAT)
+    kn_cc_members_done(k->cc, c->id, err, err ? NULL : &c->members, c->sent_ms,
+                       now);
   else if (c->op == KN_CC_GET)
     kn_cc_lease_got(k->cc, c->id, err, err ? NULL : &c->got, now);
   else

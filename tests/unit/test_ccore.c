@@ -354,7 +354,7 @@ static void run(kn_cc_t *c, table_t *t, const char *worker, int64_t now,
 static kn_cc_cfg_t cfg_for(const char *worker) {
   kn_cc_cfg_t cfg = {
       worker, 10000, 3000, 2000, 60000, 1000, 0, 1, KN_CKPT_TRIM_HORIZON,
-      1,      30000};
+      1,      30000, 0,    0,    0};
   return cfg;
 }
 
@@ -369,7 +369,8 @@ static void test_worker_life(void) {
   table_t t = {0};
   seen_t s = {0};
   kn_cc_cfg_t cfg = cfg_for("w1");
-  KT_CHECK(kn_cc_new(&(kn_cc_cfg_t){"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1, 0},
+  KT_CHECK(kn_cc_new(&(kn_cc_cfg_t){"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1, 0,
+                                    0, 0, 0},
                      0) == NULL); /* the lease would expire between renewals */
   kn_cc_t *c = kn_cc_new(&cfg, 0);
   KT_CHECK(c != NULL);

@@ -1,0 +1,90 @@
+#include "lease/members.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void kn_mview_init(kn_mview_t *m) { memset(m, 0, sizeof(*m)); }
+
+static void ents_free(kn_mview_ent_t *v, size_t n) {
+  for (size_t i = 0; i < n; i++) free(v[i].worker);
+  free(v);
+}
+
+void kn_mview_free(kn_mview_t *m) {
+  ents_free(m->v, m->n);
+  memset(m, 0, sizeof(*m));
+}
+
+const kn_mview_ent_t *kn_mview_get(const kn_mview_t *m, const char *worker) {
+  size_t lo = 0, hi = m->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(m->v[mid].worker, worker);
+    if (c == 0) return &m->v[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+static int by_worker(const void *a, const void *b) {
+  return strcmp(((const kn_mview_ent_t *)a)->worker,
+                ((const kn_mview_ent_t *)b)->worker);
+}
+
+int kn_mview_update(kn_mview_t *m, const kn_members_t *in, int64_t now,
+                    int64_t duration_ms) {
+  kn_mview_ent_t *nv = calloc(in->n ? in->n : 1, sizeof(*nv));
+  if (!nv) return -1;
+  uint64_t deaths = 0, joins = 0;
+  for (size_t i = 0; i < in->n; i++) {
+    if (!(nv[i].worker = strdup(in->v[i].worker))) {
+      ents_free(nv, i);
+      return -1;
+    }
+    const kn_mview_ent_t *old = kn_mview_get(m, in->v[i].worker);
+    nv[i].beat = in->v[i].beat;
+    nv[i].leases = in->v[i].leases;
+    if (old && old->beat == in->v[i].beat) {
+      nv[i].changed_ms = old->changed_ms;
+      nv[i].dead = old->dead;
+    } else {
+      /* New, or beating again (a restarted worker of the same id). */
+      nv[i].changed_ms = now;
+      if (!old && m->v) joins++;
+    }
+    if (!nv[i].dead && now - nv[i].changed_ms >= duration_ms) {
+      nv[i].dead = 1;
+      deaths++;
+    }
+  }
+  /* Stores answer sorted; sorting again costs little and keeps lookups
+   * right whatever the store did. */
+  qsort(nv, in->n, sizeof(*nv), by_worker);
+  ents_free(m->v, m->n);
+  m->v = nv;
+  m->n = in->n;
+  m->epoch = in->epoch;
+  m->deaths += deaths;
+  m->joins += joins;
+  return 0;
+}
+
+int kn_mview_is_dead(const kn_mview_t *m, const char *worker) {
+  const kn_mview_ent_t *e = worker ? kn_mview_get(m, worker) : NULL;
+  return e && e->dead;
+}
+
+size_t kn_mview_live(const kn_mview_t *m) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n; i++) n += !m->v[i].dead;
+  return n;
+}
+
+const char *kn_mview_leader(const kn_mview_t *m) {
+  for (size_t i = 0; i < m->n; i++)
+    if (!m->v[i].dead) return m->v[i].worker;
+  return NULL;
+}

@@ -1,0 +1,51 @@
+/* Membership by observation: what one worker knows of the others from
+ * the heartbeats its own heartbeat calls return (store.h), as a pure
+ * function of those answers and a monotonic clock.
+ *
+ * A member whose beat has not changed for a lease duration on the
+ * observer's clock is dead, as a lease whose counter stood still is
+ * expired (taker.h); a worker stops reading when its own heartbeat has
+ * not been written for less than that (ccore.h), so the leases of a dead
+ * member may be taken at once. */
+#ifndef KN_LEASE_MEMBERS_H
+#define KN_LEASE_MEMBERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lease/lease.h"
+
+typedef struct kn_mview_ent {
+  char *worker;
+  int64_t beat, leases;
+  int64_t changed_ms; /* observer's clock when the beat last changed */
+  int dead;           /* counted dead (it never comes back to life: a
+                         later beat makes it a new member) */
+} kn_mview_ent_t;
+
+typedef struct kn_mview {
+  kn_mview_ent_t *v; /* sorted by worker id; owned */
+  size_t n;
+  int64_t epoch;
+  uint64_t deaths; /* members counted dead so far */
+  uint64_t joins;  /* members seen for the first time (after the first
+                      answer) */
+} kn_mview_t;
+
+void kn_mview_init(kn_mview_t *m);
+void kn_mview_free(kn_mview_t *m);
+/* Records an answer received at now_ms; members unchanged for
+ * duration_ms are counted dead.  Returns 0, or -1 on out-of-memory (the
+ * view is then unchanged). */
+int kn_mview_update(kn_mview_t *m, const kn_members_t *in, int64_t now_ms,
+                    int64_t duration_ms);
+/* The entry of worker, or NULL. */
+const kn_mview_ent_t *kn_mview_get(const kn_mview_t *m, const char *worker);
+/* Non-zero when worker is a member counted dead. */
+int kn_mview_is_dead(const kn_mview_t *m, const char *worker);
+/* Live members. */
+size_t kn_mview_live(const kn_mview_t *m);
+/* The live member with the lowest id, or NULL. */
+const char *kn_mview_leader(const kn_mview_t *m);
+
+#endif

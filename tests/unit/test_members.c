@@ -1,0 +1,105 @@
+/* Membership by observation (lease/members.h), with an injected clock. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kt.h"
+#include "lease/members.h"
+
+static kn_members_t answer(kn_member_t *v, size_t n, int64_t epoch) {
+  kn_members_t m = {v, n, epoch};
+  return m;
+}
+
+static void test_death_by_observation(void) {
+  kn_mview_t m;
+  kn_mview_init(&m);
+  kn_member_t v[2] = {{"a", 7, 3}, {"b", 1, 2}};
+  kn_members_t in = answer(v, 2, 4);
+  KT_CHECK_INT(kn_mview_update(&m, &in, 1000, 10000), 0);
+  KT_CHECK_INT((int)m.n, 2);
+  KT_CHECK_INT((int)m.epoch, 4);
+  KT_CHECK(m.joins == 0); /* the first answer is no join */
+  KT_CHECK_INT((int)kn_mview_live(&m), 2);
+  KT_CHECK_STR(kn_mview_leader(&m), "a");
+  /* a beats on, b stands still: dead once a duration has passed on this
+   * observer's clock since it first saw that beat. */
+  v[0].beat = 8;
+  KT_CHECK_INT(kn_mview_update(&m, &in, 10999, 10000), 0);
+  KT_CHECK(!kn_mview_is_dead(&m, "b"));
+  v[0].beat = 9;
+  KT_CHECK_INT(kn_mview_update(&m, &in, 11000, 10000), 0);
+  KT_CHECK(kn_mview_is_dead(&m, "b"));
+  KT_CHECK(!kn_mview_is_dead(&m, "a"));
+  KT_CHECK(m.deaths == 1);
+  KT_CHECK_INT((int)kn_mview_live(&m), 1);
+  /* Counted once: still dead at the next answer, no new death. */
+  KT_CHECK_INT(kn_mview_update(&m, &in, 12000, 10000), 0);
+  KT_CHECK(m.deaths == 1);
+  /* A restarted b beats again: alive, a member like a new one. */
+  v[1].beat = 123456;
+  KT_CHECK_INT(kn_mview_update(&m, &in, 13000, 10000), 0);
+  KT_CHECK(!kn_mview_is_dead(&m, "b"));
+  KT_CHECK_INT((int)kn_mview_live(&m), 2);
+  kn_mview_free(&m);
+}
+
+static void test_leader_joins_and_lookup(void) {
+  kn_mview_t m;
+  kn_mview_init(&m);
+  /* Stores answer sorted; the view sorts whatever it gets. */
+  kn_member_t v[3] = {{"w2", 1, 0}, {"w0", 1, 5}, {"w1", 1, 4}};
+  kn_members_t in = answer(v, 2, 0);
+  KT_CHECK_INT(kn_mview_update(&m, &in, 0, 10000), 0);
+  KT_CHECK_STR(kn_mview_leader(&m), "w0");
+  in.n = 3;
+  KT_CHECK_INT(kn_mview_update(&m, &in, 100, 10000), 0);
+  KT_CHECK(m.joins == 1);
+  KT_CHECK_INT((int)m.n, 3);
+  if (m.n != 3) { /* out of memory (torture) */
+    kn_mview_free(&m);
+    return;
+  }
+  KT_CHECK_STR(m.v[0].worker, "w0");
+  KT_CHECK_STR(m.v[2].worker, "w2");
+  const kn_mview_ent_t *e = kn_mview_get(&m, "w1");
+  KT_CHECK(e && e->leases == 4);
+  KT_CHECK(kn_mview_get(&m, "w9") == NULL);
+  KT_CHECK(!kn_mview_is_dead(&m, "w9") && !kn_mview_is_dead(&m, NULL));
+  /* The leader dies: the next lowest leads. */
+  v[1].beat = 1;
+  v[0].beat = 2;
+  v[2].beat = 2;
+  KT_CHECK_INT(kn_mview_update(&m, &in, 10000, 10000), 0);
+  KT_CHECK_STR(kn_mview_leader(&m), "w1");
+  /* A member forgotten by the store leaves the view. */
+  in.v = &v[0]; /* w2 */
+  in.n = 1;
+  KT_CHECK_INT(kn_mview_update(&m, &in, 10001, 10000), 0);
+  KT_CHECK_INT((int)m.n, 1);
+  KT_CHECK_STR(kn_mview_leader(&m), "w2");
+  /* Nobody alive: no leader. */
+  kn_members_t none = answer(NULL, 0, 0);
+  KT_CHECK_INT(kn_mview_update(&m, &none, 10002, 10000), 0);
+  KT_CHECK(kn_mview_leader(&m) == NULL);
+  kn_mview_free(&m);
+}
+
+static void test_members_copy(void) {
+  kn_member_t v[2] = {{"x", 1, 2}, {"y", 3, 4}};
+  kn_members_t in = answer(v, 2, 9), out;
+  KT_CHECK_INT(kn_members_copy(&out, &in), 0);
+  if (out.n != 2) return; /* out of memory (torture) */
+  KT_CHECK(out.n == 2 && out.epoch == 9 && out.v[1].leases == 4);
+  KT_CHECK(out.v[0].worker != v[0].worker);
+  KT_CHECK_STR(out.v[0].worker, "x");
+  kn_members_clear(&out);
+  KT_CHECK(out.v == NULL && out.n == 0);
+  kn_members_clear(NULL);
+}
+
+int main(void) {
+  KT_RUN(test_death_by_observation);
+  KT_RUN(test_leader_joins_and_lookup);
+  KT_RUN(test_members_copy);
+  return KT_DONE();
+}
