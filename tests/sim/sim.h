@@ -22,7 +22,7 @@
 #define SIM_MAX_WORKERS 16
 #define SIM_MAX_SHARDS 64
 #ifndef SIM_TRACE
-#define SIM_TRACE 65536 /* -DSIM_TRACE=65536 for a long trace */
+#define SIM_TRACE 256 /* -DSIM_TRACE=65536 for a long trace */
 #endif
 
 /* ---- PRNG (splitmix64) ---- */
