@@ -110,7 +110,7 @@ static void apply(sim_t *s, sim_call_t *c) {
   if (!c->rc) sim_check_landed(s, c, old);
   free(old);
   int64_t d = sim_latency(s);
-  if (d > 1000) sim_flag_store_fault(s, c->w, c->key); /* a slow answer */
+  if (d > 1000) sim_flag_call_fault(s, c); /* a slow answer */
   sim_push(s, s->now + d, EV_STORE_REPLY, c->w, c->inc, 0, 0, c);
 }
 

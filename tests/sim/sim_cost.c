@@ -1,0 +1,560 @@
+/* kn_sim --cost: what the lease table costs on DynamoDB at scale, in the
+ * simulator.  W real coordination cores run on virtual time against the
+ * memory lease store (the same semantics as DynamoDB's, store.h) for S
+ * open shards, without records (a checkpoint rides on a renewal, so a busy
+ * application writes as often).  Every store call is counted as DynamoDB
+ * would bill it: items and read units of Scans (strongly consistent: 4 KB
+ * units) and GetItems, items and write units of writes (1 KB units of the
+ * item, failed conditions included); a heartbeat is one write of the
+ * membership item, its answer free (ReturnValues ALL_NEW).
+ *
+ * Phases: the workers start within 10 s and settle (every lease held, every
+ * core idle); steady state is counted for --seconds; then one worker is
+ * killed (no release) and a window of 60 s counted, with the time until
+ * its leases are held again; then a worker joins and 60 s are counted,
+ * with the time until it holds its share.  One JSON line is printed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer/ccore.h"
+#include "consumer/store_pool.h"
+#include "lease/store.h"
+#include "sim.h"
+#include "util/str.h"
+
+enum { C_TICK, C_APPLY, C_REPLY, C_START, C_SAMPLE };
+
+typedef struct cev {
+  int64_t t;
+  uint64_t seq;
+  int kind, w;
+  uint64_t gen;
+  kn_store_job_t *job;
+} cev_t;
+
+typedef struct cworker {
+  char id[64];
+  kn_cc_t *cc;
+  int alive;
+  uint64_t gen;      /* incarnation: events of an earlier one are dropped */
+  uint64_t tick_gen; /* the tick scheduled last */
+  int64_t tick_at;
+} cworker_t;
+
+typedef struct counts {
+  double items_read, rcu, items_written, wcu;
+  int64_t scans, gets, writes, heartbeats;
+} counts_t;
+
+typedef struct cost {
+  sim_rng_t rng;
+  int64_t now;
+  uint64_t seq;
+  cev_t *heap;
+  size_t n_heap, cap_heap;
+  cworker_t *w;
+  int n_w;
+  kn_lease_store_t *ls;
+  int shards;
+  kn_cc_shard_t *listing;
+  char **ids, **hs, **he;
+  kn_cc_cfg_t cfg;
+  counts_t cnt;
+} cost_t;
+
+static void push(cost_t *s, int64_t t, int kind, int w, uint64_t gen,
+                 kn_store_job_t *job) {
+  if (s->n_heap == s->cap_heap) {
+    s->cap_heap = s->cap_heap ? 2 * s->cap_heap : 1024;
+    s->heap = realloc(s->heap, s->cap_heap * sizeof(*s->heap));
+    if (!s->heap) abort();
+  }
+  size_t i = s->n_heap++;
+  cev_t e = {t, s->seq++, kind, w, gen, job};
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    cev_t *q = &s->heap[p];
+    if (q->t < e.t || (q->t == e.t && q->seq < e.seq)) break;
+    s->heap[i] = *q;
+    i = p;
+  }
+  s->heap[i] = e;
+}
+
+static int pop(cost_t *s, cev_t *out) {
+  if (!s->n_heap) return 0;
+  *out = s->heap[0];
+  cev_t last = s->heap[--s->n_heap];
+  size_t i = 0, n = s->n_heap;
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    const cev_t *best = &last;
+    if (l < n && (s->heap[l].t < best->t ||
+                  (s->heap[l].t == best->t && s->heap[l].seq < best->seq))) {
+      m = l;
+      best = &s->heap[l];
+    }
+    if (r < n && (s->heap[r].t < best->t ||
+                  (s->heap[r].t == best->t && s->heap[r].seq < best->seq)))
+      m = r;
+    if (m == i) break;
+    s->heap[i] = s->heap[m];
+    i = m;
+  }
+  if (n) s->heap[i] = last;
+  return 1;
+}
+
+static int64_t latency(cost_t *s) { return sim_range(&s->rng, 3, 25); }
+
+/* ---- DynamoDB's sizes ---- */
+
+static double num_bytes(int64_t v) {
+  int digits = 1;
+  for (int64_t x = v < 0 ? -v : v; x >= 10; x /= 10) digits++;
+  return 1 + (digits + 1) / 2;
+}
+
+static double str_attr(const char *name, const char *v) {
+  return v ? (double)(strlen(name) + strlen(v)) : 0;
+}
+
+/* A lease item as the KCL writes it.  Without records the checkpoint is a
+ * sentinel: it is counted as a sequence number (56 digits), as in a busy
+ * application. */
+static double item_bytes(const kn_lease_t *l) {
+  double b = str_attr("leaseKey", l->key) + str_attr("leaseOwner", l->owner) +
+             strlen("leaseCounter") + num_bytes(l->counter) +
+             strlen("ownerSwitchesSinceCheckpoint") +
+             num_bytes(l->owner_switches) + strlen("checkpoint") + 56 +
+             strlen("checkpointSubSequenceNumber") +
+             num_bytes(l->checkpoint_subseq) +
+             str_attr("startingHashKey", l->hash_start) +
+             str_attr("endingHashKey", l->hash_end) +
+             str_attr("checkpointOwner", l->checkpoint_owner);
+  if (l->pending)
+    b += str_attr("pendingCheckpoint", l->pending) +
+         strlen("pendingCheckpointSubSequenceNumber") + 2;
+  for (size_t i = 0; i < l->n_parents; i++)
+    b += strlen(l->parents[i]) + (i ? 0 : strlen("parentShardId"));
+  return b;
+}
+
+static double members_bytes(const kn_members_t *m) {
+  double b = str_attr("key", "members") + strlen("epoch") + num_bytes(m->epoch);
+  for (size_t i = 0; i < m->n; i++)
+    b += 2 + strlen(m->v[i].worker) + 3 + 1 + num_bytes(m->v[i].beat) + 1 +
+         num_bytes(m->v[i].leases);
+  return b;
+}
+
+static double lease_size(cost_t *s, const char *key) {
+  kn_lease_t l;
+  memset(&l, 0, sizeof(l));
+  kn_error_t *e = s->ls->ops->get(s->ls, key, &l);
+  double b = e ? 0 : item_bytes(&l);
+  kn_error_destroy(e);
+  kn_lease_clear(&l);
+  return b;
+}
+
+/* ---- the store calls, counted ---- */
+
+static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
+  kn_lease_store_t *ls = s->ls;
+  const kn_lease_store_ops_t *o = ls->ops;
+  counts_t *c = &s->cnt;
+  double before = 0;
+  j->sent_ms = s->now;
+  if (j->key && j->op != KN_CC_GET) before = lease_size(s, j->key);
+  switch (j->op) {
+    case KN_CC_LIST_LEASES: {
+      j->err = o->list(ls, &j->leases, &j->n_leases);
+      double b = 0;
+      for (size_t i = 0; i < j->n_leases; i++) b += item_bytes(&j->leases[i]);
+      c->items_read += (double)j->n_leases;
+      c->rcu += ceil(b / 4096);
+      c->scans++;
+      return;
+    }
+    case KN_CC_GET:
+      j->err = o->get(ls, j->key, &j->got);
+      c->items_read += 1;
+      c->rcu += ceil((j->err ? 100 : item_bytes(&j->got)) / 4096);
+      c->gets++;
+      return;
+    case KN_CC_HEARTBEAT:
+      j->err = o->heartbeat ? o->heartbeat(ls, worker, j->beat, j->n_held,
+                                           j->bump, j->children, j->n_children,
+                                           &j->members)
+                            : kn_error_new(KN_ERR__UNSUPPORTED, "no members");
+      if (!j->err) {
+        c->items_written += 1;
+        c->wcu += ceil(members_bytes(&j->members) / 1024);
+      }
+      c->heartbeats++;
+      return;
+    case KN_CC_CREATE:
+      j->err = o->create(ls, &j->lease);
+      break;
+    case KN_CC_TAKE:
+      j->err = o->take(ls, j->key, j->counter, j->old_owner, worker,
+                       &j->new_counter);
+      break;
+    case KN_CC_RENEW:
+      j->err = o->renew(ls, j->key, j->counter, worker, &j->new_counter,
+                        &j->handoff_to);
+      break;
+    case KN_CC_CHECKPOINT:
+      j->err = o->checkpoint(ls, j->key, j->counter, worker, j->checkpoint,
+                             j->subseq, j->pending, j->pending_subseq,
+                             j->state, j->state_len, &j->new_counter);
+      break;
+    case KN_CC_RELEASE:
+      j->err = o->release(ls, j->key, j->counter, worker, &j->new_counter);
+      break;
+    case KN_CC_REMOVE:
+      j->err = o->remove(ls, j->key, j->counter);
+      break;
+    case KN_CC_SET_CHILDREN:
+      j->err = o->set_children(ls, j->key, j->children, j->n_children);
+      break;
+    case KN_CC_HANDOFF:
+      j->err = o->handoff(ls, j->key, j->counter, j->old_owner, worker);
+      break;
+    case KN_CC_HANDOFF_DONE:
+      j->err = o->handoff_done(ls, j->key, j->counter, worker, &j->new_counter);
+      break;
+    default:
+      j->err = kn_error_new(KN_ERR__FAIL, "not a store call");
+      return;
+  }
+  double after = j->key ? lease_size(s, j->key) : 0;
+  c->items_written += 1;
+  c->wcu += ceil((before > after ? before : after) / 1024);
+  c->writes++;
+}
+
+/* ---- workers ---- */
+
+static void drain(cost_t *s, int w);
+
+static void start_worker(cost_t *s, int w) {
+  cworker_t *k = &s->w[w];
+  kn_cc_cfg_t cfg = s->cfg;
+  cfg.worker = k->id;
+  cfg.beat_base = (int64_t)(sim_rand(&s->rng) >> 2);
+  k->cc = kn_cc_new(&cfg, s->now);
+  if (!k->cc) {
+    fprintf(stderr, "kn_sim --cost: kn_cc_new failed\n");
+    exit(1);
+  }
+  k->alive = 1;
+  k->gen++;
+  k->tick_at = -1;
+  kn_cc_tick(k->cc, s->now);
+  drain(s, w);
+}
+
+static void kill_worker(cost_t *s, int w) {
+  cworker_t *k = &s->w[w];
+  kn_cc_destroy(k->cc);
+  k->cc = NULL;
+  k->alive = 0;
+  k->gen++;
+}
+
+static void drain(cost_t *s, int w) {
+  cworker_t *k = &s->w[w];
+  kn_cc_action_t a;
+  char **yields = NULL; /* key, then tenure as text: answered after */
+  size_t n_y = 0;
+  while (kn_cc_next(k->cc, &a)) {
+    switch (a.op) {
+      case KN_CC_LIST_SHARDS:
+      case KN_CC_LIST_LEASES:
+      case KN_CC_CREATE:
+      case KN_CC_TAKE:
+      case KN_CC_RENEW:
+      case KN_CC_CHECKPOINT:
+      case KN_CC_RELEASE:
+      case KN_CC_REMOVE:
+      case KN_CC_SET_CHILDREN:
+      case KN_CC_GET:
+      case KN_CC_HANDOFF:
+      case KN_CC_HANDOFF_DONE:
+      case KN_CC_HEARTBEAT: {
+        kn_store_job_t *j = kn_store_job_new(&a);
+        if (!j) abort();
+        push(s, s->now + latency(s), a.op == KN_CC_LIST_SHARDS ? C_REPLY : C_APPLY,
+             w, k->gen, j);
+        break;
+      }
+      case KN_CC_YIELD:
+        yields = realloc(yields, (n_y + 2) * sizeof(*yields));
+        if (!yields) abort();
+        yields[n_y++] = kn_strdup0(a.key);
+        yields[n_y++] = kn_asprintf("%lld", (long long)a.tenure);
+        break;
+      case KN_CC_FATAL:
+        fprintf(stderr, "kn_sim --cost: %s: %s\n", k->id, a.err_msg);
+        exit(1);
+      default:
+        break;
+    }
+  }
+  for (size_t i = 0; i < n_y; i += 2) {
+    kn_cc_yielded(k->cc, yields[i], atoll(yields[i + 1]), NULL, s->now);
+    free(yields[i]);
+    free(yields[i + 1]);
+  }
+  free(yields);
+  if (n_y) {
+    drain(s, w);
+    return;
+  }
+  int64_t wake = kn_cc_wake_ms(k->cc);
+  if (wake == INT64_MAX || wake == k->tick_at) return;
+  k->tick_at = wake < s->now ? s->now : wake;
+  push(s, k->tick_at, C_TICK, w, ++k->tick_gen, NULL);
+}
+
+static void reply(cost_t *s, cworker_t *k, kn_store_job_t *j) {
+  switch (j->op) {
+    case KN_CC_LIST_LEASES:
+      kn_cc_leases_done(k->cc, j->id, j->err, j->leases, j->n_leases, s->now);
+      break;
+    case KN_CC_LIST_SHARDS:
+      kn_cc_shards_done(k->cc, j->id, NULL, s->listing, (size_t)s->shards,
+                        s->now);
+      break;
+    case KN_CC_GET:
+      kn_cc_lease_got(k->cc, j->id, j->err, j->err ? NULL : &j->got, s->now);
+      break;
+    case KN_CC_HEARTBEAT:
+      kn_cc_members_done(k->cc, j->id, j->err, &j->members, j->sent_ms,
+                         s->now);
+      break;
+    default:
+      kn_cc_store_done(k->cc, j->id, j->err, j->new_counter, j->handoff_to,
+                       j->sent_ms, s->now);
+      break;
+  }
+}
+
+/* ---- phases ---- */
+
+/* Leases held by live workers, and by worker w. */
+static int held_by_live(cost_t *s, int w, int *by_w) {
+  kn_lease_t *v = NULL;
+  size_t n = 0;
+  kn_error_t *e = s->ls->ops->list(s->ls, &v, &n);
+  int held = 0;
+  *by_w = 0;
+  for (size_t i = 0; !e && i < n; i++) {
+    if (!v[i].owner) continue;
+    for (int k = 0; k < s->n_w; k++)
+      if (s->w[k].alive && strcmp(s->w[k].id, v[i].owner) == 0) {
+        held++;
+        if (k == w) (*by_w)++;
+        break;
+      }
+  }
+  kn_error_destroy(e);
+  kn_lease_array_free(v, n);
+  return held;
+}
+
+static int all_idle(cost_t *s) {
+  for (int k = 0; k < s->n_w; k++)
+    if (s->w[k].alive && !kn_cc_idle(s->w[k].cc)) return 0;
+  return 1;
+}
+
+static void run_until(cost_t *s, int64_t end, int (*stop)(cost_t *, int),
+                      int arg) {
+  cev_t e;
+  while (s->now < end && pop(s, &e)) {
+    s->now = e.t;
+    cworker_t *k = e.w >= 0 ? &s->w[e.w] : NULL;
+    switch (e.kind) {
+      case C_TICK:
+        if (k->alive && e.gen == k->tick_gen) {
+          k->tick_at = -1;
+          kn_cc_tick(k->cc, s->now);
+          drain(s, e.w);
+        }
+        break;
+      case C_APPLY:
+        apply(s, e.job, k->id);
+        push(s, s->now + latency(s), C_REPLY, e.w, e.gen, e.job);
+        break;
+      case C_REPLY:
+        if (k->alive && e.gen == k->gen) {
+          reply(s, k, e.job);
+          drain(s, e.w);
+        }
+        kn_store_job_free(e.job);
+        break;
+      case C_START:
+        start_worker(s, e.w);
+        break;
+      case C_SAMPLE:
+        if (stop && stop(s, arg)) return;
+        push(s, s->now + 100, C_SAMPLE, -1, 0, NULL);
+        break;
+    }
+  }
+}
+
+static int settled(cost_t *s, int w) {
+  int mine;
+  (void)w;
+  return held_by_live(s, -1, &mine) == s->shards && all_idle(s);
+}
+
+static int recovered(cost_t *s, int w) {
+  int mine;
+  (void)w;
+  return held_by_live(s, -1, &mine) == s->shards;
+}
+
+static int has_share(cost_t *s, int w) {
+  int mine, live = 0;
+  for (int k = 0; k < s->n_w; k++) live += s->w[k].alive;
+  held_by_live(s, w, &mine);
+  return mine >= s->shards / live;
+}
+
+static void print_counts(const char *name, const counts_t *a, const counts_t *b,
+                         double seconds, int shards, const char *extra) {
+  double m = seconds / 60.0;
+  printf(
+      "%s\"%s\": {\"seconds\": %.1f, \"items_read_per_shard_min\": %.4f, "
+      "\"rcu_per_shard_min\": %.4f, \"items_written_per_lease_min\": %.3f, "
+      "\"wcu_per_lease_min\": %.3f, \"scans\": %lld, \"gets\": %lld, "
+      "\"writes\": %lld, \"heartbeats\": %lld%s}",
+      strcmp(name, "steady") ? ", " : "", name, seconds,
+      (b->items_read - a->items_read) / shards / m,
+      (b->rcu - a->rcu) / shards / m,
+      (b->items_written - a->items_written) / shards / m,
+      (b->wcu - a->wcu) / shards / m, (long long)(b->scans - a->scans),
+      (long long)(b->gets - a->gets), (long long)(b->writes - a->writes),
+      (long long)(b->heartbeats - a->heartbeats), extra);
+}
+
+int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
+                  int members) {
+  static cost_t s;
+  memset(&s, 0, sizeof(s));
+  s.rng.s = seed * 0x2545f4914f6cdd1dULL + 1;
+  s.shards = shards;
+  s.cfg = (kn_cc_cfg_t){.duration_ms = 10000,
+                        .renew_ms = members ? 4000 : 3333,
+                        .take_ms = 2000,
+                        .sync_ms = 30000,
+                        .checkpoint_ms = 5000,
+                        .max_steal = 1,
+                        .initial = KN_CKPT_TRIM_HORIZON,
+                        .auto_checkpoint = 1,
+                        .handoff_ms = 30000,
+                        .members = members,
+                        .scan_ms = 600000};
+  kn_error_t *err = NULL;
+  s.ls = kn_lease_store_open("memory", NULL, &err);
+  if (!s.ls) {
+    fprintf(stderr, "kn_sim --cost: %s\n", kn_error_string(err));
+    return 1;
+  }
+  /* The stream and its leases, as a running application has them. */
+  s.listing = calloc((size_t)shards, sizeof(*s.listing));
+  s.ids = calloc((size_t)shards, sizeof(char *));
+  s.hs = calloc((size_t)shards, sizeof(char *));
+  s.he = calloc((size_t)shards, sizeof(char *));
+  for (int i = 0; i < shards; i++) {
+    s.ids[i] = kn_asprintf("shardId-%012d", i);
+    s.hs[i] = kn_asprintf("%d%038d", 1 + i % 3, i);
+    s.he[i] = kn_asprintf("%d%038d", 1 + i % 3, i + 1);
+    s.listing[i] = (kn_cc_shard_t){s.ids[i], NULL, NULL, s.hs[i], s.he[i], 0};
+    kn_lease_t l;
+    memset(&l, 0, sizeof(l));
+    l.key = s.ids[i];
+    l.checkpoint = KN_CKPT_TRIM_HORIZON;
+    l.hash_start = s.hs[i];
+    l.hash_end = s.he[i];
+    kn_error_destroy(s.ls->ops->create(s.ls, &l));
+  }
+  s.n_w = workers;
+  s.w = calloc((size_t)workers + 1, sizeof(*s.w));
+  for (int w = 0; w <= workers; w++)
+    snprintf(s.w[w].id, sizeof(s.w[w].id), "ip-10-0-%d-%d.ec2.internal:%d:%08x",
+             w / 200, w % 200, 1000 + w, (unsigned)(sim_rand(&s.rng) >> 32));
+  for (int w = 0; w < workers; w++)
+    push(&s, sim_range(&s.rng, 0, 10000), C_START, w, 0, NULL);
+  push(&s, 1000, C_SAMPLE, -1, 0, NULL);
+
+  /* Settle (at most 20 virtual minutes), then 30 s more. */
+  run_until(&s, 1200000, settled, 0);
+  int64_t settled_ms = s.now;
+  run_until(&s, s.now + 30000, NULL, 0);
+  counts_t c0 = s.cnt;
+  int64_t t0 = s.now;
+  run_until(&s, t0 + seconds * 1000, NULL, 0);
+  counts_t c1 = s.cnt;
+  /* A worker dies. */
+  int victim = workers > 1 ? workers / 2 : 0;
+  kill_worker(&s, victim);
+  int64_t tk = s.now;
+  run_until(&s, tk + 60000, recovered, 0);
+  int64_t failover_ms = recovered(&s, 0) ? s.now - tk : -1;
+  run_until(&s, tk + 60000, NULL, 0);
+  counts_t c2 = s.cnt;
+  /* A worker joins. */
+  int joiner = workers;
+  s.n_w = workers + 1;
+  start_worker(&s, joiner);
+  int64_t tj = s.now;
+  run_until(&s, tj + 60000, has_share, joiner);
+  int64_t share_ms = has_share(&s, joiner) ? s.now - tj : -1;
+  run_until(&s, tj + 60000, NULL, 0);
+  counts_t c3 = s.cnt;
+
+  double m = (double)seconds / 60.0;
+  printf("{\"shards\": %d, \"workers\": %d, \"members\": %d, \"seconds\": %lld, "
+         "\"settled_s\": %.1f, \"items_read_per_shard_min\": %.4f, "
+         "\"rcu_per_shard_min\": %.4f, \"items_written_per_lease_min\": "
+         "%.3f, \"wcu_per_lease_min\": %.3f, ",
+         shards, workers, members, (long long)seconds,
+         (double)settled_ms / 1000, (c1.items_read - c0.items_read) / shards / m,
+         (c1.rcu - c0.rcu) / shards / m,
+         (c1.items_written - c0.items_written) / shards / m,
+         (c1.wcu - c0.wcu) / shards / m);
+  char extra[96];
+  print_counts("steady", &c0, &c1, (double)seconds, shards, "");
+  snprintf(extra, sizeof(extra), ", \"failover_s\": %.1f",
+           (double)failover_ms / 1000);
+  print_counts("kill", &c1, &c2, 60, shards, extra);
+  snprintf(extra, sizeof(extra), ", \"share_s\": %.1f",
+           (double)share_ms / 1000);
+  print_counts("join", &c2, &c3, 60, shards, extra);
+  printf("}\n");
+
+  for (int w = 0; w <= workers; w++) kn_cc_destroy(s.w[w].cc);
+  cev_t e;
+  while (pop(&s, &e)) kn_store_job_free(e.job);
+  free(s.heap);
+  free(s.w);
+  for (int i = 0; i < shards; i++) {
+    free(s.ids[i]);
+    free(s.hs[i]);
+    free(s.he[i]);
+  }
+  free(s.ids);
+  free(s.hs);
+  free(s.he);
+  free(s.listing);
+  kn_lease_store_destroy(s.ls);
+  return 0;
+}
