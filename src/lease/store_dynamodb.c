@@ -749,12 +749,19 @@ static kn_error_t *ddb_ensure_table(kn_lease_store_t *ls) {
 
 /* ---- the membership ---- */
 
-static kn_error_t *no_membership(ddb_store_t *d, const char *why,
-                                 kn_error_t *cause) {
+#define TOO_LONG                                   \
+  "the lease table's name leaves no room for the " \
+  "suffix " KN_DDB_MEMBERS_SUFFIX " (255 characters at most)"
+
+/* KN_ERR__UNSUPPORTED for op, saying why (and cause's message, cause
+ * destroyed). */
+static kn_error_t *no_membership(ddb_store_t *d, const char *op,
+                                 const char *why, kn_error_t *cause) {
   kn_error_t *e = kn_error_new(
-      KN_ERR__UNSUPPORTED, "lease store %s: heartbeat: no membership: %s%s%s",
-      d->head.name, why, cause ? ": " : "",
-      cause ? kn_error_string(cause) : "");
+      KN_ERR__UNSUPPORTED,
+      "lease store %s: %s: no membership table%s%s: %s%s%s", d->head.name, op,
+      d->members_table ? " " : "", d->members_table ? d->members_table : "",
+      why, cause ? ": " : "", cause ? kn_error_string(cause) : "");
   kn_error_destroy(cause);
   return e;
 }
@@ -773,12 +780,7 @@ static kn_error_t *ddb_heartbeat(kn_lease_store_t *ls, const char *worker,
   if (!worker || !*worker)
     return kn_error_new(KN_ERR__INVALID_ARG,
                         "lease store %s: heartbeat: no worker id", ls->name);
-  if (!d->members_table)
-    return no_membership(
-        d,
-        "the table name leaves no room for the suffix " KN_DDB_MEMBERS_SUFFIX
-        " (255 characters at most)",
-        NULL);
+  if (!d->members_table) return no_membership(d, "heartbeat", TOO_LONG, NULL);
   expr_t e;
   expr_init(&e);
   char *attr = kn_asprintf(KN_DDB_MEMBER_PREFIX "%s", worker);
@@ -822,16 +824,48 @@ static kn_error_t *ddb_heartbeat(kn_lease_store_t *ls, const char *worker,
   if (err) {
     kn_err_t code = kn_error_code(err);
     if (code == KN_ERR_RESOURCE_NOT_FOUND)
-      return no_membership(d,
-                           "the table does not exist (ensure_table creates "
-                           "it)",
-                           err);
+      return no_membership(d, "heartbeat",
+                           "it does not exist (ensure_table creates it)", err);
     if (code == KN_ERR_ACCESS_DENIED)
-      return no_membership(d, "no access to the table", err);
+      return no_membership(d, "heartbeat", "no access to it", err);
     return context(d, err, "heartbeat", worker);
   }
   if (kn_ddb_item_to_members(json_object_get(resp, "Attributes"), out, &err))
     err = context(d, err, "heartbeat", worker);
+  json_decref(resp);
+  return err;
+}
+
+/* A consistent GetItem of the membership item. */
+static kn_error_t *ddb_members(kn_lease_store_t *ls, kn_members_t *out) {
+  ddb_store_t *d = store_of(ls);
+  memset(out, 0, sizeof(*out));
+  if (!d->members_table) return no_membership(d, "members", TOO_LONG, NULL);
+  json_t *req = table_request(d->members_table), *key = json_object(),
+         *resp = NULL;
+  if (!req || !key ||
+      json_object_set_new(key, KN_DDB_MEMBERS_KEY,
+                          kn_ddb_s(KN_DDB_MEMBERS_ITEM)) ||
+      json_object_set(req, "Key", key) ||
+      json_object_set_new(req, "ConsistentRead", json_true())) {
+    json_decref(req);
+    json_decref(key);
+    return nomem(d);
+  }
+  json_decref(key);
+  kn_error_t *err = call(d, "GetItem", req, &resp);
+  if (err) {
+    kn_err_t code = kn_error_code(err);
+    if (code == KN_ERR_RESOURCE_NOT_FOUND)
+      return no_membership(d, "members", "it does not exist", err);
+    if (code == KN_ERR_ACCESS_DENIED)
+      return no_membership(d, "members", "no access to it", err);
+    return context(d, err, "members", NULL);
+  }
+  json_t *item = json_object_get(resp, "Item");
+  /* No item: no worker has written a heartbeat yet. */
+  if (json_object_size(item) && kn_ddb_item_to_members(item, out, &err))
+    err = context(d, err, "members", NULL);
   json_decref(resp);
   return err;
 }
@@ -849,7 +883,7 @@ static const kn_lease_store_ops_t ddb_ops = {
     ddb_ensure_table, ddb_list,      ddb_get,          ddb_create,
     ddb_take,         ddb_renew,     ddb_release,      ddb_checkpoint,
     ddb_set_children, ddb_handoff,   ddb_handoff_done, ddb_remove,
-    ddb_destroy,      ddb_heartbeat,
+    ddb_destroy,      ddb_heartbeat, ddb_members,
 };
 
 kn_lease_store_t *kn_lease_store_dynamodb_new(const char *table,

@@ -441,6 +441,14 @@ static kn_error_t *mem_heartbeat(kn_lease_store_t *ls, const char *worker,
   return err;
 }
 
+static kn_error_t *mem_members(kn_lease_store_t *ls, kn_members_t *out) {
+  mem_table_t *t = table_of(ls);
+  pthread_mutex_lock(&t->lock);
+  int rc = kn_members_copy(out, &t->members);
+  pthread_mutex_unlock(&t->lock);
+  return rc ? nomem(ls) : NULL;
+}
+
 static void table_free(mem_table_t *t) {
   kn_lease_array_free(t->v, t->n);
   kn_members_clear(&t->members);
@@ -472,7 +480,7 @@ static const kn_lease_store_ops_t mem_ops = {
     mem_ensure_table, mem_list,      mem_get,          mem_create,
     mem_take,         mem_renew,     mem_release,      mem_checkpoint,
     mem_set_children, mem_handoff,   mem_handoff_done, mem_remove,
-    mem_destroy,      mem_heartbeat,
+    mem_destroy,      mem_heartbeat, mem_members,
 };
 
 static mem_table_t *table_new(const char *name) {

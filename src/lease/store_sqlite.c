@@ -813,6 +813,25 @@ static kn_error_t *sql_heartbeat(kn_lease_store_t *ls, const char *worker,
   return err;
 }
 
+static kn_error_t *sql_members(kn_lease_store_t *ls, kn_members_t *out) {
+  sql_store_t *s = store_of(ls);
+  memset(out, 0, sizeof(*out));
+  kn_error_t *err = NULL;
+  pthread_mutex_lock(&s->lock);
+  /* One read transaction: the members and the epoch of one moment. */
+  int rc = run_plain(s, "BEGIN");
+  if (rc == SQLITE_OK) {
+    rc = read_members(s, out);
+    run_plain(s, "COMMIT");
+  }
+  if (rc != SQLITE_OK) {
+    err = rc == SQLITE_NOMEM ? nomem(s) : sql_error(s, "members", NULL, rc);
+    kn_members_clear(out);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return err;
+}
+
 static void sql_destroy(kn_lease_store_t *ls) {
   sql_store_t *s = store_of(ls);
   for (int i = 0; i < STMT_CACHE; i++) sqlite3_finalize(s->cache[i].st);
@@ -826,7 +845,7 @@ static const kn_lease_store_ops_t sql_ops = {
     sql_ensure_table, sql_list,      sql_get,          sql_create,
     sql_take,         sql_renew,     sql_release,      sql_checkpoint,
     sql_set_children, sql_handoff,   sql_handoff_done, sql_remove,
-    sql_destroy,      sql_heartbeat,
+    sql_destroy,      sql_heartbeat, sql_members,
 };
 
 /* ---- opening and the schema ---- */

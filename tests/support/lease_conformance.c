@@ -604,6 +604,22 @@ static void case_members(const kn_lc_target_t *t, kn_lease_store_t *ls,
   char *gone[] = {wa, wb};
   if (beat_(other, wc, 2, 0, 0, gone, 2, &m)) goto out;
   KT_CHECK(member(&m, wa) == NULL && member(&m, wb) == NULL);
+  /* The read returns what the last heartbeat left, and writes nothing. */
+  if (ls->ops->members) {
+    for (int i = 0; i < 2; i++) {
+      e = ls->ops->members(ls, &m2);
+      KT_CHECK_MSG(!e, "%s: members: %s", label, msg_of(e));
+      kn_error_destroy(e);
+      KT_CHECK_INT(m2.n, m.n);
+      KT_CHECK_INT(m2.epoch, m.epoch);
+      for (size_t k = 0; k < m.n && k < m2.n; k++) {
+        KT_CHECK_STR(m2.v[k].worker, m.v[k].worker);
+        KT_CHECK_INT(m2.v[k].beat, m.v[k].beat);
+        KT_CHECK_INT(m2.v[k].leases, m.v[k].leases);
+      }
+      kn_members_clear(&m2);
+    }
+  }
   kn_members_clear(&m);
 out:
   kn_lease_store_destroy(other);

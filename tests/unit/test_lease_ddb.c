@@ -663,6 +663,43 @@ static void test_heartbeat(void) {
   }
 }
 
+static void test_members_read(void) {
+  static const step_t steps[] = {
+      {"GetItem",
+       "{\"Item\":{\"key\":{\"S\":\"members\"},\"epoch\":{\"N\":\"4\"},"
+       "\"w:w1\":{\"L\":[{\"N\":\"2\"},{\"N\":\"1\"}]}}}",
+       NULL},
+      {"GetItem", "{}", NULL},
+      {"GetItem", NULL, NS "ResourceNotFoundException"},
+      {"GetItem", NULL, NS "AccessDeniedException"},
+      {"GetItem", NULL, NS "InternalServerError"},
+  };
+  kn_lease_store_t *ls = store_with(steps, 5);
+  if (!ls) return;
+  kn_members_t m;
+  KT_CHECK(ls->ops->members(ls, &m) == NULL);
+  check_sent(0, "{\"TableName\":\"leases_app-members\",\"Key\":" MEMBERS_KEY
+                ",\"ConsistentRead\":true}");
+  KT_CHECK_INT(m.n, 1);
+  KT_CHECK_INT(m.epoch, 4);
+  kn_members_clear(&m);
+  /* No item yet: nobody. */
+  KT_CHECK(ls->ops->members(ls, &m) == NULL);
+  KT_CHECK(m.n == 0 && m.v == NULL && m.epoch == 0);
+  kn_error_t *e = ls->ops->members(ls, &m);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__UNSUPPORTED);
+  kn_error_destroy(e);
+  e = ls->ops->members(ls, &m);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__UNSUPPORTED);
+  kn_error_destroy(e);
+  e = ls->ops->members(ls, &m);
+  KT_CHECK(e && kn_error_code(e) != KN_ERR__UNSUPPORTED &&
+           kn_error_is_retriable(e));
+  kn_error_destroy(e);
+  KT_CHECK_INT(script.next, 5);
+  kn_lease_store_destroy(ls);
+}
+
 static void test_members_item(void) {
   kn_members_t m;
   kn_error_t *e = NULL;
@@ -729,6 +766,7 @@ int main(void) {
   KT_RUN(test_ensure_table);
   KT_RUN(test_heartbeat);
   KT_RUN(test_members_item);
+  KT_RUN(test_members_read);
   for (int i = 0; i < 16; i++) json_decref(script.sent[i]);
   return KT_DONE();
 }
