@@ -41,6 +41,7 @@ from faultproxy import FaultProxy  # noqa: E402
 from groupkit import KCL_TYPES  # noqa: E402
 
 TOOL = os.environ.get("LEASE_TOOL")
+KNCAT = os.environ.get("KNCAT")
 failures = 0
 
 
@@ -409,12 +410,48 @@ def membership(d, env, db):
             f"membership throttled: {out}")
         proxy.clear_rules()
 
+    # kncat leases shows the members after the leases, and writes nothing
+    if KNCAT:
+        for store in (spec, f"sqlite:{db}"):
+            tool_json(env, "heartbeat", store, "it-k1", 4, 2, 0)
+            before = tool_json(env, "heartbeat", store, "it-k1", 5, 2, 0)
+            r = subprocess.run([KNCAT, "leases", "app", "--leases", store, "-J"],
+                               env=env, capture_output=True, text=True,
+                               timeout=60)
+            rows = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+            members = [x for x in rows if "worker" in x]
+            check(r.returncode == 0 and {"worker": "it-k1", "leases": 2,
+                                         "beat": 5, "epoch": before["epoch"]}
+                  in members and all("shard" in x for x in rows[:len(rows) -
+                                                               len(members)]),
+                  f"kncat leases -J {store}: {r.returncode} {r.stdout[-500:]}"
+                  f" {r.stderr}")
+            r = subprocess.run([KNCAT, "leases", "app", "--leases", store],
+                               env=env, capture_output=True, text=True,
+                               timeout=60)
+            lines = r.stdout.splitlines()
+            tail = lines[lines.index("") + 1:] if "" in lines else []
+            check(r.returncode == 0 and tail
+                  and tail[0].split() == ["WORKER", "LEASES", "BEAT"]
+                  and ["it-k1", "2", "5"] in [x.split() for x in tail]
+                  and tail[-1] == f"EPOCH {before['epoch']}",
+                  f"kncat leases {store}: {r.stdout[-500:]} {r.stderr}")
+            # the same heartbeat again: anything kncat wrote would show
+            after = tool_json(env, "heartbeat", store, "it-k1", 5, 2, 0)
+            check(after == before, f"kncat leases wrote: {before} {after}")
+        r = subprocess.run([KNCAT, "leases", "bare_app", "--leases",
+                            "dynamodb:bare_app", "-J"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0 and r.stdout == "",
+              f"kncat leases without membership: {r.returncode} {r.stdout}"
+              f" {r.stderr}")
+
     sspec = f"sqlite:{db}"
     tool_json(env, "heartbeat", sspec, "it-w1", 1, 4, 1)
     got = tool_json(env, "heartbeat", sspec, "it-w2", 2, 0, 0) or {}
     con = sqlite3.connect(db)
     rows = con.execute("SELECT worker, beat, leases FROM members "
-                       "WHERE worker LIKE 'it-%' ORDER BY worker").fetchall()
+                       "WHERE worker LIKE 'it-w%' ORDER BY worker").fetchall()
     epoch = con.execute("SELECT value FROM meta WHERE name = 'epoch'")
     epoch = epoch.fetchone()[0]
     con.close()
