@@ -715,7 +715,10 @@ static int read_members(sql_store_t *s, kn_members_t *out) {
   size_t cap = 0;
   int rc =
       prep(s, "SELECT worker, beat, leases FROM members ORDER BY worker", &st);
-  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  int64_t deadline = 0;
+  /* Retry only before the first row (the first statement of a read
+   * transaction may find the file busy). */
+  if (rc == SQLITE_OK) rc = step_retry(s, st, &deadline);
   while (rc == SQLITE_ROW) {
     if (out->n == cap) {
       size_t ncap = cap ? cap * 2 : 16;
@@ -743,7 +746,7 @@ static int read_members(sql_store_t *s, kn_members_t *out) {
   if (rc == SQLITE_OK) {
     st = NULL;
     rc = prep(s, "SELECT value FROM meta WHERE name = 'epoch'", &st);
-    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_OK) rc = step_retry(s, st, &deadline);
     if (rc == SQLITE_ROW) {
       out->epoch = sqlite3_column_int64(st, 0);
       rc = SQLITE_OK;
