@@ -270,3 +270,78 @@ int kn_ddb_item_to_lease(json_t *item, kn_lease_t *out, kn_error_t **errp) {
   }
   return 0;
 }
+
+/* ---- the membership item ---- */
+
+json_t *kn_ddb_member_value(int64_t beat, int64_t leases) {
+  json_t *a = json_array();
+  if (a && (json_array_append_new(a, kn_ddb_n(beat)) ||
+            json_array_append_new(a, kn_ddb_n(leases)))) {
+    json_decref(a);
+    a = NULL;
+  }
+  return typed("L", a);
+}
+
+/* An {"N": "..."} integer value; 0, or -1 when it is not one. */
+static int n_value(json_t *v, int64_t *out) {
+  const char *s = json_string_value(json_object_get(v, "N"));
+  long long n = 0;
+  if (!s || json_object_size(v) != 1 ||
+      kn_str_to_i64(s, INT64_MIN, INT64_MAX, &n))
+    return -1;
+  *out = (int64_t)n;
+  return 0;
+}
+
+static int by_worker(const void *a, const void *b) {
+  return strcmp(((const kn_member_t *)a)->worker,
+                ((const kn_member_t *)b)->worker);
+}
+
+int kn_ddb_item_to_members(json_t *item, kn_members_t *out, kn_error_t **errp) {
+  memset(out, 0, sizeof(*out));
+  *errp = NULL;
+  if (!json_is_object(item)) {
+    *errp = kn_error_new(KN_ERR__BAD_MSG,
+                         "membership item: the answer has no attributes");
+    return -1;
+  }
+  if (n_value(json_object_get(item, KN_DDB_MEMBERS_EPOCH), &out->epoch)) {
+    *errp = kn_error_new(
+        KN_ERR__BAD_MSG,
+        "membership item: no integer attribute " KN_DDB_MEMBERS_EPOCH);
+    return -1;
+  }
+  size_t cap = json_object_size(item);
+  out->v = cap ? calloc(cap, sizeof(*out->v)) : NULL;
+  if (cap && !out->v) {
+    *errp = nomem();
+    return -1;
+  }
+  const char *name;
+  json_t *value;
+  size_t plen = strlen(KN_DDB_MEMBER_PREFIX);
+  json_object_foreach(item, name, value) {
+    if (strncmp(name, KN_DDB_MEMBER_PREFIX, plen) != 0 || !name[plen]) continue;
+    json_t *l = json_object_get(value, "L");
+    kn_member_t m = {0};
+    if (json_object_size(value) != 1 || json_array_size(l) != 2 ||
+        n_value(json_array_get(l, 0), &m.beat) ||
+        n_value(json_array_get(l, 1), &m.leases))
+      continue;
+    if (!(m.worker = strdup(name + plen))) {
+      kn_members_clear(out);
+      *errp = nomem();
+      return -1;
+    }
+    out->v[out->n++] = m;
+  }
+  if (!out->n) {
+    free(out->v);
+    out->v = NULL;
+  } else if (out->n > 1) {
+    qsort(out->v, out->n, sizeof(*out->v), by_worker);
+  }
+  return 0;
+}

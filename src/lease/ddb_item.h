@@ -47,4 +47,25 @@ json_t *kn_ddb_item_from_lease(const kn_lease_t *l, kn_error_t **errp);
  * no leaseKey, a malformed number).  out is cleared on error. */
 int kn_ddb_item_to_lease(json_t *item, kn_lease_t *out, kn_error_t **errp);
 
+/* The membership item (store.h, heartbeat): in the table TABLE-members,
+ * whose hash key is "key", the one item {"key": {"S": "members"}} holds
+ * the epoch (N) and one attribute "w:WORKER" per worker, a list
+ * [N beat, N leases]. */
+#define KN_DDB_MEMBERS_SUFFIX "-members"
+#define KN_DDB_MEMBERS_KEY "key"
+#define KN_DDB_MEMBERS_ITEM "members"
+#define KN_DDB_MEMBERS_EPOCH "epoch"
+#define KN_DDB_MEMBER_PREFIX "w:"
+
+/* The attribute value of one member: {"L": [{"N": beat}, {"N": leases}]};
+ * new reference, NULL on out-of-memory. */
+json_t *kn_ddb_member_value(int64_t beat, int64_t leases);
+
+/* Reads the membership from the item (borrowed), sorted by worker id.
+ * Attributes other than the epoch and "w:..." ones are ignored, and so are
+ * "w:..." attributes that are not a list of two integers.  Returns 0, or
+ * -1 with *errp set: KN_ERR__BAD_MSG when item is not an object or has no
+ * integer epoch, KN_ERR__NOMEM.  out is zeroed on error. */
+int kn_ddb_item_to_members(json_t *item, kn_members_t *out, kn_error_t **errp);
+
 #endif

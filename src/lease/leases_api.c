@@ -11,6 +11,7 @@
 struct kn_lease_list_s {
   kn_lease_t *v;
   size_t n;
+  kn_members_t members;
 };
 
 static int by_key(const void *a, const void *b) {
@@ -43,6 +44,14 @@ kn_error_t *kn_leases_list(const kn_conf_t *conf, const char *store,
       err = kn_error_new(KN_ERR__NOMEM, "out of memory");
     else
       err = ls->ops->list(ls, &l->v, &l->n);
+    /* The membership, where there is one: a read, never a heartbeat. */
+    if (!err && ls->ops->members) {
+      err = ls->ops->members(ls, &l->members);
+      if (err && kn_error_code(err) == KN_ERR__UNSUPPORTED) {
+        kn_error_destroy(err);
+        err = NULL;
+      }
+    }
   }
   kn_lease_store_destroy(ls);
   kn_client_destroy(client);
@@ -84,8 +93,25 @@ const char *kn_lease_list_parent(const kn_lease_list_t *l, size_t i, size_t k) {
   return k < l->v[i].n_parents ? l->v[i].parents[k] : NULL;
 }
 
+size_t kn_lease_list_member_count(const kn_lease_list_t *l) {
+  return l ? l->members.n : 0;
+}
+const char *kn_lease_list_member_worker(const kn_lease_list_t *l, size_t i) {
+  return l->members.v[i].worker;
+}
+int64_t kn_lease_list_member_leases(const kn_lease_list_t *l, size_t i) {
+  return l->members.v[i].leases;
+}
+int64_t kn_lease_list_member_beat(const kn_lease_list_t *l, size_t i) {
+  return l->members.v[i].beat;
+}
+int64_t kn_lease_list_epoch(const kn_lease_list_t *l) {
+  return l ? l->members.epoch : 0;
+}
+
 void kn_lease_list_destroy(kn_lease_list_t *l) {
   if (!l) return;
   kn_lease_array_free(l->v, l->n);
+  kn_members_clear(&l->members);
   free(l);
 }

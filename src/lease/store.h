@@ -117,6 +117,12 @@ typedef struct kn_lease_store_ops {
                            int64_t beat, int64_t leases, int64_t bump,
                            char *const *forget, size_t n_forget,
                            kn_members_t *out);
+  /* The membership as the last heartbeats left it, read consistently and
+   * without writing anything (for tools: `kncat leases`).  *out as for
+   * heartbeat; before any heartbeat, no members and epoch 0.  NULL, or an
+   * error with code KN_ERR__UNSUPPORTED: this store keeps no membership
+   * (DynamoDB: the side table is missing or out of reach). */
+  kn_error_t *(*members)(kn_lease_store_t *ls, kn_members_t *out);
 } kn_lease_store_ops_t;
 
 /* The head of every store; each backend embeds it first. */

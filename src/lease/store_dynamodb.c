@@ -24,6 +24,7 @@
 typedef struct ddb_store {
   kn_lease_store_t head;
   char *table;
+  char *members_table; /* TABLE-members; NULL when too long a name */
   kn_ddb_call_fn *call;
   void *opaque;
   void (*cleanup)(void *opaque);
@@ -621,11 +622,11 @@ static kn_error_t *ddb_remove(kn_lease_store_t *ls, const char *key,
   return err ? context(d, err, "remove", key) : NULL;
 }
 
-/* ---- the table ---- */
+/* ---- the tables ---- */
 
-static json_t *table_request(ddb_store_t *d) {
+static json_t *table_request(const char *table) {
   json_t *req = json_object();
-  if (req && json_object_set_new(req, "TableName", json_string(d->table))) {
+  if (req && json_object_set_new(req, "TableName", json_string(table))) {
     json_decref(req);
     req = NULL;
   }
@@ -633,9 +634,12 @@ static json_t *table_request(ddb_store_t *d) {
 }
 
 /* DescribeTable: *status gets a copy of TableStatus.  Checks that the key
- * is leaseKey, so that a wrong table fails here and not on every call. */
-static kn_error_t *describe(ddb_store_t *d, char **status) {
-  json_t *req = table_request(d), *resp = NULL;
+ * is the single hash key `hash`, so that a wrong table fails here and not
+ * on every call; what names the kind of table in that message. */
+static kn_error_t *describe(ddb_store_t *d, const char *table,
+                            const char *hash_key, const char *what,
+                            char **status) {
+  json_t *req = table_request(table), *resp = NULL;
   *status = NULL;
   if (!req) return nomem(d);
   kn_error_t *err = call(d, "DescribeTable", req, &resp);
@@ -654,11 +658,11 @@ static kn_error_t *describe(ddb_store_t *d, char **status) {
   if (!st) {
     err = kn_error_new(KN_ERR__BAD_MSG, "DescribeTable: no TableStatus");
   } else if (json_array_size(ks) && (json_array_size(ks) != 1 || !hash ||
-                                     strcmp(hash, KN_DDB_LEASE_KEY) != 0)) {
+                                     strcmp(hash, hash_key) != 0)) {
     err = kn_error_new(KN_ERR__CONF,
-                       "table %s is not a lease table: its key is not the "
-                       "single hash key " KN_DDB_LEASE_KEY,
-                       d->table);
+                       "table %s is not a %s: its key is not the single hash "
+                       "key %s",
+                       table, what, hash_key);
   } else if (!(*status = strdup(st))) {
     err = nomem(d);
   }
@@ -666,12 +670,13 @@ static kn_error_t *describe(ddb_store_t *d, char **status) {
   return err;
 }
 
-static kn_error_t *create_table(ddb_store_t *d) {
-  json_t *req = table_request(d);
-  json_t *defs = json_pack("[{s:s, s:s}]", "AttributeName", KN_DDB_LEASE_KEY,
+static kn_error_t *create_table(ddb_store_t *d, const char *table,
+                                const char *hash_key) {
+  json_t *req = table_request(table);
+  json_t *defs = json_pack("[{s:s, s:s}]", "AttributeName", hash_key,
                            "AttributeType", "S");
-  json_t *keys = json_pack("[{s:s, s:s}]", "AttributeName", KN_DDB_LEASE_KEY,
-                           "KeyType", "HASH");
+  json_t *keys =
+      json_pack("[{s:s, s:s}]", "AttributeName", hash_key, "KeyType", "HASH");
   if (!req || !defs || !keys ||
       json_object_set_new(req, "AttributeDefinitions", defs) ||
       json_object_set_new(req, "KeySchema", keys) ||
@@ -682,19 +687,21 @@ static kn_error_t *create_table(ddb_store_t *d) {
   return call(d, "CreateTable", req, NULL);
 }
 
-static kn_error_t *ddb_ensure_table(kn_lease_store_t *ls) {
-  ddb_store_t *d = store_of(ls);
+/* Creates table (hash key hash_key, on-demand) if missing and waits until
+ * it serves reads and writes. */
+static kn_error_t *ensure_one(ddb_store_t *d, const char *table,
+                              const char *hash_key, const char *what) {
   char *status = NULL;
-  kn_error_t *err = describe(d, &status);
+  kn_error_t *err = describe(d, table, hash_key, what, &status);
   if (err && kn_error_code(err) == KN_ERR_RESOURCE_NOT_FOUND) {
     kn_error_destroy(err);
-    err = create_table(d);
+    err = create_table(d, table, hash_key);
     /* Another worker created it at the same moment: as good. */
     if (err && kn_error_code(err) == KN_ERR_RESOURCE_IN_USE) {
       kn_error_destroy(err);
       err = NULL;
     }
-    if (!err) err = describe(d, &status);
+    if (!err) err = describe(d, table, hash_key, what, &status);
   }
   kn_backoff_t bo;
   kn_backoff_init(&bo, 100, 2000);
@@ -703,12 +710,12 @@ static kn_error_t *ddb_ensure_table(kn_lease_store_t *ls) {
   while (!err && strcmp(status, "ACTIVE") != 0 &&
          strcmp(status, "UPDATING") != 0) {
     if (strcmp(status, "DELETING") == 0) {
-      err = kn_error_new(KN_ERR__STATE, "table %s is being deleted", d->table);
+      err = kn_error_new(KN_ERR__STATE, "table %s is being deleted", table);
       break;
     }
     if (kn_mono_ms() >= deadline) {
       err = kn_error_new(KN_ERR__TIMED_OUT, "table %s still %s after %ld ms",
-                         d->table, status, d->table_wait_ms);
+                         table, status, d->table_wait_ms);
       break;
     }
     /* The ceiling, not a jittered delay: one poller, nothing to spread. */
@@ -717,25 +724,166 @@ static kn_error_t *ddb_ensure_table(kn_lease_store_t *ls) {
     kn_sleep_ms(delay);
     free(status);
     status = NULL;
-    err = describe(d, &status);
+    err = describe(d, table, hash_key, what, &status);
   }
   free(status);
+  return err;
+}
+
+/* The lease table, then the membership table.  A worker whose rights do
+ * not reach the membership table (AccessDenied) still works with the
+ * lease table alone: heartbeat then says it is unsupported. */
+static kn_error_t *ddb_ensure_table(kn_lease_store_t *ls) {
+  ddb_store_t *d = store_of(ls);
+  kn_error_t *err = ensure_one(d, d->table, KN_DDB_LEASE_KEY, "lease table");
+  if (!err && d->members_table) {
+    err =
+        ensure_one(d, d->members_table, KN_DDB_MEMBERS_KEY, "membership table");
+    if (err && kn_error_code(err) == KN_ERR_ACCESS_DENIED) {
+      kn_error_destroy(err);
+      err = NULL;
+    }
+  }
   return err ? context(d, err, "ensure_table", NULL) : NULL;
+}
+
+/* ---- the membership ---- */
+
+#define TOO_LONG                                   \
+  "the lease table's name leaves no room for the " \
+  "suffix " KN_DDB_MEMBERS_SUFFIX " (255 characters at most)"
+
+/* KN_ERR__UNSUPPORTED for op, saying why (and cause's message, cause
+ * destroyed). */
+static kn_error_t *no_membership(ddb_store_t *d, const char *op,
+                                 const char *why, kn_error_t *cause) {
+  kn_error_t *e = kn_error_new(
+      KN_ERR__UNSUPPORTED,
+      "lease store %s: %s: no membership table%s%s: %s%s%s", d->head.name, op,
+      d->members_table ? " " : "", d->members_table ? d->members_table : "",
+      why, cause ? ": " : "", cause ? kn_error_string(cause) : "");
+  kn_error_destroy(cause);
+  return e;
+}
+
+/* One UpdateItem that writes this worker's attribute, adds bump to the
+ * epoch and removes the forgotten workers' attributes, answered with the
+ * whole item (ALL_NEW): no read.  Not conditional: a retried call whose
+ * first attempt had gone through writes the same values again and adds
+ * bump twice, which only makes the other workers look once more. */
+static kn_error_t *ddb_heartbeat(kn_lease_store_t *ls, const char *worker,
+                                 int64_t beat, int64_t leases, int64_t bump,
+                                 char *const *forget, size_t n_forget,
+                                 kn_members_t *out) {
+  ddb_store_t *d = store_of(ls);
+  memset(out, 0, sizeof(*out));
+  if (!worker || !*worker)
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: heartbeat: no worker id", ls->name);
+  if (!d->members_table) return no_membership(d, "heartbeat", TOO_LONG, NULL);
+  expr_t e;
+  expr_init(&e);
+  char *attr = kn_asprintf(KN_DDB_MEMBER_PREFIX "%s", worker);
+  if (!attr) e.oom = 1;
+  name(&e, "#w", attr ? attr : "");
+  free(attr);
+  value(&e, ":w", kn_ddb_member_value(beat, leases));
+  SET(&e, "#w = :w");
+  name(&e, "#e", KN_DDB_MEMBERS_EPOCH);
+  value(&e, ":bump", kn_ddb_n(bump));
+  ADD(&e, "#e :bump");
+  for (size_t i = 0; i < n_forget; i++) {
+    int skip = !forget[i] || strcmp(forget[i], worker) == 0;
+    /* The same path twice in one expression is refused. */
+    for (size_t k = 0; !skip && k < i; k++)
+      skip = forget[k] && strcmp(forget[k], forget[i]) == 0;
+    if (skip) continue;
+    char ph[32];
+    snprintf(ph, sizeof(ph), "#f%zu", i);
+    char *fa = kn_asprintf(KN_DDB_MEMBER_PREFIX "%s", forget[i]);
+    if (!fa) e.oom = 1;
+    name(&e, ph, fa ? fa : "");
+    free(fa);
+    REMOVE(&e, "%s", ph);
+  }
+  json_t *req = table_request(d->members_table), *key = json_object(),
+         *resp = NULL;
+  if (!req || !key ||
+      json_object_set_new(key, KN_DDB_MEMBERS_KEY,
+                          kn_ddb_s(KN_DDB_MEMBERS_ITEM)) ||
+      json_object_set(req, "Key", key) || expr_apply(&e, req) ||
+      json_object_set_new(req, "ReturnValues", json_string("ALL_NEW"))) {
+    json_decref(req);
+    json_decref(key);
+    expr_free(&e);
+    return nomem(d);
+  }
+  json_decref(key);
+  expr_free(&e);
+  kn_error_t *err = call(d, "UpdateItem", req, &resp);
+  if (err) {
+    kn_err_t code = kn_error_code(err);
+    if (code == KN_ERR_RESOURCE_NOT_FOUND)
+      return no_membership(d, "heartbeat",
+                           "it does not exist (ensure_table creates it)", err);
+    if (code == KN_ERR_ACCESS_DENIED)
+      return no_membership(d, "heartbeat", "no access to it", err);
+    return context(d, err, "heartbeat", worker);
+  }
+  if (kn_ddb_item_to_members(json_object_get(resp, "Attributes"), out, &err))
+    err = context(d, err, "heartbeat", worker);
+  json_decref(resp);
+  return err;
+}
+
+/* A consistent GetItem of the membership item. */
+static kn_error_t *ddb_members(kn_lease_store_t *ls, kn_members_t *out) {
+  ddb_store_t *d = store_of(ls);
+  memset(out, 0, sizeof(*out));
+  if (!d->members_table) return no_membership(d, "members", TOO_LONG, NULL);
+  json_t *req = table_request(d->members_table), *key = json_object(),
+         *resp = NULL;
+  if (!req || !key ||
+      json_object_set_new(key, KN_DDB_MEMBERS_KEY,
+                          kn_ddb_s(KN_DDB_MEMBERS_ITEM)) ||
+      json_object_set(req, "Key", key) ||
+      json_object_set_new(req, "ConsistentRead", json_true())) {
+    json_decref(req);
+    json_decref(key);
+    return nomem(d);
+  }
+  json_decref(key);
+  kn_error_t *err = call(d, "GetItem", req, &resp);
+  if (err) {
+    kn_err_t code = kn_error_code(err);
+    if (code == KN_ERR_RESOURCE_NOT_FOUND)
+      return no_membership(d, "members", "it does not exist", err);
+    if (code == KN_ERR_ACCESS_DENIED)
+      return no_membership(d, "members", "no access to it", err);
+    return context(d, err, "members", NULL);
+  }
+  json_t *item = json_object_get(resp, "Item");
+  /* No item: no worker has written a heartbeat yet. */
+  if (json_object_size(item) && kn_ddb_item_to_members(item, out, &err))
+    err = context(d, err, "members", NULL);
+  json_decref(resp);
+  return err;
 }
 
 static void ddb_destroy(kn_lease_store_t *ls) {
   ddb_store_t *d = store_of(ls);
   if (d->cleanup) d->cleanup(d->opaque);
   free(d->table);
+  free(d->members_table);
   free(ls->name);
   free(d);
 }
 
 static const kn_lease_store_ops_t ddb_ops = {
-    ddb_ensure_table, ddb_list,    ddb_get,          ddb_create,
-    ddb_take,         ddb_renew,   ddb_release,      ddb_checkpoint,
-    ddb_set_children, ddb_handoff, ddb_handoff_done, ddb_remove,
-    ddb_destroy,      NULL,
+    ddb_ensure_table, ddb_list,      ddb_get,          ddb_create,
+    ddb_take,         ddb_renew,     ddb_release,      ddb_checkpoint,
+    ddb_set_children, ddb_handoff,   ddb_handoff_done, ddb_remove,
+    ddb_destroy,      ddb_heartbeat, ddb_members,
 };
 
 kn_lease_store_t *kn_lease_store_dynamodb_new(const char *table,
@@ -759,6 +907,15 @@ kn_lease_store_t *kn_lease_store_dynamodb_new(const char *table,
     return NULL;
   }
   free(label);
+  if (strlen(table) + strlen(KN_DDB_MEMBERS_SUFFIX) <= 255 &&
+      !(d->members_table = kn_asprintf("%s" KN_DDB_MEMBERS_SUFFIX, table))) {
+    free(d->table);
+    free(d->head.name);
+    free(d);
+    if (cleanup) cleanup(opaque);
+    *errp = kn_error_new(KN_ERR__NOMEM, "lease store: out of memory");
+    return NULL;
+  }
   d->call = call_fn;
   d->opaque = opaque;
   d->cleanup = cleanup;

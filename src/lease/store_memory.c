@@ -13,9 +13,11 @@ typedef struct mem_table {
   struct mem_table *next; /* registry link (named tables only) */
   char *name;             /* NULL for a private table */
   int refs;               /* handles; guarded by registry_lock */
-  pthread_mutex_t lock;   /* guards v, n, cap */
+  pthread_mutex_t lock;   /* guards v, n, cap and the membership */
   kn_lease_t *v;          /* sorted by key */
   size_t n, cap;
+  kn_members_t members; /* v sorted by worker id; cap entries allocated */
+  size_t members_cap;
 } mem_table_t;
 
 typedef struct mem_store {
@@ -366,8 +368,90 @@ static kn_error_t *mem_remove(kn_lease_store_t *ls, const char *key,
   return err;
 }
 
+/* Index of worker in the membership, or of where it would go. */
+static size_t find_member(const kn_members_t *m, const char *worker,
+                          int *found) {
+  size_t lo = 0, hi = m->n;
+  *found = 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(m->v[mid].worker, worker);
+    if (c == 0) {
+      *found = 1;
+      return mid;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static kn_error_t *mem_heartbeat(kn_lease_store_t *ls, const char *worker,
+                                 int64_t beat, int64_t leases, int64_t bump,
+                                 char *const *forget, size_t n_forget,
+                                 kn_members_t *out) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  memset(out, 0, sizeof(*out));
+  if (!worker || !*worker)
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: heartbeat: no worker id", ls->name);
+  char *w = strdup(worker);
+  if (!w) return nomem(ls);
+  pthread_mutex_lock(&t->lock);
+  kn_members_t *m = &t->members;
+  int found;
+  size_t i = find_member(m, worker, &found);
+  if (!found && m->n == t->members_cap) {
+    size_t cap = t->members_cap ? t->members_cap * 2 : 8;
+    kn_member_t *v = realloc(m->v, cap * sizeof(*v));
+    if (v) {
+      m->v = v;
+      t->members_cap = cap;
+    } else {
+      err = nomem(ls);
+    }
+  }
+  if (!err) {
+    if (!found) {
+      memmove(&m->v[i + 1], &m->v[i], (m->n - i) * sizeof(*m->v));
+      m->v[i].worker = w;
+      m->n++;
+      w = NULL;
+    }
+    m->v[i].beat = beat;
+    m->v[i].leases = leases;
+    m->epoch += bump;
+    for (size_t k = 0; k < n_forget; k++) {
+      if (!forget[k] || strcmp(forget[k], worker) == 0) continue;
+      size_t j = find_member(m, forget[k], &found);
+      if (!found) continue;
+      free(m->v[j].worker);
+      memmove(&m->v[j], &m->v[j + 1], (m->n - j - 1) * sizeof(*m->v));
+      m->n--;
+    }
+    /* The write stands even if the copy fails (as a store whose answer
+     * was lost). */
+    if (kn_members_copy(out, m)) err = nomem(ls);
+  }
+  pthread_mutex_unlock(&t->lock);
+  free(w);
+  return err;
+}
+
+static kn_error_t *mem_members(kn_lease_store_t *ls, kn_members_t *out) {
+  mem_table_t *t = table_of(ls);
+  pthread_mutex_lock(&t->lock);
+  int rc = kn_members_copy(out, &t->members);
+  pthread_mutex_unlock(&t->lock);
+  return rc ? nomem(ls) : NULL;
+}
+
 static void table_free(mem_table_t *t) {
   kn_lease_array_free(t->v, t->n);
+  kn_members_clear(&t->members);
   pthread_mutex_destroy(&t->lock);
   free(t->name);
   free(t);
@@ -393,10 +477,10 @@ static void mem_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t mem_ops = {
-    mem_ensure_table, mem_list,    mem_get,          mem_create,
-    mem_take,         mem_renew,   mem_release,      mem_checkpoint,
-    mem_set_children, mem_handoff, mem_handoff_done, mem_remove,
-    mem_destroy,      NULL,
+    mem_ensure_table, mem_list,      mem_get,          mem_create,
+    mem_take,         mem_renew,     mem_release,      mem_checkpoint,
+    mem_set_children, mem_handoff,   mem_handoff_done, mem_remove,
+    mem_destroy,      mem_heartbeat, mem_members,
 };
 
 static mem_table_t *table_new(const char *name) {

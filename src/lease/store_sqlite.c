@@ -22,7 +22,7 @@
 
 /* Schema versions, in PRAGMA user_version.  A later version adds a
  * migration step from each older one in migrate(). */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 static const char schema_v1[] =
     "CREATE TABLE IF NOT EXISTS leases ("
@@ -46,6 +46,20 @@ static const char schema_v1[] =
 static const char schema_v2[] =
     "ALTER TABLE leases ADD COLUMN checkpointOwner TEXT";
 
+/* Version 3: the membership (see the heartbeat call of store.h): one row
+ * per worker, and the epoch in meta under the name 'epoch'. */
+static const char schema_v3_members[] =
+    "CREATE TABLE IF NOT EXISTS members ("
+    " worker TEXT PRIMARY KEY,"
+    " beat INTEGER NOT NULL,"
+    " leases INTEGER NOT NULL"
+    ")";
+static const char schema_v3_meta[] =
+    "CREATE TABLE IF NOT EXISTS meta ("
+    " name TEXT PRIMARY KEY,"
+    " value INTEGER NOT NULL"
+    ")";
+
 /* The actual owner (ccore: the worker with the right to write). */
 #define ACTUAL_OWNER "COALESCE(checkpointOwner, leaseOwner)"
 
@@ -58,7 +72,7 @@ static const char schema_v2[] =
 
 /* Prepared statements kept for the life of the handle, by their SQL (a
  * constant of this file): renewals of a thousand leases prepare nothing. */
-#define STMT_CACHE 16
+#define STMT_CACHE 24
 
 typedef struct sql_store {
   kn_lease_store_t head;
@@ -657,6 +671,170 @@ static kn_error_t *sql_remove(kn_lease_store_t *ls, const char *key,
   return err;
 }
 
+/* Runs a cached statement with no parameters and no rows wanted (the
+ * transaction statements of heartbeat). */
+static int run_plain(sql_store_t *s, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  int rc = prep(s, sql, &st);
+  int64_t deadline = 0;
+  if (rc == SQLITE_OK) rc = step_retry(s, st, &deadline);
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  unprep(s, st);
+  return rc;
+}
+
+/* Runs a cached change statement binding worker at ?1 and, when b2 is
+ * not NULL, the integers b2[0], b2[1] at ?2, ?3. */
+static int run_bound(sql_store_t *s, const char *sql, const char *worker,
+                     const int64_t *b2) {
+  sqlite3_stmt *st = NULL;
+  int rc = prep(s, sql, &st);
+  if (rc == SQLITE_OK) {
+    rc |= bind_str(st, 1, worker);
+    if (b2) {
+      rc |= sqlite3_bind_int64(st, 2, b2[0]);
+      rc |= sqlite3_bind_int64(st, 3, b2[1]);
+    }
+  }
+  int64_t deadline = 0;
+  if (rc == SQLITE_OK) rc = step_retry(s, st, &deadline);
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  unprep(s, st);
+  return rc;
+}
+
+static int by_worker(const void *a, const void *b) {
+  return strcmp(((const kn_member_t *)a)->worker,
+                ((const kn_member_t *)b)->worker);
+}
+
+/* Reads every member and the epoch into out, inside the transaction.
+ * Returns an SQLite result code; SQLITE_NOMEM when out of memory. */
+static int read_members(sql_store_t *s, kn_members_t *out) {
+  sqlite3_stmt *st = NULL;
+  size_t cap = 0;
+  int rc =
+      prep(s, "SELECT worker, beat, leases FROM members ORDER BY worker", &st);
+  int64_t deadline = 0;
+  /* Retry only before the first row (the first statement of a read
+   * transaction may find the file busy). */
+  if (rc == SQLITE_OK) rc = step_retry(s, st, &deadline);
+  while (rc == SQLITE_ROW) {
+    if (out->n == cap) {
+      size_t ncap = cap ? cap * 2 : 16;
+      kn_member_t *nv = realloc(out->v, ncap * sizeof(*nv));
+      if (!nv) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      out->v = nv;
+      cap = ncap;
+    }
+    kn_member_t *m = &out->v[out->n];
+    if (col_str(st, 0, &m->worker) || !m->worker) {
+      free(m->worker);
+      rc = SQLITE_NOMEM;
+      break;
+    }
+    m->beat = sqlite3_column_int64(st, 1);
+    m->leases = sqlite3_column_int64(st, 2);
+    out->n++;
+    rc = sqlite3_step(st);
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  unprep(s, st);
+  if (rc == SQLITE_OK) {
+    st = NULL;
+    rc = prep(s, "SELECT value FROM meta WHERE name = 'epoch'", &st);
+    if (rc == SQLITE_OK) rc = step_retry(s, st, &deadline);
+    if (rc == SQLITE_ROW) {
+      out->epoch = sqlite3_column_int64(st, 0);
+      rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+      rc = SQLITE_OK;
+    }
+    unprep(s, st);
+  }
+  /* ORDER BY compares bytes as strcmp does; sorted again all the same in
+   * case a column holds something else than text. */
+  if (rc == SQLITE_OK && out->n > 1)
+    qsort(out->v, out->n, sizeof(*out->v), by_worker);
+  return rc;
+}
+
+/* One write transaction: the heartbeat row, the epoch, the forgotten
+ * workers, then everything read back under the same lock. */
+static kn_error_t *sql_heartbeat(kn_lease_store_t *ls, const char *worker,
+                                 int64_t beat, int64_t leases, int64_t bump,
+                                 char *const *forget, size_t n_forget,
+                                 kn_members_t *out) {
+  sql_store_t *s = store_of(ls);
+  memset(out, 0, sizeof(*out));
+  if (!worker || !*worker)
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: heartbeat: no worker id", ls->name);
+  kn_error_t *err = NULL;
+  pthread_mutex_lock(&s->lock);
+  /* IMMEDIATE: the write lock at once, so that the reads below see the
+   * table as this transaction leaves it and no one else's half. */
+  int rc = run_plain(s, "BEGIN IMMEDIATE");
+  if (rc != SQLITE_OK) {
+    err = sql_error(s, "heartbeat", worker, rc);
+    pthread_mutex_unlock(&s->lock);
+    return err;
+  }
+  int64_t row[2] = {beat, leases};
+  rc = run_bound(s,
+                 "INSERT INTO members (worker, beat, leases) VALUES (?1, ?2, "
+                 "?3) ON CONFLICT (worker) DO UPDATE SET beat = excluded.beat, "
+                 "leases = excluded.leases",
+                 worker, row);
+  if (rc == SQLITE_OK) {
+    sqlite3_stmt *st = NULL;
+    rc = prep(s,
+              "INSERT INTO meta (name, value) VALUES ('epoch', ?1) "
+              "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+              &st);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st, 1, bump);
+    int64_t deadline = 0;
+    if (rc == SQLITE_OK) rc = step_retry(s, st, &deadline);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    unprep(s, st);
+  }
+  for (size_t i = 0; rc == SQLITE_OK && i < n_forget; i++) {
+    if (!forget[i] || strcmp(forget[i], worker) == 0) continue;
+    rc = run_bound(s, "DELETE FROM members WHERE worker = ?1", forget[i], NULL);
+  }
+  if (rc == SQLITE_OK) rc = read_members(s, out);
+  if (rc == SQLITE_OK) rc = run_plain(s, "COMMIT");
+  if (rc != SQLITE_OK) {
+    err = rc == SQLITE_NOMEM ? nomem(s) : sql_error(s, "heartbeat", worker, rc);
+    run_plain(s, "ROLLBACK");
+    kn_members_clear(out);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return err;
+}
+
+static kn_error_t *sql_members(kn_lease_store_t *ls, kn_members_t *out) {
+  sql_store_t *s = store_of(ls);
+  memset(out, 0, sizeof(*out));
+  kn_error_t *err = NULL;
+  pthread_mutex_lock(&s->lock);
+  /* One read transaction: the members and the epoch of one moment. */
+  int rc = run_plain(s, "BEGIN");
+  if (rc == SQLITE_OK) {
+    rc = read_members(s, out);
+    run_plain(s, "COMMIT");
+  }
+  if (rc != SQLITE_OK) {
+    err = rc == SQLITE_NOMEM ? nomem(s) : sql_error(s, "members", NULL, rc);
+    kn_members_clear(out);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return err;
+}
+
 static void sql_destroy(kn_lease_store_t *ls) {
   sql_store_t *s = store_of(ls);
   for (int i = 0; i < STMT_CACHE; i++) sqlite3_finalize(s->cache[i].st);
@@ -667,10 +845,10 @@ static void sql_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t sql_ops = {
-    sql_ensure_table, sql_list,    sql_get,          sql_create,
-    sql_take,         sql_renew,   sql_release,      sql_checkpoint,
-    sql_set_children, sql_handoff, sql_handoff_done, sql_remove,
-    sql_destroy,      NULL,
+    sql_ensure_table, sql_list,      sql_get,          sql_create,
+    sql_take,         sql_renew,     sql_release,      sql_checkpoint,
+    sql_set_children, sql_handoff,   sql_handoff_done, sql_remove,
+    sql_destroy,      sql_heartbeat, sql_members,
 };
 
 /* ---- opening and the schema ---- */
@@ -694,6 +872,8 @@ static int migrate(sql_store_t *s, int from) {
   int rc = SQLITE_OK;
   if (from < 1) rc = exec_retry(s, schema_v1);
   if (rc == SQLITE_OK && from < 2) rc = exec_retry(s, schema_v2);
+  if (rc == SQLITE_OK && from < 3) rc = exec_retry(s, schema_v3_members);
+  if (rc == SQLITE_OK && from < 3) rc = exec_retry(s, schema_v3_meta);
   if (rc == SQLITE_OK) {
     char sql[64];
     snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SCHEMA_VERSION);

@@ -284,7 +284,9 @@ def leases_json(kncat: str, env: dict, app: str, store: str) -> list[dict]:
     if p.returncode != 0:
         raise RuntimeError(f"kncat leases: exit {p.returncode}: "
                            f"{p.stderr.decode(errors='replace')}")
-    return [json.loads(x) for x in p.stdout.decode().splitlines() if x.strip()]
+    # the workers of the membership, if any, follow the leases
+    rows = [json.loads(x) for x in p.stdout.decode().splitlines() if x.strip()]
+    return [r for r in rows if "shard" in r]
 
 
 def create_kcl_table(ddb, table: str):

@@ -223,6 +223,8 @@ class GroupBase:
         self.assertRegex(lines[0], r"^SHARD +OWNER +COUNTER +CHECKPOINT +SUBSEQ +PARENTS$")
         rows = {}
         for line in lines[1:]:
+            if not line:  # the membership follows
+                break
             f = line.split()
             self.assertEqual(len(f), 6, line)
             rows[f[0]] = f

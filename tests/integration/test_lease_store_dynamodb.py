@@ -11,6 +11,10 @@
   attributes the library does not know untouched; items the library
   writes have the KCL's attribute names and types.
 - Scan pagination over more than 1 MB of items.
+- The membership: the side table TABLE-members created with the lease
+  table, its one item as the heartbeat writes it, and the heartbeat
+  unsupported (not failing the worker) without that table or the rights
+  to it; on SQLite, the tables members and meta.
 - Faults: throttling and 5xx from a fault proxy in front of dynalite are
   retried; a change whose response is lost is recognised on retry; faults
   that last end in a retriable error and change nothing.  A SQLite file
@@ -37,6 +41,7 @@ from faultproxy import FaultProxy  # noqa: E402
 from groupkit import KCL_TYPES  # noqa: E402
 
 TOOL = os.environ.get("LEASE_TOOL")
+KNCAT = os.environ.get("KNCAT")
 failures = 0
 
 
@@ -333,6 +338,10 @@ def concurrent_ensure(d, env):
     ddb = lab.boto3_client("dynamodb", d)
     status = ddb.describe_table(TableName="ensure_race_app")["Table"]["TableStatus"]
     check(status == "ACTIVE", f"concurrent ensure_table: table {status}")
+    status = ddb.describe_table(
+        TableName="ensure_race_app-members")["Table"]["TableStatus"]
+    check(status == "ACTIVE",
+          f"concurrent ensure_table: membership table {status}")
     print(f"concurrent ensure_table: {outs}")
 
 
@@ -346,6 +355,110 @@ def table_created_by_store(d):
           f"attributes {t['AttributeDefinitions']}")
     mode = t.get("BillingModeSummary", {}).get("BillingMode")
     check(mode in (None, "PAY_PER_REQUEST"), f"billing mode {mode}")
+
+
+def membership(d, env, db):
+    """The heartbeat on DynamoDB (the side table, its item) and SQLite."""
+    ddb = lab.boto3_client("dynamodb", d)
+    t = ddb.describe_table(TableName="conformance_app-members")["Table"]
+    check(t["KeySchema"] == [{"AttributeName": "key", "KeyType": "HASH"}]
+          and t["AttributeDefinitions"] == [{"AttributeName": "key",
+                                             "AttributeType": "S"}],
+          f"membership table key {t['KeySchema']}")
+    mode = t.get("BillingModeSummary", {}).get("BillingMode")
+    check(mode in (None, "PAY_PER_REQUEST"), f"membership billing mode {mode}")
+    spec = "dynamodb:conformance_app"
+    got = tool_json(env, "heartbeat", spec, "it-w1", 3, 1, 2)
+    e0 = got["epoch"] if got else 0
+    got = tool_json(env, "heartbeat", spec, "it-w2", 8, 0, 0) or {}
+    mine = [m for m in got.get("members", []) if m["worker"].startswith("it-")]
+    check(mine == [{"worker": "it-w1", "beat": 3, "leases": 1},
+                   {"worker": "it-w2", "beat": 8, "leases": 0}]
+          and got.get("epoch") == e0, f"two members: {got}")
+    item = ddb.get_item(TableName="conformance_app-members",
+                        Key={"key": {"S": "members"}},
+                        ConsistentRead=True)["Item"]
+    check(item["w:it-w1"] == {"L": [{"N": "3"}, {"N": "1"}]}
+          and item["epoch"] == {"N": str(e0)}
+          and all(k in ("key", "epoch") or k.startswith("w:") for k in item),
+          f"membership item: {item}")
+    got = tool_json(env, "heartbeat", spec, "it-w2", 9, 0, 0, "it-w1") or {}
+    check(not any(m["worker"] == "it-w1" for m in got.get("members", [])),
+          f"forgotten: {got}")
+
+    # A lease table made by other means, without the side table: the
+    # heartbeat is unsupported, not an error to retry.
+    create_kcl_table(ddb, "bare_app")
+    rc, out = tool(env, "heartbeat", "dynamodb:bare_app", "w1", 1, 0, 0)
+    check(rc == 1 and out.startswith("error _UNSUPPORTED 0")
+          and "does not exist" in out, f"no membership table: {out}")
+    with FaultProxy(d) as proxy:
+        penv = dict(env, AWS_ENDPOINT_URL_DYNAMODB=proxy.endpoint)
+        proxy.add_rule("status", "UpdateItem", count=1,
+                       error="AccessDeniedException")
+        rc, out = tool(penv, "heartbeat", spec, "it-w2", 10, 0, 0)
+        check(rc == 1 and out.startswith("error _UNSUPPORTED 0"),
+              f"membership access denied: {out}")
+        proxy.clear_rules()
+        proxy.add_rule("status", "UpdateItem",
+                       error="ProvisionedThroughputExceededException")
+        rc, out = tool(penv, "-X", "retry.max.attempts=2", "-X",
+                       "retry.backoff.max.ms=100", "heartbeat", spec,
+                       "it-w2", 11, 0, 0)
+        check(rc == 1 and out.startswith(
+            "error PROVISIONED_THROUGHPUT_EXCEEDED 1"),
+            f"membership throttled: {out}")
+        proxy.clear_rules()
+
+    # kncat leases shows the members after the leases, and writes nothing
+    if KNCAT:
+        for store in (spec, f"sqlite:{db}"):
+            tool_json(env, "heartbeat", store, "it-k1", 4, 2, 0)
+            before = tool_json(env, "heartbeat", store, "it-k1", 5, 2, 0)
+            r = subprocess.run([KNCAT, "leases", "app", "--leases", store, "-J"],
+                               env=env, capture_output=True, text=True,
+                               timeout=60)
+            rows = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+            members = [x for x in rows if "worker" in x]
+            check(r.returncode == 0 and {"worker": "it-k1", "leases": 2,
+                                         "beat": 5, "epoch": before["epoch"]}
+                  in members and all("shard" in x for x in rows[:len(rows) -
+                                                               len(members)]),
+                  f"kncat leases -J {store}: {r.returncode} {r.stdout[-500:]}"
+                  f" {r.stderr}")
+            r = subprocess.run([KNCAT, "leases", "app", "--leases", store],
+                               env=env, capture_output=True, text=True,
+                               timeout=60)
+            lines = r.stdout.splitlines()
+            tail = lines[lines.index("") + 1:] if "" in lines else []
+            check(r.returncode == 0 and tail
+                  and tail[0].split() == ["WORKER", "LEASES", "BEAT"]
+                  and ["it-k1", "2", "5"] in [x.split() for x in tail]
+                  and tail[-1] == f"EPOCH {before['epoch']}",
+                  f"kncat leases {store}: {r.stdout[-500:]} {r.stderr}")
+            # the same heartbeat again: anything kncat wrote would show
+            after = tool_json(env, "heartbeat", store, "it-k1", 5, 2, 0)
+            check(after == before, f"kncat leases wrote: {before} {after}")
+        r = subprocess.run([KNCAT, "leases", "bare_app", "--leases",
+                            "dynamodb:bare_app", "-J"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0 and r.stdout == "",
+              f"kncat leases without membership: {r.returncode} {r.stdout}"
+              f" {r.stderr}")
+
+    sspec = f"sqlite:{db}"
+    tool_json(env, "heartbeat", sspec, "it-w1", 1, 4, 1)
+    got = tool_json(env, "heartbeat", sspec, "it-w2", 2, 0, 0) or {}
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT worker, beat, leases FROM members "
+                       "WHERE worker LIKE 'it-w%' ORDER BY worker").fetchall()
+    epoch = con.execute("SELECT value FROM meta WHERE name = 'epoch'")
+    epoch = epoch.fetchone()[0]
+    con.close()
+    check(rows == [("it-w1", 1, 4), ("it-w2", 2, 0)]
+          and got.get("epoch") == epoch,
+          f"sqlite membership: {rows} epoch {epoch}, {got}")
+    print("membership: checked")
 
 
 def big_scan(d, env):
@@ -485,6 +598,7 @@ def main():
         db = os.path.join(tmp, "leases.db")
         conformance(env, f"sqlite:{db}", "--threads", "6", "--rounds", "100")
         race(env, f"sqlite:{db}", 6, 150)
+        membership(d, env, db)
         kcl_compat(d, env)
         big_scan(d, env)
         faults(d, env)

@@ -487,6 +487,144 @@ static void case_list(kn_lease_store_t *ls, const char *prefix, int many) {
   kn_lease_array_free(v, n);
 }
 
+/* ---- membership ---- */
+
+/* The member named worker in m, or NULL. */
+static const kn_member_t *member(const kn_members_t *m, const char *worker) {
+  for (size_t i = 0; i < m->n; i++)
+    if (strcmp(m->v[i].worker, worker) == 0) return &m->v[i];
+  return NULL;
+}
+
+/* A heartbeat that must succeed; 0 or -1 (a failed check recorded, m
+ * zeroed). */
+static int beat_(kn_lease_store_t *ls, const char *worker, int64_t beat,
+                 int64_t leases, int64_t bump, char *const *forget,
+                 size_t n_forget, kn_members_t *m) {
+  m->n = 99; /* zeroed by the call */
+  kn_error_t *e =
+      ls->ops->heartbeat(ls, worker, beat, leases, bump, forget, n_forget, m);
+  KT_CHECK_MSG(!e, "%s: heartbeat %s: %s", label, worker, msg_of(e));
+  kn_error_destroy(e);
+  if (e) {
+    KT_CHECK(m->n == 0 && m->v == NULL);
+    return -1;
+  }
+  /* Sorted by worker id, each once. */
+  for (size_t i = 1; i < m->n; i++)
+    KT_CHECK_MSG(strcmp(m->v[i - 1].worker, m->v[i].worker) < 0,
+                 "%s: members out of order: %s, %s", label, m->v[i - 1].worker,
+                 m->v[i].worker);
+  return 0;
+}
+
+/* Checks that worker is a member with beat and leases. */
+static void is_member(const kn_members_t *m, const char *worker, int64_t beat,
+                      int64_t leases) {
+  const kn_member_t *x = member(m, worker);
+  KT_CHECK_MSG(x != NULL, "%s: %s is not a member", label, worker);
+  if (!x) return;
+  KT_CHECK_INT(x->beat, beat);
+  KT_CHECK_INT(x->leases, leases);
+}
+
+static void case_members(const kn_lc_target_t *t, kn_lease_store_t *ls,
+                         const char *prefix) {
+  if (!ls->ops->heartbeat) {
+    KT_CHECK_MSG(0, "%s: no heartbeat", label);
+    return;
+  }
+  /* Worker ids that sort in another order than they join in. */
+  char wa[256], wb[256], wc[256];
+  snprintf(wa, sizeof(wa), "%s-worker-b", prefix);
+  snprintf(wb, sizeof(wb), "%s-worker-a", prefix);
+  snprintf(wc, sizeof(wc), "%s-worker-c", prefix);
+  kn_error_t *e = NULL;
+  kn_lease_store_t *other = t->open(t->opaque, &e);
+  KT_CHECK_MSG(other, "%s: open: %s", label, msg_of(e));
+  kn_error_destroy(e);
+  if (!other) return;
+  kn_members_t m, m2;
+  /* The first heartbeat makes the member. */
+  if (beat_(ls, wa, 1, 0, 0, NULL, 0, &m)) goto out;
+  is_member(&m, wa, 1, 0);
+  int64_t epoch = m.epoch;
+  kn_members_clear(&m);
+  /* Two workers (two handles) see each other. */
+  if (beat_(other, wb, 5, 2, 0, NULL, 0, &m)) goto out;
+  is_member(&m, wa, 1, 0);
+  is_member(&m, wb, 5, 2);
+  KT_CHECK_INT(m.epoch, epoch);
+  kn_members_clear(&m);
+  /* Beat and leases change; bump adds to the epoch, 0 leaves it. */
+  if (beat_(ls, wa, 2, 3, 1, NULL, 0, &m)) goto out;
+  is_member(&m, wa, 2, 3);
+  is_member(&m, wb, 5, 2);
+  KT_CHECK_INT(m.epoch, epoch + 1);
+  kn_members_clear(&m);
+  if (beat_(other, wb, 6, 1, 3, NULL, 0, &m)) goto out;
+  is_member(&m, wb, 6, 1);
+  KT_CHECK_INT(m.epoch, epoch + 4);
+  kn_members_clear(&m);
+  if (beat_(other, wb, 7, 1, 0, NULL, 0, &m)) goto out;
+  KT_CHECK_INT(m.epoch, epoch + 4);
+  kn_members_clear(&m);
+  /* Forgetting another worker removes it; forgetting oneself, or a worker
+   * that is no member, or one named twice, does nothing more. */
+  char *forget[] = {wa, wc, "no-such-worker", wa};
+  if (beat_(ls, wc, 1, 0, 0, forget, 4, &m)) goto out;
+  KT_CHECK(member(&m, wa) == NULL);
+  is_member(&m, wb, 7, 1);
+  is_member(&m, wc, 1, 0);
+  KT_CHECK_INT(m.epoch, epoch + 4);
+  /* A copy is deep and equal; clearing zeroes. */
+  KT_CHECK(kn_members_copy(&m2, &m) == 0);
+  KT_CHECK_INT(m2.n, m.n);
+  KT_CHECK_INT(m2.epoch, m.epoch);
+  for (size_t i = 0; i < m.n && i < m2.n; i++) {
+    KT_CHECK_STR(m2.v[i].worker, m.v[i].worker);
+    KT_CHECK(m2.v[i].worker != m.v[i].worker);
+    KT_CHECK_INT(m2.v[i].beat, m.v[i].beat);
+    KT_CHECK_INT(m2.v[i].leases, m.v[i].leases);
+  }
+  kn_members_clear(&m);
+  KT_CHECK(m.v == NULL && m.n == 0 && m.epoch == 0);
+  kn_members_clear(&m2);
+  kn_members_clear(NULL);
+  /* The forgotten worker comes back with its next heartbeat. */
+  if (beat_(ls, wa, 9, 0, 0, NULL, 0, &m)) goto out;
+  is_member(&m, wa, 9, 0);
+  KT_CHECK_INT(m.n >= 3, 1);
+  kn_members_clear(&m);
+  /* No worker id: refused. */
+  e = ls->ops->heartbeat(ls, "", 1, 0, 0, NULL, 0, &m);
+  KT_CHECK_INT(code_of(e), KN_ERR__INVALID_ARG);
+  kn_error_destroy(e);
+  /* Leave one member of this run behind, not three. */
+  char *gone[] = {wa, wb};
+  if (beat_(other, wc, 2, 0, 0, gone, 2, &m)) goto out;
+  KT_CHECK(member(&m, wa) == NULL && member(&m, wb) == NULL);
+  /* The read returns what the last heartbeat left, and writes nothing. */
+  if (ls->ops->members) {
+    for (int i = 0; i < 2; i++) {
+      e = ls->ops->members(ls, &m2);
+      KT_CHECK_MSG(!e, "%s: members: %s", label, msg_of(e));
+      kn_error_destroy(e);
+      KT_CHECK_INT(m2.n, m.n);
+      KT_CHECK_INT(m2.epoch, m.epoch);
+      for (size_t k = 0; k < m.n && k < m2.n; k++) {
+        KT_CHECK_STR(m2.v[k].worker, m.v[k].worker);
+        KT_CHECK_INT(m2.v[k].beat, m.v[k].beat);
+        KT_CHECK_INT(m2.v[k].leases, m.v[k].leases);
+      }
+      kn_members_clear(&m2);
+    }
+  }
+  kn_members_clear(&m);
+out:
+  kn_lease_store_destroy(other);
+}
+
 /* ---- concurrent takers ---- */
 
 typedef struct race {
@@ -653,6 +791,7 @@ int kn_lc_run(const kn_lc_target_t *t, const char *prefix, int *checks) {
     RUN(case_handoff(ls, prefix));
     RUN(case_extra_kept(ls, prefix));
     RUN(case_list(ls, prefix, t->many));
+    RUN(case_members(t, ls, prefix));
     RUN(case_race(t, ls, prefix));
 #undef RUN
     kn_lease_store_destroy(ls);

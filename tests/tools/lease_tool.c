@@ -14,6 +14,8 @@
  *                        [PENDING|- PENDING_SUBSEQ [STATE_HEX|-]]
  *   lease_tool [options] children SPEC KEY [CHILD...]
  *   lease_tool [options] remove SPEC KEY COUNTER
+ *   lease_tool [options] heartbeat SPEC WORKER BEAT LEASES BUMP [FORGET...]
+ *       prints {"epoch": N, "members": [{"worker", "beat", "leases"}...]}
  *
  * Options: --busy-ms N (SQLite), --scan-limit N (DynamoDB Scan pages),
  * --threads N --rounds N --many N --prefix P (conformance),
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/error.h"
 #include "kn/client.h"
 #include "kn/conf.h"
 #include "lease/store.h"
@@ -305,6 +308,25 @@ static int run(int argc, char **argv) {
   } else if (strcmp(cmd, "children") == 0 && argc >= 3) {
     rc = done(ls->ops->set_children(ls, argv[2], argv + 3, (size_t)argc - 3),
               NULL);
+  } else if (strcmp(cmd, "heartbeat") == 0 && argc >= 6) {
+    kn_members_t m;
+    e = ls->ops->heartbeat
+            ? ls->ops->heartbeat(ls, argv[2], num(argv[3]), num(argv[4]),
+                                 num(argv[5]), argv + 6, (size_t)argc - 6, &m)
+            : kn_error_new(KN_ERR__UNSUPPORTED, "no membership");
+    if (!e) {
+      json_t *o = json_object(), *a = json_array();
+      for (size_t i = 0; i < m.n; i++)
+        json_array_append_new(
+            a, json_pack("{s:s, s:I, s:I}", "worker", m.v[i].worker, "beat",
+                         (json_int_t)m.v[i].beat, "leases",
+                         (json_int_t)m.v[i].leases));
+      json_object_set_new(o, "epoch", json_integer(m.epoch));
+      json_object_set_new(o, "members", a);
+      print_json(o);
+      kn_members_clear(&m);
+    }
+    rc = report(e);
   } else if (strcmp(cmd, "remove") == 0 && argc == 4) {
     rc = done(ls->ops->remove(ls, argv[2], num(argv[3])), NULL);
   } else {

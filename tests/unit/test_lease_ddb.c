@@ -462,6 +462,9 @@ static void test_list_cycle(void) {
 #define DESC(status)                                                   \
   "{\"Table\":{\"TableName\":\"leases_app\",\"TableStatus\":\"" status \
   "\",\"KeySchema\":[{\"AttributeName\":\"leaseKey\",\"KeyType\":\"HASH\"}]}}"
+#define DESC_M(status)                                                         \
+  "{\"Table\":{\"TableName\":\"leases_app-members\",\"TableStatus\":\"" status \
+  "\",\"KeySchema\":[{\"AttributeName\":\"key\",\"KeyType\":\"HASH\"}]}}"
 
 static void test_ensure_table(void) {
   /* Missing; another worker creates it at the same moment; it becomes
@@ -471,17 +474,65 @@ static void test_ensure_table(void) {
       {"CreateTable", NULL, NS "ResourceInUseException"},
       {"DescribeTable", DESC("CREATING"), NULL},
       {"DescribeTable", DESC("ACTIVE"), NULL},
+      /* Then the membership table, the same way. */
+      {"DescribeTable", NULL, NS "ResourceNotFoundException"},
+      {"CreateTable", "{}", NULL},
+      {"DescribeTable", DESC_M("CREATING"), NULL},
+      {"DescribeTable", DESC_M("ACTIVE"), NULL},
   };
-  kn_lease_store_t *ls = store_with(steps, 4);
+  kn_lease_store_t *ls = store_with(steps, 8);
   if (!ls) return;
   KT_CHECK(ls->ops->ensure_table(ls) == NULL);
-  KT_CHECK_INT(script.next, 4);
+  KT_CHECK_INT(script.next, 8);
   check_sent(0, "{\"TableName\":\"leases_app\"}");
   check_sent(1,
              "{\"TableName\":\"leases_app\",\"AttributeDefinitions\":[{"
              "\"AttributeName\":\"leaseKey\",\"AttributeType\":\"S\"}],"
              "\"KeySchema\":[{\"AttributeName\":\"leaseKey\",\"KeyType\":"
              "\"HASH\"}],\"BillingMode\":\"PAY_PER_REQUEST\"}");
+  check_sent(4, "{\"TableName\":\"leases_app-members\"}");
+  check_sent(5,
+             "{\"TableName\":\"leases_app-members\",\"AttributeDefinitions\":"
+             "[{\"AttributeName\":\"key\",\"AttributeType\":\"S\"}],"
+             "\"KeySchema\":[{\"AttributeName\":\"key\",\"KeyType\":"
+             "\"HASH\"}],\"BillingMode\":\"PAY_PER_REQUEST\"}");
+  kn_lease_store_destroy(ls);
+
+  /* Rights that do not reach the membership table: the lease table alone
+   * is enough. */
+  static const step_t denied[] = {
+      {"DescribeTable", DESC("ACTIVE"), NULL},
+      {"DescribeTable", NULL, NS "AccessDeniedException"},
+      {"DescribeTable", DESC("ACTIVE"), NULL},
+      {"DescribeTable", NULL, NS "ResourceNotFoundException"},
+      {"CreateTable", NULL, NS "AccessDeniedException"},
+  };
+  ls = store_with(denied, 5);
+  if (!ls) return;
+  KT_CHECK(ls->ops->ensure_table(ls) == NULL);
+  KT_CHECK(ls->ops->ensure_table(ls) == NULL);
+  KT_CHECK_INT(script.next, 5);
+  kn_lease_store_destroy(ls);
+
+  /* A membership table of another key, or one that stays throttled:
+   * errors as for the lease table. */
+  static const step_t wrong_m[] = {
+      {"DescribeTable", DESC("ACTIVE"), NULL},
+      {"DescribeTable", DESC("ACTIVE"), NULL},
+      {"DescribeTable", DESC("ACTIVE"), NULL},
+      {"DescribeTable", NULL, NS "ThrottlingException"},
+  };
+  ls = store_with(wrong_m, 4);
+  if (!ls) return;
+  kn_error_t *e = ls->ops->ensure_table(ls);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__CONF);
+  KT_CHECK(e && strstr(kn_error_string(e),
+                       "leases_app-members is not a "
+                       "membership table"));
+  kn_error_destroy(e);
+  e = ls->ops->ensure_table(ls);
+  KT_CHECK(e && kn_error_is_retriable(e));
+  kn_error_destroy(e);
   kn_lease_store_destroy(ls);
 
   /* Another application's table under that name. */
@@ -493,7 +544,7 @@ static void test_ensure_table(void) {
   };
   ls = store_with(wrong, 1);
   if (!ls) return;
-  kn_error_t *e = ls->ops->ensure_table(ls);
+  e = ls->ops->ensure_table(ls);
   KT_CHECK_INT(kn_error_code(e), KN_ERR__CONF);
   KT_CHECK(e && strstr(kn_error_string(e), "not a lease table"));
   kn_error_destroy(e);
@@ -511,6 +562,199 @@ static void test_ensure_table(void) {
   kn_lease_store_destroy(ls);
 }
 
+/* ---- membership ---- */
+
+#define MEMBERS_KEY "{\"key\":{\"S\":\"members\"}}"
+
+static void test_heartbeat(void) {
+  static const step_t steps[] = {
+      {"UpdateItem",
+       "{\"Attributes\":{\"key\":{\"S\":\"members\"},"
+       "\"epoch\":{\"N\":\"7\"},"
+       "\"w:w2\":{\"L\":[{\"N\":\"5\"},{\"N\":\"0\"}]},"
+       "\"w:w1\":{\"L\":[{\"N\":\"12\"},{\"N\":\"3\"}]},"
+       "\"other\":{\"S\":\"x\"}}}",
+       NULL},
+      {"UpdateItem",
+       "{\"Attributes\":{\"key\":{\"S\":\"members\"},"
+       "\"epoch\":{\"N\":\"0\"},"
+       "\"w:w1\":{\"L\":[{\"N\":\"13\"},{\"N\":\"3\"}]}}}",
+       NULL},
+      {"UpdateItem", "{}", NULL},
+      {"UpdateItem", NULL, NS "ResourceNotFoundException"},
+      {"UpdateItem", NULL, NS "AccessDeniedException"},
+      {"UpdateItem", NULL, NS "ProvisionedThroughputExceededException"},
+  };
+  kn_lease_store_t *ls = store_with(steps, 6);
+  if (!ls) return;
+  kn_members_t m;
+  char *forget[] = {"w3", "w1", "w4", "w3"};
+  KT_CHECK(ls->ops->heartbeat(ls, "w1", 12, 3, 2, forget, 4, &m) == NULL);
+  check_sent(0,
+             "{\"TableName\":\"leases_app-members\",\"Key\":" MEMBERS_KEY
+             ",\"UpdateExpression\":\"SET #w = :w REMOVE #f0, #f2 "
+             "ADD #e :bump\","
+             "\"ExpressionAttributeNames\":{\"#w\":\"w:w1\",\"#e\":\"epoch\","
+             "\"#f0\":\"w:w3\",\"#f2\":\"w:w4\"},"
+             "\"ExpressionAttributeValues\":{\":w\":{\"L\":[{\"N\":\"12\"},"
+             "{\"N\":\"3\"}]},\":bump\":{\"N\":\"2\"}},"
+             "\"ReturnValues\":\"ALL_NEW\"}");
+  KT_CHECK_INT(m.n, 2);
+  KT_CHECK_INT(m.epoch, 7);
+  if (m.n == 2) {
+    KT_CHECK_STR(m.v[0].worker, "w1");
+    KT_CHECK_INT(m.v[0].beat, 12);
+    KT_CHECK_INT(m.v[0].leases, 3);
+    KT_CHECK_STR(m.v[1].worker, "w2");
+    KT_CHECK_INT(m.v[1].beat, 5);
+  }
+  kn_members_clear(&m);
+  /* Bump 0 is still an ADD (it makes the epoch when there is none). */
+  KT_CHECK(ls->ops->heartbeat(ls, "w1", 13, 3, 0, NULL, 0, &m) == NULL);
+  check_sent(1,
+             "{\"TableName\":\"leases_app-members\",\"Key\":" MEMBERS_KEY
+             ",\"UpdateExpression\":\"SET #w = :w ADD #e :bump\","
+             "\"ExpressionAttributeNames\":{\"#w\":\"w:w1\",\"#e\":\"epoch\"},"
+             "\"ExpressionAttributeValues\":{\":w\":{\"L\":[{\"N\":\"13\"},"
+             "{\"N\":\"3\"}]},\":bump\":{\"N\":\"0\"}},"
+             "\"ReturnValues\":\"ALL_NEW\"}");
+  KT_CHECK_INT(m.n, 1);
+  KT_CHECK_INT(m.epoch, 0);
+  kn_members_clear(&m);
+  /* An answer without the item. */
+  kn_error_t *e = ls->ops->heartbeat(ls, "w1", 14, 3, 0, NULL, 0, &m);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__BAD_MSG);
+  KT_CHECK(e && strstr(kn_error_string(e), "heartbeat"));
+  KT_CHECK(m.n == 0 && m.v == NULL);
+  kn_error_destroy(e);
+  /* No table, no rights: unsupported, saying why. */
+  e = ls->ops->heartbeat(ls, "w1", 15, 3, 0, NULL, 0, &m);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__UNSUPPORTED);
+  KT_CHECK(e && strstr(kn_error_string(e), "does not exist"));
+  KT_CHECK(!kn_error_is_retriable(e));
+  kn_error_destroy(e);
+  e = ls->ops->heartbeat(ls, "w1", 16, 3, 0, NULL, 0, &m);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__UNSUPPORTED);
+  KT_CHECK(e && strstr(kn_error_string(e), "AccessDenied"));
+  kn_error_destroy(e);
+  /* Throttling stays retriable. */
+  e = ls->ops->heartbeat(ls, "w1", 17, 3, 0, NULL, 0, &m);
+  KT_CHECK(e && kn_error_is_retriable(e) && kn_error_is_throttling(e));
+  kn_error_destroy(e);
+  KT_CHECK_INT(script.next, 6);
+  /* No worker: refused before any call. */
+  e = ls->ops->heartbeat(ls, NULL, 1, 0, 0, NULL, 0, &m);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__INVALID_ARG);
+  kn_error_destroy(e);
+  kn_lease_store_destroy(ls);
+
+  /* A lease table name that leaves no room for the suffix. */
+  char name[256];
+  memset(name, 'a', 250);
+  name[250] = '\0';
+  e = NULL;
+  ls = kn_lease_store_dynamodb_new(name, fake_call, &script, NULL, &e);
+  KT_CHECK(ls != NULL);
+  if (ls) {
+    e = ls->ops->heartbeat(ls, "w1", 1, 0, 0, NULL, 0, &m);
+    KT_CHECK_INT(kn_error_code(e), KN_ERR__UNSUPPORTED);
+    kn_error_destroy(e);
+    kn_lease_store_destroy(ls);
+  }
+}
+
+static void test_members_read(void) {
+  static const step_t steps[] = {
+      {"GetItem",
+       "{\"Item\":{\"key\":{\"S\":\"members\"},\"epoch\":{\"N\":\"4\"},"
+       "\"w:w1\":{\"L\":[{\"N\":\"2\"},{\"N\":\"1\"}]}}}",
+       NULL},
+      {"GetItem", "{}", NULL},
+      {"GetItem", NULL, NS "ResourceNotFoundException"},
+      {"GetItem", NULL, NS "AccessDeniedException"},
+      {"GetItem", NULL, NS "InternalServerError"},
+  };
+  kn_lease_store_t *ls = store_with(steps, 5);
+  if (!ls) return;
+  kn_members_t m;
+  KT_CHECK(ls->ops->members(ls, &m) == NULL);
+  check_sent(0, "{\"TableName\":\"leases_app-members\",\"Key\":" MEMBERS_KEY
+                ",\"ConsistentRead\":true}");
+  KT_CHECK_INT(m.n, 1);
+  KT_CHECK_INT(m.epoch, 4);
+  kn_members_clear(&m);
+  /* No item yet: nobody. */
+  KT_CHECK(ls->ops->members(ls, &m) == NULL);
+  KT_CHECK(m.n == 0 && m.v == NULL && m.epoch == 0);
+  kn_error_t *e = ls->ops->members(ls, &m);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__UNSUPPORTED);
+  kn_error_destroy(e);
+  e = ls->ops->members(ls, &m);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__UNSUPPORTED);
+  kn_error_destroy(e);
+  e = ls->ops->members(ls, &m);
+  KT_CHECK(e && kn_error_code(e) != KN_ERR__UNSUPPORTED &&
+           kn_error_is_retriable(e));
+  kn_error_destroy(e);
+  KT_CHECK_INT(script.next, 5);
+  kn_lease_store_destroy(ls);
+}
+
+static void test_members_item(void) {
+  kn_members_t m;
+  kn_error_t *e = NULL;
+  /* Malformed members are skipped; the rest sorted. */
+  json_t *item = json_loads(
+      "{\"key\":{\"S\":\"members\"},\"epoch\":{\"N\":\"-3\"},"
+      "\"w:c\":{\"L\":[{\"N\":\"1\"},{\"N\":\"2\"}]},"
+      "\"w:a\":{\"L\":[{\"N\":\"3\"},{\"N\":\"4\"}]},"
+      "\"w:b\":{\"L\":[{\"N\":\"1.5\"},{\"N\":\"2\"}]},"
+      "\"w:d\":{\"L\":[{\"N\":\"1\"}]},"
+      "\"w:e\":{\"S\":\"1\"},"
+      "\"w:f\":{\"L\":[{\"S\":\"1\"},{\"N\":\"2\"}]},"
+      "\"w:\":{\"L\":[{\"N\":\"1\"},{\"N\":\"2\"}]},"
+      "\"x:g\":{\"L\":[{\"N\":\"1\"},{\"N\":\"2\"}]}}",
+      0, NULL);
+  KT_CHECK_INT(kn_ddb_item_to_members(item, &m, &e), 0);
+  KT_CHECK_INT(m.epoch, -3);
+  KT_CHECK_INT(m.n, 2);
+  if (m.n == 2) {
+    KT_CHECK_STR(m.v[0].worker, "a");
+    KT_CHECK_INT(m.v[0].beat, 3);
+    KT_CHECK_INT(m.v[0].leases, 4);
+    KT_CHECK_STR(m.v[1].worker, "c");
+  }
+  kn_members_clear(&m);
+  json_decref(item);
+  /* Only the epoch: no members. */
+  item = json_loads("{\"epoch\":{\"N\":\"0\"}}", 0, NULL);
+  KT_CHECK_INT(kn_ddb_item_to_members(item, &m, &e), 0);
+  KT_CHECK(m.n == 0 && m.v == NULL);
+  json_decref(item);
+  /* No epoch, a bad epoch, no item. */
+  item = json_loads("{\"w:a\":{\"L\":[{\"N\":\"3\"},{\"N\":\"4\"}]}}", 0, NULL);
+  KT_CHECK_INT(kn_ddb_item_to_members(item, &m, &e), -1);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__BAD_MSG);
+  KT_CHECK(e && strstr(kn_error_string(e), "epoch"));
+  KT_CHECK(m.n == 0 && m.v == NULL);
+  kn_error_destroy(e);
+  json_decref(item);
+  item = json_loads("{\"epoch\":{\"S\":\"1\"}}", 0, NULL);
+  KT_CHECK_INT(kn_ddb_item_to_members(item, &m, &e), -1);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__BAD_MSG);
+  kn_error_destroy(e);
+  json_decref(item);
+  KT_CHECK_INT(kn_ddb_item_to_members(NULL, &m, &e), -1);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__BAD_MSG);
+  kn_error_destroy(e);
+  /* The value written. */
+  json_t *v = kn_ddb_member_value(5, 0),
+         *want = json_loads("{\"L\":[{\"N\":\"5\"},{\"N\":\"0\"}]}", 0, NULL);
+  KT_CHECK(v && json_equal(v, want));
+  json_decref(v);
+  json_decref(want);
+}
+
 int main(void) {
   KT_RUN(test_item_to_lease);
   KT_RUN(test_item_edge_cases);
@@ -520,6 +764,9 @@ int main(void) {
   KT_RUN(test_list_pages);
   KT_RUN(test_list_cycle);
   KT_RUN(test_ensure_table);
+  KT_RUN(test_heartbeat);
+  KT_RUN(test_members_item);
+  KT_RUN(test_members_read);
   for (int i = 0; i < 16; i++) json_decref(script.sent[i]);
   return KT_DONE();
 }

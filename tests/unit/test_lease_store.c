@@ -249,7 +249,7 @@ static void test_sqlite_schema(void) {
   KT_CHECK(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) ==
            SQLITE_OK);
   KT_CHECK(sqlite3_step(st) == SQLITE_ROW);
-  KT_CHECK_INT(sqlite3_column_int(st, 0), 2);
+  KT_CHECK_INT(sqlite3_column_int(st, 0), 3);
   sqlite3_finalize(st);
   KT_CHECK(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL) ==
            SQLITE_OK);
@@ -265,6 +265,10 @@ static void test_sqlite_schema(void) {
   KT_CHECK_INT(sqlite3_column_int(st, 0), 3);
   KT_CHECK_STR((const char *)sqlite3_column_text(st, 1), l.extra);
   sqlite3_finalize(st);
+  /* Version 3: the membership tables. */
+  sql(db,
+      "INSERT INTO members (worker, beat, leases) VALUES ('w-x', 4, 2); "
+      "INSERT INTO meta (name, value) VALUES ('epoch', 11)");
   sqlite3_close(db);
 
   ls = kn_lease_store_open(spec, NULL, &e);
@@ -274,8 +278,107 @@ static void test_sqlite_schema(void) {
     KT_CHECK(ls->ops->get(ls, "k", &got) == NULL);
     KT_CHECK_INT(got.counter, 3);
     kn_lease_clear(&got);
+    /* Rows written by another connection are the membership. */
+    kn_members_t m;
+    KT_CHECK(ls->ops->heartbeat(ls, "w-y", 1, 0, 1, NULL, 0, &m) == NULL);
+    KT_CHECK_INT(m.n, 2);
+    KT_CHECK_INT(m.epoch, 12);
+    if (m.n == 2) {
+      KT_CHECK_STR(m.v[0].worker, "w-x");
+      KT_CHECK_INT(m.v[0].beat, 4);
+      KT_CHECK_INT(m.v[0].leases, 2);
+      KT_CHECK_STR(m.v[1].worker, "w-y");
+    }
+    kn_members_clear(&m);
     kn_lease_store_destroy(ls);
   }
+}
+
+/* Files of older schema versions are brought to the current one in place,
+ * their leases kept. */
+static void test_sqlite_migrate(void) {
+  char path[128];
+  path_in_dir(path, sizeof(path), "v2.db");
+  sqlite3 *db = NULL;
+  KT_CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+  /* Version 2 as it was written. */
+  sql(db,
+      "CREATE TABLE leases (leaseKey TEXT PRIMARY KEY NOT NULL, leaseOwner "
+      "TEXT, leaseCounter INTEGER NOT NULL, ownerSwitchesSinceCheckpoint "
+      "INTEGER NOT NULL DEFAULT 0, checkpoint TEXT, "
+      "checkpointSubSequenceNumber INTEGER NOT NULL DEFAULT 0, "
+      "pendingCheckpoint TEXT, pendingCheckpointSubSequenceNumber INTEGER, "
+      "pendingCheckpointState BLOB, parentShardId TEXT, childShardIds TEXT, "
+      "startingHashKey TEXT, endingHashKey TEXT, extra TEXT); "
+      "ALTER TABLE leases ADD COLUMN checkpointOwner TEXT; "
+      "INSERT INTO leases (leaseKey, leaseOwner, leaseCounter) "
+      "VALUES ('old', 'w1', 5); "
+      "PRAGMA user_version = 2");
+  sqlite3_close(db);
+  kn_error_t *e = NULL;
+  kn_lease_store_t *ls = kn_lease_store_sqlite_open(path, 1000, &e);
+  KT_CHECK_MSG(ls != NULL, "%s", e ? kn_error_string(e) : "");
+  kn_error_destroy(e);
+  if (!ls) return;
+  kn_lease_t got;
+  KT_CHECK(ls->ops->get(ls, "old", &got) == NULL);
+  KT_CHECK_STR(got.owner, "w1");
+  KT_CHECK_INT(got.counter, 5);
+  kn_lease_clear(&got);
+  kn_members_t m;
+  KT_CHECK(ls->ops->heartbeat(ls, "w1", 1, 1, 0, NULL, 0, &m) == NULL);
+  KT_CHECK_INT(m.n, 1);
+  KT_CHECK_INT(m.epoch, 0);
+  kn_members_clear(&m);
+  kn_lease_store_destroy(ls);
+
+  sqlite3_stmt *st = NULL;
+  KT_CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+  KT_CHECK(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) ==
+           SQLITE_OK);
+  KT_CHECK(sqlite3_step(st) == SQLITE_ROW);
+  KT_CHECK_INT(sqlite3_column_int(st, 0), 3);
+  sqlite3_finalize(st);
+  KT_CHECK(sqlite3_prepare_v2(db,
+                              "SELECT m.beat, m.leases, e.value FROM members "
+                              "m, meta e WHERE m.worker = 'w1' AND e.name = "
+                              "'epoch'",
+                              -1, &st, NULL) == SQLITE_OK);
+  KT_CHECK(sqlite3_step(st) == SQLITE_ROW);
+  KT_CHECK_INT(sqlite3_column_int(st, 0), 1);
+  KT_CHECK_INT(sqlite3_column_int(st, 1), 1);
+  KT_CHECK_INT(sqlite3_column_int(st, 2), 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+/* A heartbeat while another connection holds the write lock: retriable,
+ * nothing changed. */
+static void test_sqlite_heartbeat_locked(void) {
+  char path[128];
+  path_in_dir(path, sizeof(path), "hb-locked.db");
+  kn_error_t *e = NULL;
+  kn_lease_store_t *ls = kn_lease_store_sqlite_open(path, 300, &e);
+  KT_CHECK(ls != NULL);
+  kn_error_destroy(e);
+  if (!ls) return;
+  kn_members_t m;
+  KT_CHECK(ls->ops->heartbeat(ls, "w1", 1, 0, 0, NULL, 0, &m) == NULL);
+  kn_members_clear(&m);
+  sqlite3 *other = NULL;
+  KT_CHECK(sqlite3_open(path, &other) == SQLITE_OK);
+  sql(other, "BEGIN EXCLUSIVE");
+  int64_t t0 = kn_mono_ms();
+  e = ls->ops->heartbeat(ls, "w2", 1, 0, 5, NULL, 0, &m);
+  KT_CHECK(m.n == 0 && m.v == NULL);
+  expect_locked(e, t0, 300);
+  sql(other, "ROLLBACK");
+  sqlite3_close(other);
+  KT_CHECK(ls->ops->heartbeat(ls, "w1", 2, 0, 0, NULL, 0, &m) == NULL);
+  KT_CHECK_INT(m.n, 1);
+  KT_CHECK_INT(m.epoch, 0);
+  kn_members_clear(&m);
+  kn_lease_store_destroy(ls);
 }
 
 static void test_lease_copy(void) {
@@ -323,6 +426,8 @@ int main(void) {
   KT_RUN(test_memory_conformance);
   KT_RUN(test_sqlite_conformance);
   KT_RUN(test_sqlite_schema);
+  KT_RUN(test_sqlite_migrate);
+  KT_RUN(test_sqlite_heartbeat_locked);
   KT_RUN(test_sqlite_locked);
   KT_RUN(test_sqlite_unusable);
   cleanup_dir();

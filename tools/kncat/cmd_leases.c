@@ -52,6 +52,30 @@ static void print_json(const kn_lease_list_t *l, size_t i) {
   fputs("]}\n", stdout);
 }
 
+/* The workers after the leases, when the store keeps a membership: in the
+ * text, a blank line, a table and the epoch; with -J, one object per
+ * worker (told from a lease by its "worker" key). */
+static void print_members(const kn_lease_list_t *l, int json) {
+  size_t n = kn_lease_list_member_count(l);
+  if (!n) return;
+  long long epoch = (long long)kn_lease_list_epoch(l);
+  if (!json) printf("\n%-51s %8s  %s\n", "WORKER", "LEASES", "BEAT");
+  for (size_t i = 0; i < n; i++) {
+    const char *w = kn_lease_list_member_worker(l, i);
+    long long leases = (long long)kn_lease_list_member_leases(l, i);
+    long long beat = (long long)kn_lease_list_member_beat(l, i);
+    if (json) {
+      fputs("{\"worker\":", stdout);
+      kc_json_str(stdout, w);
+      printf(",\"leases\":%lld,\"beat\":%lld,\"epoch\":%lld}\n", leases, beat,
+             epoch);
+    } else {
+      kc_linef("%-51s %8lld  %lld", w, leases, beat);
+    }
+  }
+  if (!json) printf("EPOCH %lld\n", epoch);
+}
+
 static int run_leases(kc_ctx_t *ctx, int argc, char **argv) {
   leases_cmd_t c;
   memset(&c, 0, sizeof(c));
@@ -94,6 +118,7 @@ static int run_leases(kc_ctx_t *ctx, int argc, char **argv) {
              ck ? ck : "-", (long long)kn_lease_list_checkpoint_subseq(l, i),
              parents);
   }
+  print_members(l, c.json);
   kn_lease_list_destroy(l);
   return fflush(stdout) == 0 ? KC_EXIT_OK : KC_EXIT_RUNTIME;
 }
@@ -104,11 +129,15 @@ const kc_command_t kc_cmd_leases = {
     "\n"
     "Prints one row per lease: shard, owner (- when free), lease counter,\n"
     "checkpoint (a sequence number, TRIM_HORIZON, LATEST, AT_TIMESTAMP or\n"
-    "SHARD_END), sub-sequence number and parent shards.\n"
+    "SHARD_END), sub-sequence number and parent shards.  Where the workers\n"
+    "keep a membership, a table of them follows after a blank line (worker,\n"
+    "leases held at its last heartbeat, heartbeat number), then a line\n"
+    "EPOCH N.  Nothing is written.\n"
     "\n"
     "  --leases S   the lease table, as for group (default\n"
     "               sqlite:APP.leases.db)\n"
     "  -J           one JSON object per lease: shard, owner, counter,\n"
-    "               checkpoint, subseq, pending, owner_switches, parents\n"
+    "               checkpoint, subseq, pending, owner_switches, parents;\n"
+    "               then one per worker: worker, leases, beat, epoch\n"
     "\n"
     "Exit: 0 done; 3 no such table; 1 other errors.\n"};
