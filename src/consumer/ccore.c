@@ -703,6 +703,21 @@ static void bump(kn_cc_t *c, int64_t now) {
   if (c->hb_at > now) c->hb_at = now;
 }
 
+/* The interval to the next heartbeat: a renewal interval, or a quarter of
+ * it while a member has not beaten for longer than usual, so that its
+ * death is seen soon after a lease duration. */
+static int is_me(const kn_cc_t *c, const char *who);
+
+static int64_t next_beat_ms(const kn_cc_t *c, int64_t now) {
+  int64_t late = c->cfg.renew_ms + c->cfg.renew_ms / 2;
+  for (size_t i = 0; i < c->view.n; i++) {
+    const kn_mview_ent_t *e = &c->view.v[i];
+    if (!e->dead && now - e->changed_ms > late && !is_me(c, e->worker))
+      return c->cfg.renew_ms / 4 > 100 ? c->cfg.renew_ms / 4 : 100;
+  }
+  return c->cfg.renew_ms;
+}
+
 void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                         const kn_members_t *m, int64_t sent, int64_t now) {
   cc_retire(&c->q);
@@ -735,7 +750,10 @@ void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
         logf_(c, KN_CC_LOG_INFO,
               "a worker stopped beating: looking for its leases");
     }
-    c->hb_at = c->bump_pending > 0 ? now : sent + c->cfg.renew_ms;
+    c->hb_at = c->bump_pending > 0 ? now : sent + next_beat_ms(c, now);
+    /* News of a death or a change: the take round looks now. */
+    if (c->view.deaths != c->scan_deaths || c->view.epoch != c->scan_epoch)
+      c->take_at = min64(c->take_at, now);
     run_pending(c, now);
   }
   if (c->closing || c->fatal) {
@@ -1639,6 +1657,10 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     if (handoff_to && l->held && !l->shard_end_written)
       begin_handoff(c, l, handoff_to, now);
   } else if (o->op == KN_CC_HANDOFF_DONE) {
+    /* Passed on to a worker that died meanwhile: the others look. */
+    if (l->handoff_to && (!kn_mview_get(&c->view, l->handoff_to) ||
+                          kn_mview_is_dead(&c->view, l->handoff_to)))
+      bump(c, now);
     l->held = 0;
     fail_reqs(c, l, KN_ERR__LEASE_LOST);
     logf_(c, KN_CC_LOG_INFO, "handed shard %s over to %s at %s", l->key,
@@ -1721,8 +1743,8 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
       }
       break;
     case KN_CC_HANDOFF_DONE:
-      if (!err) bump(c, now); /* its new owner may be dead: look */
       if (o->tenure < 0) {
+        if (!err) bump(c, now); /* to a worker perhaps long gone: look */
         if (!err)
           logf_(c, KN_CC_LOG_INFO,
                 "shard %s: passed on (asked for while "

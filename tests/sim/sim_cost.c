@@ -20,6 +20,7 @@
 
 #include "consumer/ccore.h"
 #include "consumer/store_pool.h"
+#include "core/error.h"
 #include "lease/store.h"
 #include "sim.h"
 #include "util/str.h"
@@ -62,6 +63,7 @@ typedef struct cost {
   char **ids, **hs, **he;
   kn_cc_cfg_t cfg;
   counts_t cnt;
+  int verbose; /* KN_SIM_COST_LOG set: the cores' log lines on stderr */
 } cost_t;
 
 static void push(cost_t *s, int64_t t, int kind, int w, uint64_t gen,
@@ -186,10 +188,10 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
       c->gets++;
       return;
     case KN_CC_HEARTBEAT:
-      j->err = o->heartbeat ? o->heartbeat(ls, worker, j->beat, j->n_held,
-                                           j->bump, j->children, j->n_children,
-                                           &j->members)
-                            : kn_error_new(KN_ERR__UNSUPPORTED, "no members");
+      j->err = o->heartbeat
+                   ? o->heartbeat(ls, worker, j->beat, j->n_held, j->bump,
+                                  j->children, j->n_children, &j->members)
+                   : kn_error_new(KN_ERR__UNSUPPORTED, "no members");
       if (!j->err) {
         c->items_written += 1;
         c->wcu += ceil(members_bytes(&j->members) / 1024);
@@ -209,8 +211,8 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
       break;
     case KN_CC_CHECKPOINT:
       j->err = o->checkpoint(ls, j->key, j->counter, worker, j->checkpoint,
-                             j->subseq, j->pending, j->pending_subseq,
-                             j->state, j->state_len, &j->new_counter);
+                             j->subseq, j->pending, j->pending_subseq, j->state,
+                             j->state_len, &j->new_counter);
       break;
     case KN_CC_RELEASE:
       j->err = o->release(ls, j->key, j->counter, worker, &j->new_counter);
@@ -288,8 +290,8 @@ static void drain(cost_t *s, int w) {
       case KN_CC_HEARTBEAT: {
         kn_store_job_t *j = kn_store_job_new(&a);
         if (!j) abort();
-        push(s, s->now + latency(s), a.op == KN_CC_LIST_SHARDS ? C_REPLY : C_APPLY,
-             w, k->gen, j);
+        push(s, s->now + latency(s),
+             a.op == KN_CC_LIST_SHARDS ? C_REPLY : C_APPLY, w, k->gen, j);
         break;
       }
       case KN_CC_YIELD:
@@ -301,6 +303,11 @@ static void drain(cost_t *s, int w) {
       case KN_CC_FATAL:
         fprintf(stderr, "kn_sim --cost: %s: %s\n", k->id, a.err_msg);
         exit(1);
+      case KN_CC_LOG:
+        if (s->verbose)
+          fprintf(stderr, "%9.3f %s %s\n", (double)s->now / 1000, k->id,
+                  a.err_msg);
+        break;
       default:
         break;
     }
@@ -334,8 +341,7 @@ static void reply(cost_t *s, cworker_t *k, kn_store_job_t *j) {
       kn_cc_lease_got(k->cc, j->id, j->err, j->err ? NULL : &j->got, s->now);
       break;
     case KN_CC_HEARTBEAT:
-      kn_cc_members_done(k->cc, j->id, j->err, &j->members, j->sent_ms,
-                         s->now);
+      kn_cc_members_done(k->cc, j->id, j->err, &j->members, j->sent_ms, s->now);
       break;
     default:
       kn_cc_store_done(k->cc, j->id, j->err, j->new_counter, j->handoff_to,
@@ -402,8 +408,8 @@ static void run_until(cost_t *s, int64_t end, int (*stop)(cost_t *, int),
         start_worker(s, e.w);
         break;
       case C_SAMPLE:
-        if (stop && stop(s, arg)) return;
         push(s, s->now + 100, C_SAMPLE, -1, 0, NULL);
+        if (stop && stop(s, arg)) return;
         break;
     }
   }
@@ -451,6 +457,7 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   memset(&s, 0, sizeof(s));
   s.rng.s = seed * 0x2545f4914f6cdd1dULL + 1;
   s.shards = shards;
+  s.verbose = getenv("KN_SIM_COST_LOG") != NULL;
   s.cfg = (kn_cc_cfg_t){.duration_ms = 10000,
                         .renew_ms = members ? 4000 : 3333,
                         .take_ms = 2000,
@@ -522,15 +529,16 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   counts_t c3 = s.cnt;
 
   double m = (double)seconds / 60.0;
-  printf("{\"shards\": %d, \"workers\": %d, \"members\": %d, \"seconds\": %lld, "
-         "\"settled_s\": %.1f, \"items_read_per_shard_min\": %.4f, "
-         "\"rcu_per_shard_min\": %.4f, \"items_written_per_lease_min\": "
-         "%.3f, \"wcu_per_lease_min\": %.3f, ",
-         shards, workers, members, (long long)seconds,
-         (double)settled_ms / 1000, (c1.items_read - c0.items_read) / shards / m,
-         (c1.rcu - c0.rcu) / shards / m,
-         (c1.items_written - c0.items_written) / shards / m,
-         (c1.wcu - c0.wcu) / shards / m);
+  printf(
+      "{\"shards\": %d, \"workers\": %d, \"members\": %d, \"seconds\": %lld, "
+      "\"settled_s\": %.1f, \"items_read_per_shard_min\": %.4f, "
+      "\"rcu_per_shard_min\": %.4f, \"items_written_per_lease_min\": "
+      "%.3f, \"wcu_per_lease_min\": %.3f, ",
+      shards, workers, members, (long long)seconds, (double)settled_ms / 1000,
+      (c1.items_read - c0.items_read) / shards / m,
+      (c1.rcu - c0.rcu) / shards / m,
+      (c1.items_written - c0.items_written) / shards / m,
+      (c1.wcu - c0.wcu) / shards / m);
   char extra[96];
   print_counts("steady", &c0, &c1, (double)seconds, shards, "");
   snprintf(extra, sizeof(extra), ", \"failover_s\": %.1f",

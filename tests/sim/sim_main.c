@@ -24,6 +24,9 @@ static void usage(void) {
           "              [--faults none|kills|all|mixed]\n"
           "              [--topology static|split|merge|mixed|idle|random]\n"
           "              [--seconds T] [--trace] [--first] [--scenario NAME]\n"
+          "       kn_sim --cost --shards S --workers W [--seconds T] "
+          "[--no-members]\n"
+          "              (the lease table's DynamoDB cost: one JSON line)\n"
           "scenarios: %s\n",
           sim_scenario_names());
 }
@@ -43,6 +46,7 @@ int main(int argc, char **argv) {
                   .seconds = 60};
   long long runs = 1;
   int first = 0; /* stop at the first violation */
+  int cost = 0, members = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--trace") == 0) {
@@ -51,6 +55,14 @@ int main(int argc, char **argv) {
     }
     if (strcmp(a, "--first") == 0) {
       first = 1;
+      continue;
+    }
+    if (strcmp(a, "--cost") == 0) {
+      cost = 1;
+      continue;
+    }
+    if (strcmp(a, "--no-members") == 0) {
+      members = 0;
       continue;
     }
     if (!v) {
@@ -85,6 +97,14 @@ int main(int argc, char **argv) {
       usage();
       return 2;
     }
+  }
+  if (cost) {
+    if (o.shards < 1 || o.workers < 1 || o.shards > 100000 ||
+        o.workers > 10000) {
+      usage();
+      return 2;
+    }
+    return sim_cost_main(o.shards, o.workers, o.seconds, o.seed, members);
   }
   if (runs < 1 || o.workers < 0 || o.workers > SIM_MAX_WORKERS ||
       o.shards < 0 || o.shards > 16 || o.seconds < 1) {

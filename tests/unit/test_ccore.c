@@ -180,7 +180,33 @@ static void test_plan_merge_other_parent(void) {
 typedef struct table {
   kn_lease_t v[MAXL];
   size_t n;
+  kn_member_t mb[4]; /* the membership */
+  size_t n_mb;
+  int64_t epoch;
 } table_t;
+
+/* The heartbeat of store.h: sets worker's row, adds bump, answers all
+ * (the rows' names are borrowed by the answer). */
+static void beat(table_t *t, const kn_cc_action_t *a, const char *worker,
+                 kn_members_t *out) {
+  size_t i = 0;
+  while (i < t->n_mb && strcmp(t->mb[i].worker, worker) != 0) i++;
+  if (i == t->n_mb) {
+    t->mb[t->n_mb++].worker = (char *)worker;
+    for (size_t k = i; k > 0 && strcmp(t->mb[k - 1].worker, worker) > 0; k--) {
+      kn_member_t x = t->mb[k];
+      t->mb[k] = t->mb[k - 1];
+      t->mb[k - 1] = x;
+      i = k - 1;
+    }
+  }
+  t->mb[i].beat = a->beat;
+  t->mb[i].leases = a->leases;
+  t->epoch += a->bump;
+  out->v = t->mb;
+  out->n = t->n_mb;
+  out->epoch = t->epoch;
+}
 
 static kn_lease_t *tfind(table_t *t, const char *key) {
   for (size_t i = 0; i < t->n; i++)
@@ -235,7 +261,7 @@ static kn_error_t *apply(table_t *t, const kn_cc_action_t *a,
       if (!l || l->counter != a->counter ||
           !same(kn_lease_actual_owner(l), worker))
         return cond;
-      if (a->op == KN_CC_RENEW && l->checkpoint_owner) *to = l->owner;
+      if (a->op != KN_CC_RELEASE && l->checkpoint_owner) *to = l->owner;
       if (a->op == KN_CC_RELEASE) {
         free(l->owner);
         l->owner = NULL;
@@ -264,6 +290,8 @@ static kn_error_t *apply(table_t *t, const kn_cc_action_t *a,
 /* What a worker's driver saw. */
 typedef struct seen {
   int start, stop, extend, done, closed, fatal, replies, yield;
+  int lists, beats; /* LIST_LEASES and HEARTBEAT calls */
+  int64_t beat_ms;  /* the last heartbeat written */
   int64_t tenure;
   kn_err_t stop_reason, reply_code;
   char started[64];
@@ -272,6 +300,9 @@ typedef struct seen {
 
 static kn_cc_shard_t g_shards[8];
 static size_t g_n_shards;
+/* Heartbeats of g_fail_beat_of fail with g_fail_beat when set. */
+static kn_error_t *g_fail_beat;
+static const char *g_fail_beat_of;
 
 /* Carries out every queued action at once, answering store calls from t,
  * until the core has nothing more to say. */
@@ -286,8 +317,21 @@ static void run(kn_cc_t *c, table_t *t, const char *worker, int64_t now,
         kn_cc_shards_done(c, a.id, NULL, g_shards, g_n_shards, now);
         break;
       case KN_CC_LIST_LEASES:
+        s->lists++;
         kn_cc_leases_done(c, a.id, NULL, t->v, t->n, now);
         break;
+      case KN_CC_HEARTBEAT: {
+        kn_members_t m;
+        s->beats++;
+        if (g_fail_beat && strcmp(worker, g_fail_beat_of) == 0) {
+          kn_cc_members_done(c, a.id, g_fail_beat, NULL, now, now);
+          break;
+        }
+        s->beat_ms = now;
+        beat(t, &a, worker, &m);
+        kn_cc_members_done(c, a.id, NULL, &m, now, now);
+        break;
+      }
       case KN_CC_GET: {
         kn_lease_t *l = tfind(t, a.key);
         kn_error_t *nf = l ? NULL : kn_error_new(KN_ERR__NOT_FOUND, "gone");
@@ -622,6 +666,122 @@ static void test_first_sync_errors(void) {
   kn_cc_destroy(c);
 }
 
+/* ---- membership ---- */
+
+static kn_cc_cfg_t members_cfg(const char *worker) {
+  kn_cc_cfg_t cfg = cfg_for(worker);
+  cfg.members = 1;
+  cfg.renew_ms = 4000;
+  cfg.sync_ms = 30000;
+  cfg.scan_ms = 600000;
+  cfg.beat_base = worker[1] * 1000;
+  return cfg;
+}
+
+/* Steps the live workers every 250 ms from *now to until. */
+static void steps(table_t *t, kn_cc_t **c, const char **w, seen_t *s, int n,
+                  int64_t *now, int64_t until) {
+  for (; *now < until; *now += 250)
+    for (int i = 0; i < n; i++) {
+      if (!c[i]) continue;
+      kn_cc_tick(c[i], *now);
+      run(c[i], t, w[i], *now, &s[i], NULL);
+    }
+}
+
+/* Two workers on four shards: balanced, then settled, they write
+ * heartbeats and renewals and list the lease table no more. */
+static void members_pair(table_t *t, kn_cc_t **c, seen_t *s, int64_t *now) {
+  const char *w[2] = {"w1", "w2"};
+  for (int i = 0; i < 4; i++) {
+    static const char *ids[4] = {"s0", "s1", "s2", "s3"};
+    g_shards[i] = sh(ids[i], NULL, NULL, 0);
+  }
+  g_n_shards = 4;
+  kn_cc_cfg_t c1 = members_cfg("w1"), c2 = members_cfg("w2");
+  c[0] = kn_cc_new(&c1, 0);
+  c[1] = kn_cc_new(&c2, 0);
+  *now = 0;
+  steps(t, c, w, s, 2, now, 60000);
+}
+
+static void test_members_settled(void) {
+  table_t t = {0};
+  seen_t s[2] = {{0}, {0}};
+  kn_cc_t *c[2];
+  int64_t now;
+  const char *w[2] = {"w1", "w2"};
+  members_pair(&t, c, s, &now);
+  KT_CHECK(kn_cc_held(c[0]) == 2 && kn_cc_held(c[1]) == 2);
+  KT_CHECK(kn_cc_members(c[0]) == 2 && kn_cc_members(c[1]) == 2);
+  KT_CHECK(kn_cc_is_leader(c[0]) && !kn_cc_is_leader(c[1]));
+  int lists[2] = {s[0].lists, s[1].lists}, beats = s[0].beats;
+  steps(&t, c, w, s, 2, &now, 360000);
+  /* Five minutes: not one listing of the lease table, a heartbeat every
+   * renewal interval. */
+  KT_CHECK_INT(s[0].lists, lists[0]);
+  KT_CHECK_INT(s[1].lists, lists[1]);
+  KT_CHECK(s[0].beats - beats >= 70 && s[0].beats - beats <= 80);
+  KT_CHECK(kn_cc_held(c[0]) == 2 && kn_cc_held(c[1]) == 2);
+  kn_cc_destroy(c[0]);
+  kn_cc_destroy(c[1]);
+  table_free(&t);
+}
+
+/* A worker dies: its leases are taken a lease duration after its last
+ * heartbeat, not before, and soon after. */
+static void test_members_death(void) {
+  table_t t = {0};
+  seen_t s[2] = {{0}, {0}};
+  kn_cc_t *c[2];
+  int64_t now;
+  const char *w[2] = {"w1", "w2"};
+  members_pair(&t, c, s, &now);
+  kn_cc_destroy(c[1]);
+  c[1] = NULL;
+  int64_t last = s[1].beat_ms, took = -1;
+  for (; now < 100000 && took < 0; now += 100) {
+    kn_cc_tick(c[0], now);
+    run(c[0], &t, "w1", now, &s[0], NULL);
+    if (kn_cc_held(c[0]) == 4) took = now;
+  }
+  KT_CHECK(took >= last + 10000);
+  KT_CHECK(took <= last + 10000 + 1500);
+  (void)w;
+  kn_cc_destroy(c[0]);
+  table_free(&t);
+}
+
+/* Heartbeats fail while renewals go on: the worker stops reading before
+ * the other counts it dead and takes its leases. */
+static void test_members_fence(void) {
+  table_t t = {0};
+  seen_t s[2] = {{0}, {0}};
+  kn_cc_t *c[2];
+  int64_t now;
+  members_pair(&t, c, s, &now);
+  g_fail_beat = kn_error_new(KN_ERR__TRANSPORT, "unreachable");
+  g_fail_beat_of = "w1";
+  int64_t last = s[0].beat_ms, stopped = -1, taken = -1;
+  for (; now < 100000 && taken < 0; now += 100) {
+    for (int i = 0; i < 2; i++) {
+      kn_cc_tick(c[i], now);
+      run(c[i], &t, i ? "w2" : "w1", now, &s[i], NULL);
+    }
+    if (stopped < 0 && s[0].stop == 2) stopped = now;
+    if (kn_cc_held(c[1]) > 2) taken = now;
+  }
+  kn_error_destroy(g_fail_beat);
+  g_fail_beat = NULL;
+  KT_CHECK(s[0].stop == 2 && s[0].stop_reason == KN_ERR__TIMED_OUT);
+  KT_CHECK(stopped >= 0 && stopped <= last + 8000 + 100);
+  KT_CHECK(taken > stopped);
+  KT_CHECK(kn_cc_held(c[0]) == 0 || taken < 0);
+  kn_cc_destroy(c[0]);
+  kn_cc_destroy(c[1]);
+  table_free(&t);
+}
+
 int main(void) {
   KT_RUN(test_plan_empty_table);
   KT_RUN(test_plan_partial_table);
@@ -634,5 +794,8 @@ int main(void) {
   KT_RUN(test_first_sync_errors);
   KT_RUN(test_handoff);
   KT_RUN(test_handoff_silent_owner);
+  KT_RUN(test_members_settled);
+  KT_RUN(test_members_death);
+  KT_RUN(test_members_fence);
   return KT_DONE();
 }
