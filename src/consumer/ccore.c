@@ -143,6 +143,7 @@ struct kn_cc {
   uint64_t scan_deaths; /* deaths counted by then */
   int64_t last_scan_ms; /* when the last take round was answered */
   uint64_t idle_sig;    /* the lease counts it found balanced */
+  int64_t idle_sig_ms;  /* when */
   size_t foreign;       /* leases of non-members it had to watch */
   int64_t leftover_bump_ms;
   int sync_asked;       /* a sync was asked for (a shard ended) */
@@ -790,7 +791,10 @@ static int take_wanted(const kn_cc_t *c, int64_t now) {
     return 1;
   size_t held = kn_cc_held(c);
   if (c->cfg.max_leases && held >= (size_t)c->cfg.max_leases) return 0;
-  if (c->idle_sig == counts_sig(c)) return 0;
+  /* The counts as a round found them with nothing to do (a quiet worker,
+   * children not ready): not again until they change, or for a while. */
+  if (c->idle_sig == counts_sig(c) && now - c->idle_sig_ms < c->cfg.duration_ms)
+    return 0;
   for (size_t i = 0; i < c->view.n; i++) {
     const kn_mview_ent_t *e = &c->view.v[i];
     if (!e->dead && strcmp(e->worker, c->worker) != 0 &&
@@ -1354,6 +1358,25 @@ static void run_pending(kn_cc_t *c, int64_t now) {
   pump_all(c, now);
 }
 
+/* Leases in this worker's name from an earlier run that it does not take
+ * back (it holds its share): the others would wait for them to expire,
+ * and with membership they do not look.  Let go of them. */
+static void release_extra(kn_cc_t *c, const kn_lease_t *w, const char **ours,
+                          size_t n, const kn_take_plan_t *plan, int64_t now) {
+  for (size_t i = 0; i < n; i++) {
+    if (!ours[i] || !is_me(c, ours[i]) || kn_lease_is_shard_end(&w[i]) ||
+        in_flight(c, KN_CC_RELEASE, w[i].key))
+      continue;
+    int taking = 0;
+    for (size_t k = 0; k < plan->n_take && !taking; k++)
+      taking = plan->take[k] == i;
+    if (taking) continue;
+    cc_op_t *o = op_new(c, KN_CC_RELEASE, w[i].key, -1, now);
+    cc_act_t *x = o ? call(c, o) : NULL;
+    if (x) x->a.counter = w[i].counter;
+  }
+}
+
 /* Free leases this worker does not take (it holds its share): the
  * others are told to look. */
 static void leftovers(kn_cc_t *c, const kn_lease_t *w, size_t n,
@@ -1484,7 +1507,10 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
     return;
   }
   c->idle = plan.n_take == 0 && plan.n_steal == 0;
-  if (c->idle && c->mb_on) c->idle_sig = counts_sig(c);
+  if (c->idle && c->mb_on) {
+    c->idle_sig = counts_sig(c);
+    c->idle_sig_ms = now;
+  }
   if (c->mb_on && c->mb_ok) leftovers(c, w, n, &plan, now);
   for (int pass = 0; pass < 2; pass++) {
     size_t cnt = pass ? plan.n_steal : plan.n_take;
@@ -1513,6 +1539,7 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
       cc_own(x, &x->a.old_owner, ours[idx[k]] ? ours[idx[k]] : t->owner);
     }
   }
+  if (c->mb_on) release_extra(c, w, ours, n, &plan, now);
   kn_take_plan_free(&plan);
   free(w);
   free(ours);
@@ -1754,9 +1781,20 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
       }
       lease_write_done(c, o, err, new_counter, NULL, sent_ms, now);
       break;
+    case KN_CC_RELEASE:
+      if (o->tenure < 0) {
+        if (!err) {
+          logf_(c, KN_CC_LOG_INFO,
+                "released shard %s (an earlier run of this worker held it)",
+                o->key);
+          bump(c, now);
+        }
+        break;
+      }
+      lease_write_done(c, o, err, new_counter, handoff_to, sent_ms, now);
+      break;
     case KN_CC_RENEW:
     case KN_CC_CHECKPOINT:
-    case KN_CC_RELEASE:
       lease_write_done(c, o, err, new_counter, handoff_to, sent_ms, now);
       break;
     case KN_CC_REMOVE:
