@@ -502,8 +502,9 @@ static kn_error_t *ddb_checkpoint(kn_lease_store_t *ls, const char *key,
                                   const char *checkpoint, int64_t subseq,
                                   const char *pending, int64_t pending_subseq,
                                   const void *state, size_t state_len,
-                                  int64_t *new_counter) {
+                                  int64_t *new_counter, char **handoff_to) {
   ddb_store_t *d = store_of(ls);
+  *handoff_to = NULL;
   if (!owner) return no_owner(d, "checkpoint", key);
   expr_t e;
   expr_init(&e);
@@ -550,8 +551,16 @@ static kn_error_t *ddb_checkpoint(kn_lease_store_t *ls, const char *key,
                     .pending_subseq = pending_subseq,
                     .state = pending ? state : NULL,
                     .state_len = state_len};
-  kn_error_t *err = update(d, "checkpoint", key, &e, &want);
-  if (!err) *new_counter = counter + 1;
+  /* As for renew: the item as checkpointed says whether a hand-off was
+   * asked (a busy lease checkpoints instead of renewing). */
+  json_t *item = NULL;
+  kn_error_t *err = update_item(d, "checkpoint", key, &e, &want, &item);
+  if (!err) {
+    *new_counter = counter + 1;
+    if (handoff_of(item, owner, handoff_to))
+      err = nomem(d); /* checkpointed all the same */
+  }
+  json_decref(item);
   return err;
 }
 

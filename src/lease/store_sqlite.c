@@ -561,27 +561,30 @@ static kn_error_t *sql_checkpoint(kn_lease_store_t *ls, const char *key,
                                   const char *checkpoint, int64_t subseq,
                                   const char *pending, int64_t pending_subseq,
                                   const void *state, size_t state_len,
-                                  int64_t *new_counter) {
+                                  int64_t *new_counter, char **handoff_to) {
   sql_store_t *s = store_of(ls);
   sqlite3_stmt *st = NULL;
+  *handoff_to = NULL;
   if (!owner)
     return kn_error_new(KN_ERR__INVALID_ARG,
                         "lease store %s: checkpoint %s: no owner", ls->name,
                         key);
   pthread_mutex_lock(&s->lock);
   /* ?1 NULL keeps the checkpoint (a prepared checkpoint only). */
-  int rc = prep(
-      s,
-      "UPDATE leases SET leaseCounter = leaseCounter + 1, "
-      "checkpoint = COALESCE(?1, checkpoint), "
-      "checkpointSubSequenceNumber = CASE WHEN ?1 IS NULL "
-      "THEN checkpointSubSequenceNumber ELSE ?2 END, "
-      "ownerSwitchesSinceCheckpoint = CASE WHEN ?1 IS NULL "
-      "THEN ownerSwitchesSinceCheckpoint ELSE 0 END, "
-      "pendingCheckpoint = ?3, pendingCheckpointSubSequenceNumber = ?4, "
-      "pendingCheckpointState = ?5 "
-      "WHERE leaseKey = ?6 AND leaseCounter = ?7 AND " ACTUAL_OWNER " = ?8",
-      &st);
+  int rc =
+      prep(s,
+           "UPDATE leases SET leaseCounter = leaseCounter + 1, "
+           "checkpoint = COALESCE(?1, checkpoint), "
+           "checkpointSubSequenceNumber = CASE WHEN ?1 IS NULL "
+           "THEN checkpointSubSequenceNumber ELSE ?2 END, "
+           "ownerSwitchesSinceCheckpoint = CASE WHEN ?1 IS NULL "
+           "THEN ownerSwitchesSinceCheckpoint ELSE 0 END, "
+           "pendingCheckpoint = ?3, pendingCheckpointSubSequenceNumber = ?4, "
+           "pendingCheckpointState = ?5 "
+           "WHERE leaseKey = ?6 AND leaseCounter = ?7 AND " ACTUAL_OWNER
+           " = ?8 "
+           "RETURNING leaseOwner, checkpointOwner",
+           &st);
   if (rc == SQLITE_OK) {
     rc |= bind_str(st, 1, checkpoint);
     rc |= sqlite3_bind_int64(st, 2, subseq);
@@ -596,10 +599,10 @@ static kn_error_t *sql_checkpoint(kn_lease_store_t *ls, const char *key,
     rc |= sqlite3_bind_int64(st, 7, counter);
     rc |= bind_str(st, 8, owner);
   }
-  kn_error_t *err = run_change(s, st, rc, "checkpoint", key);
+  kn_error_t *err = run_owned_change(s, st, rc, "checkpoint", key, counter,
+                                     new_counter, handoff_to);
   unprep(s, st);
   pthread_mutex_unlock(&s->lock);
-  if (!err) *new_counter = counter + 1;
   return err;
 }
 
