@@ -166,7 +166,7 @@ static void run(kn_consumer_t *kc, kn_store_job_t *j) {
     case KN_CC_CHECKPOINT:
       err = o->checkpoint(ls, j->key, j->counter, w, j->checkpoint, j->subseq,
                           j->pending, j->pending_subseq, j->state, j->state_len,
-                          &j->new_counter);
+                          &j->new_counter, &j->handoff_to);
       break;
     case KN_CC_RELEASE:
       err = o->release(ls, j->key, j->counter, w, &j->new_counter);

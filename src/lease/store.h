@@ -72,13 +72,18 @@ typedef struct kn_lease_store_ops {
    * ownerSwitchesSinceCheckpoint reset to 0.  checkpoint NULL: they are
    * left as they are (a prepared checkpoint only).  pending not NULL sets
    * pendingCheckpoint and its subsequence number, and the state bytes
-   * (state may be NULL: no state); pending NULL removes all three. */
+   * (state may be NULL: no state); pending NULL removes all three.
+   * *handoff_to as for renew: when another worker has asked for the lease
+   * (owner is its checkpointOwner, leaseOwner someone else), that
+   * worker's id, malloc'ed for the caller; else NULL (NULL on error).  A
+   * lease's checkpoint takes the place of its renewal (a busy lease writes
+   * a checkpoint instead), so its answer tells of a hand-off as well. */
   kn_error_t *(*checkpoint)(kn_lease_store_t *ls, const char *key,
                             int64_t counter, const char *owner,
                             const char *checkpoint, int64_t subseq,
                             const char *pending, int64_t pending_subseq,
                             const void *state, size_t state_len,
-                            int64_t *new_counter);
+                            int64_t *new_counter, char **handoff_to);
   /* Records the children of a shard (childShardIds; n 0 removes them),
    * unconditionally except that the lease must exist.  The counter is not
    * changed. */

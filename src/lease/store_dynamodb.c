@@ -326,8 +326,11 @@ static int outcome_matches(const kn_lease_t *l, const outcome_t *w) {
          memcmp(l->pending_state, w->state, w->state_len) == 0;
 }
 
-static int outcome_seen(ddb_store_t *d, const char *key,
-                        const outcome_t *want) {
+/* Whether the lease at key holds what want says, read consistently; with
+ * item, when it does, *item is the lease as read (a new reference; NULL
+ * on out-of-memory, *item_err then set). */
+static int outcome_seen(ddb_store_t *d, const char *key, const outcome_t *want,
+                        json_t **item, kn_error_t **item_err) {
   kn_lease_t l;
   kn_error_t *err = ddb_get(&d->head, key, &l);
   if (err) {
@@ -335,13 +338,15 @@ static int outcome_seen(ddb_store_t *d, const char *key,
     return 0;
   }
   int ok = outcome_matches(&l, want);
+  if (ok && item) *item = kn_ddb_item_from_lease(&l, item_err);
   kn_lease_clear(&l);
   return ok;
 }
 
 /* Sends an UpdateItem on key built from e (freed here); with item, asks
  * for the item as it is after the change (*item NULL when the answer
- * had none, or after a retried call found its change done). */
+ * had none).  After a retried call found its change done, *item is the
+ * item as then read. */
 static kn_error_t *update_item(ddb_store_t *d, const char *op, const char *key,
                                expr_t *e, const outcome_t *want,
                                json_t **item) {
@@ -364,10 +369,11 @@ static kn_error_t *update_item(ddb_store_t *d, const char *op, const char *key,
       *item = NULL;
   }
   json_decref(resp);
+  kn_error_t *item_err = NULL;
   if (err && want && kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED &&
-      outcome_seen(d, key, want)) {
+      outcome_seen(d, key, want, item, &item_err)) {
     kn_error_destroy(err);
-    err = NULL;
+    err = item_err; /* NULL unless the item could not be built */
   }
   return err ? context(d, err, op, key) : NULL;
 }
@@ -395,6 +401,19 @@ static void bump(expr_t *e, int64_t counter) {
   name(e, "#c", KN_DDB_LEASE_COUNTER);
   value(e, ":n", kn_ddb_n(counter + 1));
   SET(e, "#c = :n");
+}
+
+/* *handoff_to (store.h, renew) from the item an owner's change left:
+ * leaseOwner when a hand-off is under way and it is not owner.  0, or -1
+ * on out-of-memory. */
+static int handoff_of(json_t *item, const char *owner, char **handoff_to) {
+  const char *to = json_string_value(
+      json_object_get(json_object_get(item, KN_DDB_LEASE_OWNER), "S"));
+  *handoff_to = NULL;
+  if (to && json_object_get(item, KN_DDB_CHECKPOINT_OWNER) &&
+      strcmp(to, owner) != 0 && !(*handoff_to = strdup(to)))
+    return -1;
+  return 0;
 }
 
 static kn_error_t *no_owner(ddb_store_t *d, const char *op, const char *key) {
@@ -454,10 +473,7 @@ static kn_error_t *ddb_renew(kn_lease_store_t *ls, const char *key,
   kn_error_t *err = update_item(d, "renew", key, &e, &want, &item);
   if (!err) {
     *new_counter = counter + 1;
-    const char *to = json_string_value(
-        json_object_get(json_object_get(item, KN_DDB_LEASE_OWNER), "S"));
-    if (to && json_object_get(item, KN_DDB_CHECKPOINT_OWNER) &&
-        strcmp(to, owner) != 0 && !(*handoff_to = strdup(to)))
+    if (handoff_of(item, owner, handoff_to))
       err = nomem(d); /* renewed all the same */
   }
   json_decref(item);
@@ -486,8 +502,9 @@ static kn_error_t *ddb_checkpoint(kn_lease_store_t *ls, const char *key,
                                   const char *checkpoint, int64_t subseq,
                                   const char *pending, int64_t pending_subseq,
                                   const void *state, size_t state_len,
-                                  int64_t *new_counter) {
+                                  int64_t *new_counter, char **handoff_to) {
   ddb_store_t *d = store_of(ls);
+  *handoff_to = NULL;
   if (!owner) return no_owner(d, "checkpoint", key);
   expr_t e;
   expr_init(&e);
@@ -534,8 +551,16 @@ static kn_error_t *ddb_checkpoint(kn_lease_store_t *ls, const char *key,
                     .pending_subseq = pending_subseq,
                     .state = pending ? state : NULL,
                     .state_len = state_len};
-  kn_error_t *err = update(d, "checkpoint", key, &e, &want);
-  if (!err) *new_counter = counter + 1;
+  /* As for renew: the item as checkpointed says whether a hand-off was
+   * asked (a busy lease checkpoints instead of renewing). */
+  json_t *item = NULL;
+  kn_error_t *err = update_item(d, "checkpoint", key, &e, &want, &item);
+  if (!err) {
+    *new_counter = counter + 1;
+    if (handoff_of(item, owner, handoff_to))
+      err = nomem(d); /* checkpointed all the same */
+  }
+  json_decref(item);
   return err;
 }
 

@@ -229,9 +229,10 @@ static kn_error_t *mem_checkpoint(kn_lease_store_t *ls, const char *key,
                                   const char *checkpoint, int64_t subseq,
                                   const char *pending, int64_t pending_subseq,
                                   const void *state, size_t state_len,
-                                  int64_t *new_counter) {
+                                  int64_t *new_counter, char **handoff_to) {
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
+  *handoff_to = NULL;
   /* Allocate first so that a failure changes nothing. */
   char *cp = kn_strdup0(checkpoint), *pc = kn_strdup0(pending);
   void *st = NULL;
@@ -264,6 +265,8 @@ static kn_error_t *mem_checkpoint(kn_lease_store_t *ls, const char *key,
     pc = NULL;
     st = NULL;
     *new_counter = ++l->counter;
+    if (l->checkpoint_owner && l->owner && !(*handoff_to = strdup(l->owner)))
+      err = nomem(ls); /* checkpointed all the same */
   } else {
     err = kn_lease_ccf(ls, "checkpoint", key);
   }

@@ -481,30 +481,14 @@ static kn_error_t *owner_update(kn_lease_store_t *ls, const char *sql,
   return err;
 }
 
-static kn_error_t *sql_renew(kn_lease_store_t *ls, const char *key,
-                             int64_t counter, const char *owner,
-                             int64_t *new_counter, char **handoff_to) {
-  sql_store_t *s = store_of(ls);
-  sqlite3_stmt *st = NULL;
-  *handoff_to = NULL;
-  if (!owner)
-    return kn_error_new(KN_ERR__INVALID_ARG,
-                        "lease store %s: renew %s: no "
-                        "owner",
-                        ls->name, key);
-  pthread_mutex_lock(&s->lock);
-  /* RETURNING: whether a hand-off was asked, seen in the same change. */
-  int rc = prep(s,
-                "UPDATE leases SET leaseCounter = leaseCounter + 1 "
-                "WHERE leaseKey = ?1 AND leaseCounter = ?2 AND " ACTUAL_OWNER
-                " = ?3 "
-                "RETURNING leaseOwner, checkpointOwner",
-                &st);
-  if (rc == SQLITE_OK) {
-    rc |= bind_str(st, 1, key);
-    rc |= sqlite3_bind_int64(st, 2, counter);
-    rc |= bind_str(st, 3, owner);
-  }
+/* Runs a prepared change of the actual owner's lease (renew, checkpoint)
+ * whose SQL ends with "RETURNING leaseOwner, checkpointOwner": whether a
+ * hand-off was asked is seen in the same change.  *handoff_to as for
+ * renew (NULL on error). */
+static kn_error_t *run_owned_change(sql_store_t *s, sqlite3_stmt *st, int rc,
+                                    const char *op, const char *key,
+                                    int64_t counter, int64_t *new_counter,
+                                    char **handoff_to) {
   kn_error_t *err = NULL;
   int64_t deadline = 0;
   if (rc == SQLITE_OK) rc = step_retry(s, st, &deadline);
@@ -517,18 +501,46 @@ static kn_error_t *sql_renew(kn_lease_store_t *ls, const char *key,
     if (rc == SQLITE_DONE && !err)
       *new_counter = counter + 1;
     else if (rc != SQLITE_DONE && !err)
-      err = sql_error(s, "renew", key, rc);
+      err = sql_error(s, op, key, rc);
   } else if (rc == SQLITE_DONE) {
-    err = kn_lease_ccf(&s->head, "renew", key);
+    err = kn_lease_ccf(&s->head, op, key);
   } else {
-    err = sql_error(s, "renew", key, rc);
+    err = sql_error(s, op, key, rc);
   }
-  unprep(s, st);
-  pthread_mutex_unlock(&s->lock);
-  if (err && kn_error_code(err) != KN_ERR__NOMEM) {
+  if (err) {
     free(*handoff_to);
     *handoff_to = NULL;
   }
+  return err;
+}
+
+static kn_error_t *sql_renew(kn_lease_store_t *ls, const char *key,
+                             int64_t counter, const char *owner,
+                             int64_t *new_counter, char **handoff_to) {
+  sql_store_t *s = store_of(ls);
+  sqlite3_stmt *st = NULL;
+  *handoff_to = NULL;
+  if (!owner)
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: renew %s: no "
+                        "owner",
+                        ls->name, key);
+  pthread_mutex_lock(&s->lock);
+  int rc = prep(s,
+                "UPDATE leases SET leaseCounter = leaseCounter + 1 "
+                "WHERE leaseKey = ?1 AND leaseCounter = ?2 AND " ACTUAL_OWNER
+                " = ?3 "
+                "RETURNING leaseOwner, checkpointOwner",
+                &st);
+  if (rc == SQLITE_OK) {
+    rc |= bind_str(st, 1, key);
+    rc |= sqlite3_bind_int64(st, 2, counter);
+    rc |= bind_str(st, 3, owner);
+  }
+  kn_error_t *err = run_owned_change(s, st, rc, "renew", key, counter,
+                                     new_counter, handoff_to);
+  unprep(s, st);
+  pthread_mutex_unlock(&s->lock);
   return err;
 }
 
@@ -549,27 +561,30 @@ static kn_error_t *sql_checkpoint(kn_lease_store_t *ls, const char *key,
                                   const char *checkpoint, int64_t subseq,
                                   const char *pending, int64_t pending_subseq,
                                   const void *state, size_t state_len,
-                                  int64_t *new_counter) {
+                                  int64_t *new_counter, char **handoff_to) {
   sql_store_t *s = store_of(ls);
   sqlite3_stmt *st = NULL;
+  *handoff_to = NULL;
   if (!owner)
     return kn_error_new(KN_ERR__INVALID_ARG,
                         "lease store %s: checkpoint %s: no owner", ls->name,
                         key);
   pthread_mutex_lock(&s->lock);
   /* ?1 NULL keeps the checkpoint (a prepared checkpoint only). */
-  int rc = prep(
-      s,
-      "UPDATE leases SET leaseCounter = leaseCounter + 1, "
-      "checkpoint = COALESCE(?1, checkpoint), "
-      "checkpointSubSequenceNumber = CASE WHEN ?1 IS NULL "
-      "THEN checkpointSubSequenceNumber ELSE ?2 END, "
-      "ownerSwitchesSinceCheckpoint = CASE WHEN ?1 IS NULL "
-      "THEN ownerSwitchesSinceCheckpoint ELSE 0 END, "
-      "pendingCheckpoint = ?3, pendingCheckpointSubSequenceNumber = ?4, "
-      "pendingCheckpointState = ?5 "
-      "WHERE leaseKey = ?6 AND leaseCounter = ?7 AND " ACTUAL_OWNER " = ?8",
-      &st);
+  int rc =
+      prep(s,
+           "UPDATE leases SET leaseCounter = leaseCounter + 1, "
+           "checkpoint = COALESCE(?1, checkpoint), "
+           "checkpointSubSequenceNumber = CASE WHEN ?1 IS NULL "
+           "THEN checkpointSubSequenceNumber ELSE ?2 END, "
+           "ownerSwitchesSinceCheckpoint = CASE WHEN ?1 IS NULL "
+           "THEN ownerSwitchesSinceCheckpoint ELSE 0 END, "
+           "pendingCheckpoint = ?3, pendingCheckpointSubSequenceNumber = ?4, "
+           "pendingCheckpointState = ?5 "
+           "WHERE leaseKey = ?6 AND leaseCounter = ?7 AND " ACTUAL_OWNER
+           " = ?8 "
+           "RETURNING leaseOwner, checkpointOwner",
+           &st);
   if (rc == SQLITE_OK) {
     rc |= bind_str(st, 1, checkpoint);
     rc |= sqlite3_bind_int64(st, 2, subseq);
@@ -584,10 +599,10 @@ static kn_error_t *sql_checkpoint(kn_lease_store_t *ls, const char *key,
     rc |= sqlite3_bind_int64(st, 7, counter);
     rc |= bind_str(st, 8, owner);
   }
-  kn_error_t *err = run_change(s, st, rc, "checkpoint", key);
+  kn_error_t *err = run_owned_change(s, st, rc, "checkpoint", key, counter,
+                                     new_counter, handoff_to);
   unprep(s, st);
   pthread_mutex_unlock(&s->lock);
-  if (!err) *new_counter = counter + 1;
   return err;
 }
 

@@ -124,7 +124,7 @@ typedef struct sim_call {
   int64_t new_counter;
   kn_lease_t *list; /* LIST_LEASES snapshot */
   size_t n_list;
-  char *handoff_to;           /* RENEW: a hand-off asked for */
+  char *handoff_to;           /* RENEW, CHECKPOINT: a hand-off asked for */
   kn_lease_t got;             /* GET */
   int64_t beat, leases, bump; /* HEARTBEAT (children: the names forgotten) */
   kn_members_t members;       /* HEARTBEAT: the answer */

@@ -212,7 +212,7 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
     case KN_CC_CHECKPOINT:
       j->err = o->checkpoint(ls, j->key, j->counter, worker, j->checkpoint,
                              j->subseq, j->pending, j->pending_subseq, j->state,
-                             j->state_len, &j->new_counter);
+                             j->state_len, &j->new_counter, &j->handoff_to);
       break;
     case KN_CC_RELEASE:
       j->err = o->release(ls, j->key, j->counter, worker, &j->new_counter);

@@ -83,6 +83,27 @@ static kn_error_t *renew_(kn_lease_store_t *ls, const char *key,
   return e;
 }
 
+/* Where a store's answer must set a hand-off to NULL: not a string any
+ * store could return. */
+static char unset[] = "unset";
+
+/* A checkpoint that expects no hand-off to be asked for (NULL set even on
+ * error). */
+static kn_error_t *checkpoint_(kn_lease_store_t *ls, const char *key,
+                               int64_t counter, const char *owner,
+                               const char *checkpoint, int64_t subseq,
+                               const char *pending, int64_t pending_subseq,
+                               const void *state, size_t state_len,
+                               int64_t *c) {
+  char *to = unset;
+  kn_error_t *e =
+      ls->ops->checkpoint(ls, key, counter, owner, checkpoint, subseq, pending,
+                          pending_subseq, state, state_len, c, &to);
+  KT_CHECK_MSG(!to, "%s: checkpoint %s: hand-off to %s", label, key, to);
+  if (to != unset) free(to);
+  return e;
+}
+
 /* ---- cases ---- */
 
 static const char extra_json[] =
@@ -227,16 +248,14 @@ static void case_checkpoint(kn_lease_store_t *ls, const char *prefix) {
   OK(ls->ops->take(ls, key, 0, NULL, "w1", &c1));
   OK(ls->ops->take(ls, key, c1, "w1", "w2", &c2));
   /* w1 lost the lease: its counter is stale and it is not the owner. */
-  FAILS(ls->ops->checkpoint(ls, key, c1, "w1", "100", 0, NULL, 0, NULL, 0, &c),
-        CCF);
-  FAILS(ls->ops->checkpoint(ls, key, c2, "w1", "100", 0, NULL, 0, NULL, 0, &c),
-        CCF);
+  FAILS(checkpoint_(ls, key, c1, "w1", "100", 0, NULL, 0, NULL, 0, &c), CCF);
+  FAILS(checkpoint_(ls, key, c2, "w1", "100", 0, NULL, 0, NULL, 0, &c), CCF);
   if (get(ls, key, &got) == 0) {
     KT_CHECK_STR(got.checkpoint, KN_CKPT_TRIM_HORIZON);
     KT_CHECK_INT(got.owner_switches, 1);
     kn_lease_clear(&got);
   }
-  OK(ls->ops->checkpoint(ls, key, c2, "w2", "100", 3, NULL, 0, NULL, 0, &c));
+  OK(checkpoint_(ls, key, c2, "w2", "100", 3, NULL, 0, NULL, 0, &c));
   KT_CHECK_INT(c, c2 + 1);
   if (get(ls, key, &got) == 0) {
     KT_CHECK_STR(got.checkpoint, "100");
@@ -247,8 +266,7 @@ static void case_checkpoint(kn_lease_store_t *ls, const char *prefix) {
     kn_lease_clear(&got);
   }
   /* SHARD_END is a checkpoint like any other. */
-  OK(ls->ops->checkpoint(ls, key, c, "w2", KN_CKPT_SHARD_END, 0, NULL, 0, NULL,
-                         0, &c));
+  OK(checkpoint_(ls, key, c, "w2", KN_CKPT_SHARD_END, 0, NULL, 0, NULL, 0, &c));
   if (get(ls, key, &got) == 0) {
     KT_CHECK(kn_lease_is_shard_end(&got));
     KT_CHECK_INT(got.checkpoint_subseq, 0);
@@ -264,10 +282,10 @@ static void case_pending(kn_lease_store_t *ls, const char *prefix) {
   if (make(ls, prefix, "pending", key, sizeof(key))) return;
   OK(ls->ops->take(ls, key, 0, NULL, "w1", &c));
   OK(ls->ops->take(ls, key, c, "w1", "w2", &c)); /* one switch */
-  OK(ls->ops->checkpoint(ls, key, c, "w2", "150", 0, NULL, 0, NULL, 0, &c));
+  OK(checkpoint_(ls, key, c, "w2", "150", 0, NULL, 0, NULL, 0, &c));
   /* Prepare: pending with state, checkpoint kept. */
-  OK(ls->ops->checkpoint(ls, key, c, "w2", NULL, 0, "200", 4, state,
-                         sizeof(state), &c));
+  OK(checkpoint_(ls, key, c, "w2", NULL, 0, "200", 4, state, sizeof(state),
+                 &c));
   if (get(ls, key, &got) == 0) {
     KT_CHECK_STR(got.checkpoint, "150");
     KT_CHECK_STR(got.pending, "200");
@@ -279,18 +297,16 @@ static void case_pending(kn_lease_store_t *ls, const char *prefix) {
     kn_lease_clear(&got);
   }
   /* A new pending checkpoint without state drops the old state. */
-  OK(ls->ops->checkpoint(ls, key, c, "w2", NULL, 0, "210", 0, NULL, 0, &c));
+  OK(checkpoint_(ls, key, c, "w2", NULL, 0, "210", 0, NULL, 0, &c));
   if (get(ls, key, &got) == 0) {
     KT_CHECK_STR(got.pending, "210");
     KT_CHECK(got.pending_state == NULL);
     kn_lease_clear(&got);
   }
   /* A stale worker cannot prepare either. */
-  FAILS(
-      ls->ops->checkpoint(ls, key, c - 1, "w2", NULL, 0, "999", 0, NULL, 0, &c),
-      CCF);
+  FAILS(checkpoint_(ls, key, c - 1, "w2", NULL, 0, "999", 0, NULL, 0, &c), CCF);
   /* Commit: checkpoint moves, pending and state cleared. */
-  OK(ls->ops->checkpoint(ls, key, c, "w2", "210", 0, NULL, 0, NULL, 0, &c));
+  OK(checkpoint_(ls, key, c, "w2", "210", 0, NULL, 0, NULL, 0, &c));
   if (get(ls, key, &got) == 0) {
     KT_CHECK_STR(got.checkpoint, "210");
     KT_CHECK(got.pending == NULL);
@@ -380,8 +396,11 @@ static void case_handoff(kn_lease_store_t *ls, const char *prefix) {
   to = NULL;
   FAILS(ls->ops->renew(ls, key, 2, "w2", &c, &to), CCF); /* not yet its */
   KT_CHECK(to == NULL);
-  OK(ls->ops->checkpoint(ls, key, 2, "w1", "7", 1, NULL, 0, NULL, 0, &c));
+  OK(ls->ops->checkpoint(ls, key, 2, "w1", "7", 1, NULL, 0, NULL, 0, &c, &to));
   KT_CHECK_INT(c, 3);
+  KT_CHECK_STR(to, "w2");
+  free(to);
+  to = NULL;
   FAILS(ls->ops->handoff_done(ls, key, 3, "w2", &c), CCF);
   FAILS(ls->ops->handoff_done(ls, key, 2, "w1", &c), CCF);
   OK(ls->ops->handoff_done(ls, key, 3, "w1", &c));
@@ -417,6 +436,61 @@ static void case_handoff(kn_lease_store_t *ls, const char *prefix) {
   }
 }
 
+/* A busy lease checkpoints instead of renewing, so a checkpoint of the
+ * actual owner tells of a hand-off asked for as a renewal does. */
+static void case_checkpoint_handoff(kn_lease_store_t *ls, const char *prefix) {
+  char key[256];
+  kn_lease_t got;
+  int64_t c = -1;
+  char *to = NULL;
+  if (make(ls, prefix, "ckpt-handoff", key, sizeof(key))) return;
+  OK(ls->ops->take(ls, key, 0, NULL, "w1", &c));
+  /* No hand-off: NULL. */
+  OK(checkpoint_(ls, key, c, "w1", "10", 0, NULL, 0, NULL, 0, &c));
+  KT_CHECK_INT(c, 2);
+  OK(ls->ops->handoff(ls, key, c, "w1", "w2"));
+  /* During the hand-off: the checkpoint owner's checkpoints succeed and
+   * name the asking worker, a plain one and a prepared one alike. */
+  to = unset;
+  OK(ls->ops->checkpoint(ls, key, c, "w1", "20", 2, NULL, 0, NULL, 0, &c, &to));
+  KT_CHECK_INT(c, 3);
+  KT_CHECK_STR(to, "w2");
+  if (to != unset) free(to);
+  to = unset;
+  OK(ls->ops->checkpoint(ls, key, c, "w1", NULL, 0, "30", 0, "st", 2, &c, &to));
+  KT_CHECK_INT(c, 4);
+  KT_CHECK_STR(to, "w2");
+  if (to != unset) free(to);
+  /* The asking worker may not write yet. */
+  FAILS(checkpoint_(ls, key, c, "w2", "25", 0, NULL, 0, NULL, 0, &c), CCF);
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK_STR(got.owner, "w2");
+    KT_CHECK_STR(got.checkpoint_owner, "w1");
+    KT_CHECK_STR(got.checkpoint, "20");
+    KT_CHECK_INT(got.checkpoint_subseq, 2);
+    KT_CHECK_STR(got.pending, "30");
+    KT_CHECK_INT(got.counter, 4);
+    kn_lease_clear(&got);
+  }
+  OK(ls->ops->handoff_done(ls, key, c, "w1", &c));
+  KT_CHECK_INT(c, 5);
+  /* Passed on: the old owner's checkpoint fails its condition, with the
+   * counter it had and with the new one. */
+  FAILS(checkpoint_(ls, key, 4, "w1", "40", 0, NULL, 0, NULL, 0, &c), CCF);
+  FAILS(checkpoint_(ls, key, 5, "w1", "40", 0, NULL, 0, NULL, 0, &c), CCF);
+  /* The new owner's checkpoints go on, with no hand-off to tell of. */
+  OK(checkpoint_(ls, key, 5, "w2", "40", 0, NULL, 0, NULL, 0, &c));
+  KT_CHECK_INT(c, 6);
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK_STR(got.owner, "w2");
+    KT_CHECK(got.checkpoint_owner == NULL);
+    KT_CHECK_STR(got.checkpoint, "40");
+    KT_CHECK(got.pending == NULL);
+    KT_CHECK_INT(got.counter, 6);
+    kn_lease_clear(&got);
+  }
+}
+
 /* Attributes other KCL versions wrote survive every change. */
 static void case_extra_kept(kn_lease_store_t *ls, const char *prefix) {
   char key[256];
@@ -429,8 +503,8 @@ static void case_extra_kept(kn_lease_store_t *ls, const char *prefix) {
   OK(ls->ops->create(ls, &l));
   OK(ls->ops->take(ls, key, 0, NULL, "w1", &c));
   OK(renew_(ls, key, c, "w1", &c));
-  OK(ls->ops->checkpoint(ls, key, c, "w1", NULL, 0, "5", 0, "s", 1, &c));
-  OK(ls->ops->checkpoint(ls, key, c, "w1", "5", 0, NULL, 0, NULL, 0, &c));
+  OK(checkpoint_(ls, key, c, "w1", NULL, 0, "5", 0, "s", 1, &c));
+  OK(checkpoint_(ls, key, c, "w1", "5", 0, NULL, 0, NULL, 0, &c));
   OK(ls->ops->set_children(ls, key, kids, 1));
   OK(ls->ops->take(ls, key, c, "w1", "w2", &c));
   OK(ls->ops->release(ls, key, c, "w2", &c));
@@ -789,6 +863,7 @@ int kn_lc_run(const kn_lc_target_t *t, const char *prefix, int *checks) {
     RUN(case_children(ls, prefix));
     RUN(case_remove(ls, prefix));
     RUN(case_handoff(ls, prefix));
+    RUN(case_checkpoint_handoff(ls, prefix));
     RUN(case_extra_kept(ls, prefix));
     RUN(case_list(ls, prefix, t->many));
     RUN(case_members(t, ls, prefix));

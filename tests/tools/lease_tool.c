@@ -23,8 +23,10 @@
  * (DynamoDB through a kn_client_t, the default, or a service handle of the
  * store's own).
  *
- * Changes print "ok N" (the new counter) or "ok".  Failures print
- * "error NAME RETRIABLE MESSAGE" on stdout and exit 1; usage errors exit 2. */
+ * Changes print "ok N" (the new counter) or "ok"; renew and checkpoint
+ * then print "handoff to WORKER" when WORKER has asked for the lease.
+ * Failures print "error NAME RETRIABLE MESSAGE" on stdout and exit 1;
+ * usage errors exit 2. */
 #include "util/json.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,10 +302,13 @@ static int run(int argc, char **argv) {
         return usage();
       }
     }
-    rc = done(
-        ls->ops->checkpoint(ls, argv[2], num(argv[3]), argv[4], dash(argv[5]),
-                            num(argv[6]), pending, psub, state, state_len, &c),
-        &c);
+    char *to = NULL;
+    rc = done(ls->ops->checkpoint(ls, argv[2], num(argv[3]), argv[4],
+                                  dash(argv[5]), num(argv[6]), pending, psub,
+                                  state, state_len, &c, &to),
+              &c);
+    if (to) printf("handoff to %s\n", to);
+    free(to);
     free(state);
   } else if (strcmp(cmd, "children") == 0 && argc >= 3) {
     rc = done(ls->ops->set_children(ls, argv[2], argv + 3, (size_t)argc - 3),

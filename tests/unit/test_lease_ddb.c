@@ -268,8 +268,10 @@ static void test_requests(void) {
                 "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\"},"
                 "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"8\"},"
                 "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"9\"}}}");
+  to = NULL;
   KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 9, "w2", "123", 4, "456", 1,
-                               "\x01\x02", 2, &c) == NULL);
+                               "\x01\x02", 2, &c, &to) == NULL);
+  KT_CHECK(to == NULL);
   check_sent(4,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY
              ","
@@ -288,9 +290,11 @@ static void test_requests(void) {
              "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"10\"},"
              "\":cp\":{\"S\":\"123\"},\":cs\":{\"N\":\"4\"},"
              "\":zero\":{\"N\":\"0\"},\":p\":{\"S\":\"456\"},"
-             "\":ps\":{\"N\":\"1\"},\":st\":{\"B\":\"AQI=\"}}}");
+             "\":ps\":{\"N\":\"1\"},\":st\":{\"B\":\"AQI=\"}},"
+             "\"ReturnValues\":\"ALL_NEW\"}");
   KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 10, "w2", NULL, 0, NULL, 0, NULL,
-                               0, &c) == NULL);
+                               0, &c, &to) == NULL);
+  KT_CHECK(to == NULL);
   check_sent(5, "{\"TableName\":\"leases_app\",\"Key\":" KEY
                 ","
                 "\"UpdateExpression\":\"SET #c = :n REMOVE #p, #ps, #st\","
@@ -302,7 +306,8 @@ static void test_requests(void) {
                 "\"#p\":\"pendingCheckpoint\","
                 "\"#ps\":\"pendingCheckpointSubSequenceNumber\"},"
                 "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"10\"},"
-                "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"11\"}}}");
+                "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"11\"}},"
+                "\"ReturnValues\":\"ALL_NEW\"}");
   char *kids[] = {"shard-2", "shard-3"};
   KT_CHECK(ls->ops->set_children(ls, "shard-1", kids, 2) == NULL);
   check_sent(6, "{\"TableName\":\"leases_app\",\"Key\":" KEY
@@ -383,10 +388,70 @@ static void test_retried_success(void) {
   KT_CHECK_INT(kn_error_code(e), KN_ERR_CONDITIONAL_CHECK_FAILED);
   kn_error_destroy(e);
   /* A checkpoint counts only if what it wrote is there. */
+  char *to = "unset";
   e = ls->ops->checkpoint(ls, "shard-1", 5, "w1", "200", 0, NULL, 0, NULL, 0,
-                          &c);
+                          &c, &to);
   KT_CHECK_INT(kn_error_code(e), KN_ERR_CONDITIONAL_CHECK_FAILED);
+  KT_CHECK(to == NULL);
   kn_error_destroy(e);
+  KT_CHECK_INT(script.next, 6);
+  kn_lease_store_destroy(ls);
+}
+
+/* A checkpoint answers as a renewal does: the item as written (ALL_NEW)
+ * tells of a hand-off asked for, and so does the item read back after a
+ * retried call whose first attempt had succeeded. */
+static void test_checkpoint_handoff(void) {
+  static const step_t steps[] = {
+      {"UpdateItem",
+       "{\"Attributes\":{\"leaseKey\":{\"S\":\"shard-1\"},"
+       "\"leaseOwner\":{\"S\":\"w2\"},\"checkpointOwner\":{\"S\":\"w1\"},"
+       "\"leaseCounter\":{\"N\":\"4\"}}}",
+       NULL},
+      {"UpdateItem",
+       "{\"Attributes\":{\"leaseKey\":{\"S\":\"shard-1\"},"
+       "\"leaseOwner\":{\"S\":\"w1\"},\"leaseCounter\":{\"N\":\"5\"}}}",
+       NULL},
+      {"UpdateItem", NULL, CCF_TYPE},
+      {"GetItem",
+       "{\"Item\":{\"leaseKey\":{\"S\":\"shard-1\"},"
+       "\"leaseOwner\":{\"S\":\"w3\"},\"checkpointOwner\":{\"S\":\"w1\"},"
+       "\"leaseCounter\":{\"N\":\"6\"},\"checkpoint\":{\"S\":\"300\"},"
+       "\"checkpointSubSequenceNumber\":{\"N\":\"0\"}}}",
+       NULL},
+      {"UpdateItem", NULL, CCF_TYPE},
+      {"GetItem",
+       "{\"Item\":{\"leaseKey\":{\"S\":\"shard-1\"},"
+       "\"leaseOwner\":{\"S\":\"w3\"},\"checkpointOwner\":{\"S\":\"w1\"},"
+       "\"leaseCounter\":{\"N\":\"7\"}}}",
+       NULL},
+  };
+  kn_lease_store_t *ls = store_with(steps, 6);
+  if (!ls) return;
+  int64_t c = 0;
+  char *to = NULL;
+  KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 3, "w1", "100", 0, NULL, 0, NULL,
+                               0, &c, &to) == NULL);
+  KT_CHECK_INT(c, 4);
+  KT_CHECK_STR(to, "w2");
+  free(to);
+  to = NULL;
+  KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 4, "w1", "200", 0, NULL, 0, NULL,
+                               0, &c, &to) == NULL);
+  KT_CHECK_INT(c, 5);
+  KT_CHECK(to == NULL);
+  /* Retried, found done: the hand-off comes from the item read back. */
+  KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 5, "w1", "300", 0, NULL, 0, NULL,
+                               0, &c, &to) == NULL);
+  KT_CHECK_INT(c, 6);
+  KT_CHECK_STR(to, "w3");
+  free(to);
+  to = NULL;
+  /* The same for a renewal. */
+  KT_CHECK(ls->ops->renew(ls, "shard-1", 6, "w1", &c, &to) == NULL);
+  KT_CHECK_INT(c, 7);
+  KT_CHECK_STR(to, "w3");
+  free(to);
   KT_CHECK_INT(script.next, 6);
   kn_lease_store_destroy(ls);
 }
@@ -761,6 +826,7 @@ int main(void) {
   KT_RUN(test_requests);
   KT_RUN(test_create);
   KT_RUN(test_retried_success);
+  KT_RUN(test_checkpoint_handoff);
   KT_RUN(test_list_pages);
   KT_RUN(test_list_cycle);
   KT_RUN(test_ensure_table);
