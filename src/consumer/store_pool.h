@@ -46,7 +46,7 @@ typedef struct kn_store_job {
   int64_t took_us;
   kn_error_t *err; /* owned */
   int64_t new_counter;
-  char *handoff_to;     /* RENEW: a hand-off asked for; owned */
+  char *handoff_to;     /* RENEW, CHECKPOINT: a hand-off asked for; owned */
   kn_lease_t got;       /* GET: the lease (owned) */
   kn_members_t members; /* HEARTBEAT: owned */
   kn_lease_t *leases;   /* LIST_LEASES: owned */
