@@ -1753,6 +1753,7 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     case KN_CC_TAKE:
       if (err) {
         logf_(c, KN_CC_LOG_DEBUG, "take %s: %s", o->key, kn_error_string(err));
+        c->idle = 0; /* it may have landed, or another took it: look */
       } else {
         in_remove(c, o->key);
         took(c, o, new_counter, sent_ms, now);
@@ -1762,6 +1763,7 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
       if (err) {
         logf_(c, KN_CC_LOG_DEBUG, "asking for %s: %s", o->key,
               kn_error_string(err));
+        c->idle = 0;
       } else if (!c->closing && !c->fatal) {
         logf_(c, KN_CC_LOG_INFO, "asked %s for shard %s",
               o->lease.owner ? o->lease.owner : "?", o->key);
