@@ -1341,7 +1341,7 @@ static void keep_pending(kn_cc_t *c, const kn_lease_t *v, size_t n,
 
 /* The round kept for a newer view, once there is one. */
 static void run_pending(kn_cc_t *c, int64_t now) {
-  if (!c->pend || c->view_sent_ms <= c->pend_ms || c->taking || c->closing ||
+  if (!c->pend || c->view_sent_ms < c->pend_ms || c->taking || c->closing ||
       c->fatal)
     return;
   kn_lease_t *v = c->pend;
@@ -1476,7 +1476,7 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
       /* Its owner stopped beating a lease duration ago and has stopped
        * reading since: the lease is free, if the view that says so is
        * newer than this listing (else the next heartbeat decides). */
-      if (c->view_sent_ms <= answered_ms) {
+      if (c->view_sent_ms < answered_ms) {
         defer = 1;
         break;
       }
