@@ -8,6 +8,12 @@
 static uint64_t hash_of(const char *s) {
   uint64_t h = 1469598103934665603ULL; /* FNV-1a */
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  /* The low bits index the table; FNV-1a's low bits depend only on the low
+   * bits of the characters (shard ids differ in their last digits): mix
+   * the high bits in (a 64-bit finalizer). */
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
   return h;
 }
 

@@ -30,6 +30,9 @@ static void init_cfg(sim_t *s) {
       sim_chance(&s->rng, 150) ? sim_range(&s->rng, 20000, 60000) : 0;
   s->cfg.members = !sim_chance(&s->rng, 250);
   s->cfg.scan_ms = sim_range(&s->rng, 20000, 120000);
+  /* KN_SIM_MEMBERS=0 or 1 forces the choice (to compare a run both ways). */
+  const char *m = getenv("KN_SIM_MEMBERS");
+  if (m && (*m == '0' || *m == '1')) s->cfg.members = *m == '1';
 }
 
 void sim_init(sim_t *s, const sim_opts_t *o) {
