@@ -38,7 +38,15 @@ minute, items written and WCU per lease per minute.
 
 Formulas (per minute, S shards, W workers, b bytes a lease item, taken
 from the wire run; reads of a Scan are rounded to 4 KB per 1 MB page):
-  libkinesis         every worker scans the table (strongly consistent) on
+  libkinesis         lease.members (the default): the leader's full shard
+                     sync, two Scans, every lease.scan.interval.ms
+                     (600000) when nothing announced a change: 0.2 items
+                     per shard; a renewal every 2/5 of the lease duration
+                     (15 writes per lease) and a heartbeat per worker as
+                     often, one write of the membership item (about 60
+                     bytes a worker, W * 15 writes in 1 KB units / S).
+  libkinesis, lease.members=false (the design before the membership):
+                     every worker scans the table (strongly consistent) on
                      every take round, lease.take.interval.ms = 2000, and
                      twice on every shard sync, shard.sync.interval.ms =
                      30000: W * (60/2 + 2*60/30) = 34 W items per shard.
@@ -197,6 +205,22 @@ def libkn_writes_per_min(renew_ms, ckpt_ms, busy, separate=False):
         last = t
         n += 1
     return n * 60000.0 / horizon
+
+
+def libkn_members(S, W, b, p):
+    """With lease.members (the default): a settled group lists nothing but
+    the leader's two listings (a full shard sync) every
+    lease.scan.interval.ms; each lease is renewed every renew interval (2/5
+    of the duration) and each worker writes its heartbeat as often, one
+    write of the membership item (about 60 bytes a worker), whose answer
+    costs no read."""
+    scans = 2 * 60000.0 / p["scan_ms"]
+    writes = 60000.0 / p["members_renew_ms"]
+    item = 20 + 60 * W
+    heart = W * 60000.0 / p["members_renew_ms"]
+    return {"items_read": scans, "rcu": scans * scan_rcu(S, b, True) / S,
+            "items_written": writes + heart / S,
+            "wcu": writes * write_units(b) + heart * write_units(item) / S}
 
 
 def libkn_today(S, W, b, p):
@@ -494,6 +518,8 @@ def print_block(title, rows):
 def params_of(a):
     renew = a.renew_ms or a.duration_ms / 3.0
     return {"take_ms": a.take_ms, "sync_ms": a.sync_ms, "renew_ms": renew,
+            "members_renew_ms": a.renew_ms or a.duration_ms * 2 / 5.0,
+            "scan_ms": a.scan_ms,
             "ckpt_ms": a.ckpt_ms, "busy": not a.idle,
             "separate": a.ckpt_separate}
 
@@ -524,14 +550,18 @@ def cost_main(a, kncat):
           f"\nlease item: {b} bytes (average on the wire); no records: no "
           f"checkpoints")
     S, W = a.shards, a.workers
-    rows = [("libkinesis (formula)", libkn_today(S, W, b, p), None)]
+    rows = [("libkinesis, lease.members=false (formula)",
+             libkn_today(S, W, b, p), None),
+            ("libkinesis (formula)", libkn_members(S, W, b, p), None)]
     for name, el, d_, _ in phases:
         rows.append((f"libkinesis wire: {name}", rates(total(d_), S, el), None))
     print_block(f"{S} shards x {W} workers", rows + kcl_rows(S, W, b, ckpt))
     for S, W in SIZES:
         sim, why = sim_figures(a.build, S, W, a.sim_seconds)
-        rows = [("libkinesis (formula)", libkn_today(S, W, b, p), None),
-                ("simulator (new design)", sim, why)]
+        rows = [("libkinesis, lease.members=false (formula)",
+                 libkn_today(S, W, b, p), None),
+                ("libkinesis (formula)", libkn_members(S, W, b, p), None),
+                ("libkinesis (simulator)", sim, why)]
         print_block(f"{S} shards x {W} workers", rows + kcl_rows(S, W, b, ckpt))
     print("\nratios: items read against the KCL 2.x and 3.x; read and write "
           "units against the KCL 3.x.  Reads are items evaluated (a Scan's "
@@ -702,6 +732,7 @@ def main():
     ap.add_argument("--sync-ms", type=float, default=30000)
     ap.add_argument("--duration-ms", type=float, default=10000)
     ap.add_argument("--renew-ms", type=float, default=0)
+    ap.add_argument("--scan-ms", type=float, default=600000)
     ap.add_argument("--ckpt-ms", type=float, default=5000)
     ap.add_argument("--ckpt-separate", action="store_true",
                     help="formula: checkpoints written on their own timer "
