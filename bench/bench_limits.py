@@ -17,6 +17,8 @@ with the ratios kncat / JS.  Cases (names for --cases):
                  poll.share=50: together at most the limit (kncat only)
   efo-1          the same with enhanced fan-out, 1 shard of 1 KB records,
                  on kinesis-local (kncat only; polling kncat next to it)
+  put-1-bytes, put-1-count, put-64-bytes, put-64-count
+                 the same on 1 and 64 shards
   put-bytes      4 shards, 10 KB records: bound by 1 MiB/s
   put-count      4 shards, 100 B records: bound by 1,000 records/s
   put-agg        put-count with --aggregate (JS: the same, unaggregated)
@@ -84,7 +86,11 @@ CASES = {
     "poll-64-100": ("poll", 64, 100, 1 / 256, {}),
     "poll-share": ("share", 1, 1000, 1.0, {}),
     "efo-1": ("efo", 1, 1000, 1 / 16, {}),
+    "put-1-bytes": ("put", 1, 10000, 1.0, {}),
+    "put-1-count": ("put", 1, 100, 0.5, {}),
     "put-bytes": ("put", 4, 10000, 0.25, {}),
+    "put-64-bytes": ("put", 64, 10000, 1 / 32, {}),
+    "put-64-count": ("put", 64, 100, 1 / 32, {}),
     "put-count": ("put", 4, 100, 0.25, {}),
     "put-agg": ("put", 4, 100, 0.25, {"kpl": True}),
     "put-hot": ("put", 4, 1000, 1.0, {"hot": True}),
