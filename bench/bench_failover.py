@@ -154,8 +154,12 @@ def one_run(kncat, k, tmp, boto, rnd):
         failover = first_elsewhere(mine, [b], t)
         c = start("c")
         owners = wait_held(kncat, env, app, store, stream, boto, {"b": 2, "c": 2})
+        # The table names c as soon as it asks; the shards move once b has
+        # let go (its next renewal): wait for c's first records of them.
+        moved = {s for s, o in owners.items() if o == "c"}
+        first_elsewhere(moved, [c], time.monotonic() - 60, timeout=120)
         time.sleep(1)
-        handoff = handoff_gaps({s for s, o in owners.items() if o == "c"}, b, c)
+        handoff = handoff_gaps(moved, b, c)
         time.sleep(3 + rnd.uniform(0, 2.0))
         mine = {s for s, o in owners.items() if o == "b"}
         t = b.signal(signal.SIGTERM)
