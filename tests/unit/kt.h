@@ -77,6 +77,24 @@ static inline uint64_t kt_rand(uint64_t *state) {
     }                                                                          \
   } while (0)
 
+/* A check the rest of the case depends on (a set-up step, a call whose
+ * result the case goes on to read): when cond is false it counts as a
+ * failed check, the statements given after it run (to free what the case
+ * holds) and the case returns.  Under torture every such step fails in
+ * turn; the case stops there instead of reading what is not there. */
+#define KT_REQUIRE(cond, ...)                                            \
+  do {                                                                   \
+    kt_checks++;                                                         \
+    if (!(cond)) {                                                       \
+      kt_failures++;                                                     \
+      if (!kt_quiet)                                                     \
+        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+                #cond);                                                  \
+      __VA_ARGS__;                                                       \
+      return;                                                            \
+    }                                                                    \
+  } while (0)
+
 #ifdef KT_TORTURE
 /* Torture builds (make torture): each test runs once as usual, counting
  * the library's allocations, then again with the first, the second, ...
