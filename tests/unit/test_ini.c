@@ -120,7 +120,8 @@ static void test_keys(void) {
   const kn_ini_section_t *d = kn_ini_section(ini, "default");
   KT_CHECK_STR(kn_ini_get(d, "aws_access_key_id"), "AKID");
   KT_CHECK_STR(kn_ini_get(d, "AWS_ACCESS_KEY_ID"), "AKID"); /* keys fold case */
-  KT_CHECK_STR(kn_ini_entry(d, "aws_access_key_id")->key, "aws_access_key_id");
+  const kn_ini_entry_t *ent = kn_ini_entry(d, "aws_access_key_id");
+  KT_CHECK_STR(ent ? ent->key : NULL, "aws_access_key_id");
   KT_CHECK_STR(kn_ini_get(d, "empty"), "");
   KT_CHECK_STR(kn_ini_get(d, "empty2"), "");
   KT_CHECK_INT(kn_ini_entry(d, "empty")->n_subs, 0);

@@ -37,7 +37,8 @@ static void test_item_to_lease(void) {
   json_t *item = json_loads(kcl_item, 0, NULL);
   kn_lease_t l;
   kn_error_t *e = NULL;
-  KT_CHECK_INT(kn_ddb_item_to_lease(item, &l, &e), 0);
+  KT_REQUIRE(kn_ddb_item_to_lease(item, &l, &e) == 0, kn_error_destroy(e),
+             json_decref(item));
   KT_CHECK(e == NULL);
   KT_CHECK_STR(l.key, "shardId-000000000004");
   KT_CHECK_STR(l.owner, "kcl-worker-1");

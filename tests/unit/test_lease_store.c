@@ -292,7 +292,7 @@ static void test_lease_copy(void) {
                     .n_parents = 2,
                     .extra = "{}"},
              dst;
-  KT_CHECK(kn_lease_copy(&dst, &src) == 0);
+  KT_REQUIRE(kn_lease_copy(&dst, &src) == 0);
   KT_CHECK_STR(dst.key, "k");
   KT_CHECK(dst.key != src.key);
   KT_CHECK_STR(dst.parents[1], "b");
