@@ -95,6 +95,16 @@ static inline uint64_t kt_rand(uint64_t *state) {
     }                                                                    \
   } while (0)
 
+/* A call that returns a kn_error_t * (NULL on success): checks that it
+ * succeeded, and frees the error when it did not (under torture, it may
+ * fail at any allocation). */
+#define KT_CHECK_OK(call)                                                   \
+  do {                                                                      \
+    kn_error_t *kt_e_ = (call);                                             \
+    KT_CHECK_MSG(kt_e_ == NULL, "%s", kt_e_ ? kn_error_string(kt_e_) : ""); \
+    kn_error_destroy(kt_e_);                                                \
+  } while (0)
+
 #ifdef KT_TORTURE
 /* Torture builds (make torture): each test runs once as usual, counting
  * the library's allocations, then again with the first, the second, ...

@@ -244,6 +244,8 @@ static void test_deterministic(void) {
     KT_CHECK_STR(buf, first);
     /* Parents before children, always. */
     const size_t *o = kn_shardgraph_order(g);
+    KT_REQUIRE(kn_shardgraph_count(g) == 10, kn_shardgraph_destroy(g),
+               kn_shard_list_destroy(l));
     size_t pos[10];
     for (size_t i = 0; i < 10; i++) pos[o[i]] = i;
     for (size_t i = 0; i < 10; i++) {
