@@ -125,7 +125,7 @@ static void test_keys(void) {
   KT_CHECK_STR(kn_ini_get(d, "empty"), "");
   KT_CHECK_STR(kn_ini_get(d, "empty2"), "");
   ent = kn_ini_entry(d, "empty");
-  KT_CHECK_INT(ent ? ent->n_subs : -1, 0);
+  KT_CHECK_INT(ent ? (long long)ent->n_subs : -1, 0);
   KT_CHECK_STR(kn_ini_get(d, "eq"), "a=b=c");
   KT_CHECK_STR(kn_ini_get(d, "indented_key"), "first");
   KT_CHECK_STR(kn_ini_get(d, "role_arn"), "arn:aws:iam::123456789012:role/x");
