@@ -540,7 +540,8 @@ class GroupBase:
         self.wait_for("every record",
                       lambda: set(want) <= self.delivered_ids(self.workers),
                       90)
-        time.sleep(1)  # anything read twice would show up by now
+        # Stopped (SIGTERM, exit waited for, output read to its end): what
+        # any of them read twice is in what they wrote.
         for w in live:
             self.assertEqual(w.stop(), 0, w.stderr())
         seen = Counter(payload(r)["i"] for w in self.workers
