@@ -408,13 +408,15 @@ static void test_list_basics(void) {
   KT_CHECK_INT(kn_shard_list_add(l, &d), 0);
   KT_CHECK_INT(kn_shard_list_count(l), 1);
   const kn_shard_t *s = kn_shard_list_find(l, "s");
-  KT_CHECK(s && kn_shard_is_open(s));
+  KT_REQUIRE(s != NULL, kn_shard_list_destroy(l));
+  KT_CHECK(kn_shard_is_open(s));
   KT_CHECK(kn_shard_parent_id(s) == NULL);
   KT_CHECK_STR(kn_shard_hash_key_end(s), "2");
   KT_CHECK(kn_shard_list_find(l, "t") == NULL);
   KT_CHECK(kn_shard_list_get(l, 1) == NULL);
   kn_shard_list_t *c = kn_shard_list_dup(l);
-  KT_CHECK(c && kn_shard_list_count(c) == 1);
+  KT_REQUIRE(c && kn_shard_list_count(c) == 1, kn_shard_list_destroy(c),
+             kn_shard_list_destroy(l));
   KT_CHECK_STR(kn_shard_id(kn_shard_list_get(c, 0)), "s");
   kn_shard_list_destroy(c);
   kn_shard_list_destroy(l);
