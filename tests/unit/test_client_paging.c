@@ -203,6 +203,7 @@ static int count_requests(const char *action) {
 
 static void test_list_shards_pages(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   reset_records();
   scenario = 0;
   kn_shard_list_t *l;
@@ -238,6 +239,7 @@ static void test_list_shards_pages(void) {
 
 static void test_list_streams_pages(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   kn_strlist_t *l;
   reset_records();
   scenario = 0;
@@ -284,6 +286,8 @@ static void test_paging_guards(void) {
   kn_pager_free(&pg);
 
   kn_client_t *kc = client();
+
+  KT_REQUIRE(kc != NULL);
   scenario = 6;
   reset_records();
   kn_shard_list_t *sl = NULL;
@@ -316,6 +320,7 @@ static void test_paging_guards(void) {
 
 static void test_consumers_and_unsupported(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   reset_records();
   scenario = 0;
   kn_stream_consumer_list_t *l;
@@ -340,6 +345,7 @@ static void test_consumers_and_unsupported(void) {
 
 static void test_split_default_and_wait(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   reset_records();
   scenario = 0;
   KT_CHECK(kn_split_shard(kc, "s", "shardId-1", NULL) == NULL);
@@ -376,6 +382,7 @@ static void test_split_default_and_wait(void) {
 
 static void test_arguments(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   kn_batch_t *b = (kn_batch_t *)1;
   kn_error_t *e = kn_get_records(kc, NULL, 0, &b);
   KT_CHECK(e && kn_error_code(e) == KN_ERR__INVALID_ARG && b == NULL);
@@ -480,6 +487,7 @@ static void run_on_loop(waiter_t *w, void (*fn)(void *)) {
 
 static void test_async(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   waiter_t w;
   memset(&w, 0, sizeof w);
   w.kc = kc;
