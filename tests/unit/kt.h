@@ -27,15 +27,16 @@ static inline uint64_t kt_rand(uint64_t *state) {
  * machine under AddressSanitizer stays well below it. */
 #define KT_PROMPT_MS 20000
 
-#define KT_CHECK(cond)                                                   \
-  do {                                                                   \
-    kt_checks++;                                                         \
-    if (!(cond)) {                                                       \
-      kt_failures++;                                                     \
-      if (!kt_quiet)                                                     \
-        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                #cond);                                                  \
-    }                                                                    \
+/* Counts and tells a failed check. */
+static inline void kt_fail(const char *file, int line, const char *what) {
+  kt_failures++;
+  if (!kt_quiet) fprintf(stderr, "%s:%d: check failed: %s\n", file, line, what);
+}
+
+#define KT_CHECK(cond)                               \
+  do {                                               \
+    kt_checks++;                                     \
+    if (!(cond)) kt_fail(__FILE__, __LINE__, #cond); \
   } while (0)
 
 #define KT_CHECK_MSG(cond, ...)                                          \
@@ -82,17 +83,14 @@ static inline uint64_t kt_rand(uint64_t *state) {
  * failed check, the statements given after it run (to free what the case
  * holds) and the case returns.  Under torture every such step fails in
  * turn; the case stops there instead of reading what is not there. */
-#define KT_REQUIRE(cond, ...)                                            \
-  do {                                                                   \
-    kt_checks++;                                                         \
-    if (!(cond)) {                                                       \
-      kt_failures++;                                                     \
-      if (!kt_quiet)                                                     \
-        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                #cond);                                                  \
-      __VA_ARGS__;                                                       \
-      return;                                                            \
-    }                                                                    \
+#define KT_REQUIRE(cond, ...)             \
+  do {                                    \
+    kt_checks++;                          \
+    if (!(cond)) {                        \
+      kt_fail(__FILE__, __LINE__, #cond); \
+      __VA_ARGS__;                        \
+      return;                             \
+    }                                     \
   } while (0)
 
 /* A call that returns a kn_error_t * (NULL on success): checks that it
