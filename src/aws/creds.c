@@ -72,7 +72,13 @@ struct kn_creds_provider {
   int started; /* the thread runs (started on first use) */
   pthread_t thread;
   int64_t next_attempt_mono_ms; /* earliest refresh while the cache is usable */
+  int64_t mono_ahead_ms; /* added to the monotonic clock (tests' advance) */
 };
+
+/* Lock held: the provider's monotonic clock. */
+static int64_t mono_ms(const kn_creds_provider_t *p) {
+  return kn_mono_ms() + p->mono_ahead_ms;
+}
 
 static void wipe_free(char *s) { kn_secure_free_str(s); }
 
@@ -312,7 +318,7 @@ static void install(kn_creds_provider_t *p, kn_creds_t *fresh, kn_error_t *e) {
     memset(fresh, 0, sizeof(*fresh));
     kn_error_destroy(p->last_err);
     p->last_err = NULL;
-    p->next_attempt_mono_ms = kn_mono_ms() + KN_CREDS_REFRESH_INTERVAL_MS;
+    p->next_attempt_mono_ms = mono_ms(p) + KN_CREDS_REFRESH_INTERVAL_MS;
     log_new(p, &p->cached);
     return;
   }
@@ -327,7 +333,7 @@ static void install(kn_creds_provider_t *p, kn_creds_t *fresh, kn_error_t *e) {
             kn_error_string(e) ? kn_error_string(e) : "out of memory",
             p->cached.source, kn_iso8601_format(p->cached.expires_ms, when));
     kn_error_destroy(e);
-    p->next_attempt_mono_ms = kn_mono_ms() + KN_CREDS_RETRY_AFTER_MS;
+    p->next_attempt_mono_ms = mono_ms(p) + KN_CREDS_RETRY_AFTER_MS;
     return;
   }
   kn_creds_clear(&p->cached);
@@ -420,7 +426,7 @@ static int from_cache(kn_creds_provider_t *p, kn_creds_t *out,
       p->cached.expires_ms ? p->cached.expires_ms - kn_wall_ms() : INT64_MAX;
   if (left <= KN_CREDS_MIN_VALID_MS) return 0;
   if (left <= KN_CREDS_REFRESH_MS && !p->busy && !p->want &&
-      kn_mono_ms() >= p->next_attempt_mono_ms) {
+      mono_ms(p) >= p->next_attempt_mono_ms) {
     kn_error_t *e = ask(p);
     if (e) {
       kn_warn(p->ctx.log, FAC, "%s", kn_error_string(e));
@@ -466,4 +472,17 @@ kn_error_t *kn_creds_get_nowait(kn_creds_provider_t *p, kn_creds_t *out,
   }
   pthread_mutex_unlock(&p->lock);
   return e;
+}
+
+void kn_creds_provider_advance(kn_creds_provider_t *p, int64_t ms) {
+  pthread_mutex_lock(&p->lock);
+  p->mono_ahead_ms += ms;
+  pthread_mutex_unlock(&p->lock);
+}
+
+uint64_t kn_creds_provider_fetches(kn_creds_provider_t *p) {
+  pthread_mutex_lock(&p->lock);
+  uint64_t n = p->done;
+  pthread_mutex_unlock(&p->lock);
+  return n;
 }

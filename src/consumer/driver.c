@@ -304,8 +304,8 @@ static void act(drv_t *d, const kn_cc_action_t *a) {
   int keyed = a->op != KN_CC_LIST_LEASES && a->op != KN_CC_LIST_SHARDS &&
               a->op != KN_CC_CREATE && a->op != KN_CC_HEARTBEAT &&
               a->op < KN_CC_REPLY;
-  if (keyed && !a->key) {
-    /* The core ran out of memory copying the shard id. */
+  if ((keyed && !a->key) || (a->op == KN_CC_CREATE && !a->lease)) {
+    /* The core ran out of memory copying the shard id or the lease. */
     set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory (%s)",
                                kn_cc_op_name(a->op)));
     return;

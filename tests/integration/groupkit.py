@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -20,6 +21,42 @@ from pathlib import Path
 
 
 _counter = 0
+
+
+class LabServers(dict):
+    """The lab servers a test module shares, by name (lab.start's names):
+    started on first use, stopped together at the module's end with its
+    temporary directory (kept when KN_KEEP_LOGS=1).  Needs tests/lab on
+    sys.path."""
+
+    def __init__(self, tmp: str | os.PathLike):
+        super().__init__()
+        self.tmp = Path(tmp)
+
+    def start(self, *names: str) -> "LabServers":
+        import lab
+        for name in names:
+            if name not in self:
+                self[name] = lab.start(name)
+        return self
+
+    def stop(self):
+        for server in self.values():
+            server.stop()
+        self.clear()
+        if os.environ.get("KN_KEEP_LOGS") != "1":
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def attach(self, cls, server_name: str):
+        """Gives a TestCase class its Kinesis server (started if need be),
+        dynalite, and boto3 clients of both: cls.server, cls.dynalite,
+        cls.boto, cls.ddb."""
+        import lab
+        self.start(server_name, "dynalite")
+        cls.server = self[server_name]
+        cls.dynalite = self["dynalite"]
+        cls.boto = lab.boto3_client("kinesis", cls.server, attempts=5)
+        cls.ddb = lab.boto3_client("dynamodb", cls.dynalite, attempts=5)
 
 
 def unique(prefix: str, what: str) -> str:

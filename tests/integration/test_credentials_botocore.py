@@ -21,9 +21,7 @@ included).  Touches nothing beyond 127.0.0.1; HOME is a temporary
 directory.  Prints "N passed, M failed".
 """
 
-import datetime
 import hashlib
-import http.server
 import json
 import os
 import re
@@ -31,10 +29,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 import urllib.parse
+
+from credkit import Responder, iso, sha
 
 TOOL = os.environ.get("CREDS_TOOL") or os.path.join(
     os.environ.get("KN_BUILD_DIR", "build"), "tests", "tools", "creds_tool")
@@ -45,64 +44,6 @@ METHOD = {"env": "environment", "assume-role": "assume-role",
           "shared-credentials-file": "profile", "config-file": "profile",
           "custom-process": "process", "container-role": "container",
           "iam-role": "imds"}
-
-
-def sha(s):
-    return hashlib.sha256(s.encode()).hexdigest()
-
-
-def iso(seconds_from_now):
-    t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(
-        seconds=seconds_from_now)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class Server:
-    """A threaded HTTP server on a free loopback port; handle(req) returns
-    (status, headers, body)."""
-
-    def __init__(self, handle):
-        outer = self
-        self.handle = handle
-        self.requests = []
-
-        class H(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _any(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n).decode() if n else ""
-                req = {"method": self.command, "path": self.path,
-                       "headers": {k.lower(): v for k, v in self.headers.items()},
-                       "body": body, "port": outer.port}
-                outer.requests.append(req)
-                try:
-                    status, headers, text = outer.handle(req)
-                except Exception:
-                    traceback.print_exc()
-                    status, headers, text = 500, {}, "responder failed"
-                data = text.encode()
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = _any
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.port = self.server.server_address[1]
-        self.url = "http://127.0.0.1:%d" % self.port
-        threading.Thread(target=self.server.serve_forever,
-                         kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def derive(*parts):
@@ -119,11 +60,11 @@ class Aws:
         self.refresh = {}     # refresh token -> (client id, client secret)
         self.container_token = "container-auth-token-Zq9"
         self.short_calls = 0
-        self.sts = Server(self.sts_handle)
-        self.sso = Server(self.sso_handle)
-        self.oidc = Server(self.oidc_handle)
-        self.imds = Server(self.imds_handle)
-        self.ctr = Server(self.ctr_handle)
+        self.sts = Responder(self.sts_handle, protocol="HTTP/1.1")
+        self.sso = Responder(self.sso_handle, protocol="HTTP/1.1")
+        self.oidc = Responder(self.oidc_handle, protocol="HTTP/1.1")
+        self.imds = Responder(self.imds_handle, protocol="HTTP/1.1")
+        self.ctr = Responder(self.ctr_handle, protocol="HTTP/1.1")
         self.secrets.add(self.container_token)
 
     def stop(self):

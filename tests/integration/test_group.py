@@ -40,7 +40,6 @@ import json
 from collections import Counter
 import os
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -59,7 +58,7 @@ sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
-from groupkit import (KCL_TYPES, Producer, Worker, create_kcl_table,  # noqa: E402
+from groupkit import (LabServers, KCL_TYPES, Producer, Worker, create_kcl_table,  # noqa: E402
                       is_open, keys_for, leases_json, list_shards, payload,
                       read_stream, run_kncat, scan_table, spread_keys,
                       test_failed, wait_for)
@@ -82,19 +81,16 @@ KILL_BOUND = (DURATION_MS + TAKE_MS) / 1000 + 6.0
 TERM_BOUND = TAKE_MS / 1000 + 4.0
 
 
-SERVERS: dict[str, lab.Server] = {}
 TMP = Path(tempfile.mkdtemp(prefix="kn-group-"))
+SERVERS = LabServers(TMP)
 
 
 def setUpModule():
-    SERVERS["dynalite"] = lab.Dynalite().start()
+    SERVERS.start("dynalite")
 
 
 def tearDownModule():
-    for s in SERVERS.values():
-        s.stop()
-    if os.environ.get("KN_KEEP_LOGS") != "1":
-        shutil.rmtree(TMP, ignore_errors=True)
+    SERVERS.stop()
 
 
 def unique(what: str) -> str:
@@ -120,12 +116,7 @@ class GroupBase:
 
     @classmethod
     def setUpClass(cls):
-        if cls.server_name not in SERVERS:
-            SERVERS[cls.server_name] = lab.start(cls.server_name)
-        cls.server = SERVERS[cls.server_name]
-        cls.dynalite = SERVERS["dynalite"]
-        cls.boto = lab.boto3_client("kinesis", cls.server, attempts=5)
-        cls.ddb = lab.boto3_client("dynamodb", cls.dynalite, attempts=5)
+        SERVERS.attach(cls, cls.server_name)
 
     def setUp(self):
         self.workers: list[Worker] = []
@@ -542,7 +533,8 @@ class GroupBase:
         self.wait_for("every record",
                       lambda: set(want) <= self.delivered_ids(self.workers),
                       90)
-        time.sleep(1)  # anything read twice would show up by now
+        # Stopped (SIGTERM, exit waited for, output read to its end): what
+        # any of them read twice is in what they wrote.
         for w in live:
             self.assertEqual(w.stop(), 0, w.stderr())
         seen = Counter(payload(r)["i"] for w in self.workers

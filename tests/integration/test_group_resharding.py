@@ -25,7 +25,6 @@ when a test failed.
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -41,7 +40,7 @@ sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
-from groupkit import (Producer, Worker, create_kcl_table, keys_for,  # noqa: E402
+from groupkit import (LabServers, Producer, Worker, create_kcl_table, keys_for,  # noqa: E402
                       keys_in, leases_json, list_shards, payload, read_stream,
                       run_kncat, scan_table, test_failed, unique,
                       wait_for)
@@ -62,19 +61,16 @@ SYNCS_AFTER = 6
 DELIVERY_TIMEOUT = 60
 
 TOP = (1 << 128) - 1
-SERVERS: dict[str, lab.Server] = {}
 TMP = Path(tempfile.mkdtemp(prefix="kn-reshard-"))
+SERVERS = LabServers(TMP)
 
 
 def setUpModule():
-    SERVERS["dynalite"] = lab.Dynalite().start()
+    SERVERS.start("dynalite")
 
 
 def tearDownModule():
-    for s in SERVERS.values():
-        s.stop()
-    if os.environ.get("KN_KEEP_LOGS") != "1":
-        shutil.rmtree(TMP, ignore_errors=True)
+    SERVERS.stop()
 
 
 class LeaseWatch(threading.Thread):
@@ -123,12 +119,7 @@ class ReshardBase:
 
     @classmethod
     def setUpClass(cls):
-        if cls.server_name not in SERVERS:
-            SERVERS[cls.server_name] = lab.start(cls.server_name)
-        cls.server = SERVERS[cls.server_name]
-        cls.dynalite = SERVERS["dynalite"]
-        cls.boto = lab.boto3_client("kinesis", cls.server, attempts=5)
-        cls.ddb = lab.boto3_client("dynamodb", cls.dynalite, attempts=5)
+        SERVERS.attach(cls, cls.server_name)
 
     def setUp(self):
         self.workers: list[Worker] = []

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -51,7 +50,7 @@ sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
-from groupkit import (Producer, leases_json, list_shards, run_kncat,  # noqa: E402
+from groupkit import (LabServers, Producer, leases_json, list_shards, run_kncat,  # noqa: E402
                       spread_keys, unique, wait_for)
 
 DURATION_MS = 4000
@@ -65,19 +64,15 @@ PROPS = {
     "shard.sync.interval.ms": 2000,
 }
 TMP = Path(tempfile.mkdtemp(prefix="kn-metrics-"))
-SERVERS: dict[str, lab.Server] = {}
+SERVERS = LabServers(TMP)
 
 
 def setUpModule():
-    SERVERS["kinesalite"] = lab.Kinesalite().start()
-    SERVERS["dynalite"] = lab.Dynalite().start()
+    SERVERS.start("kinesalite", "dynalite")
 
 
 def tearDownModule():
-    for s in SERVERS.values():
-        s.stop()
-    if os.environ.get("KN_KEEP_LOGS") != "1":
-        shutil.rmtree(TMP, ignore_errors=True)
+    SERVERS.stop()
 
 
 def kncat(env, *args, **kw):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -45,10 +44,10 @@ sys.path.insert(0, str(LAB_DIR))
 sys.path.insert(0, str(HERE))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
-from groupkit import spread_keys, test_failed, unique, wait_for  # noqa: E402
+from groupkit import LabServers, spread_keys, test_failed, unique, wait_for  # noqa: E402
 
-SERVERS: dict[str, lab.Server] = {}
 TMP = Path(tempfile.mkdtemp(prefix="kn-multilang-"))
+SERVERS = LabServers(TMP)
 TOP = (1 << 128) - 1
 # Library settings for quick take-overs (global -X options).
 XPROPS = {"lease.take.interval.ms": 1000, "lease.renew.interval.ms": 1000,
@@ -57,14 +56,11 @@ TIMEOUT = 90
 
 
 def setUpModule():
-    SERVERS["dynalite"] = lab.Dynalite().start()
+    SERVERS.start("dynalite")
 
 
 def tearDownModule():
-    for s in SERVERS.values():
-        s.stop()
-    if os.environ.get("KN_KEEP_LOGS") != "1":
-        shutil.rmtree(TMP, ignore_errors=True)
+    SERVERS.stop()
 
 
 def read_jsonl(pattern: str) -> list[dict]:
@@ -161,12 +157,7 @@ class Base:
 
     @classmethod
     def setUpClass(cls):
-        if cls.server_name not in SERVERS:
-            SERVERS[cls.server_name] = lab.start(cls.server_name)
-        cls.server = SERVERS[cls.server_name]
-        cls.dynalite = SERVERS["dynalite"]
-        cls.boto = lab.boto3_client("kinesis", cls.server, attempts=5)
-        cls.ddb = lab.boto3_client("dynamodb", cls.dynalite, attempts=5)
+        SERVERS.attach(cls, cls.server_name)
 
     def setUp(self):
         self.daemons: list[Daemon] = []

@@ -27,15 +27,16 @@ static inline uint64_t kt_rand(uint64_t *state) {
  * machine under AddressSanitizer stays well below it. */
 #define KT_PROMPT_MS 20000
 
-#define KT_CHECK(cond)                                                   \
-  do {                                                                   \
-    kt_checks++;                                                         \
-    if (!(cond)) {                                                       \
-      kt_failures++;                                                     \
-      if (!kt_quiet)                                                     \
-        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                #cond);                                                  \
-    }                                                                    \
+/* Counts and tells a failed check. */
+static inline void kt_fail(const char *file, int line, const char *what) {
+  kt_failures++;
+  if (!kt_quiet) fprintf(stderr, "%s:%d: check failed: %s\n", file, line, what);
+}
+
+#define KT_CHECK(cond)                               \
+  do {                                               \
+    kt_checks++;                                     \
+    if (!(cond)) kt_fail(__FILE__, __LINE__, #cond); \
   } while (0)
 
 #define KT_CHECK_MSG(cond, ...)                                          \
@@ -75,6 +76,31 @@ static inline uint64_t kt_rand(uint64_t *state) {
         fprintf(stderr, "%s:%d: %s == %s: %lld != %lld\n", __FILE__, __LINE__, \
                 #a, #b, kt_a_, kt_b_);                                         \
     }                                                                          \
+  } while (0)
+
+/* A check the rest of the case depends on (a set-up step, a call whose
+ * result the case goes on to read): when cond is false it counts as a
+ * failed check, the statements given after it run (to free what the case
+ * holds) and the case returns.  Under torture every such step fails in
+ * turn; the case stops there instead of reading what is not there. */
+#define KT_REQUIRE(cond, ...)             \
+  do {                                    \
+    kt_checks++;                          \
+    if (!(cond)) {                        \
+      kt_fail(__FILE__, __LINE__, #cond); \
+      __VA_ARGS__;                        \
+      return;                             \
+    }                                     \
+  } while (0)
+
+/* A call that returns a kn_error_t * (NULL on success): checks that it
+ * succeeded, and frees the error when it did not (under torture, it may
+ * fail at any allocation). */
+#define KT_CHECK_OK(call)                                                   \
+  do {                                                                      \
+    kn_error_t *kt_e_ = (call);                                             \
+    KT_CHECK_MSG(kt_e_ == NULL, "%s", kt_e_ ? kn_error_string(kt_e_) : ""); \
+    kn_error_destroy(kt_e_);                                                \
   } while (0)
 
 #ifdef KT_TORTURE

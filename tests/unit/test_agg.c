@@ -159,7 +159,9 @@ static size_t roundtrip(const urec_t *us, size_t n, size_t max_bytes,
     size_t count = kn_aggregator_count(a), size = kn_aggregator_size(a);
     kn_agg_out_t out;
     if (!count) break;
-    KT_CHECK_INT(kn_aggregator_flush(a, &out), KN_ERR_NO_ERROR);
+    kn_err_t flushed = kn_aggregator_flush(a, &out);
+    KT_CHECK_INT(flushed, KN_ERR_NO_ERROR);
+    if (flushed != KN_ERR_NO_ERROR) break;
     KT_CHECK_INT(out.n_records, count);
     KT_CHECK_INT(out.aggregated, count > 1);
     n_kinesis++;
@@ -182,7 +184,8 @@ static size_t roundtrip(const urec_t *us, size_t n, size_t max_bytes,
       KT_CHECK(ar != NULL);
       if (ar) {
         KT_CHECK_INT(ar->n_records, count);
-        for (size_t j = 0; j < ar->n_records && j < count; j++) {
+        for (size_t j = 0; j < ar->n_records && j < count && first + j < b->n;
+             j++) {
           const kn_record_t *r = &b->recs[first + j];
           KnKpl__Record *pr = ar->records[j];
           KT_CHECK(pr->partition_key_index < ar->n_partition_key_table);
@@ -210,8 +213,10 @@ static size_t roundtrip(const urec_t *us, size_t n, size_t max_bytes,
       KT_CHECK_INT(expand(b, out.data, out.len, NULL, &res, NULL, 0), 0);
       KT_CHECK_INT(res.aggregated, 0);
       kn_record_t *r = kn_batch_push(b);
+      KT_CHECK(r != NULL);
+      if (!r) break;
       r->data = kn_batch_alloc(b, out.len);
-      if (out.len) memcpy((char *)r->data, out.data, out.len);
+      if (out.len && r->data) memcpy((char *)r->data, out.data, out.len);
       r->len = out.len;
       b->bytes += out.len;
       r->pkey = kn_batch_strndup(b, out.pkey, strlen(out.pkey));
@@ -225,6 +230,10 @@ static size_t roundtrip(const urec_t *us, size_t n, size_t max_bytes,
   for (size_t i = 0; i < n && i < b->n; i++) {
     const kn_record_t *r = &b->recs[i];
     bytes += r->len;
+    if (!r->pkey || (r->len && !r->data)) { /* out of memory (torture) */
+      bad++;
+      continue;
+    }
     bad += strcmp(r->pkey, us[i].pk) != 0;
     bad += (r->ehk ? strcmp(r->ehk, us[i].ehk) : us[i].ehk[0] != 0) != 0;
     bad += r->len != us[i].len;
@@ -268,7 +277,7 @@ static void test_spec_decode(void) {
   uint8_t *d = kn_batch_alloc(b, len);
   unhex(spec_hex, d, len);
   kn_agg_result_t res;
-  KT_CHECK_INT(expand(b, d, len, NULL, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, NULL, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.aggregated, 1);
   KT_CHECK_INT(res.n_user, 2);
   KT_CHECK_INT(b->n, 2);
@@ -306,7 +315,7 @@ static void test_spec_encode(void) {
   KT_CHECK_INT(kn_aggregator_count(a), 2);
   KT_CHECK_INT(kn_aggregator_size(a), len);
   kn_agg_out_t out;
-  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
   KT_CHECK_INT(out.len, len);
   KT_CHECK(out.len == len && memcmp(out.data, want, len) == 0);
   KT_CHECK_INT(out.aggregated, 1);
@@ -329,7 +338,7 @@ static void test_spec_encode(void) {
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "7", 1, "x", 1), 0);
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, "7", 1, "y", 1), 0);
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "z", 1), 0);
-  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
   static const uint8_t shared[] = {0x0a, 1,    'k', 0x12, 1, '7', 0x1a, 7, 0x08,
                                    0,    0x10, 0,   0x1a, 1, 'x', 0x1a, 7, 0x08,
                                    0,    0x10, 0,   0x1a, 1, 'y', 0x1a, 5, 0x08,
@@ -538,10 +547,10 @@ static void test_corrupt_envelope(void) {
   /* No magic: a plain record, nothing appended, no error. */
   memcpy(d, good, len);
   d[0] ^= 1;
-  KT_CHECK_INT(expand(b, d, len, NULL, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, NULL, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.aggregated, 0);
-  KT_CHECK_INT(expand(b, d, 0, NULL, &res, NULL, 0), 0);
-  KT_CHECK_INT(expand(b, good, 3, NULL, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, 0, NULL, &res, NULL, 0) == 0, kn_batch_destroy(b));
+  KT_REQUIRE(expand(b, good, 3, NULL, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.aggregated, 0);
   KT_CHECK_INT(b->n, 0);
   KT_CHECK_INT(kn_agg_has_magic(good, len), 1);
@@ -841,7 +850,8 @@ static void test_lenient(void) {
   uint8_t *d = wrap(b, m.b, m.n, &len);
   kn_agg_result_t res;
   char msg[256];
-  KT_CHECK_INT(expand(b, d, len, NULL, &res, msg, sizeof(msg)), 0);
+  KT_REQUIRE(expand(b, d, len, NULL, &res, msg, sizeof(msg)) == 0,
+             kn_batch_destroy(b));
   KT_CHECK_MSG(b->n == 2, "%s", msg);
   if (b->n == 2) {
     KT_CHECK_STR(b->recs[0].pkey, "\xe6\x97\xa5\xe6\x9c\xac");
@@ -859,14 +869,14 @@ static void test_lenient(void) {
   pb_str(&r, 3, "x");
   pb_record(&m, &r);
   d = wrap(b, m.b, m.n, &len);
-  KT_CHECK_INT(expand(b, d, len, NULL, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, NULL, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK(b->n == 3 && strcmp(b->recs[2].ehk, "00042") == 0);
 
   /* Tables and no records: an aggregate of nothing. */
   m.n = 0;
   pb_str(&m, 1, "k");
   d = wrap(b, m.b, m.n, &len);
-  KT_CHECK_INT(expand(b, d, len, NULL, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, NULL, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.aggregated, 1);
   KT_CHECK_INT(res.n_user, 0);
   KT_CHECK_INT(b->n, 3);
@@ -887,7 +897,7 @@ static void test_lenient(void) {
     pb_record(&m, &r);
   }
   d = wrap(b, m.b, m.n, &len);
-  KT_CHECK_INT(expand(b, d, len, NULL, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, NULL, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.n_added, 34);
   KT_CHECK_STR(b->recs[3].pkey, "k99");
   KT_CHECK_STR(b->recs[3].ehk, "99");
@@ -909,7 +919,11 @@ static uint8_t *ten(kn_batch_t *b, size_t *len) {
                       strlen(data));
   }
   kn_agg_out_t out;
-  kn_aggregator_flush(a, &out);
+  if (kn_aggregator_flush(a, &out) != KN_ERR_NO_ERROR) {
+    kn_aggregator_destroy(a);
+    *len = 0;
+    return NULL;
+  }
   uint8_t *d = kn_batch_alloc(b, out.len);
   memcpy(d, out.data, out.len);
   *len = out.len;
@@ -921,9 +935,10 @@ static void test_filter_checkpoint(void) {
   kn_batch_t *b = kn_batch_new(NULL, NULL);
   size_t len;
   uint8_t *d = ten(b, &len);
+  KT_REQUIRE(d != NULL, kn_batch_destroy(b));
   kn_agg_filter_t f = {.subseq_floor = 4};
   kn_agg_result_t res;
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.n_user, 10);
   KT_CHECK_INT(res.n_below_floor, 5);
   KT_CHECK_INT(res.n_added, 5);
@@ -940,17 +955,17 @@ static void test_filter_checkpoint(void) {
   KT_CHECK(b->recs[0].pkey == b->recs[2].pkey);
   KT_CHECK(b->recs[0].pkey != b->recs[1].pkey);
   f.subseq_floor = -1;
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.n_added, 10);
   f.subseq_floor = 0;
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.n_added, 9);
   f.subseq_floor = 9;
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.n_added, 0);
   KT_CHECK_INT(res.aggregated, 1);
   f.subseq_floor = INT64_MAX;
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.n_added, 0);
   KT_CHECK_INT(b->n, 5 + 10 + 9);
   kn_batch_destroy(b);
@@ -960,6 +975,7 @@ static void test_filter_range(void) {
   kn_batch_t *b = kn_batch_new(NULL, NULL);
   size_t len;
   uint8_t *d = ten(b, &len);
+  KT_REQUIRE(d != NULL, kn_batch_destroy(b));
   kn_agg_filter_t f = {.subseq_floor = -1, .check_range = 1};
   kn_agg_result_t res;
   kn_u128_t hk1 = kn_hashkey_of("pk1", 3); /* 0xf7cf... */
@@ -969,21 +985,21 @@ static void test_filter_range(void) {
   /* The whole range. */
   f.range_start = kn_u128_make(0, 0);
   f.range_end = kn_u128_make(UINT64_MAX, UINT64_MAX);
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.n_added, 10);
   KT_CHECK_INT(res.out_of_range, 0);
 
   /* Inclusive bounds: [5, MD5(pk1)] holds every record's hash key. */
   f.range_start = kn_u128_make(0, 5);
   f.range_end = hk1;
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.n_added, 10);
 
   /* Record 7's explicit hash key 5 is left out: all ten are dropped, even
    * though MD5(pk2), its partition key's hash, is inside. */
   size_t n0 = b->n, bytes0 = b->bytes;
   f.range_start = kn_u128_make(0, 6);
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.aggregated, 1);
   KT_CHECK_INT(res.out_of_range, 1);
   KT_CHECK_INT(res.n_added, 0);
@@ -993,19 +1009,19 @@ static void test_filter_range(void) {
   /* MD5(pk1) just outside the end. */
   f.range_start = kn_u128_make(0, 5);
   f.range_end = kn_u128_sub(hk1, one);
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.out_of_range, 1);
 
   /* MD5(pk2) just outside the start. */
   f.range_start = kn_u128_add(hk2, one);
   f.range_end = kn_u128_make(UINT64_MAX, UINT64_MAX);
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.out_of_range, 1);
 
   /* Filters together: the range decides for the whole aggregate first. */
   f.range_start = kn_u128_make(0, 0);
   f.subseq_floor = 8;
-  KT_CHECK_INT(expand(b, d, len, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, d, len, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(res.out_of_range, 0);
   KT_CHECK_INT(res.n_added, 1);
   KT_CHECK_INT(b->recs[b->n - 1].subseq, 9);
@@ -1027,7 +1043,7 @@ static void test_filter_range(void) {
   KT_CHECK_INT(b->n, n0);
   f.check_range = 0; /* without the range check, passed through */
   f.subseq_floor = -1;
-  KT_CHECK_INT(expand(b, e, n, &f, &res, NULL, 0), 0);
+  KT_REQUIRE(expand(b, e, n, &f, &res, NULL, 0) == 0, kn_batch_destroy(b));
   KT_CHECK_INT(b->n, n0 + 1);
   kn_batch_destroy(b);
 }
@@ -1058,31 +1074,32 @@ static void test_aggregator(void) {
   /* A lone record goes as itself, with its explicit hash key normalised. */
   KT_CHECK_INT(kn_aggregator_add(a, "key", 3, "007", 3, "payload", 7), 0);
   kn_agg_out_t out;
-  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
   KT_CHECK_INT(out.aggregated, 0);
   KT_CHECK(out.len == 7 && memcmp(out.data, "payload", 7) == 0);
   KT_CHECK_STR(out.pkey, "key");
   KT_CHECK_STR(out.ehk, "7");
   KT_CHECK_INT(kn_aggregator_add(a, "key", 3, NULL, 0, "", 0), 0);
-  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
   KT_CHECK(out.len == 0 && out.ehk == NULL);
   KT_CHECK_STR(out.pkey, "key");
   /* A lone borrowed record is sent from the caller's bytes. */
   static const char mine[] = "borrowed";
   KT_CHECK_INT(kn_aggregator_add_borrowed(a, "key", 3, NULL, 0, mine, 8), 0);
-  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
   KT_CHECK(out.data == mine && out.len == 8 && out.aggregated == 0);
   /* An empty borrowed payload, in an aggregate and alone. */
   KT_CHECK_INT(kn_aggregator_add_borrowed(a, "key", 3, NULL, 0, NULL, 0), 0);
   KT_CHECK_INT(kn_aggregator_add_borrowed(a, "k2", 2, NULL, 0, mine, 3), 0);
-  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
   KT_CHECK_INT(out.aggregated, 1);
   kn_batch_t *eb = kn_batch_new("s", "shardId-000000000000");
   void *copy = malloc(out.len);
   memcpy(copy, out.data, out.len);
   kn_agg_result_t er;
   KT_CHECK(kn_batch_adopt(eb, copy) == 0);
-  KT_CHECK_INT(kn_agg_expand(eb, copy, out.len, "1", 0, NULL, &er, NULL), 0);
+  KT_REQUIRE(kn_agg_expand(eb, copy, out.len, "1", 0, NULL, &er, NULL) == 0,
+             kn_batch_destroy(eb), kn_aggregator_destroy(a));
   KT_CHECK_INT(er.n_added, 2);
   size_t l0 = 9, l1 = 9;
   kn_record_data(kn_batch_record(eb, 0), &l0);
@@ -1090,7 +1107,7 @@ static void test_aggregator(void) {
   KT_CHECK(l0 == 0 && l1 == 3 && memcmp(d1, "bor", 3) == 0);
   kn_batch_destroy(eb);
   KT_CHECK_INT(kn_aggregator_add_borrowed(a, "key", 3, NULL, 0, NULL, 0), 0);
-  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
   KT_CHECK(out.len == 0 && out.aggregated == 0);
   kn_aggregator_destroy(a);
 
@@ -1110,7 +1127,7 @@ static void test_aggregator(void) {
       KT_CHECK(before + 1034 + (size_t)n > KN_AGG_DEFAULT_MAX_BYTES);
       KT_CHECK_INT(kn_aggregator_size(a), before);
       records += kn_aggregator_count(a);
-      KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+      KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
       KT_CHECK_INT(out.len, before);
       KT_CHECK(out.len <= KN_AGG_DEFAULT_MAX_BYTES);
       KT_CHECK(out.len > KN_AGG_DEFAULT_MAX_BYTES - 1100);
@@ -1130,7 +1147,7 @@ static void test_aggregator(void) {
     KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1), 0);
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1),
                KN_ERR__QUEUE_FULL);
-  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
   KT_CHECK_INT(out.n_records, 3);
   kn_aggregator_destroy(a);
 
@@ -1139,7 +1156,7 @@ static void test_aggregator(void) {
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, kb, 200), 0);
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, "x", 1),
                KN_ERR__QUEUE_FULL);
-  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
   KT_CHECK_INT(out.aggregated, 0);
   KT_CHECK_INT(out.len, 200);
   /* Exactly at the cap is allowed: 20 + (1+1+1) + (1+1+(2+1+1+60)) = 89;
@@ -1153,7 +1170,7 @@ static void test_aggregator(void) {
   KT_CHECK_INT(kn_aggregator_size(a), 100);
   KT_CHECK_INT(kn_aggregator_add(a, "k", 1, NULL, 0, d60, 0),
                KN_ERR__QUEUE_FULL);
-  KT_CHECK_INT(kn_aggregator_flush(a, &out), 0);
+  KT_REQUIRE(kn_aggregator_flush(a, &out) == 0, kn_aggregator_destroy(a));
   KT_CHECK_INT(out.len, 100);
   kn_aggregator_destroy(a);
 }
@@ -1200,7 +1217,9 @@ static void test_tracked_size(void) {
       size_t count = kn_aggregator_count(a), size = kn_aggregator_size(a);
       if (!count) break;
       kn_agg_out_t out;
-      KT_CHECK_INT(kn_aggregator_flush(a, &out), KN_ERR_NO_ERROR);
+      kn_err_t flushed = kn_aggregator_flush(a, &out);
+      KT_CHECK_INT(flushed, KN_ERR_NO_ERROR);
+      if (flushed != KN_ERR_NO_ERROR) break;
       if (out.aggregated) {
         KT_CHECK_INT(out.len, size);
         KnKpl__AggregatedRecord *ar = kn_kpl__aggregated_record__unpack(
@@ -1231,10 +1250,12 @@ static void test_in_place(void) {
   kn_batch_t *b = kn_batch_new(NULL, NULL);
   size_t len;
   const uint8_t *orig = ten(b, &len);
+  KT_REQUIRE(orig != NULL, kn_batch_destroy(b));
   uint8_t *d = kn_batch_alloc(b, len);
   memcpy(d, orig, len);
   kn_agg_result_t res;
-  KT_CHECK_INT(kn_agg_expand(b, d, len, "1", 0, NULL, &res, NULL), 0);
+  KT_REQUIRE(kn_agg_expand(b, d, len, "1", 0, NULL, &res, NULL) == 0,
+             kn_batch_destroy(b));
   KT_CHECK_INT(res.n_added, 10);
   /* The payloads one after the other from the start, then the keys. */
   size_t off = 0;
@@ -1304,7 +1325,8 @@ static void test_in_place(void) {
   KT_CHECK(res.aggregated == 0 && res.n_added == 0);
 
   /* Without the range check it expands, over data. */
-  KT_CHECK_INT(kn_agg_expand(b, bad, len, "2", 0, NULL, &res, NULL), 0);
+  KT_REQUIRE(kn_agg_expand(b, bad, len, "2", 0, NULL, &res, NULL) == 0,
+             kn_batch_destroy(b));
   KT_CHECK_INT(res.n_added, 2);
   KT_CHECK(b->n == n0 + 2);
   KT_CHECK((const uint8_t *)b->recs[n0].data == bad);

@@ -15,13 +15,14 @@ static void test_push_and_access(void) {
   KT_CHECK(kn_batch_record(b, 0) == NULL);
   for (int i = 0; i < 1000; i++) {
     kn_record_t *r = kn_batch_push(b);
-    KT_CHECK(r != NULL);
+    KT_REQUIRE(r != NULL, kn_batch_destroy(b));
     char tmp[32];
     int n = snprintf(tmp, sizeof tmp, "key-%d", i);
     r->pkey = kn_batch_strndup(b, tmp, (size_t)n);
     r->seq = kn_batch_strndup(
         b, "49590338271490256608559692538361571095921575989136588898", 56);
     char *d = kn_batch_alloc(b, (size_t)i);
+    KT_REQUIRE(r->pkey && r->seq && d, kn_batch_destroy(b));
     for (int k = 0; k < i; k++) d[k] = (char)(k ^ i);
     r->data = d;
     r->len = (size_t)i;
@@ -67,7 +68,7 @@ static void test_adopt_and_big_alloc(void) {
   char *small2 = kn_batch_alloc(b, 10);
   KT_CHECK(small && small2 && small2 == small + 16);
   char *big = kn_batch_alloc(b, 1 << 20);
-  KT_CHECK(big != NULL);
+  KT_REQUIRE(big != NULL, kn_batch_destroy(b));
   memset(big, 1, 1 << 20);
   KT_CHECK(kn_batch_adopt(b, malloc(100)) == 0);
   KT_CHECK(kn_batch_adopt(b, NULL) == 0);

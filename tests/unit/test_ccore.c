@@ -9,6 +9,11 @@
 
 /* ---- planners ---- */
 
+/* Equal strings, or both NULL (a case read after a failed allocation). */
+static int same(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
 static kn_cc_shard_t sh(const char *id, const char *parent,
                         const char *adjacent, int closed) {
   kn_cc_shard_t s = {id, parent, adjacent, "0", "1", closed};
@@ -45,19 +50,19 @@ static void test_plan_empty_table(void) {
   KT_CHECK(n == 5);
   KT_CHECK(planned(s, v, n, "0", &w) && w == 0);
   KT_CHECK(planned(s, v, n, "3", &w) && w == 1);
-  KT_CHECK(strcmp(planned(s, v, n, "3", NULL), KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(same(planned(s, v, n, "3", NULL), KN_CKPT_TRIM_HORIZON));
   KT_CHECK(v[n - 1].wave == 1 && v[0].wave == 0); /* parents first */
   free(v);
   /* LATEST: the open shards only, at LATEST. */
   KT_CHECK(kn_cc_plan_sync(s, 5, NULL, 0, KN_CKPT_LATEST, &v, &n) == 0);
   KT_CHECK(n == 4 && !planned(s, v, n, "0", NULL));
-  KT_CHECK(strcmp(planned(s, v, n, "3", NULL), KN_CKPT_LATEST) == 0);
+  KT_CHECK(same(planned(s, v, n, "3", NULL), KN_CKPT_LATEST));
   free(v);
   /* AT_TIMESTAMP: the root at the timestamp, its children after it. */
   KT_CHECK(kn_cc_plan_sync(s, 5, NULL, 0, KN_CKPT_AT_TIMESTAMP, &v, &n) == 0);
   KT_CHECK(n == 5);
-  KT_CHECK(strcmp(planned(s, v, n, "0", NULL), KN_CKPT_AT_TIMESTAMP) == 0);
-  KT_CHECK(strcmp(planned(s, v, n, "4", NULL), KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(same(planned(s, v, n, "0", NULL), KN_CKPT_AT_TIMESTAMP));
+  KT_CHECK(same(planned(s, v, n, "4", NULL), KN_CKPT_TRIM_HORIZON));
   free(v);
 }
 
@@ -131,8 +136,8 @@ static void test_plan_parent_past_retention(void) {
   size_t n;
   KT_CHECK(kn_cc_plan_sync(s, 2, l, 1, KN_CKPT_LATEST, &v, &n) == 0);
   KT_CHECK(n == 2);
-  KT_CHECK(strcmp(planned(s, v, n, "C", NULL), KN_CKPT_TRIM_HORIZON) == 0);
-  KT_CHECK(strcmp(planned(s, v, n, "D", NULL), KN_CKPT_LATEST) == 0);
+  KT_CHECK(same(planned(s, v, n, "C", NULL), KN_CKPT_TRIM_HORIZON));
+  KT_CHECK(same(planned(s, v, n, "D", NULL), KN_CKPT_LATEST));
   free(v);
   /* Two generations past the listing: Q's lease names it as a child
    * (R), or only the hash keys tell (S under T's range). */
@@ -147,13 +152,13 @@ static void test_plan_parent_past_retention(void) {
   l2[1].hash_end = "15";
   KT_CHECK(kn_cc_plan_sync(s2, 2, l2, 2, KN_CKPT_LATEST, &v, &n) == 0);
   KT_CHECK(n == 2);
-  KT_CHECK(strcmp(planned(s2, v, n, "E", NULL), KN_CKPT_TRIM_HORIZON) == 0);
-  KT_CHECK(strcmp(planned(s2, v, n, "F", NULL), KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(same(planned(s2, v, n, "E", NULL), KN_CKPT_TRIM_HORIZON));
+  KT_CHECK(same(planned(s2, v, n, "F", NULL), KN_CKPT_TRIM_HORIZON));
   free(v);
   l2[1].hash_start = "21"; /* no overlap: unknown ancestry */
   l2[1].hash_end = "30";
   KT_CHECK(kn_cc_plan_sync(s2, 2, l2, 2, KN_CKPT_LATEST, &v, &n) == 0);
-  KT_CHECK(strcmp(planned(s2, v, n, "F", NULL), KN_CKPT_LATEST) == 0);
+  KT_CHECK(same(planned(s2, v, n, "F", NULL), KN_CKPT_LATEST));
   free(v);
 }
 
@@ -168,8 +173,8 @@ static void test_plan_merge_other_parent(void) {
   int wb = -1, wm = -1;
   KT_CHECK(kn_cc_plan_sync(s, 3, l, 1, KN_CKPT_LATEST, &v, &n) == 0);
   KT_CHECK(n == 2);
-  KT_CHECK(strcmp(planned(s, v, n, "B", &wb), KN_CKPT_TRIM_HORIZON) == 0);
-  KT_CHECK(strcmp(planned(s, v, n, "M", &wm), KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(same(planned(s, v, n, "B", &wb), KN_CKPT_TRIM_HORIZON));
+  KT_CHECK(same(planned(s, v, n, "M", &wm), KN_CKPT_TRIM_HORIZON));
   KT_CHECK(wb < wm);
   free(v);
 }
@@ -209,13 +214,20 @@ static void beat(table_t *t, const kn_cc_action_t *a, const char *worker,
 }
 
 static kn_lease_t *tfind(table_t *t, const char *key) {
+  /* An action without its key is the core's fault: no lease matches. */
+  if (!key) return NULL;
   for (size_t i = 0; i < t->n; i++)
     if (strcmp(t->v[i].key, key) == 0) return &t->v[i];
   return NULL;
 }
 
-static int same(const char *a, const char *b) {
-  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+/* The lease of key; an empty one when the table has none (a case read
+ * after a failed allocation), so that checks fail instead of crashing. */
+static kn_lease_t *tget(table_t *t, const char *key) {
+  static kn_lease_t none;
+  kn_lease_t *l = tfind(t, key);
+  memset(&none, 0, sizeof(none));
+  return l ? l : &none;
 }
 
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
@@ -229,6 +241,12 @@ static kn_error_t *apply(table_t *t, const kn_cc_action_t *a,
   kn_error_t *cond = kn_error_new(KN_ERR_CONDITIONAL_CHECK_FAILED, "cond");
   switch (a->op) {
     case KN_CC_CREATE:
+      /* Never without its lease (the core drops the action instead). */
+      KT_CHECK(a->lease != NULL);
+      if (!a->lease) {
+        kn_error_destroy(cond);
+        return kn_error_new(KN_ERR__NOMEM, "create without a lease");
+      }
       if (tfind(t, a->lease->key)) return cond;
       kn_lease_copy(&t->v[t->n++], a->lease);
       break;
@@ -423,7 +441,7 @@ static void test_worker_life(void) {
   KT_CHECK(t.n == 1 && kn_cc_synced(c));
   kn_cc_tick(c, 1);
   run(c, &t, "w1", 1, &s, NULL);
-  KT_CHECK(s.start == 1 && strcmp(s.started, "s0") == 0 && s.tenure == 1);
+  KT_CHECK(s.start == 1 && same(s.started, "s0") && s.tenure == 1);
   KT_CHECK(kn_cc_held(c) == 1);
   /* Renewed on time: the deadline moves. */
   kn_cc_tick(c, 3001);
@@ -436,10 +454,10 @@ static void test_worker_life(void) {
   kn_cc_processed(c, "s0", 1, &p, 3100);
   kn_cc_tick(c, 4001);
   run(c, &t, "w1", 4001, &s, NULL);
-  KT_CHECK(t.v[0].counter == 2 && strcmp(t.v[0].checkpoint, "100") != 0);
+  KT_CHECK(t.v[0].counter == 2 && !same(t.v[0].checkpoint, "100"));
   kn_cc_tick(c, 6001);
   run(c, &t, "w1", 6001, &s, NULL);
-  KT_CHECK(t.v[0].checkpoint && strcmp(t.v[0].checkpoint, "100") == 0);
+  KT_CHECK(t.v[0].checkpoint && same(t.v[0].checkpoint, "100"));
   KT_CHECK(t.v[0].counter == 3);
   /* A report of another tenure changes nothing. */
   kn_cc_shard_ended(c, "s0", 7, NULL, 0, 6100);
@@ -473,7 +491,7 @@ static void test_worker_life(void) {
   kn_cc_close(c, now + 2300);
   run(c, &t, "w1", now + 2300, &s, NULL);
   KT_CHECK(s.closed == 1 && s.stop == 2 && s.stop_reason == KN_ERR__DESTROY);
-  KT_CHECK(t.v[0].owner == NULL && strcmp(t.v[0].checkpoint, "200") == 0 &&
+  KT_CHECK(t.v[0].owner == NULL && same(t.v[0].checkpoint, "200") &&
            t.v[0].checkpoint_subseq == 3);
   kn_cc_destroy(c);
   table_free(&t);
@@ -500,12 +518,12 @@ static void test_lost_and_manual(void) {
   kn_cc_shard_ended(c, "s0", s.tenure, NULL, 0, 10);
   kn_cc_delivered(c, "s0", s.tenure, &p, 1, 10);
   run(c, &t, "w1", 10, &s, NULL);
-  KT_CHECK(strcmp(t.v[0].checkpoint, KN_CKPT_TRIM_HORIZON) == 0);
+  KT_CHECK(same(t.v[0].checkpoint, KN_CKPT_TRIM_HORIZON));
   int token = 0;
   kn_cc_checkpoint(c, "s0", &p, 0, NULL, 0, &token, 20);
   run(c, &t, "w1", 20, &s, NULL);
   KT_CHECK(s.replies == 1 && s.reply_code == KN_ERR_NO_ERROR);
-  KT_CHECK(strcmp(t.v[0].checkpoint, KN_CKPT_SHARD_END) == 0);
+  KT_CHECK(same(t.v[0].checkpoint, KN_CKPT_SHARD_END));
   KT_CHECK(s.done == 1 && t.v[0].owner == NULL);
   kn_cc_checkpoint(c, "s0", &p, 0, NULL, 0, &token, 30);
   run(c, &t, "w1", 30, &s, NULL);
@@ -521,6 +539,7 @@ static void test_lost_and_manual(void) {
   run(c, &t, "w1", 0, &s, NULL);
   kn_cc_tick(c, 1);
   run(c, &t, "w1", 1, &s, NULL);
+  KT_REQUIRE(t.n == 1, kn_cc_destroy(c), table_free(&t));
   free(t.v[0].owner);
   t.v[0].owner = strdup("w2");
   t.v[0].counter++;
@@ -556,7 +575,7 @@ static void test_handoff(void) {
   kn_cc_cfg_t c2cfg = cfg_for("w2");
   kn_cc_t *c1 = two_shard_worker(&t, &s1);
   KT_CHECK(kn_cc_held(c1) == 2 && s1.start == 2);
-  kn_lease_t *l0 = tfind(&t, "s0"), *l1 = tfind(&t, "s1");
+  kn_lease_t *l0 = tget(&t, "s0"), *l1 = tget(&t, "s1");
   kn_cc_pos_t p = {"500", 2};
   kn_cc_delivered(c1, "s0", l0->counter, &p, 0, 10);
   kn_cc_delivered(c1, "s1", l1->counter, &p, 0, 10);
@@ -566,8 +585,8 @@ static void test_handoff(void) {
   run(c2, &t, "w2", 100, &s2, NULL);
   kn_cc_tick(c2, 101);
   run(c2, &t, "w2", 101, &s2, NULL);
-  const char *asked = tfind(&t, "s0")->checkpoint_owner ? "s0" : "s1";
-  kn_lease_t *la = tfind(&t, asked);
+  const char *asked = tget(&t, "s0")->checkpoint_owner ? "s0" : "s1";
+  kn_lease_t *la = tget(&t, asked);
   KT_CHECK_STR(la->owner, "w2");
   KT_CHECK_STR(la->checkpoint_owner, "w1");
   KT_CHECK(s2.start == 0 && kn_cc_held(c2) == 0 && !kn_cc_idle(c2));
@@ -579,11 +598,11 @@ static void test_handoff(void) {
   kn_cc_tick(c1, 3001);
   run(c1, &t, "w1", 3001, &s1, NULL);
   KT_CHECK(s1.yield == 1 && s1.stop == 0);
-  KT_CHECK_STR(tfind(&t, asked)->checkpoint_owner, "w1");
+  KT_CHECK_STR(tget(&t, asked)->checkpoint_owner, "w1");
   /* Meanwhile it renews the lease and waits for its application. */
   kn_cc_tick(c1, 6002);
   run(c1, &t, "w1", 6002, &s1, NULL);
-  KT_CHECK_STR(tfind(&t, asked)->checkpoint_owner, "w1");
+  KT_CHECK_STR(tget(&t, asked)->checkpoint_owner, "w1");
   kn_cc_tick(c2, 6003);
   run(c2, &t, "w2", 6003, &s2, NULL);
   KT_CHECK(s2.start == 0);
@@ -591,7 +610,7 @@ static void test_handoff(void) {
    * checkpointed and the lease passed on. */
   kn_cc_yielded(c1, asked, 1 /* the tenure: the take's counter */, &p, 6100);
   run(c1, &t, "w1", 6100, &s1, NULL);
-  la = tfind(&t, asked);
+  la = tget(&t, asked);
   KT_CHECK(la->checkpoint_owner == NULL);
   KT_CHECK_STR(la->owner, "w2");
   KT_CHECK_STR(la->checkpoint, "500");
@@ -600,11 +619,11 @@ static void test_handoff(void) {
   /* w2 sees it passed on and starts after that record. */
   kn_cc_tick(c2, 6600);
   run(c2, &t, "w2", 6600, &s2, NULL);
-  KT_CHECK(s2.start == 1 && strcmp(s2.started, asked) == 0);
+  KT_CHECK(s2.start == 1 && same(s2.started, asked));
   KT_CHECK_STR(s2.start_ckpt, "500");
   KT_CHECK(kn_cc_held(c2) == 1);
   /* A later renewal of w1 for that lease is refused, never reaches it. */
-  KT_CHECK_STR(tfind(&t, asked)->owner, "w2");
+  KT_CHECK_STR(tget(&t, asked)->owner, "w2");
   kn_cc_destroy(c1);
   kn_cc_destroy(c2);
   table_free(&t);
@@ -631,7 +650,7 @@ static void test_handoff_silent_owner(void) {
   KT_CHECK(s2.start >= 1);
   KT_CHECK(kn_cc_held(c2) >= 1);
   for (size_t i = 0; i < t.n; i++)
-    KT_CHECK(!t.v[i].checkpoint_owner || strcmp(t.v[i].owner, "w2") != 0);
+    KT_CHECK(!t.v[i].checkpoint_owner || !same(t.v[i].owner, "w2"));
   kn_cc_destroy(c2);
   table_free(&t);
   (void)s1;

@@ -203,12 +203,13 @@ static int count_requests(const char *action) {
 
 static void test_list_shards_pages(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   reset_records();
   scenario = 0;
   kn_shard_list_t *l;
   kn_error_t *e =
       kn_list_shards(kc, "s", KN_SHARD_FILTER_AT_LATEST, NULL, 0, &l);
-  KT_CHECK(e == NULL);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_client_destroy(kc));
   KT_CHECK_INT(kn_shard_list_count(l), 3);
   KT_CHECK_STR(kn_shard_id(kn_shard_list_get(l, 2)), "shardId-2");
   KT_CHECK_STR(kn_shard_parent_id(kn_shard_list_get(l, 2)), "shardId-1");
@@ -238,10 +239,12 @@ static void test_list_shards_pages(void) {
 
 static void test_list_streams_pages(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   kn_strlist_t *l;
   reset_records();
   scenario = 0;
-  KT_CHECK(kn_list_streams(kc, &l) == NULL);
+  kn_error_t *e = kn_list_streams(kc, &l);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_client_destroy(kc));
   KT_CHECK_INT(kn_strlist_count(l), 3);
   KT_CHECK_STR(kn_strlist_get(l, 2), "z");
   kn_strlist_destroy(l);
@@ -251,7 +254,8 @@ static void test_list_streams_pages(void) {
 
   reset_records();
   scenario = 2;
-  KT_CHECK(kn_list_streams(kc, &l) == NULL);
+  e = kn_list_streams(kc, &l);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_client_destroy(kc));
   KT_CHECK_INT(kn_strlist_count(l), 3);
   KT_CHECK_STR(kn_strlist_get(l, 2), "c");
   kn_strlist_destroy(l);
@@ -282,6 +286,8 @@ static void test_paging_guards(void) {
   kn_pager_free(&pg);
 
   kn_client_t *kc = client();
+
+  KT_REQUIRE(kc != NULL);
   scenario = 6;
   reset_records();
   kn_shard_list_t *sl = NULL;
@@ -314,6 +320,7 @@ static void test_paging_guards(void) {
 
 static void test_consumers_and_unsupported(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   reset_records();
   scenario = 0;
   kn_stream_consumer_list_t *l;
@@ -338,6 +345,7 @@ static void test_consumers_and_unsupported(void) {
 
 static void test_split_default_and_wait(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   reset_records();
   scenario = 0;
   KT_CHECK(kn_split_shard(kc, "s", "shardId-1", NULL) == NULL);
@@ -374,6 +382,7 @@ static void test_split_default_and_wait(void) {
 
 static void test_arguments(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   kn_batch_t *b = (kn_batch_t *)1;
   kn_error_t *e = kn_get_records(kc, NULL, 0, &b);
   KT_CHECK(e && kn_error_code(e) == KN_ERR__INVALID_ARG && b == NULL);
@@ -478,6 +487,7 @@ static void run_on_loop(waiter_t *w, void (*fn)(void *)) {
 
 static void test_async(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   waiter_t w;
   memset(&w, 0, sizeof w);
   w.kc = kc;

@@ -10,10 +10,9 @@
 #include "kt.h"
 #include "kt_aws.h"
 #include "kt_httpd.h"
+#include "kt_kinesis.h"
 #include "lease/store.h"
 #include "util/clock.h"
-
-#define MAX_KEY "340282366920938463463374607431768211455"
 
 /* ---- the scripted server: one open shard, three records ---- */
 
@@ -21,58 +20,36 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int n_get_records, n_describe;
 static int shard_gone; /* GetShardIterator: ResourceNotFound (past retention) */
 
-static const char *target(const kt_httpd_req_t *req) {
-  const char *t = strstr(req->head, "X-Amz-Target: Kinesis_20131202.");
-  static __thread char action[64];
-  action[0] = '\0';
-  if (t) sscanf(t + 31, "%63[A-Za-z]", action);
-  return action;
-}
-
-static size_t json_resp(char *out, size_t size, int status, const char *body) {
-  return kt_httpd_resp(out, size, status,
-                       "Content-Type: application/x-amz-json-1.1\r\n", body);
-}
-
-#define REC(seq)                                 \
-  "{\"SequenceNumber\":\"" seq                   \
-  "\",\"Data\":\"aGk=\",\"PartitionKey\":\"k\"," \
-  "\"ApproximateArrivalTimestamp\":1.5E9}"
-
 static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
                   size_t *out_len) {
   (void)ud;
-  const char *action = target(req);
+  const char *action = kt_kinesis_action(req);
   pthread_mutex_lock(&mu);
   if (strcmp(action, "ListShards") == 0) {
-    *out_len = json_resp(
-        out, size, 200,
-        "{\"Shards\":[{\"ShardId\":\"shardId-0\",\"HashKeyRange\":{"
-        "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"" MAX_KEY
-        "\"},"
-        "\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"}}]}");
+    *out_len = kt_kinesis_json(out, size, 200, KT_ONE_SHARD);
   } else if (strcmp(action, "GetShardIterator") == 0 && shard_gone) {
-    *out_len = json_resp(out, size, 400,
-                         "{\"__type\":\"ResourceNotFoundException\","
-                         "\"message\":\"scripted\"}");
+    *out_len = kt_kinesis_json(out, size, 400,
+                               "{\"__type\":\"ResourceNotFoundException\","
+                               "\"message\":\"scripted\"}");
   } else if (strcmp(action, "GetShardIterator") == 0) {
-    *out_len = json_resp(out, size, 200, "{\"ShardIterator\":\"it\"}");
+    *out_len = kt_kinesis_json(out, size, 200, "{\"ShardIterator\":\"it\"}");
   } else if (strcmp(action, "GetRecords") == 0) {
-    *out_len = json_resp(out, size, 200,
+    *out_len = kt_kinesis_json(out, size, 200,
                          ++n_get_records == 1
-                             ? "{\"Records\":[" REC("11") "," REC("12") "," REC(
+                             ? "{\"Records\":[" KT_REC("11") "," KT_REC("12") "," KT_REC(
                                    "13") "],\"NextShardIterator\":\"it\","
                                          "\"MillisBehindLatest\":0}"
                              : "{\"Records\":[],\"NextShardIterator\":\"it\","
                                "\"MillisBehindLatest\":0}");
   } else if (strcmp(action, "DescribeStreamSummary") == 0) {
     n_describe++;
-    *out_len = json_resp(out, size, 200,
-                         "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\","
-                         "\"StreamStatus\":\"ACTIVE\",\"OpenShardCount\":1}}");
-  } else {
     *out_len =
-        json_resp(out, size, 400, "{\"__type\":\"UnknownOperationException\"}");
+        kt_kinesis_json(out, size, 200,
+                        "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\","
+                        "\"StreamStatus\":\"ACTIVE\",\"OpenShardCount\":1}}");
+  } else {
+    *out_len = kt_kinesis_json(out, size, 400,
+                               "{\"__type\":\"UnknownOperationException\"}");
   }
   pthread_mutex_unlock(&mu);
   return KT_REPLY;
@@ -100,30 +77,12 @@ static void on_lost(kn_consumer_t *kc, const char *shard, kn_err_t reason,
 }
 
 static kn_consumer_t *consumer(const char *table) {
-  kt_aws_reset();
-  kn_conf_t *conf = kn_conf_new();
-  char ep[64], store[64], err[256];
-  snprintf(ep, sizeof ep, "http://127.0.0.1:%d", srv.port);
+  char store[64], err[256];
   snprintf(store, sizeof store, "memory:%s", table);
-  const char *props[][2] = {{"endpoint", ep},
-                            {"region", "us-east-1"},
-                            {"aws.access.key.id", "AKID"},
-                            {"aws.secret.access.key", "secret"},
-                            {"stream", "s"},
-                            {"lease.store", store},
-                            {"worker.id", "w1"},
-                            {"lease.duration.ms", "20000"},
-                            {"lease.renew.interval.ms", "300"},
-                            {"lease.take.interval.ms", "200"},
-                            {"checkpoint.auto", "false"},
-                            {"checkpoint.interval.ms", "100"},
-                            {"poll.idle.ms", "50"},
-                            {"retry.max.attempts", "2"},
-                            {"retry.backoff.ms", "10"},
-                            {"log.level", "3"}};
-  for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
-    if (kn_conf_set(conf, props[i][0], props[i][1], err, sizeof err))
-      fprintf(stderr, "%s: %s\n", props[i][0], err);
+  const char *const props[][2] = {
+      {"lease.store", store}, {"worker.id", "w1"}, {"retry.max.attempts", "2"}};
+  kn_conf_t *conf =
+      kt_kinesis_consumer_conf(srv.port, props, sizeof props / sizeof props[0]);
   pthread_mutex_lock(&mu);
   n_get_records = n_describe = 0;
   pthread_mutex_unlock(&mu);

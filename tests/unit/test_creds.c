@@ -526,6 +526,13 @@ static void wait_runs(int n) {
   KT_CHECK_INT(runs(), n);
 }
 
+/* Waits (for at most 20 s) until the provider has finished n fetches. */
+static void wait_fetches(kn_creds_provider_t *p, uint64_t n) {
+  for (int i = 0; i < 400 && kn_creds_provider_fetches(p) < n; i++)
+    kn_sleep_ms(50);
+  KT_CHECK_INT(kn_creds_provider_fetches(p), n);
+}
+
 static void test_cache_and_refresh(void) {
   kt_aws_reset();
   /* Far from expiry: cached, the process runs once. */
@@ -541,10 +548,11 @@ static void test_cache_and_refresh(void) {
    * goes on with the cached keys), but not more than once a second. */
   expiring_script(120 * 1000, 99);
   p = provider();
+  KT_REQUIRE(p != NULL);
   KT_CHECK_STR(get_id(p), "AKID1");
   KT_CHECK_STR(get_id(p), "AKID1");
   KT_CHECK_INT(runs(), 1);
-  kn_sleep_ms(KN_CREDS_REFRESH_INTERVAL_MS + 100);
+  kn_creds_provider_advance(p, KN_CREDS_REFRESH_INTERVAL_MS);
   KT_CHECK_STR(get_id(p), "AKID1"); /* asks for the refresh */
   KT_CHECK_STR(get_id_until(p, "AKID2"), "AKID2");
   KT_CHECK_INT(runs(), 2);
@@ -554,11 +562,12 @@ static void test_cache_and_refresh(void) {
    * before trying again. */
   expiring_script(120 * 1000, 1);
   p = provider();
+  KT_REQUIRE(p != NULL);
   KT_CHECK_STR(get_id(p), "AKID1");
-  kn_sleep_ms(KN_CREDS_REFRESH_INTERVAL_MS + 100);
+  kn_creds_provider_advance(p, KN_CREDS_REFRESH_INTERVAL_MS);
   KT_CHECK_STR(get_id(p), "AKID1"); /* asks for run 2, which fails */
   wait_runs(2);
-  kn_sleep_ms(200); /* the failure recorded */
+  wait_fetches(p, 2); /* the failure recorded */
   KT_CHECK_STR(get_id(p), "AKID1");
   KT_CHECK_INT(runs(), 2);
   KT_CHECK_STR(get_id(p), "AKID1"); /* no new attempt yet */
@@ -568,6 +577,7 @@ static void test_cache_and_refresh(void) {
   /* Nearly expired credentials are never handed out. */
   expiring_script(5 * 1000, 99);
   p = provider();
+  KT_REQUIRE(p != NULL);
   KT_CHECK_STR(get_id(p), "error");
   kn_creds_provider_destroy(p);
   kn_creds_provider_destroy(NULL);
@@ -606,7 +616,7 @@ static void test_refresh_off_caller(void) {
   KT_CHECK_INT((int)ticket, 0);
   kn_creds_clear(&c);
   kn_error_destroy(e);
-  kn_sleep_ms(KN_CREDS_REFRESH_INTERVAL_MS + 100);
+  kn_creds_provider_advance(p, KN_CREDS_REFRESH_INTERVAL_MS);
   KT_CHECK_STR(get_id(p), "AKID1"); /* starts run 2, which hangs */
   wait_runs(2);
   for (int i = 0; i < 5; i++) KT_CHECK_STR(get_id(p), "AKID1");
@@ -619,6 +629,7 @@ static void test_refresh_off_caller(void) {
   kt_write(".aws/config",
            "[default]\ncredential_process = /nonexistent/program\n");
   p = provider();
+  KT_REQUIRE(p != NULL);
   ticket = 0;
   e = kn_creds_get_nowait(p, &c, &ticket);
   for (int i = 0; i < 400 && !e && !c.access_key_id; i++) {

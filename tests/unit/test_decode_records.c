@@ -72,8 +72,8 @@ static void test_kinesalite(void) {
       "1795971594.216,\"SequenceNumber\":\"" SEQ2 "\"}]}";
   kn_batch_t *b;
   kn_error_t *e = decode(body, &b);
-  KT_CHECK(e == NULL);
-  KT_CHECK_INT(kn_batch_count(b), 2);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_batch_destroy(b));
+  KT_REQUIRE(kn_batch_count(b) == 2, kn_batch_destroy(b));
   const kn_record_t *r = kn_batch_record(b, 0);
   KT_CHECK(data_is(r, "hello", 5));
   KT_CHECK_STR(kn_record_partition_key(r), "a");
@@ -97,12 +97,12 @@ static void test_kinesalite(void) {
 
   /* The end of a closed shard: no iterator, no ChildShards. */
   e = decode("{\"MillisBehindLatest\":765,\"Records\":[]}", &b);
-  KT_CHECK(e == NULL);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_batch_destroy(b));
   KT_CHECK(kn_batch_shard_end(b));
   KT_CHECK(kn_batch_next_iterator(b) == NULL);
   KT_CHECK(kn_batch_child_shards(b) == NULL);
   KT_CHECK_INT(kn_batch_millis_behind(b), 765);
-  KT_CHECK_INT(kn_batch_count(b), 0);
+  KT_REQUIRE(kn_batch_count(b) == 0, kn_batch_destroy(b));
   kn_batch_destroy(b);
 }
 
@@ -122,8 +122,8 @@ static void test_binary_and_escaped_key(void) {
            b64);
   kn_batch_t *b;
   kn_error_t *e = decode(body, &b);
-  KT_CHECK(e == NULL);
-  KT_CHECK_INT(kn_batch_count(b), 1);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_batch_destroy(b));
+  KT_REQUIRE(kn_batch_count(b) == 1, kn_batch_destroy(b));
   const kn_record_t *r = kn_batch_record(b, 0);
   KT_CHECK(data_is(r, all, 256));
   KT_CHECK_STR(kn_record_partition_key(r), "k\xc3\xa9y/\"1\"");
@@ -145,8 +145,8 @@ static void test_kinesis_local(void) {
       "\"PartitionKey\":\"b\",\"SequenceNumber\":\"" SEQ2 "\"}]}";
   kn_batch_t *b;
   kn_error_t *e = decode(body, &b);
-  KT_CHECK(e == NULL);
-  KT_CHECK_INT(kn_batch_count(b), 2);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_batch_destroy(b));
+  KT_REQUIRE(kn_batch_count(b) == 2, kn_batch_destroy(b));
   KT_CHECK_INT(kn_record_arrival_ms(kn_batch_record(b, 1)), 1795971597211);
   KT_CHECK(!kn_batch_shard_end(b));
   KT_CHECK(kn_batch_child_shards(b) == NULL);
@@ -169,10 +169,10 @@ static void test_kinesis_local(void) {
       "\"EncryptionType\":\"NONE\",\"PartitionKey\":\"a\",\"SequenceNumber\":"
       "\"" SEQ1 "\"}]}";
   e = decode(body, &b);
-  KT_CHECK(e == NULL);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_batch_destroy(b));
   KT_CHECK(kn_batch_shard_end(b));
   KT_CHECK(kn_batch_next_iterator(b) == NULL);
-  KT_CHECK_INT(kn_batch_count(b), 1);
+  KT_REQUIRE(kn_batch_count(b) == 1, kn_batch_destroy(b));
   const kn_shard_list_t *c = kn_batch_child_shards(b);
   KT_CHECK(c && kn_shard_list_count(c) == 2);
   if (c && kn_shard_list_count(c) == 2) {
@@ -200,7 +200,7 @@ static void test_kinesis_local(void) {
       "\"170141183460469231731687303715884105726\"}}],"
       "\"MillisBehindLatest\":0,\"NextShardIterator\":null,\"Records\":[]}";
   e = decode(body, &b);
-  KT_CHECK(e == NULL);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_batch_destroy(b));
   c = kn_batch_child_shards(b);
   KT_CHECK(c && kn_shard_list_count(c) == 1);
   if (c && kn_shard_list_count(c) == 1) {
@@ -226,8 +226,8 @@ static void test_aws_doc_example(void) {
       "  }\n  ] \n}\n";
   kn_batch_t *b;
   kn_error_t *e = decode(body, &b);
-  KT_CHECK(e == NULL);
-  KT_CHECK_INT(kn_batch_count(b), 1);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_batch_destroy(b));
+  KT_REQUIRE(kn_batch_count(b) == 1, kn_batch_destroy(b));
   const kn_record_t *r = kn_batch_record(b, 0);
   KT_CHECK(data_is(r, "_<data>_0", 9));
   KT_CHECK_STR(kn_record_partition_key(r), "partitionKey");
@@ -256,7 +256,7 @@ static void test_liberties(void) {
   kn_error_t *e = decode(body, &b);
   KT_CHECK_MSG(e == NULL, "%s", e ? kn_error_string(e) : "");
   kn_error_destroy(e);
-  KT_CHECK_INT(kn_batch_count(b), 2);
+  KT_REQUIRE(kn_batch_count(b) == 2, kn_batch_destroy(b));
   const kn_record_t *r = kn_batch_record(b, 0);
   KT_CHECK(data_is(r, "ABC", 3));
   KT_CHECK_STR(kn_record_partition_key(r), "");
@@ -292,7 +292,7 @@ static void test_string_escapes(void) {
       &b);
   KT_CHECK_MSG(e == NULL, "%s", e ? kn_error_string(e) : "");
   kn_error_destroy(e);
-  KT_CHECK_INT(kn_batch_count(b), 4);
+  KT_REQUIRE(kn_batch_count(b) == 4, kn_batch_destroy(b));
   if (kn_batch_count(b) == 4) {
     const unsigned char want[] = {0, 1, 2, 0xff};
     KT_CHECK(data_is(kn_batch_record(b, 0), want, 4));
@@ -443,7 +443,7 @@ static void test_subscribe_event(void) {
   const char *cont = "unset";
   kn_error_t *e =
       decode_kind(ev, strlen(ev), KN_RECORDS_SUBSCRIBE_EVENT, &cont, &b);
-  KT_CHECK(e == NULL);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_batch_destroy(b));
   KT_CHECK_STR(cont, SEQ2);
   KT_CHECK(!kn_batch_shard_end(b));
   KT_CHECK_INT(kn_record_arrival_ms(kn_batch_record(b, 0)), 1600000000000);
@@ -454,7 +454,7 @@ static void test_subscribe_event(void) {
        "\"ContinuationSequenceNumber\":null,"
        "\"MillisBehindLatest\":0,\"Records\":[]}";
   e = decode_kind(ev, strlen(ev), KN_RECORDS_SUBSCRIBE_EVENT, &cont, &b);
-  KT_CHECK(e == NULL);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_batch_destroy(b));
   KT_CHECK(cont == NULL);
   KT_CHECK(kn_batch_shard_end(b));
   KT_CHECK(kn_batch_child_shards(b) &&
@@ -743,6 +743,7 @@ static void test_many_records(void) {
   }
   KT_CHECK_INT(bad, 0);
   KT_CHECK_INT(kn_batch_millis_behind(b), 12);
+  kn_error_destroy(e);
   kn_batch_destroy(b);
   for (int i = 0; i < 1000; i++) free(want[i]);
   free(want);

@@ -52,7 +52,8 @@ static void test_list_shards(void) {
   kn_error_t *e = kn_decode_list_shards(kl, strlen(kl), l, &tok);
   KT_CHECK(e == NULL);
   KT_CHECK(tok == NULL);
-  KT_CHECK_INT(kn_shard_list_count(l), 4);
+  KT_REQUIRE(kn_shard_list_count(l) == 4, kn_error_destroy(e),
+             kn_shard_list_destroy(l));
   const kn_shard_t *s = kn_shard_list_get(l, 0);
   KT_CHECK_STR(kn_shard_id(s), "shardId-000000000000");
   KT_CHECK(!kn_shard_is_open(s));
@@ -91,7 +92,8 @@ static void test_list_shards(void) {
   KT_CHECK(e == NULL);
   KT_CHECK_STR(tok, "s1::shardId-000000000001");
   free(tok);
-  KT_CHECK_INT(kn_shard_list_count(l), 2);
+  KT_REQUIRE(kn_shard_list_count(l) == 2, kn_error_destroy(e),
+             kn_shard_list_destroy(l));
   KT_CHECK(!kn_shard_is_open(kn_shard_list_get(l, 0)));
   KT_CHECK(kn_shard_is_open(kn_shard_list_get(l, 1)));
   KT_CHECK(kn_shard_parent_id(kn_shard_list_get(l, 0)) == NULL);
@@ -122,18 +124,18 @@ static void test_list_shards(void) {
 
 static void test_list_streams(void) {
   kn_strlist_t *l = kn_strlist_new();
-  char *tok;
+  char *tok = NULL;
   int more = 7;
   const char *kl =
       "{\"StreamNames\":[\"s1\",\"s\\u00e9\"],\"HasMoreStreams\":true}";
-  KT_CHECK(kn_decode_list_streams(kl, strlen(kl), l, &tok, &more) == NULL);
+  KT_CHECK_OK(kn_decode_list_streams(kl, strlen(kl), l, &tok, &more));
   KT_CHECK(more == 1 && tok == NULL);
   const char *aws =
       "{\"HasMoreStreams\":false,\"NextToken\":\"tok\",\"StreamNames\":[\"s3\"]"
       ","
       "\"StreamSummaries\":[{\"StreamName\":\"s3\",\"StreamStatus\":\"ACTIVE\"}"
       "]}";
-  KT_CHECK(kn_decode_list_streams(aws, strlen(aws), l, &tok, &more) == NULL);
+  KT_CHECK_OK(kn_decode_list_streams(aws, strlen(aws), l, &tok, &more));
   KT_CHECK(more == 0);
   KT_CHECK_STR(tok, "tok");
   free(tok);
@@ -141,7 +143,7 @@ static void test_list_streams(void) {
   KT_CHECK_STR(kn_strlist_get(l, 1), "s\xc3\xa9");
   KT_CHECK_STR(kn_strlist_get(l, 2), "s3");
   KT_CHECK(kn_strlist_get(l, 3) == NULL);
-  KT_CHECK(kn_decode_list_streams("{}", 2, l, &tok, &more) == NULL);
+  KT_CHECK_OK(kn_decode_list_streams("{}", 2, l, &tok, &more));
   KT_CHECK(is_bad(
       kn_decode_list_streams("{\"StreamNames\":[1]}", 19, l, &tok, &more)));
   KT_CHECK(is_bad(
@@ -162,7 +164,7 @@ static void test_stream_summary(void) {
       "\"ACTIVE\",\"StreamCreationTimestamp\":1795971591,\"OpenShardCount\":2,"
       "\"ConsumerCount\":0}}";
   kn_stream_summary_t *s;
-  KT_CHECK(kn_decode_stream_summary(kl, strlen(kl), &s) == NULL);
+  KT_CHECK_OK(kn_decode_stream_summary(kl, strlen(kl), &s));
   KT_CHECK_STR(kn_stream_summary_name(s), "s1");
   KT_CHECK_STR(kn_stream_summary_arn(s),
                "arn:aws:kinesis:us-east-1:000000000000:stream/s1");
@@ -185,7 +187,7 @@ static void test_stream_summary(void) {
       "\"StreamModeDetails\":{\"StreamMode\":\"PROVISIONED\"},\"StreamName\":"
       "\"s1\",\"StreamStatus\":"
       "\"CREATING\",\"WarmThroughput\":null}}";
-  KT_CHECK(kn_decode_stream_summary(km, strlen(km), &s) == NULL);
+  KT_CHECK_OK(kn_decode_stream_summary(km, strlen(km), &s));
   KT_CHECK_STR(kn_stream_summary_mode(s), "PROVISIONED");
   KT_CHECK_STR(kn_stream_summary_status(s), "CREATING");
   KT_CHECK_INT(kn_stream_summary_consumers(s), -1);
@@ -205,7 +207,7 @@ static void test_stream_summary(void) {
 static void test_iterator_and_put_record(void) {
   char *it;
   const char *b = "{\"ShardIterator\":\"AAAAAAAAAAE/+MMg\"}";
-  KT_CHECK(kn_decode_shard_iterator(b, strlen(b), &it) == NULL);
+  KT_CHECK_OK(kn_decode_shard_iterator(b, strlen(b), &it));
   KT_CHECK_STR(it, "AAAAAAAAAAE/+MMg");
   free(it);
   KT_CHECK(
@@ -217,12 +219,12 @@ static void test_iterator_and_put_record(void) {
   char *seq, *shard;
   b = "{\"EncryptionType\":\"NONE\",\"SequenceNumber\":\"" SEQB
       "\",\"ShardId\":\"shardId-000000000001\"}";
-  KT_CHECK(kn_decode_put_record(b, strlen(b), &seq, &shard) == NULL);
+  KT_CHECK_OK(kn_decode_put_record(b, strlen(b), &seq, &shard));
   KT_CHECK_STR(seq, SEQB);
   KT_CHECK_STR(shard, "shardId-000000000001");
   free(seq);
   free(shard);
-  KT_CHECK(kn_decode_put_record(b, strlen(b), NULL, NULL) == NULL);
+  KT_CHECK_OK(kn_decode_put_record(b, strlen(b), NULL, NULL));
   KT_CHECK(
       is_bad(kn_decode_put_record("{\"ShardId\":\"s\"}", 15, &seq, &shard)));
   KT_CHECK(seq == NULL && shard == NULL);
@@ -236,7 +238,8 @@ static void test_consumers(void) {
       "c1:1795971598\",\"ConsumerCreationTimestamp\":1795971598.884,"
       "\"ConsumerName\":\"c1\","
       "\"ConsumerStatus\":\"CREATING\"}}";
-  KT_CHECK(kn_decode_stream_consumer(reg, strlen(reg), &c) == NULL);
+  KT_CHECK_OK(kn_decode_stream_consumer(reg, strlen(reg), &c));
+  KT_REQUIRE(c != NULL);
   KT_CHECK_STR(kn_stream_consumer_name(c), "c1");
   KT_CHECK_STR(kn_stream_consumer_status(c), "CREATING");
   KT_CHECK_STR(kn_stream_consumer_arn(c),
@@ -250,7 +253,8 @@ static void test_consumers(void) {
       "\"ConsumerCreationTimestamp\":1.5E9,"
       "\"ConsumerName\":\"c1\",\"ConsumerStatus\":\"ACTIVE\",\"StreamARN\":"
       "\"arn:s\",\"Tags\":{}}}";
-  KT_CHECK(kn_decode_stream_consumer(desc, strlen(desc), &c) == NULL);
+  KT_CHECK_OK(kn_decode_stream_consumer(desc, strlen(desc), &c));
+  KT_REQUIRE(c != NULL);
   KT_CHECK_STR(c->stream_arn, "arn:s");
   KT_CHECK_INT(kn_stream_consumer_created_ms(c), 1500000000000);
   kn_stream_consumer_destroy(c);
@@ -259,7 +263,7 @@ static void test_consumers(void) {
   KT_CHECK(c == NULL);
 
   kn_stream_consumer_list_t *l = kn_stream_consumer_list_new();
-  char *tok;
+  char *tok = NULL;
   const char *page =
       "{\"Consumers\":[{\"ConsumerARN\":\"a1\",\"ConsumerCreationTimestamp\":"
       "1795971598.884,"
@@ -268,14 +272,15 @@ static void test_consumers(void) {
       "\"ConsumerCreationTimestamp\":1795971605.528,\"ConsumerName\":\"c2\","
       "\"ConsumerStatus\":"
       "\"CREATING\"}],\"NextToken\":\"c2\"}";
-  KT_CHECK(kn_decode_list_stream_consumers(page, strlen(page), l, &tok) ==
-           NULL);
+  KT_CHECK_OK(kn_decode_list_stream_consumers(page, strlen(page), l, &tok));
   KT_CHECK_STR(tok, "c2");
   free(tok);
-  KT_CHECK(kn_decode_list_stream_consumers(
-               "{\"Consumers\":[],\"NextToken\":null}", 33, l, &tok) == NULL);
+  tok = NULL;
+  KT_CHECK_OK(kn_decode_list_stream_consumers(
+      "{\"Consumers\":[],\"NextToken\":null}", 33, l, &tok));
   KT_CHECK(tok == NULL);
-  KT_CHECK_INT(kn_stream_consumer_list_count(l), 2);
+  KT_REQUIRE(kn_stream_consumer_list_count(l) == 2,
+             kn_stream_consumer_list_destroy(l));
   KT_CHECK_STR(kn_stream_consumer_name(kn_stream_consumer_list_get(l, 1)),
                "c2");
   KT_CHECK(kn_stream_consumer_list_get(l, 2) == NULL);

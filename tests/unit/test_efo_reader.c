@@ -433,6 +433,7 @@ static int wait_count(kn_consumer_t *kc, const int *counter, int n) {
 static void test_shard_end_in_subscription(void) {
   reset(SC_SHARD_END);
   kn_consumer_t *kc = consumer("lazy", NULL, NULL);
+  KT_REQUIRE(kc != NULL);
   char seqs[256];
   KT_CHECK_INT(collect(kc, 5, 10000, seqs, sizeof seqs), 5);
   KT_CHECK_STR(seqs, "1,2,3,100,101"); /* the parent first */
@@ -455,6 +456,7 @@ static void test_shard_end_in_subscription(void) {
 static void test_resource_in_use(void) {
   reset(SC_IN_USE);
   kn_consumer_t *kc = consumer("lazy", NULL, NULL);
+  KT_REQUIRE(kc != NULL);
   char seqs[64];
   KT_CHECK_INT(collect(kc, 1, 15000, seqs, sizeof seqs), 1);
   KT_CHECK_STR(seqs, "1");
@@ -469,6 +471,7 @@ static void test_resource_in_use(void) {
 static void test_corrupt_frame(void) {
   reset(SC_CORRUPT);
   kn_consumer_t *kc = consumer("lazy", NULL, NULL);
+  KT_REQUIRE(kc != NULL);
   char seqs[64];
   KT_CHECK_INT(collect(kc, 2, 15000, seqs, sizeof seqs), 2);
   KT_CHECK_STR(seqs, "1,2");
@@ -484,6 +487,7 @@ static void test_corrupt_frame(void) {
 static void test_watchdog(void) {
   reset(SC_SILENT);
   kn_consumer_t *kc = consumer("lazy", NULL, NULL);
+  KT_REQUIRE(kc != NULL);
   char seqs[64];
   KT_CHECK_INT(collect(kc, 1, 15000, seqs, sizeof seqs), 1);
   KT_CHECK(stats_have(kc, "\"watchdog_renewals\":1"));
@@ -493,6 +497,7 @@ static void test_watchdog(void) {
 static void test_shard_gone(void) {
   reset(SC_SHARD_GONE);
   kn_consumer_t *kc = consumer("lazy", NULL, NULL);
+  KT_REQUIRE(kc != NULL);
   int64_t end = kn_mono_ms() + 10000;
   while (kn_mono_ms() < end && !stats_have(kc, "\"state\":\"done\""))
     wait_ms(kc, 200);
@@ -512,6 +517,7 @@ static void test_shard_gone(void) {
 static void test_consumer_gone_lazy(void) {
   reset(SC_CONSUMER_GONE);
   kn_consumer_t *kc = consumer("lazy", NULL, NULL);
+  KT_REQUIRE(kc != NULL);
   char seqs[64];
   KT_CHECK_INT(collect(kc, 1, 20000, seqs, sizeof seqs), 1);
   KT_CHECK(wait_count(kc, &n_subscribe[0], 3) >= 3);
@@ -530,6 +536,7 @@ static void test_consumer_gone_lazy(void) {
 static void test_consumer_gone_eager(void) {
   reset(SC_CONSUMER_GONE);
   kn_consumer_t *kc = consumer("eager", NULL, NULL);
+  KT_REQUIRE(kc != NULL);
   int64_t end = kn_mono_ms() + 10000;
   while (kn_mono_ms() < end && !kn_consumer_fatal_error(kc)) wait_ms(kc, 100);
   const kn_error_t *e = kn_consumer_fatal_error(kc);
@@ -543,6 +550,7 @@ static void test_consumer_gone_eager(void) {
 static void test_lazy_registers(void) {
   reset(SC_LAZY_REGISTER);
   kn_consumer_t *kc = consumer("lazy", NULL, NULL);
+  KT_REQUIRE(kc != NULL);
   char seqs[64];
   KT_CHECK_INT(collect(kc, 1, 20000, seqs, sizeof seqs), 1);
   pthread_mutex_lock(&mu);
@@ -556,6 +564,7 @@ static void test_lazy_registers(void) {
 static void test_eager_fails_fast(void) {
   reset(SC_EAGER_DENIED);
   kn_consumer_t *kc = consumer("eager", NULL, NULL);
+  KT_REQUIRE(kc != NULL);
   int64_t t0 = kn_mono_ms();
   while (kn_mono_ms() - t0 < KT_PROMPT_MS && !kn_consumer_fatal_error(kc))
     wait_ms(kc, 50);
@@ -606,6 +615,7 @@ static void test_none_makes_no_calls(void) {
 static void test_closed_shard_finished_by_polling(void) {
   reset(SC_CLOSED_IDLE);
   kn_consumer_t *kc = consumer("lazy", NULL, NULL);
+  KT_REQUIRE(kc != NULL);
   char seqs[64];
   KT_CHECK_INT(collect(kc, 1, 10000, seqs, sizeof seqs), 1);
   int64_t end = kn_mono_ms() + 15000;
@@ -624,6 +634,7 @@ static void test_in_use_for_ever_read_by_polling(void) {
   /* Without a lease the holder may be another consumer reading: wait. */
   reset(SC_IN_USE_STUCK);
   kn_consumer_t *kc = consumer("lazy", "efo.in.use.poll.ms", "1000");
+  KT_REQUIRE(kc != NULL);
   KT_CHECK(wait_count(kc, &n_subscribe[0], 2) >= 2);
   pthread_mutex_lock(&mu);
   KT_CHECK_INT(n_iterator, 0);

@@ -307,7 +307,8 @@ static void test_every_split(void) {
     kn_err_t e1 = kn_evs_feed(d, st.p, cut, NULL);
     kn_err_t e2 = kn_evs_feed(d, st.p + cut, st.len - cut, NULL);
     kn_err_t e3 = kn_evs_finish(d, NULL);
-    if (e1 || e2 || e3 || s.n != 5 || strcmp(s.text.p, whole.text.p) != 0)
+    if (e1 || e2 || e3 || s.n != 5 || !s.text.p || !whole.text.p ||
+        strcmp(s.text.p, whole.text.p) != 0)
       mismatches++;
     kn_evs_decoder_destroy(d);
     kn_buf_free(&s.text);

@@ -255,6 +255,7 @@ static void clear_result(waiter_t *w) {
 
 static void test_get_shard_iterator(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   waiter_t w;
   memset(&w, 0, sizeof w);
   w.kc = kc;
@@ -307,6 +308,7 @@ static void test_get_shard_iterator(void) {
 
 static void test_get_records(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   waiter_t w;
   memset(&w, 0, sizeof w);
   w.kc = kc;
@@ -427,6 +429,7 @@ static void subscribe_case(kn_client_t *kc, waiter_t *w, int sc) {
 
 static void test_subscribe(void) {
   kn_client_t *kc = client();
+  KT_REQUIRE(kc != NULL);
   waiter_t w;
 
   memset(&w, 0, sizeof w);

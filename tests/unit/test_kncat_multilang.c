@@ -16,7 +16,7 @@
 
 static char *take(kc_ml_buf_t *b) {
   static char s[8192];
-  memcpy(s, b->p, b->len);
+  if (b->len) memcpy(s, b->p, b->len);
   s[b->len] = '\0';
   b->len = 0;
   return s;

@@ -37,7 +37,8 @@ static void test_item_to_lease(void) {
   json_t *item = json_loads(kcl_item, 0, NULL);
   kn_lease_t l;
   kn_error_t *e = NULL;
-  KT_CHECK_INT(kn_ddb_item_to_lease(item, &l, &e), 0);
+  KT_REQUIRE(kn_ddb_item_to_lease(item, &l, &e) == 0, kn_error_destroy(e),
+             json_decref(item));
   KT_CHECK(e == NULL);
   KT_CHECK_STR(l.key, "shardId-000000000004");
   KT_CHECK_STR(l.owner, "kcl-worker-1");
@@ -220,7 +221,7 @@ static void test_requests(void) {
   kn_lease_store_t *ls = store_with(steps, 9);
   if (!ls) return;
   int64_t c = 0;
-  KT_CHECK(ls->ops->take(ls, "shard-1", 4, "w1", "w2", &c) == NULL);
+  KT_CHECK_OK(ls->ops->take(ls, "shard-1", 4, "w1", "w2", &c));
   KT_CHECK_INT(c, 5);
   check_sent(0,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY
@@ -234,7 +235,7 @@ static void test_requests(void) {
              "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"4\"},"
              "\":old\":{\"S\":\"w1\"},\":o\":{\"S\":\"w2\"},"
              "\":n\":{\"N\":\"5\"},\":one\":{\"N\":\"1\"}}}");
-  KT_CHECK(ls->ops->take(ls, "shard-1", 0, NULL, "w2", &c) == NULL);
+  KT_CHECK_OK(ls->ops->take(ls, "shard-1", 0, NULL, "w2", &c));
   check_sent(1,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY
              ","
@@ -245,7 +246,7 @@ static void test_requests(void) {
              "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"0\"},"
              "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"1\"}}}");
   char *to = NULL;
-  KT_CHECK(ls->ops->renew(ls, "shard-1", 7, "w2", &c, &to) == NULL);
+  KT_CHECK_OK(ls->ops->renew(ls, "shard-1", 7, "w2", &c, &to));
   KT_CHECK(to == NULL);
   KT_CHECK_INT(c, 8);
   check_sent(2, "{\"TableName\":\"leases_app\",\"Key\":" KEY
@@ -258,7 +259,7 @@ static void test_requests(void) {
                 "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"7\"},"
                 "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"8\"}},"
                 "\"ReturnValues\":\"ALL_NEW\"}");
-  KT_CHECK(ls->ops->release(ls, "shard-1", 8, "w2", &c) == NULL);
+  KT_CHECK_OK(ls->ops->release(ls, "shard-1", 8, "w2", &c));
   check_sent(3, "{\"TableName\":\"leases_app\",\"Key\":" KEY
                 ","
                 "\"UpdateExpression\":\"SET #c = :n REMOVE #o, #co\","
@@ -269,8 +270,8 @@ static void test_requests(void) {
                 "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"8\"},"
                 "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"9\"}}}");
   to = NULL;
-  KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 9, "w2", "123", 4, "456", 1,
-                               "\x01\x02", 2, &c, &to) == NULL);
+  KT_CHECK_OK(ls->ops->checkpoint(ls, "shard-1", 9, "w2", "123", 4, "456", 1,
+                                  "\x01\x02", 2, &c, &to));
   KT_CHECK(to == NULL);
   check_sent(4,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY
@@ -292,8 +293,8 @@ static void test_requests(void) {
              "\":zero\":{\"N\":\"0\"},\":p\":{\"S\":\"456\"},"
              "\":ps\":{\"N\":\"1\"},\":st\":{\"B\":\"AQI=\"}},"
              "\"ReturnValues\":\"ALL_NEW\"}");
-  KT_CHECK(ls->ops->checkpoint(ls, "shard-1", 10, "w2", NULL, 0, NULL, 0, NULL,
-                               0, &c, &to) == NULL);
+  KT_CHECK_OK(ls->ops->checkpoint(ls, "shard-1", 10, "w2", NULL, 0, NULL, 0,
+                                  NULL, 0, &c, &to));
   KT_CHECK(to == NULL);
   check_sent(5, "{\"TableName\":\"leases_app\",\"Key\":" KEY
                 ","
@@ -309,7 +310,7 @@ static void test_requests(void) {
                 "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"11\"}},"
                 "\"ReturnValues\":\"ALL_NEW\"}");
   char *kids[] = {"shard-2", "shard-3"};
-  KT_CHECK(ls->ops->set_children(ls, "shard-1", kids, 2) == NULL);
+  KT_CHECK_OK(ls->ops->set_children(ls, "shard-1", kids, 2));
   check_sent(6, "{\"TableName\":\"leases_app\",\"Key\":" KEY
                 ","
                 "\"UpdateExpression\":\"SET #ch = :ch\","
@@ -318,7 +319,7 @@ static void test_requests(void) {
                 "\"#ch\":\"childShardIds\"},"
                 "\"ExpressionAttributeValues\":{\":ch\":{\"SS\":[\"shard-2\","
                 "\"shard-3\"]}}}");
-  KT_CHECK(ls->ops->remove(ls, "shard-1", 11) == NULL);
+  KT_CHECK_OK(ls->ops->remove(ls, "shard-1", 11));
   check_sent(7, "{\"TableName\":\"leases_app\",\"Key\":" KEY
                 ","
                 "\"ConditionExpression\":\"#c = :c\","
@@ -341,7 +342,7 @@ static void test_create(void) {
   kn_lease_store_t *ls = store_with(steps, 2);
   if (!ls) return;
   kn_lease_t l = {.key = "shard-1", .checkpoint = "TRIM_HORIZON"};
-  KT_CHECK(ls->ops->create(ls, &l) == NULL);
+  KT_CHECK_OK(ls->ops->create(ls, &l));
   check_sent(0,
              "{\"TableName\":\"leases_app\",\"Item\":{"
              "\"leaseKey\":{\"S\":\"shard-1\"},\"leaseCounter\":{\"N\":\"0\"},"
@@ -382,7 +383,7 @@ static void test_retried_success(void) {
   kn_lease_store_t *ls = store_with(steps, 6);
   if (!ls) return;
   int64_t c = 0;
-  KT_CHECK(ls->ops->take(ls, "shard-1", 5, NULL, "w1", &c) == NULL);
+  KT_CHECK_OK(ls->ops->take(ls, "shard-1", 5, NULL, "w1", &c));
   KT_CHECK_INT(c, 6);
   kn_error_t *e = ls->ops->take(ls, "shard-1", 5, NULL, "w1", &c);
   KT_CHECK_INT(kn_error_code(e), KN_ERR_CONDITIONAL_CHECK_FAILED);
@@ -475,7 +476,7 @@ static void test_list_pages(void) {
   kn_lease_store_dynamodb_set_scan_limit(ls, 2);
   kn_lease_t *v = NULL;
   size_t n = 0;
-  KT_CHECK(ls->ops->list(ls, &v, &n) == NULL);
+  KT_CHECK_OK(ls->ops->list(ls, &v, &n));
   KT_CHECK_INT(n, 2);
   if (n == 2) {
     KT_CHECK_STR(v[0].key, "a");
@@ -516,7 +517,7 @@ static void test_list_cycle(void) {
   if (!ls) return;
   kn_lease_t *v = NULL;
   size_t n = 0;
-  KT_CHECK(ls->ops->list(ls, &v, &n) == NULL);
+  KT_CHECK_OK(ls->ops->list(ls, &v, &n));
   KT_CHECK_INT(n, 3);
   KT_CHECK_INT(script.next, 3);
   kn_lease_array_free(v, n);
@@ -547,7 +548,7 @@ static void test_ensure_table(void) {
   };
   kn_lease_store_t *ls = store_with(steps, 8);
   if (!ls) return;
-  KT_CHECK(ls->ops->ensure_table(ls) == NULL);
+  KT_CHECK_OK(ls->ops->ensure_table(ls));
   KT_CHECK_INT(script.next, 8);
   check_sent(0, "{\"TableName\":\"leases_app\"}");
   check_sent(1,

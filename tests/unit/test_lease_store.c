@@ -53,11 +53,11 @@ static void test_memory_instances(void) {
   KT_CHECK(a && b && c && d);
   if (!(a && b && c && d)) return;
   kn_lease_t l = {.key = "k"}, got;
-  KT_CHECK(a->ops->create(a, &l) == NULL);
+  KT_CHECK_OK(a->ops->create(a, &l));
   e = b->ops->get(b, "k", &got);
   KT_CHECK_INT(kn_error_code(e), KN_ERR__NOT_FOUND);
   kn_error_destroy(e);
-  KT_CHECK(c->ops->create(c, &l) == NULL);
+  KT_CHECK_OK(c->ops->create(c, &l));
   e = d->ops->get(d, "k", &got);
   KT_CHECK(e == NULL);
   kn_lease_clear(&got);
@@ -132,7 +132,7 @@ static void test_sqlite_locked(void) {
   if (!ls) return;
   kn_lease_t l = {.key = "shard-1"}, got;
   int64_t c = -1;
-  KT_CHECK(ls->ops->create(ls, &l) == NULL);
+  KT_CHECK_OK(ls->ops->create(ls, &l));
 
   sqlite3 *other = NULL;
   KT_CHECK(sqlite3_open(path, &other) == SQLITE_OK);
@@ -179,7 +179,7 @@ static void test_sqlite_locked(void) {
   KT_CHECK_INT(kn_error_code(e), KN_ERR__NOT_FOUND);
   kn_error_destroy(e);
   /* And the store works again. */
-  KT_CHECK(ls->ops->take(ls, "shard-1", 0, NULL, "w1", &c) == NULL);
+  KT_CHECK_OK(ls->ops->take(ls, "shard-1", 0, NULL, "w1", &c));
   KT_CHECK_INT(c, 1);
   kn_lease_store_destroy(ls);
 }
@@ -240,7 +240,7 @@ static void test_sqlite_schema(void) {
   if (!ls) return;
   KT_CHECK_STR(ls->name, spec);
   kn_lease_t l = {.key = "k", .counter = 3, .extra = "{\"x\":{\"S\":\"y\"}}"};
-  KT_CHECK(ls->ops->create(ls, &l) == NULL);
+  KT_CHECK_OK(ls->ops->create(ls, &l));
   kn_lease_store_destroy(ls);
 
   sqlite3 *db = NULL;
@@ -275,7 +275,7 @@ static void test_sqlite_schema(void) {
   KT_CHECK(ls != NULL);
   if (ls) {
     kn_lease_t got;
-    KT_CHECK(ls->ops->get(ls, "k", &got) == NULL);
+    KT_CHECK_OK(ls->ops->get(ls, "k", &got));
     KT_CHECK_INT(got.counter, 3);
     kn_lease_clear(&got);
     /* Rows written by another connection are the membership. */
@@ -395,7 +395,7 @@ static void test_lease_copy(void) {
                     .n_parents = 2,
                     .extra = "{}"},
              dst;
-  KT_CHECK(kn_lease_copy(&dst, &src) == 0);
+  KT_REQUIRE(kn_lease_copy(&dst, &src) == 0);
   KT_CHECK_STR(dst.key, "k");
   KT_CHECK(dst.key != src.key);
   KT_CHECK_STR(dst.parents[1], "b");

@@ -13,9 +13,8 @@
 #include "kt.h"
 #include "kt_aws.h"
 #include "kt_httpd.h"
+#include "kt_kinesis.h"
 #include "util/clock.h"
-
-#define MAX_KEY "340282366920938463463374607431768211455"
 
 static int ends_with(const char *s, const char *suffix) {
   size_t a = strlen(s), b = strlen(suffix);
@@ -132,60 +131,37 @@ static void test_writer(void) {
 
 /* ---- the consumer against a scripted server ---- */
 
-static const char *target(const kt_httpd_req_t *req) {
-  const char *t = strstr(req->head, "X-Amz-Target: Kinesis_20131202.");
-  static __thread char action[64];
-  action[0] = '\0';
-  if (t) sscanf(t + 31, "%63[A-Za-z]", action);
-  return action;
-}
-
-static size_t json_resp(char *out, size_t size, int status, const char *body) {
-  return kt_httpd_resp(out, size, status,
-                       "Content-Type: application/x-amz-json-1.1\r\n", body);
-}
-
-#define REC(seq)                                 \
-  "{\"SequenceNumber\":\"" seq                   \
-  "\",\"Data\":\"aGk=\",\"PartitionKey\":\"k\"," \
-  "\"ApproximateArrivalTimestamp\":1.5E9}"
-
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int n_get_records;
 
 static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
                   size_t *out_len) {
   (void)ud;
-  const char *action = target(req);
+  const char *action = kt_kinesis_action(req);
   pthread_mutex_lock(&mu);
   if (strcmp(action, "ListShards") == 0) {
-    *out_len = json_resp(
-        out, size, 200,
-        "{\"Shards\":[{\"ShardId\":\"shardId-0\",\"HashKeyRange\":{"
-        "\"StartingHashKey\":\"0\",\"EndingHashKey\":\"" MAX_KEY
-        "\"},"
-        "\"SequenceNumberRange\":{\"StartingSequenceNumber\":\"1\"}}]}");
+    *out_len = kt_kinesis_json(out, size, 200, KT_ONE_SHARD);
   } else if (strcmp(action, "GetShardIterator") == 0) {
-    *out_len = json_resp(out, size, 200, "{\"ShardIterator\":\"it\"}");
+    *out_len = kt_kinesis_json(out, size, 200, "{\"ShardIterator\":\"it\"}");
   } else if (strcmp(action, "GetRecords") == 0) {
     n_get_records++;
     if (n_get_records == 2) /* one throttled call */
-      *out_len =
-          json_resp(out, size, 400,
-                    "{\"__type\":\"ProvisionedThroughputExceededException\","
-                    "\"message\":\"scripted\"}");
+      *out_len = kt_kinesis_json(
+          out, size, 400,
+          "{\"__type\":\"ProvisionedThroughputExceededException\","
+          "\"message\":\"scripted\"}");
     else
-      *out_len = json_resp(
+      *out_len = kt_kinesis_json(
           out, size, 200,
           n_get_records == 1
-              ? "{\"Records\":[" REC("11") "," REC("12") "," REC(
+              ? "{\"Records\":[" KT_REC("11") "," KT_REC("12") "," KT_REC(
                     "13") "],\"NextShardIterator\":\"it\","
                           "\"MillisBehindLatest\":2500}"
               : "{\"Records\":[],\"NextShardIterator\":\"it\","
                 "\"MillisBehindLatest\":0}");
   } else {
-    *out_len =
-        json_resp(out, size, 400, "{\"__type\":\"UnknownOperationException\"}");
+    *out_len = kt_kinesis_json(out, size, 400,
+                               "{\"__type\":\"UnknownOperationException\"}");
   }
   pthread_mutex_unlock(&mu);
   return KT_REPLY;
@@ -194,30 +170,13 @@ static int handle(void *ud, const kt_httpd_req_t *req, char *out, size_t size,
 static kt_httpd_t srv;
 
 static kn_consumer_t *consumer(void) {
-  kt_aws_reset();
-  kn_conf_t *conf = kn_conf_new();
-  char ep[64], err[256];
-  snprintf(ep, sizeof ep, "http://127.0.0.1:%d", srv.port);
-  const char *props[][2] = {{"endpoint", ep},
-                            {"region", "us-east-1"},
-                            {"aws.access.key.id", "AKID"},
-                            {"aws.secret.access.key", "secret"},
-                            {"stream", "s"},
-                            {"app.name", "app"},
-                            {"lease.store", "memory:metrics"},
-                            {"worker.id", "w\"1"},
-                            {"lease.duration.ms", "20000"},
-                            {"lease.renew.interval.ms", "300"},
-                            {"lease.take.interval.ms", "200"},
-                            {"checkpoint.auto", "false"},
-                            {"checkpoint.interval.ms", "100"},
-                            {"poll.idle.ms", "50"},
-                            {"retry.max.attempts", "1"},
-                            {"retry.backoff.ms", "10"},
-                            {"log.level", "3"}};
-  for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
-    if (kn_conf_set(conf, props[i][0], props[i][1], err, sizeof err))
-      fprintf(stderr, "%s: %s\n", props[i][0], err);
+  static const char *const props[][2] = {{"app.name", "app"},
+                                         {"lease.store", "memory:metrics"},
+                                         {"worker.id", "w\"1"},
+                                         {"retry.max.attempts", "1"}};
+  kn_conf_t *conf =
+      kt_kinesis_consumer_conf(srv.port, props, sizeof props / sizeof props[0]);
+  char err[256];
   kn_consumer_t *kc = kn_consumer_new(conf, err, sizeof err);
   if (!kc) fprintf(stderr, "kn_consumer_new: %s\n", err);
   kn_conf_destroy(conf);

@@ -84,8 +84,11 @@ struct env {
   kn_svc_t *svc;
 };
 
-static void env_init(struct env *e, const char *ep, int budget, long backoff_ms,
-                     const char *token) {
+static void env_fini(struct env *e);
+
+/* 0, or -1 with nothing held when a part could not be made. */
+static int env_init(struct env *e, const char *ep, int budget, long backoff_ms,
+                    const char *token) {
   memset(e, 0, sizeof(*e));
   e->s.region = "us-east-1";
   e->s.access_key_id = "AKIDTEST";
@@ -110,6 +113,9 @@ static void env_init(struct env *e, const char *ep, int budget, long backoff_ms,
                       ep ? ep : endpoint, &err);
   KT_CHECK(e->svc != NULL);
   kn_error_destroy(err);
+  if (e->loop && e->creds && e->svc) return 0;
+  env_fini(e);
+  return -1;
 }
 
 static void env_fini(struct env *e) {
@@ -205,7 +211,7 @@ static void test_success(void) {
   static const char *const s[] = {"echo", NULL};
   set_script(s);
   struct env e;
-  env_init(&e, NULL, 500, 1, NULL);
+  KT_REQUIRE(env_init(&e, NULL, 500, 1, NULL) == 0);
   struct one o;
   one_init(&o, &e, "ListStreams");
   o.body = "{\"Limit\":5}";
@@ -224,7 +230,7 @@ static void test_success(void) {
   env_fini(&e);
 
   /* A session token is sent and signed. */
-  env_init(&e, NULL, 500, 1, "TOKEN123");
+  KT_REQUIRE(env_init(&e, NULL, 500, 1, "TOKEN123") == 0);
   one_init(&o, &e, "ListStreams");
   one_run(&o);
   KT_CHECK(o.err == NULL);
@@ -251,7 +257,7 @@ static void test_retried_then_success(void) {
       NULL};
   set_script(s);
   struct env e;
-  env_init(&e, NULL, 500, 1, NULL);
+  KT_REQUIRE(env_init(&e, NULL, 500, 1, NULL) == 0);
   struct one o;
   one_init(&o, &e, "ListStreams");
   o.opts.max_attempts = 6;
@@ -272,7 +278,7 @@ static void test_not_retried(void) {
       NULL};
   set_script(s);
   struct env e;
-  env_init(&e, NULL, 500, 1, NULL);
+  KT_REQUIRE(env_init(&e, NULL, 500, 1, NULL) == 0);
   struct one o;
   one_init(&o, &e, "DescribeStream");
   one_run(&o);
@@ -302,7 +308,7 @@ static void test_attempts_exhausted(void) {
   static const char *const s[] = {"500 ", NULL};
   set_script(s);
   struct env e;
-  env_init(&e, NULL, 500, 1, NULL);
+  KT_REQUIRE(env_init(&e, NULL, 500, 1, NULL) == 0);
   struct one o;
   one_init(&o, &e, "ListShards");
   o.opts.max_attempts = 3;
@@ -327,7 +333,7 @@ static void test_budget_exhausted(void) {
   static const char *const s[] = {"500 ", NULL};
   set_script(s);
   struct env e;
-  env_init(&e, NULL, 12, 1, NULL); /* two retries' worth */
+  KT_REQUIRE(env_init(&e, NULL, 12, 1, NULL) == 0); /* two retries' worth */
   struct one o;
   one_init(&o, &e, "ListStreams");
   o.opts.max_attempts = 8;
@@ -364,7 +370,7 @@ static void test_timeout_and_transport(void) {
   static const char *const s[] = {"hang", NULL};
   set_script(s);
   struct env e;
-  env_init(&e, NULL, 500, 1, NULL);
+  KT_REQUIRE(env_init(&e, NULL, 500, 1, NULL) == 0);
   e.s.request_timeout_ms = 600000; /* the call's own time-out must win */
   struct one o;
   one_init(&o, &e, "GetRecords");
@@ -382,7 +388,7 @@ static void test_timeout_and_transport(void) {
 
   char ep[64];
   snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", kt_closed_port());
-  env_init(&e, ep, 500, 1, NULL);
+  KT_REQUIRE(env_init(&e, ep, 500, 1, NULL) == 0);
   one_init(&o, &e, "ListStreams");
   o.opts.max_attempts = 3;
   t0 = kn_mono_ms();
@@ -429,7 +435,8 @@ static void test_cancel(void) {
   static const char *const s[] = {"500 ", NULL};
   set_script(s);
   struct env e;
-  env_init(&e, NULL, 500, 60000, NULL); /* back-off of up to a minute */
+  KT_REQUIRE(env_init(&e, NULL, 500, 60000, NULL) ==
+             0); /* back-off of up to a minute */
   struct cancel_st c = {&e, NULL};
   kn_loop_call(e.loop, cancel_start, &c);
   while (atomic_load(&script_pos) < 1) kn_sleep_ms(1);
@@ -440,7 +447,7 @@ static void test_cancel(void) {
 
   static const char *const h[] = {"hang", NULL};
   set_script(h);
-  env_init(&e, NULL, 500, 1, NULL);
+  KT_REQUIRE(env_init(&e, NULL, 500, 1, NULL) == 0);
   kn_loop_call(e.loop, cancel_start, &c);
   while (atomic_load(&script_pos) < 1) kn_sleep_ms(1);
   kn_loop_call(e.loop, cancel_it, &c);
@@ -479,7 +486,7 @@ static void test_sync(void) {
   static const char *const s[] = {"echo", NULL};
   set_script(s);
   struct env e;
-  env_init(&e, NULL, 500, 1, NULL);
+  KT_REQUIRE(env_init(&e, NULL, 500, 1, NULL) == 0);
   struct sync_thread t[4];
   pthread_t th[4];
   for (int i = 0; i < 4; i++) {
@@ -507,7 +514,7 @@ static void test_stream(void) {
   static const char *const s[] = {"200 0123456789abcdef", NULL};
   set_script(s);
   struct env e;
-  env_init(&e, NULL, 500, 1, NULL);
+  KT_REQUIRE(env_init(&e, NULL, 500, 1, NULL) == 0);
   struct one o;
   one_init(&o, &e, "SubscribeToShard");
   o.stream = 1;
@@ -541,7 +548,7 @@ static void test_bad_endpoints(void) {
                                     "kinesis.us-east-1.amazonaws.com",
                                     ""};
   struct env e;
-  env_init(&e, NULL, 500, 1, NULL);
+  KT_REQUIRE(env_init(&e, NULL, 500, 1, NULL) == 0);
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     kn_error_t *err = NULL;
     kn_svc_t *svc =

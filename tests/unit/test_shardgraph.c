@@ -77,6 +77,7 @@ static void test_flat(void) {
   add(l, "shardId-000000000002", NULL, NULL, HALF,
       "255211775190703847597530955573826158591", 0);
   kn_shardgraph_t *g = kn_shardgraph_new(l);
+  KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
   char buf[256];
   KT_CHECK_STR(order_str(l, g, buf, sizeof buf),
                "shardId-000000000000 shardId-000000000001 shardId-000000000002 "
@@ -106,6 +107,7 @@ static void test_split(void) {
   add(l, "shardId-000000000001", "shardId-000000000000", NULL, "0", HALF1, 0);
   add(l, "shardId-000000000000", NULL, NULL, "0", MAXS, 1);
   kn_shardgraph_t *g = kn_shardgraph_new(l);
+  KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
   char buf[256];
   KT_CHECK_STR(children_str(l, g, "shardId-000000000000", buf, sizeof buf),
                "shardId-000000000001 shardId-000000000002");
@@ -135,6 +137,7 @@ static void test_merge(void) {
   add(l, "shardId-000000000002", "shardId-000000000000", "shardId-000000000001",
       "0", MAXS, 0);
   kn_shardgraph_t *g = kn_shardgraph_new(l);
+  KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
   char buf[256];
   KT_CHECK_STR(children_str(l, g, "shardId-000000000000", buf, sizeof buf),
                "shardId-000000000002");
@@ -171,6 +174,7 @@ static kn_shard_list_t *chain(int drop_expired) {
 static void test_chain(void) {
   kn_shard_list_t *l = chain(0);
   kn_shardgraph_t *g = kn_shardgraph_new(l);
+  KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
   char buf[256];
   KT_CHECK_STR(order_str(l, g, buf, sizeof buf), "s0 s1 s2 s3 s4 s5 s6 s7");
   KT_CHECK_STR(children_str(l, g, "s0", buf, sizeof buf), "s1 s2");
@@ -200,6 +204,7 @@ static void test_expired_parents(void) {
    * at once; s2 names s0. */
   kn_shard_list_t *l = chain(1);
   kn_shardgraph_t *g = kn_shardgraph_new(l);
+  KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
   char buf[256];
   KT_CHECK(ready(g, "s3", ""));
   KT_CHECK(ready(g, "s4", ""));
@@ -233,11 +238,14 @@ static void test_deterministic(void) {
     for (int i = 0; i < 10; i++)
       add(l, ids[perm[i]], par[perm[i]], adj[perm[i]], "0", "1", 1);
     kn_shardgraph_t *g = kn_shardgraph_new(l);
+    KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
     order_str(l, g, buf, sizeof buf);
     if (round == 0) strcpy(first, buf);
     KT_CHECK_STR(buf, first);
     /* Parents before children, always. */
     const size_t *o = kn_shardgraph_order(g);
+    KT_REQUIRE(kn_shardgraph_count(g) == 10, kn_shardgraph_destroy(g),
+               kn_shard_list_destroy(l));
     size_t pos[10];
     for (size_t i = 0; i < 10; i++) pos[o[i]] = i;
     for (size_t i = 0; i < 10; i++) {
@@ -258,6 +266,7 @@ static void test_gaps_overlaps(void) {
   kn_hash_issue_t iss[8];
   kn_shard_list_t *l = kn_shard_list_new();
   kn_shardgraph_t *g = kn_shardgraph_new(l);
+  KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
   /* No open shard: one gap over everything. */
   KT_CHECK_INT(kn_shardgraph_check(g, iss, 8), 1);
   KT_CHECK_INT(iss[0].kind, KN_HASH_GAP);
@@ -279,6 +288,7 @@ static void test_gaps_overlaps(void) {
   add(l, "x1", NULL, NULL, "150", "300", 0);
   add(l, "old", NULL, NULL, "0", MAXS, 1);
   g = kn_shardgraph_new(l);
+  KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
   size_t n = kn_shardgraph_check(g, iss, 8);
   KT_CHECK_INT(n, 5);
   static const struct {
@@ -320,6 +330,7 @@ static void test_gaps_overlaps(void) {
   add(l, "p", NULL, NULL, "0", MAXS, 0);
   add(l, "q", NULL, NULL, "0", MAXS, 0);
   g = kn_shardgraph_new(l);
+  KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
   KT_CHECK_INT(kn_shardgraph_check(g, iss, 8), 1);
   KT_CHECK_INT(iss[0].kind, KN_HASH_OVERLAP);
   kn_u128_format(iss[0].end, b);
@@ -348,6 +359,7 @@ static void test_cover_random(void) {
     add(l, id, NULL, NULL, s, e, 0);
   }
   kn_shardgraph_t *g = kn_shardgraph_new(l);
+  KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
   KT_CHECK_INT(kn_shardgraph_check(g, NULL, 0), 0);
   int bad = 0;
   for (int t = 0; t < 5000; t++) {
@@ -374,6 +386,7 @@ static void test_cycle_and_duplicates(void) {
   add(l, "d", "d", NULL, "0", "1", 1);  /* its own parent */
   add(l, "a", NULL, NULL, "5", "6", 1); /* duplicate id */
   kn_shardgraph_t *g = kn_shardgraph_new(l);
+  KT_REQUIRE(g != NULL, kn_shard_list_destroy(l));
   char buf[256];
   KT_CHECK(kn_shardgraph_has_cycle(g));
   KT_CHECK_STR(order_str(l, g, buf, sizeof buf), "a a b c d");
@@ -395,13 +408,15 @@ static void test_list_basics(void) {
   KT_CHECK_INT(kn_shard_list_add(l, &d), 0);
   KT_CHECK_INT(kn_shard_list_count(l), 1);
   const kn_shard_t *s = kn_shard_list_find(l, "s");
-  KT_CHECK(s && kn_shard_is_open(s));
+  KT_REQUIRE(s != NULL, kn_shard_list_destroy(l));
+  KT_CHECK(kn_shard_is_open(s));
   KT_CHECK(kn_shard_parent_id(s) == NULL);
   KT_CHECK_STR(kn_shard_hash_key_end(s), "2");
   KT_CHECK(kn_shard_list_find(l, "t") == NULL);
   KT_CHECK(kn_shard_list_get(l, 1) == NULL);
   kn_shard_list_t *c = kn_shard_list_dup(l);
-  KT_CHECK(c && kn_shard_list_count(c) == 1);
+  KT_REQUIRE(c && kn_shard_list_count(c) == 1, kn_shard_list_destroy(c),
+             kn_shard_list_destroy(l));
   KT_CHECK_STR(kn_shard_id(kn_shard_list_get(c, 0)), "s");
   kn_shard_list_destroy(c);
   kn_shard_list_destroy(l);
