@@ -782,26 +782,30 @@ static int hb_fresh(const kn_cc_t *c, int64_t now) {
   return now - c->hb_ok_sent_ms <= c->cfg.renew_ms + c->cfg.renew_ms / 2;
 }
 
-static int take_wanted(const kn_cc_t *c, int64_t now) {
-  if (!c->mb_on) return 1;
-  if (!c->mb_ok) return 0; /* the first heartbeat comes first */
-  if (!hb_fresh(c, now)) return 0;
-  if (!c->scanned || !c->idle || c->n_in || c->foreign) return 1;
-  if (c->view.epoch != c->scan_epoch || c->view.deaths != c->scan_deaths)
-    return 1;
+/* Why a take round should list the lease table now, or NULL. */
+static const char *take_reason(const kn_cc_t *c, int64_t now) {
+  if (!c->mb_on) return "every take round (no membership)";
+  if (!c->mb_ok) return NULL; /* the first heartbeat comes first */
+  if (!hb_fresh(c, now)) return NULL;
+  if (!c->scanned) return "first look";
+  if (!c->idle) return "the last round had work";
+  if (c->n_in) return "hand-offs asked for";
+  if (c->foreign) return "leases of workers without heartbeats";
+  if (c->view.epoch != c->scan_epoch) return "the epoch moved";
+  if (c->view.deaths != c->scan_deaths) return "a worker died";
   size_t held = kn_cc_held(c);
-  if (c->cfg.max_leases && held >= (size_t)c->cfg.max_leases) return 0;
+  if (c->cfg.max_leases && held >= (size_t)c->cfg.max_leases) return NULL;
   /* The counts as a round found them with nothing to do (a quiet worker,
    * children not ready): not again until they change, or for a while. */
   if (c->idle_sig == counts_sig(c) && now - c->idle_sig_ms < c->cfg.duration_ms)
-    return 0;
+    return NULL;
   for (size_t i = 0; i < c->view.n; i++) {
     const kn_mview_ent_t *e = &c->view.v[i];
     if (!e->dead && strcmp(e->worker, c->worker) != 0 &&
         e->leases >= (int64_t)held + 2)
-      return 1;
+      return "a worker holds two more leases";
   }
-  return 0;
+  return NULL;
 }
 
 void kn_cc_tick(kn_cc_t *c, int64_t now) {
@@ -834,7 +838,10 @@ void kn_cc_tick(kn_cc_t *c, int64_t now) {
     watch_handoffs(c, now);
     if (!c->syncing && now >= c->sync_at) sync_due(c, now);
     if (c->synced && !c->taking && now >= c->take_at) {
-      if (take_wanted(c, now))
+      const char *why = take_reason(c, now);
+      if (why && c->mb_on)
+        logf_(c, KN_CC_LOG_DEBUG, "listing the lease table: %s", why);
+      if (why)
         start_take(c, now);
       else
         c->take_at = now + c->cfg.take_ms;
@@ -953,8 +960,14 @@ void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
      * epoch or a cleanup to finish call for it, or for a look now and
      * then (scan_ms) at what no event announced. */
     c->syncing = 0;
-    if (!same_listing(c, v, n) || c->view.epoch != c->sync_epoch ||
-        c->sync_more || now - c->full_sync_ms >= c->cfg.scan_ms) {
+    const char *why = !same_listing(c, v, n)           ? "the shards changed"
+                      : c->view.epoch != c->sync_epoch ? "the epoch moved"
+                      : c->sync_more                   ? "a cleanup is pending"
+                      : now - c->full_sync_ms >= c->cfg.scan_ms
+                          ? "the periodic look"
+                          : NULL;
+    if (why) {
+      logf_(c, KN_CC_LOG_DEBUG, "shard sync with the lease table: %s", why);
       start_sync(c, now);
     } else {
       c->sync_at = c->resync ? now : now + c->cfg.sync_ms;
