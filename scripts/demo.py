@@ -302,7 +302,7 @@ def group_part(demo, kncat, env, tmp):
     print(f"  per-key order kept  {'yes' if order_ok else 'NO'} (within every worker)")
     if failover:
         print(f"  failover            {max(failover):.1f} s from the kill until worker-b read "
-              f"its shards (lease 10 s + take interval 2 s)")
+              f"its shards (10 s without a heartbeat, seen on the next one)")
     print("  shard tree")
     print_tree(demo.shards(GROUP_STREAM),
                lambda sid: sum(1 for w in runs for _, r in w.records() if r["shard"] == sid))
