@@ -136,6 +136,11 @@ typedef enum kn_cc_op {
 } kn_cc_op_t;
 
 const char *kn_cc_op_name(kn_cc_op_t op);
+/* Non-zero for the calls the driver carries out and answers (LIST_LEASES
+ * to HEARTBEAT: the store's calls and ListShards). */
+static inline int kn_cc_op_is_call(kn_cc_op_t op) {
+  return op <= KN_CC_HEARTBEAT;
+}
 
 typedef struct kn_cc_action {
   kn_cc_op_t op;

@@ -1,7 +1,10 @@
 #include "lease/members.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/str.h"
 
 void kn_mview_init(kn_mview_t *m) { memset(m, 0, sizeof(*m)); }
 
@@ -16,17 +19,10 @@ void kn_mview_free(kn_mview_t *m) {
 }
 
 const kn_mview_ent_t *kn_mview_get(const kn_mview_t *m, const char *worker) {
-  size_t lo = 0, hi = m->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(m->v[mid].worker, worker);
-    if (c == 0) return &m->v[mid];
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return NULL;
+  int found;
+  size_t i = kn_sorted_find(m->v, m->n, sizeof(*m->v),
+                            offsetof(kn_mview_ent_t, worker), worker, &found);
+  return found ? &m->v[i] : NULL;
 }
 
 static int by_worker(const void *a, const void *b) {

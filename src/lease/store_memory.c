@@ -2,6 +2,7 @@
  * a mutex.  Named instances live in a process-wide registry so that
  * several handles (threads playing different workers) share one table. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,21 +39,8 @@ static kn_error_t *nomem(const kn_lease_store_t *ls) {
 
 /* Index of key, or of where it would be inserted (*found 0). */
 static size_t find(const mem_table_t *t, const char *key, int *found) {
-  size_t lo = 0, hi = t->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(t->v[mid].key, key);
-    if (c == 0) {
-      *found = 1;
-      return mid;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  *found = 0;
-  return lo;
+  return kn_sorted_find(t->v, t->n, sizeof(*t->v), offsetof(kn_lease_t, key),
+                        key, found);
 }
 
 /* The lease at key if its counter is `counter` and its owner is `owner`
@@ -374,21 +362,8 @@ static kn_error_t *mem_remove(kn_lease_store_t *ls, const char *key,
 /* Index of worker in the membership, or of where it would go. */
 static size_t find_member(const kn_members_t *m, const char *worker,
                           int *found) {
-  size_t lo = 0, hi = m->n;
-  *found = 0;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(m->v[mid].worker, worker);
-    if (c == 0) {
-      *found = 1;
-      return mid;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return kn_sorted_find(m->v, m->n, sizeof(*m->v),
+                        offsetof(kn_member_t, worker), worker, found);
 }
 
 static kn_error_t *mem_heartbeat(kn_lease_store_t *ls, const char *worker,

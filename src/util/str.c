@@ -166,3 +166,24 @@ long kn_utf8_count(const char *s, size_t n) {
   }
   return count;
 }
+
+size_t kn_sorted_find(const void *v, size_t n, size_t size, size_t off,
+                      const char *key, int *found) {
+  size_t lo = 0, hi = n;
+  *found = 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const char *k;
+    memcpy(&k, (const char *)v + mid * size + off, sizeof(k));
+    int c = strcmp(k, key);
+    if (c == 0) {
+      *found = 1;
+      return mid;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}

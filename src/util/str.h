@@ -27,5 +27,10 @@ char *kn_str_trim(char *s);
 /* Unicode characters in s[0..n) if it is valid UTF-8 (shortest forms,
  * no surrogates, at most U+10FFFF), else -1. */
 long kn_utf8_count(const char *s, size_t n);
+/* Binary search in v, n elements of `size` bytes sorted (strcmp) by the
+ * string pointer found at byte offset `off` of each: the index of key,
+ * or where it would be inserted (*found then 0). */
+size_t kn_sorted_find(const void *v, size_t n, size_t size, size_t off,
+                      const char *key, int *found);
 
 #endif

@@ -274,26 +274,14 @@ static void drain(cost_t *s, int w) {
   char **yields = NULL; /* key, then tenure as text: answered after */
   size_t n_y = 0;
   while (kn_cc_next(k->cc, &a)) {
+    if (kn_cc_op_is_call(a.op)) {
+      kn_store_job_t *j = kn_store_job_new(&a);
+      if (!j) abort();
+      push(s, s->now + latency(s),
+           a.op == KN_CC_LIST_SHARDS ? C_REPLY : C_APPLY, w, k->gen, j);
+      continue;
+    }
     switch (a.op) {
-      case KN_CC_LIST_SHARDS:
-      case KN_CC_LIST_LEASES:
-      case KN_CC_CREATE:
-      case KN_CC_TAKE:
-      case KN_CC_RENEW:
-      case KN_CC_CHECKPOINT:
-      case KN_CC_RELEASE:
-      case KN_CC_REMOVE:
-      case KN_CC_SET_CHILDREN:
-      case KN_CC_GET:
-      case KN_CC_HANDOFF:
-      case KN_CC_HANDOFF_DONE:
-      case KN_CC_HEARTBEAT: {
-        kn_store_job_t *j = kn_store_job_new(&a);
-        if (!j) abort();
-        push(s, s->now + latency(s),
-             a.op == KN_CC_LIST_SHARDS ? C_REPLY : C_APPLY, w, k->gen, j);
-        break;
-      }
       case KN_CC_YIELD:
         yields = realloc(yields, (n_y + 2) * sizeof(*yields));
         if (!yields) abort();
