@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -105,6 +106,31 @@ class Suite:
             assert len(proxy.requests("PutRecords")) >= 2
         assert self.consume(s) == []
 
+    def input_faster_than_the_stream(self):
+        """A file bigger than the stream takes within a record's
+        time-to-live: the input is held back, not expired in the queue."""
+        if self.kind != "kinesalite":
+            return
+        from kinesis_limits import Limits
+        s = self.stream(1)
+        n, size = 8192, 1000   # 8 MB at about 0.5 MB/s: about 16 s
+        data = b"".join(b"k%d\t%s\n" % (i, b"x" * size) for i in range(n))
+        fd, path = tempfile.mkstemp(prefix="kp-big-", suffix=".txt")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        try:
+            with FaultProxy(self.server, limits=Limits().scaled(0.5)) as proxy:
+                env = lab.env_for(kinesis=proxy.endpoint)
+                p = kncat(env, "produce", s, path, "-K", "\\t",
+                          "-X", "message.timeout.ms=6000",
+                          "-X", "shard.bytes.per.second=524288",
+                          "-X", "shard.records.per.second=500")
+                err = p.stderr.decode()
+                assert ("%d records sent, 0 failed" % n) in err, err[-2000:]
+        finally:
+            os.unlink(path)
+        assert len(self.consume(s)) == n
+
     def rate_and_progress(self):
         s = self.stream(1)
         t = time.time()
@@ -124,6 +150,7 @@ class Suite:
 
     def run(self):
         for fn in (self.aggregate_roundtrip, self.ttl_exit_5,
+                   self.input_faster_than_the_stream,
                    self.rate_and_progress, self.usage):
             self.case(fn)
 

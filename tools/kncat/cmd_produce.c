@@ -46,6 +46,13 @@ typedef struct produce {
   /* Progress. */
   double start, next_progress;
   int progress_shown, tty;
+  /* Back-pressure by time: the bytes sent and not yet reported are kept
+   * to what the stream takes in hold_s at the rate it has been taking
+   * them, so that no record waits in the queue until its time-to-live
+   * (message.timeout.ms) runs out when the input is faster than the
+   * shards' write limits. */
+  uint64_t queued, delivered, taken_mark;
+  double taken_bps, taken_t, hold_s;
 } produce_t;
 
 static double now_s(void) {
@@ -118,11 +125,11 @@ static void failure_line(produce_t *p, const char *fmt, ...) {
 static void on_delivery(kn_producer_t *kp, const kn_msg_t *m, void *opaque) {
   (void)kp;
   produce_t *p = opaque;
-  if (p->mapped) {
-    size_t len;
-    const void *data = kn_msg_data(m, &len);
-    kc_mapped_release(p->mapped, data, len);
-  }
+  size_t len;
+  const void *data = kn_msg_data(m, &len);
+  p->queued -= len < p->queued ? len : p->queued;
+  p->delivered += len;
+  if (p->mapped) kc_mapped_release(p->mapped, data, len);
   const kn_error_t *err = kn_msg_error(m);
   if (err)
     failure_line(p, "record %llu not delivered: %s",
@@ -196,6 +203,35 @@ static void progress(produce_t *p, kn_producer_t *kp, int final) {
       (unsigned long long)(kn_producer_counter(kp, KN_PC_FAILED) + p->not_sent),
       p->tty ? "" : "\n");
   p->progress_shown = 1;
+}
+
+/* The rate the stream has been taking the records at (bytes a second). */
+static void update_rate(produce_t *p) {
+  double t = now_s();
+  if (p->taken_t == 0) {
+    p->taken_t = t;
+    p->taken_mark = p->delivered;
+    return;
+  }
+  if (t - p->taken_t < 1.0) return;
+  double r = (double)(p->delivered - p->taken_mark) / (t - p->taken_t);
+  p->taken_bps = p->taken_bps > 0 ? 0.7 * p->taken_bps + 0.3 * r : r;
+  p->taken_t = t;
+  p->taken_mark = p->delivered;
+}
+
+/* Holds the input while the queue is more than the stream takes in
+ * hold_s (at least 1 MiB, so that a start or a pause does not throttle
+ * it). */
+static void hold_input(produce_t *p, kn_producer_t *kp) {
+  for (;;) {
+    update_rate(p);
+    double cap = p->taken_bps * p->hold_s;
+    if (cap < 1024.0 * 1024) cap = 1024.0 * 1024;
+    if ((double)p->queued <= cap || kc_signal_received()) return;
+    kn_producer_poll(kp, 100);
+    progress(p, kp, 0);
+  }
 }
 
 /* Waits, serving delivery reports, until `due` (monotonic seconds). */
@@ -301,6 +337,7 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
     if (p->rate_bytes)
       wait_until(p, kp, p->start + (double)bytes / (double)p->rate_bytes);
     bytes += len;
+    hold_input(p, kp);
     kn_err_t rc;
     /* A mapped record stays where it is until its report. */
     int flags = from_map ? KN_MSG_F_NOCOPY : KN_MSG_F_COPY;
@@ -317,6 +354,7 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
       p->not_sent++;
       continue;
     }
+    p->queued += len;
     if (from_map) kc_mapped_hold(p->mapped, data, len);
     if ((recno & 1023) == 0) {
       kn_producer_poll(kp, 0);
@@ -389,6 +427,11 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
     goto out;
   }
   kn_conf_set_delivery_cb(conf, on_delivery, &p);
+  char ttl[32];
+  size_t ttl_size = sizeof(ttl);
+  p.hold_s = 10.0;
+  if (kn_conf_get(conf, "message.timeout.ms", ttl, &ttl_size) == KN_CONF_OK)
+    p.hold_s = atof(ttl) / 3000.0;
   if ((rc = kc_metrics_start(ctx)) != KC_GO_ON) goto out;
   rc = KC_EXIT_RUNTIME;
   char err[512];
