@@ -31,7 +31,15 @@ enum { KT_REPLY = 0, KT_CLOSE = 1, KT_HANG = 2 };
 typedef int (*kt_httpd_fn)(void *ud, const kt_httpd_req_t *req, char *out,
                            size_t size, size_t *out_len);
 
+/* Connections open at once; finished ones are reaped as new ones come. */
 #define KT_HTTPD_MAX_CONN 512
+
+struct kt_conn {
+  struct kt_httpd *s;
+  int fd;
+  pthread_t th;
+  atomic_int done; /* the thread has finished with fd */
+};
 
 typedef struct kt_httpd {
   int fd;
@@ -39,19 +47,13 @@ typedef struct kt_httpd {
   kt_httpd_fn fn;
   void *ud;
   pthread_t acceptor;
-  pthread_t conn_threads[KT_HTTPD_MAX_CONN];
-  int conn_fds[KT_HTTPD_MAX_CONN];
+  struct kt_conn *conns[KT_HTTPD_MAX_CONN];
   int n_conn;
   pthread_mutex_t lock;
   atomic_int stop;
   atomic_int requests;
   atomic_int connections;
 } kt_httpd_t;
-
-struct kt_conn_arg {
-  kt_httpd_t *s;
-  int fd;
-};
 
 static size_t kt_content_length(const char *head) {
   const char *p = head;
@@ -64,9 +66,8 @@ static size_t kt_content_length(const char *head) {
 }
 
 static void *kt_conn_main(void *arg) {
-  struct kt_conn_arg a = *(struct kt_conn_arg *)arg;
-  free(arg);
-  kt_httpd_t *s = a.s;
+  struct kt_conn *c = arg;
+  kt_httpd_t *s = c->s;
   size_t cap = 1 << 16, len = 0;
   char *in = malloc(cap);
   size_t out_cap = 1 << 20;
@@ -75,7 +76,7 @@ static void *kt_conn_main(void *arg) {
     char *end;
     while ((end = len ? memmem(in, len, "\r\n\r\n", 4) : NULL) == NULL) {
       if (len == cap) goto done;
-      ssize_t n = recv(a.fd, in + len, cap - len, 0);
+      ssize_t n = recv(c->fd, in + len, cap - len, 0);
       if (n <= 0) goto done;
       len += (size_t)n;
     }
@@ -90,7 +91,7 @@ static void *kt_conn_main(void *arg) {
         cap = head_len + req->body_len;
         in = realloc(in, cap);
       }
-      ssize_t n = recv(a.fd, in + len, cap - len, 0);
+      ssize_t n = recv(c->fd, in + len, cap - len, 0);
       if (n <= 0) {
         free(req);
         goto done;
@@ -114,17 +115,34 @@ static void *kt_conn_main(void *arg) {
     }
     size_t off = 0;
     while (off < out_len) {
-      ssize_t n = send(a.fd, out + off, out_len - off, MSG_NOSIGNAL);
+      ssize_t n = send(c->fd, out + off, out_len - off, MSG_NOSIGNAL);
       if (n <= 0) goto done;
       off += (size_t)n;
     }
   }
 done:
-  shutdown(a.fd,
-           SHUT_RDWR); /* closed by kt_httpd_stop, so fds are not reused */
+  shutdown(c->fd,
+           SHUT_RDWR); /* closed when reaped, so fds are not reused early */
   free(in);
   free(out);
+  atomic_store(&c->done, 1);
   return NULL;
+}
+
+/* Joins and closes the finished connections (s->lock held). */
+static void kt_httpd_reap(kt_httpd_t *s) {
+  int k = 0;
+  for (int i = 0; i < s->n_conn; i++) {
+    struct kt_conn *c = s->conns[i];
+    if (atomic_load(&c->done)) {
+      pthread_join(c->th, NULL);
+      close(c->fd);
+      free(c);
+    } else {
+      s->conns[k++] = c;
+    }
+  }
+  s->n_conn = k;
 }
 
 static void *kt_accept_main(void *arg) {
@@ -139,17 +157,23 @@ static void *kt_accept_main(void *arg) {
     if (fd < 0) continue;
     atomic_fetch_add(&s->connections, 1);
     pthread_mutex_lock(&s->lock);
-    if (s->n_conn == KT_HTTPD_MAX_CONN || atomic_load(&s->stop)) {
+    kt_httpd_reap(s);
+    struct kt_conn *c = NULL;
+    if (s->n_conn < KT_HTTPD_MAX_CONN && !atomic_load(&s->stop))
+      c = calloc(1, sizeof(*c));
+    if (!c) {
       pthread_mutex_unlock(&s->lock);
       close(fd);
       continue;
     }
-    struct kt_conn_arg *a = malloc(sizeof(*a));
-    a->s = s;
-    a->fd = fd;
-    s->conn_fds[s->n_conn] = fd;
-    pthread_create(&s->conn_threads[s->n_conn], NULL, kt_conn_main, a);
-    s->n_conn++;
+    c->s = s;
+    c->fd = fd;
+    if (pthread_create(&c->th, NULL, kt_conn_main, c)) {
+      free(c);
+      close(fd);
+    } else {
+      s->conns[s->n_conn++] = c;
+    }
     pthread_mutex_unlock(&s->lock);
   }
   return NULL;
@@ -178,11 +202,13 @@ static int kt_httpd_start(kt_httpd_t *s, kt_httpd_fn fn, void *ud) {
 static void kt_httpd_stop(kt_httpd_t *s) {
   atomic_store(&s->stop, 1);
   pthread_join(s->acceptor, NULL);
-  for (int i = 0; i < s->n_conn; i++) shutdown(s->conn_fds[i], SHUT_RDWR);
+  for (int i = 0; i < s->n_conn; i++) shutdown(s->conns[i]->fd, SHUT_RDWR);
   for (int i = 0; i < s->n_conn; i++) {
-    pthread_join(s->conn_threads[i], NULL);
-    close(s->conn_fds[i]);
+    pthread_join(s->conns[i]->th, NULL);
+    close(s->conns[i]->fd);
+    free(s->conns[i]);
   }
+  s->n_conn = 0;
   close(s->fd);
   pthread_mutex_destroy(&s->lock);
 }

@@ -231,6 +231,7 @@ static void test_list_shards_pages(void) {
   KT_CHECK(e == NULL && kn_shard_list_count(l) == 2);
   KT_CHECK_INT(count_requests("ListShards"), 2);
   kn_shard_list_destroy(l);
+  kn_error_destroy(e);
   e = kn_list_shards(kc, "s", KN_SHARD_FILTER_AFTER_SHARD_ID, NULL, 0, &l);
   KT_CHECK(e && kn_error_code(e) == KN_ERR__INVALID_ARG);
   kn_error_destroy(e);
@@ -291,17 +292,17 @@ static void test_paging_guards(void) {
   scenario = 6;
   reset_records();
   kn_shard_list_t *sl = NULL;
-  KT_CHECK(kn_list_shards(kc, "s", KN_SHARD_FILTER_NONE, NULL, 0, &sl) == NULL);
+  KT_CHECK_OK(kn_list_shards(kc, "s", KN_SHARD_FILTER_NONE, NULL, 0, &sl));
   kn_shard_list_destroy(sl);
   KT_CHECK_INT(count_requests("ListShards"), 3); /* -, a, b (-> a) */
   reset_records();
   kn_strlist_t *names = NULL;
-  KT_CHECK(kn_list_streams(kc, &names) == NULL);
+  KT_CHECK_OK(kn_list_streams(kc, &names));
   kn_strlist_destroy(names);
   KT_CHECK_INT(count_requests("ListStreams"), 3);
   reset_records();
   kn_stream_consumer_list_t *cl = NULL;
-  KT_CHECK(kn_list_stream_consumers(kc, "arn:s", &cl) == NULL);
+  KT_CHECK_OK(kn_list_stream_consumers(kc, "arn:s", &cl));
   kn_stream_consumer_list_destroy(cl);
   KT_CHECK_INT(count_requests("ListStreamConsumers"), 3);
 
@@ -324,7 +325,7 @@ static void test_consumers_and_unsupported(void) {
   reset_records();
   scenario = 0;
   kn_stream_consumer_list_t *l;
-  KT_CHECK(kn_list_stream_consumers(kc, "arn:s", &l) == NULL);
+  KT_CHECK_OK(kn_list_stream_consumers(kc, "arn:s", &l));
   KT_CHECK_INT(kn_stream_consumer_list_count(l), 1);
   KT_CHECK_INT(count_requests("ListStreamConsumers"), 2);
   kn_stream_consumer_list_destroy(l);
@@ -348,12 +349,12 @@ static void test_split_default_and_wait(void) {
   KT_REQUIRE(kc != NULL);
   reset_records();
   scenario = 0;
-  KT_CHECK(kn_split_shard(kc, "s", "shardId-1", NULL) == NULL);
+  KT_CHECK_OK(kn_split_shard(kc, "s", "shardId-1", NULL));
   json_t *r = request("SplitShard", 0);
   KT_CHECK_STR(kn_json_str(r, "NewStartingHashKey"), "150"); /* [100, 199] */
   KT_CHECK_STR(kn_json_str(r, "ShardToSplit"), "shardId-1");
   json_decref(r);
-  KT_CHECK(kn_split_shard(kc, "s", "shardId-2", "0007") == NULL);
+  KT_CHECK_OK(kn_split_shard(kc, "s", "shardId-2", "0007"));
   r = request("SplitShard", 1);
   KT_CHECK_STR(kn_json_str(r, "NewStartingHashKey"), "7");
   json_decref(r);
@@ -365,14 +366,14 @@ static void test_split_default_and_wait(void) {
   kn_error_destroy(e);
 
   wait_calls = 0;
-  KT_CHECK(kn_wait_stream(kc, "s", 0, 10000) == NULL);
+  KT_CHECK_OK(kn_wait_stream(kc, "s", 0, 10000));
   KT_CHECK_INT(wait_calls, 3);
   scenario = 5;
   e = kn_wait_stream(kc, "s", 0, 300);
   KT_CHECK(e && kn_error_code(e) == KN_ERR__TIMED_OUT);
   kn_error_destroy(e);
   scenario = 4;
-  KT_CHECK(kn_wait_stream(kc, "s", 1, 1000) == NULL);
+  KT_CHECK_OK(kn_wait_stream(kc, "s", 1, 1000));
   e = kn_wait_stream(kc, "s", 0, 1000);
   KT_CHECK(e && kn_error_code(e) == KN_ERR_RESOURCE_NOT_FOUND);
   kn_error_destroy(e);
@@ -505,6 +506,7 @@ static void test_async(void) {
     KT_CHECK(len == 2 && memcmp(d, "hi", 2) == 0);
   }
   kn_batch_destroy(w.batch);
+  kn_error_destroy(w.err);
   json_t *r = request("GetRecords", 0);
   KT_CHECK_INT(json_integer_value(json_object_get(r, "Limit")), 10);
   json_decref(r);
@@ -530,6 +532,7 @@ static void test_async(void) {
   w.cancel = 1;
   run_on_loop(&w, start_get);
   KT_CHECK(w.err == NULL && w.batch == NULL);
+  kn_error_destroy(w.err); /* the call could not be made */
 
   memset(&w, 0, sizeof w);
   w.kc = kc;
@@ -540,10 +543,11 @@ static void test_async(void) {
   KT_CHECK_STR(kn_put_results_error_code(w.res, 1),
                "ProvisionedThroughputExceededException");
   kn_put_results_destroy(w.res);
+  kn_error_destroy(w.err);
 
   /* The blocking GetRecords decodes the same way. */
   kn_batch_t *b;
-  KT_CHECK(kn_get_records(kc, "it-3", 0, &b) == NULL);
+  KT_CHECK_OK(kn_get_records(kc, "it-3", 0, &b));
   KT_CHECK(kn_batch_count(b) == 1 && kn_batch_stream(b) == NULL);
   kn_batch_destroy(b);
   kn_error_t *e = kn_get_records(kc, "broken", 0, &b);

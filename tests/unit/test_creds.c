@@ -184,6 +184,7 @@ static void test_corrupt_files(void) {
   kn_error_t *e = NULL;
   kn_creds_provider_t *p = kn_creds_provider_new(&s, &e);
   KT_CHECK(p == NULL);
+  kn_creds_provider_destroy(p);
   KT_CHECK(e && strstr(kn_error_string(e),
                        "~/.aws/credentials:6: expected \"key = value\""));
   KT_CHECK_INT(kn_error_code(e), KN_ERR__CONF);
@@ -689,6 +690,8 @@ static void test_json_docs(void) {
   KT_CHECK_STR(c.session_token, "T");
   KT_CHECK_INT(c.expires_ms, 1704088800000LL);
   kn_creds_clear(&c);
+  kn_error_destroy(e); /* out of memory */
+  e = NULL;
   const char *failed =
       "{\"Code\":\"AssumeRoleUnauthorizedAccess\",\"AccessKeyId\":\"A\"}";
   KT_CHECK(kn_creds_parse_json(failed, strlen(failed), KN_CREDS_DOC_IMDS,

@@ -142,7 +142,7 @@ static size_t stream_resp(char *out, size_t size, kn_buf_t *b) {
       "application/vnd.amazon.eventstream\r\nContent-Length: %zu\r\n\r\n",
       b->len);
   size_t len = (size_t)n;
-  if (len + b->len <= size) {
+  if (b->len && len + b->len <= size) {
     memcpy(out + len, b->p, b->len);
     len += b->len;
   }

@@ -45,34 +45,45 @@ static void test_sqlite_conformance(void) {
 
 /* Private memory stores share nothing; named ones share everything. */
 static void test_memory_instances(void) {
-  kn_error_t *e = NULL;
-  kn_lease_store_t *a = kn_lease_store_open("memory", NULL, &e);
-  kn_lease_store_t *b = kn_lease_store_open("memory", NULL, &e);
-  kn_lease_store_t *c = kn_lease_store_open("memory:shared", NULL, &e);
-  kn_lease_store_t *d = kn_lease_store_open("memory:shared", NULL, &e);
-  KT_CHECK(a && b && c && d);
-  if (!(a && b && c && d)) return;
+  kn_error_t *e = NULL, *ea = NULL, *eb = NULL, *ec = NULL, *ed = NULL;
+  kn_lease_store_t *a = kn_lease_store_open("memory", NULL, &ea);
+  kn_lease_store_t *b = kn_lease_store_open("memory", NULL, &eb);
+  kn_lease_store_t *c = kn_lease_store_open("memory:shared", NULL, &ec);
+  kn_lease_store_t *d = kn_lease_store_open("memory:shared", NULL, &ed);
+  kn_error_destroy(ea);
+  kn_error_destroy(eb);
+  kn_error_destroy(ec);
+  kn_error_destroy(ed);
+  KT_REQUIRE(a && b && c && d, kn_lease_store_destroy(a),
+             kn_lease_store_destroy(b), kn_lease_store_destroy(c),
+             kn_lease_store_destroy(d));
   kn_lease_t l = {.key = "k"}, got;
   KT_CHECK_OK(a->ops->create(a, &l));
   e = b->ops->get(b, "k", &got);
   KT_CHECK_INT(kn_error_code(e), KN_ERR__NOT_FOUND);
+  if (!e) kn_lease_clear(&got);
   kn_error_destroy(e);
   KT_CHECK_OK(c->ops->create(c, &l));
   e = d->ops->get(d, "k", &got);
   KT_CHECK(e == NULL);
-  kn_lease_clear(&got);
+  if (!e) kn_lease_clear(&got);
+  kn_error_destroy(e);
   kn_lease_store_destroy(c);
   /* The instance lives while a handle does... */
   e = d->ops->get(d, "k", &got);
   KT_CHECK(e == NULL);
-  kn_lease_clear(&got);
+  if (!e) kn_lease_clear(&got);
+  kn_error_destroy(e);
   kn_lease_store_destroy(d);
   /* ...and goes with the last one. */
+  e = NULL;
   c = kn_lease_store_open("memory:shared", NULL, &e);
   KT_CHECK(c != NULL);
+  kn_error_destroy(e);
   if (c) {
     e = c->ops->get(c, "k", &got);
     KT_CHECK_INT(kn_error_code(e), KN_ERR__NOT_FOUND);
+    if (!e) kn_lease_clear(&got);
     kn_error_destroy(e);
     kn_lease_store_destroy(c);
   }
@@ -128,8 +139,7 @@ static void test_sqlite_locked(void) {
   path_in_dir(path, sizeof(path), "locked.db");
   kn_error_t *e = NULL;
   kn_lease_store_t *ls = kn_lease_store_sqlite_open(path, 300, &e);
-  KT_CHECK(ls != NULL);
-  if (!ls) return;
+  KT_REQUIRE(ls != NULL, kn_error_destroy(e));
   kn_lease_t l = {.key = "shard-1"}, got;
   int64_t c = -1;
   KT_CHECK_OK(ls->ops->create(ls, &l));
@@ -167,7 +177,7 @@ static void test_sqlite_locked(void) {
   ls = kn_lease_store_sqlite_open(path, 300, &e);
   KT_CHECK(ls != NULL);
   kn_error_destroy(e);
-  if (!ls) return;
+  KT_REQUIRE(ls != NULL);
 
   e = ls->ops->get(ls, "shard-1", &got);
   KT_CHECK(e == NULL);
@@ -236,8 +246,7 @@ static void test_sqlite_schema(void) {
   snprintf(spec, sizeof(spec), "sqlite:%s", path);
   kn_error_t *e = NULL;
   kn_lease_store_t *ls = kn_lease_store_open(spec, NULL, &e);
-  KT_CHECK(ls != NULL);
-  if (!ls) return;
+  KT_REQUIRE(ls != NULL, kn_error_destroy(e));
   KT_CHECK_STR(ls->name, spec);
   kn_lease_t l = {.key = "k", .counter = 3, .extra = "{\"x\":{\"S\":\"y\"}}"};
   KT_CHECK_OK(ls->ops->create(ls, &l));
@@ -273,6 +282,8 @@ static void test_sqlite_schema(void) {
 
   ls = kn_lease_store_open(spec, NULL, &e);
   KT_CHECK(ls != NULL);
+  kn_error_destroy(e);
+  e = NULL;
   if (ls) {
     kn_lease_t got;
     KT_CHECK_OK(ls->ops->get(ls, "k", &got));
@@ -280,7 +291,7 @@ static void test_sqlite_schema(void) {
     kn_lease_clear(&got);
     /* Rows written by another connection are the membership. */
     kn_members_t m;
-    KT_CHECK(ls->ops->heartbeat(ls, "w-y", 1, 0, 1, NULL, 0, &m) == NULL);
+    KT_CHECK_OK(ls->ops->heartbeat(ls, "w-y", 1, 0, 1, NULL, 0, &m));
     KT_CHECK_INT(m.n, 2);
     KT_CHECK_INT(m.epoch, 12);
     if (m.n == 2) {
@@ -319,14 +330,14 @@ static void test_sqlite_migrate(void) {
   kn_lease_store_t *ls = kn_lease_store_sqlite_open(path, 1000, &e);
   KT_CHECK_MSG(ls != NULL, "%s", e ? kn_error_string(e) : "");
   kn_error_destroy(e);
-  if (!ls) return;
+  KT_REQUIRE(ls != NULL);
   kn_lease_t got;
-  KT_CHECK(ls->ops->get(ls, "old", &got) == NULL);
+  KT_CHECK_OK(ls->ops->get(ls, "old", &got));
   KT_CHECK_STR(got.owner, "w1");
   KT_CHECK_INT(got.counter, 5);
   kn_lease_clear(&got);
   kn_members_t m;
-  KT_CHECK(ls->ops->heartbeat(ls, "w1", 1, 1, 0, NULL, 0, &m) == NULL);
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 1, 1, 0, NULL, 0, &m));
   KT_CHECK_INT(m.n, 1);
   KT_CHECK_INT(m.epoch, 0);
   kn_members_clear(&m);
@@ -361,9 +372,9 @@ static void test_sqlite_heartbeat_locked(void) {
   kn_lease_store_t *ls = kn_lease_store_sqlite_open(path, 300, &e);
   KT_CHECK(ls != NULL);
   kn_error_destroy(e);
-  if (!ls) return;
+  KT_REQUIRE(ls != NULL);
   kn_members_t m;
-  KT_CHECK(ls->ops->heartbeat(ls, "w1", 1, 0, 0, NULL, 0, &m) == NULL);
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 1, 0, 0, NULL, 0, &m));
   kn_members_clear(&m);
   sqlite3 *other = NULL;
   KT_CHECK(sqlite3_open(path, &other) == SQLITE_OK);
@@ -374,7 +385,7 @@ static void test_sqlite_heartbeat_locked(void) {
   expect_locked(e, t0, 300);
   sql(other, "ROLLBACK");
   sqlite3_close(other);
-  KT_CHECK(ls->ops->heartbeat(ls, "w1", 2, 0, 0, NULL, 0, &m) == NULL);
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 2, 0, 0, NULL, 0, &m));
   KT_CHECK_INT(m.n, 1);
   KT_CHECK_INT(m.epoch, 0);
   kn_members_clear(&m);

@@ -403,32 +403,47 @@ static void test_timeout_and_transport(void) {
 
 /* Cancel while waiting for the retry timer, and while in flight. */
 static atomic_int cb_after_cancel;
-static void no_cb(void *opaque, kn_call_result_t *res) {
-  (void)opaque;
-  kn_error_destroy(res->err);
-  atomic_fetch_add(&cb_after_cancel, 1);
-}
 
+/* A call started on the loop to be cancelled there; ended is set when the
+ * call could not be made or its callback ran (it is then gone). */
 struct cancel_st {
   struct env *e;
   kn_call_t *call;
+  atomic_int ended;
 };
+
+static void no_cb(void *opaque, kn_call_result_t *res) {
+  struct cancel_st *c = opaque;
+  kn_error_destroy(res->err);
+  atomic_fetch_add(&cb_after_cancel, 1);
+  if (c) {
+    c->call = NULL;
+    atomic_store(&c->ended, 1);
+  }
+}
 
 static void cancel_start(void *arg) {
   struct cancel_st *c = arg;
   kn_buf_t body = KN_BUF_INIT;
   kn_buf_append_str(&body, "{}");
   kn_error_t *err = NULL;
-  c->call =
-      kn_svc_call(c->e->svc, "ListStreams", &body, NULL, no_cb, NULL, &err);
+  c->call = kn_svc_call(c->e->svc, "ListStreams", &body, NULL, no_cb, c, &err);
   KT_CHECK(c->call != NULL);
   kn_error_destroy(err);
+  if (!c->call) atomic_store(&c->ended, 1);
 }
 
 static void cancel_it(void *arg) {
   struct cancel_st *c = arg;
   kn_call_cancel(c->call);
+  c->call = NULL;
   kn_call_cancel(NULL);
+}
+
+/* Waits until the server has seen the call, or the call has ended. */
+static void wait_answered(struct cancel_st *c) {
+  while (atomic_load(&script_pos) < 1 && !atomic_load(&c->ended))
+    kn_sleep_ms(1);
 }
 
 static void test_cancel(void) {
@@ -437,9 +452,9 @@ static void test_cancel(void) {
   struct env e;
   KT_REQUIRE(env_init(&e, NULL, 500, 60000, NULL) ==
              0); /* back-off of up to a minute */
-  struct cancel_st c = {&e, NULL};
+  struct cancel_st c = {&e, NULL, 0};
   kn_loop_call(e.loop, cancel_start, &c);
-  while (atomic_load(&script_pos) < 1) kn_sleep_ms(1);
+  wait_answered(&c);
   kn_sleep_ms(20); /* the answer is in; the call waits on its timer */
   kn_loop_call(e.loop, cancel_it, &c);
   KT_CHECK_INT(atomic_load(&script_pos), 1);
@@ -448,8 +463,9 @@ static void test_cancel(void) {
   static const char *const h[] = {"hang", NULL};
   set_script(h);
   KT_REQUIRE(env_init(&e, NULL, 500, 1, NULL) == 0);
+  atomic_store(&c.ended, 0);
   kn_loop_call(e.loop, cancel_start, &c);
-  while (atomic_load(&script_pos) < 1) kn_sleep_ms(1);
+  wait_answered(&c);
   kn_loop_call(e.loop, cancel_it, &c);
   env_fini(&e);
   KT_CHECK_INT(atomic_load(&cb_after_cancel), 0);

@@ -352,7 +352,7 @@ static void test_no_verify_warning(void) {
   warnings[0] = '\0';
   kn_conf_t *c = conf_of(kv);
   kn_error_t *e = kn_aws_settings_load(&s, c, &log);
-  KT_CHECK(e == NULL);
+  KT_CHECK_OK(e);
   kn_aws_settings_clear(&s);
   KT_CHECK_MSG(
       strstr(warnings, "TLS certificate verification is off") &&
@@ -364,7 +364,7 @@ static void test_no_verify_warning(void) {
   /* The same endpoints again (the lease table's client): no repeat. */
   warnings[0] = '\0';
   e = kn_aws_settings_load(&s, c, &log);
-  KT_CHECK(e == NULL);
+  KT_CHECK_OK(e);
   kn_aws_settings_clear(&s);
   KT_CHECK_STR(warnings, "");
   kn_conf_destroy(c);
@@ -372,7 +372,7 @@ static void test_no_verify_warning(void) {
   const char *kv2[] = {"kinesis.endpoint", "https://other.example", NULL};
   c = conf_of(kv2);
   e = kn_aws_settings_load(&s, c, &log);
-  KT_CHECK(e == NULL);
+  KT_CHECK_OK(e);
   kn_aws_settings_clear(&s);
   kn_conf_destroy(c);
   KT_CHECK_STR(warnings, "");
@@ -520,7 +520,7 @@ static void test_profile_api(void) {
   kn_aws_profile_t *p = NULL;
   kn_error_t *e = kn_aws_profile_load(kt_path(".aws/config"),
                                       kt_path(".aws/credentials"), "a", &p);
-  KT_CHECK(e == NULL && p != NULL);
+  KT_REQUIRE(e == NULL && p != NULL, kn_error_destroy(e));
   char where[128];
   KT_CHECK_STR(kn_aws_profile_get(p, "k", where, sizeof(where)),
                "from-credentials");
