@@ -144,8 +144,10 @@ enum {
   TEN_DONE = 8,
   TEN_ENDED = 16,
   TEN_STOPPED = 32,
-  TEN_STALE = 64,    /* a later take had landed when it started */
-  TEN_RELEASED = 128 /* its release or hand-off landed */
+  TEN_STALE = 64,     /* a later take had landed when it started */
+  TEN_RELEASED = 128, /* its release or hand-off landed */
+  TEN_DROPPED = 256   /* stopped for a lease lost or not renewed in time:
+                         no longer the worker's to release */
 };
 typedef struct sim_ten {
   int shard, w, inc;

@@ -114,8 +114,11 @@ static void closed(sim_t *s, int w) {
   if (k->fault_t >= 0 && k->fault_t >= k->close_t - s->cfg.duration_ms)
     k->close_fault = 1;
   for (size_t t = 0; t < s->n_ten && !k->close_fault; t++) {
+    /* A tenure dropped at the very moment of the close (a freeze ended
+     * both) is not the close's to release either. */
     if (s->ten[t].w != w || s->ten[t].inc != k->inc ||
-        (s->ten[t].end_t >= 0 && s->ten[t].end_t < k->close_t))
+        (s->ten[t].end_t >= 0 && s->ten[t].end_t < k->close_t) ||
+        (s->ten[t].flags & TEN_DROPPED))
       continue;
     int li = sim_store_find(s, s->sh[s->ten[t].shard].id);
     const kn_lease_t *l = li >= 0 ? &s->table[li] : NULL;
@@ -305,7 +308,11 @@ static void handle(sim_t *s, int w, const kn_cc_action_t *a) {
       break;
     case KN_CC_STOP:
       sim_trace(s, w, "STOP", a->key, a->tenure, a->reason);
-      end_tenure(s, w, a, TEN_STOPPED);
+      end_tenure(s, w, a,
+                 TEN_STOPPED | (a->reason == KN_ERR__LEASE_LOST ||
+                                        a->reason == KN_ERR__TIMED_OUT
+                                    ? TEN_DROPPED
+                                    : 0));
       break;
     case KN_CC_EXTEND:
       if ((r = find_reader(k, a->key, a->tenure, NULL)))
