@@ -64,7 +64,8 @@ static void test_target_and_take(void) {
   kn_lease_observer_update(&o, v, 12, 0);
   kn_take_params_t p = {"w1", 100, 10000, 0, 1, 0};
   kn_take_plan_t plan;
-  KT_CHECK_INT(kn_take_plan(v, 12, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(v, 12, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.workers, 3);
   KT_CHECK_INT(plan.target, 4); /* ceil(12 / 3) */
   KT_CHECK_INT(plan.n_take, 4);
@@ -75,7 +76,8 @@ static void test_target_and_take(void) {
 
   /* max_leases caps the target. */
   p.max_leases = 2;
-  KT_CHECK_INT(kn_take_plan(v, 12, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(v, 12, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.target, 2);
   KT_CHECK_INT(plan.n_take, 2);
   kn_take_plan_free(&plan);
@@ -95,19 +97,22 @@ static void test_steal_bounded(void) {
   kn_lease_observer_update(&o, v, 6, 0);
   kn_take_params_t p = {"w1", 1000, 10000, 0, 1, 0};
   kn_take_plan_t plan;
-  KT_CHECK_INT(kn_take_plan(v, 6, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(v, 6, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.target, 3);
   KT_CHECK_INT(plan.n_take, 0);
   KT_CHECK_INT(plan.n_steal, 1);
   kn_take_plan_free(&plan);
   p.max_steal = 5;
-  KT_CHECK_INT(kn_take_plan(v, 6, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(v, 6, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.n_steal, 3); /* never below target for w2 */
   kn_take_plan_free(&plan);
   /* Balanced already: nothing to do. */
   for (int i = 0; i < 3; i++) v[i].owner = "w1";
   kn_lease_observer_update(&o, v, 6, 2000);
-  KT_CHECK_INT(kn_take_plan(v, 6, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(v, 6, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.n_take + plan.n_steal, 0);
   KT_CHECK_INT(plan.held, 3);
   kn_take_plan_free(&plan);
@@ -124,7 +129,8 @@ static void test_steal_when_idle(void) {
   kn_lease_observer_update(&o, v, 4, 0);
   kn_take_params_t p = {"w1", 1000, 10000, 0, 5, 0};
   kn_take_plan_t plan;
-  KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(v, 4, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.target, 2);
   KT_CHECK_INT(plan.n_take, 0);
   KT_CHECK_INT(plan.n_steal, 1);
@@ -136,7 +142,8 @@ static void test_steal_when_idle(void) {
     const char *ids[] = {"w1", "w2", "w3"};
     p.worker = ids[w];
     p.now_ms = 3000;
-    KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+    KT_REQUIRE(kn_take_plan(v, 4, &o, &p, &plan) == 0,
+               kn_lease_observer_free(&o));
     KT_CHECK_INT(plan.n_take + plan.n_steal, 0);
     kn_take_plan_free(&plan);
   }
@@ -144,7 +151,8 @@ static void test_steal_when_idle(void) {
   kn_lease_t one[1] = {mk("s0", "w2", 1)};
   kn_lease_observer_update(&o, one, 1, 4000);
   p.worker = "w1";
-  KT_CHECK_INT(kn_take_plan(one, 1, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(one, 1, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.n_steal, 0);
   kn_take_plan_free(&plan);
   kn_lease_observer_free(&o);
@@ -163,12 +171,14 @@ static void test_no_steal_while_a_worker_is_quiet(void) {
   kn_lease_observer_update(&o, v, 4, 6000);
   kn_take_params_t p = {"w1", 7000, 10000, 0, 1, 6600};
   kn_take_plan_t plan;
-  KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(v, 4, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.target, 2);
   KT_CHECK_INT(plan.n_steal, 0);
   kn_take_plan_free(&plan);
   p.quiet_ms = 0; /* without the rule: one of w2's */
-  KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(v, 4, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.n_steal, 1);
   KT_CHECK(plan.n_steal == 1 && plan.steal[0] < 3);
   kn_take_plan_free(&plan);
@@ -176,7 +186,8 @@ static void test_no_steal_while_a_worker_is_quiet(void) {
   v[3].counter = 2;
   kn_lease_observer_update(&o, v, 4, 7000);
   p.quiet_ms = 6600;
-  KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(v, 4, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.n_steal, 1);
   kn_take_plan_free(&plan);
   kn_lease_observer_free(&o);
@@ -196,7 +207,8 @@ static void test_expired_owner_not_counted(void) {
   kn_lease_observer_update(&o, v, 4, 0);
   kn_take_params_t p = {"w1", 11000, 10000, 0, 1, 0};
   kn_take_plan_t plan;
-  KT_CHECK_INT(kn_take_plan(v, 4, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(v, 4, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.workers, 1);
   KT_CHECK_INT(plan.target, 4);
   KT_CHECK_INT(plan.n_take, 4);
@@ -236,7 +248,8 @@ static void test_parents_before_children(void) {
   kn_lease_observer_update(&o, w, 2, 0);
   kn_take_params_t p = {"w1", 0, 10000, 0, 1, 0};
   kn_take_plan_t plan;
-  KT_CHECK_INT(kn_take_plan(w, 2, &o, &p, &plan), 0);
+  KT_REQUIRE(kn_take_plan(w, 2, &o, &p, &plan) == 0,
+             kn_lease_observer_free(&o));
   KT_CHECK_INT(plan.n_take, 1);
   KT_CHECK_STR(w[plan.take[0]].key, "s0");
   kn_take_plan_free(&plan);
@@ -261,7 +274,8 @@ static void test_spread_of_takers(void) {
     snprintf(id, sizeof(id), "worker-%d", w);
     kn_take_params_t p = {id, 0, 10000, 1, 1, 0};
     kn_take_plan_t plan;
-    kn_take_plan(v, 64, &o, &p, &plan);
+    KT_REQUIRE(kn_take_plan(v, 64, &o, &p, &plan) == 0 && plan.n_take > 0,
+               kn_take_plan_free(&plan), kn_lease_observer_free(&o));
     firsts[w] = plan.take[0];
     int seen = 0;
     for (int k = 0; k < w; k++) seen |= firsts[k] == firsts[w];
