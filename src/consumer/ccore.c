@@ -88,6 +88,7 @@ typedef struct cc_op {
   int64_t tenure;
   int64_t emit_ms;
   kn_lease_t lease;   /* TAKE: the lease as listed */
+  int from_start;     /* TAKE: read from the start (kn_cc_family_read) */
   char ckpt[SEQ_CAP]; /* CHECKPOINT: what it writes ("" for none) */
   int64_t ckpt_sub;
   int wave;        /* CREATE */
@@ -165,6 +166,11 @@ struct kn_cc {
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int is_seq(const char *s) { return s && *s >= '0' && *s <= '9'; }
+/* At the initial position: not started, nor finished. */
+static int at_initial(const kn_lease_t *t) {
+  return t->checkpoint && (strcmp(t->checkpoint, KN_CKPT_LATEST) == 0 ||
+                           strcmp(t->checkpoint, KN_CKPT_AT_TIMESTAMP) == 0);
+}
 
 const char *kn_cc_op_name(kn_cc_op_t op) {
   static const char *names[] = {
@@ -1525,6 +1531,7 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
     c->idle_sig_ms = now;
   }
   if (c->mb_on && c->mb_ok) leftovers(c, w, n, &plan, now);
+  kn_cc_range_t *ranges = NULL; /* parsed once, when first needed */
   for (int pass = 0; pass < 2; pass++) {
     size_t cnt = pass ? plan.n_steal : plan.n_take;
     const size_t *idx = pass ? plan.steal : plan.take;
@@ -1545,6 +1552,10 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
         op_free(op_take(c, o->id));
         continue;
       }
+      if (at_initial(t)) {
+        if (!ranges) ranges = kn_cc_ranges(v, n);
+        o->from_start = kn_cc_family_read(v, n, ranges, t);
+      }
       cc_act_t *x = call(c, o);
       if (!x) continue;
       x->a.counter = t->counter;
@@ -1552,10 +1563,27 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
       cc_own(x, &x->a.old_owner, ours[idx[k]] ? ours[idx[k]] : t->owner);
     }
   }
+  free(ranges);
   if (c->mb_on) release_extra(c, w, ours, n, &plan, now);
   kn_take_plan_free(&plan);
   free(w);
   free(ours);
+}
+
+/* A lease at the initial position whose family is read here: two syncs
+ * straddled a reshard, one creating the parents, the other (with the
+ * newer shard listing) the child at LATEST or AT_TIMESTAMP.  The child's
+ * records follow the parents', so it is read from its start.  A take
+ * planned from a listing knows (kn_cc_family_read); a lease handed over
+ * looks for its parents in the last listing, which still shows them:
+ * parents stay in the table until their children have checkpointed. */
+static int from_start(const kn_cc_t *c, const cc_op_t *o) {
+  const kn_lease_t *t = &o->lease;
+  if (!at_initial(t)) return 0;
+  if (o->from_start) return 1;
+  for (size_t i = 0; i < t->n_parents; i++)
+    if (kn_lease_observer_get(&c->obs, t->parents[i])) return 1;
+  return 0;
 }
 
 static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
@@ -1605,6 +1633,13 @@ static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
     free(x->lease.owner);
     x->lease.owner = strdup(c->worker);
     x->lease.counter = counter;
+    if (from_start(c, o)) {
+      /* (NULL, on out-of-memory, is the start too.) */
+      free(x->lease.checkpoint);
+      x->lease.checkpoint = strdup(KN_CKPT_TRIM_HORIZON);
+      logf_(c, KN_CC_LOG_INFO,
+            "shard %s is read from its start: a parent was read here", o->key);
+    }
   }
 }
 

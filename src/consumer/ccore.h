@@ -292,4 +292,16 @@ int kn_cc_plan_sync(const kn_cc_shard_t *shards, size_t n_shards,
 int kn_cc_can_remove(const kn_lease_t *leases, size_t n_leases, size_t i,
                      const kn_cc_shard_t *shards, size_t n_shards);
 
+/* A lease at the initial position (LATEST, AT_TIMESTAMP) is read from its
+ * start when the listing shows its family read here: another lease names
+ * it as a child or is named as its parent, or covers some of its hash keys
+ * (shards whose keys overlap are ancestor and descendant).  Two syncs
+ * straddling a reshard create such leases, one from a listing before it.
+ * ranges: kn_cc_ranges() of the listing, parsed once for many calls (the
+ * caller frees it), or NULL to skip the hash key test. */
+typedef struct kn_cc_range kn_cc_range_t;
+kn_cc_range_t *kn_cc_ranges(const kn_lease_t *leases, size_t n_leases);
+int kn_cc_family_read(const kn_lease_t *leases, size_t n_leases,
+                      const kn_cc_range_t *ranges, const kn_lease_t *l);
+
 #endif

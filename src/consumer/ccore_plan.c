@@ -311,3 +311,38 @@ int kn_cc_can_remove(const kn_lease_t *leases, size_t n_leases, size_t i,
   /* No child known: nothing tells that the shard's family has moved on. */
   return kids > 0;
 }
+
+struct kn_cc_range {
+  kn_u128_t a, b;
+  int ok;
+};
+
+kn_cc_range_t *kn_cc_ranges(const kn_lease_t *v, size_t n) {
+  kn_cc_range_t *r = calloc(n + 1, sizeof(*r));
+  if (!r) return NULL;
+  for (size_t i = 0; i < n; i++)
+    r[i].ok = range_of(v[i].hash_start, v[i].hash_end, &r[i].a, &r[i].b);
+  return r;
+}
+
+static int names(char *const *list, size_t n, const char *id) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(list[i], id) == 0) return 1;
+  return 0;
+}
+
+int kn_cc_family_read(const kn_lease_t *v, size_t n, const kn_cc_range_t *r,
+                      const kn_lease_t *l) {
+  kn_u128_t a, b;
+  int ranged = r && range_of(l->hash_start, l->hash_end, &a, &b);
+  for (size_t i = 0; i < n; i++) {
+    if (!v[i].key || strcmp(v[i].key, l->key) == 0) continue;
+    if (names(l->parents, l->n_parents, v[i].key) ||
+        names(v[i].children, v[i].n_children, l->key))
+      return 1;
+    if (ranged && r[i].ok && kn_u128_cmp(a, r[i].b) <= 0 &&
+        kn_u128_cmp(r[i].a, b) <= 0)
+      return 1;
+  }
+  return 0;
+}

@@ -179,6 +179,33 @@ static void test_plan_merge_other_parent(void) {
   free(v);
 }
 
+/* A lease created at LATEST by a sync whose shard listing was newer than
+ * another's: its family is read here, so it is read from its start. */
+static void test_family_read(void) {
+  kn_lease_t l[] = {ls("P1", KN_CKPT_LATEST), ls("P2", KN_CKPT_SHARD_END),
+                    ls("C", KN_CKPT_LATEST), ls("X", KN_CKPT_LATEST)};
+  char *pp[] = {"P1", "P2"};
+  l[2].parents = pp;
+  l[2].n_parents = 2;
+  l[0].hash_start = "0", l[0].hash_end = "9";
+  l[1].hash_start = "10", l[1].hash_end = "19";
+  l[2].hash_start = "0", l[2].hash_end = "19";
+  l[3].hash_start = "20", l[3].hash_end = "29";
+  kn_cc_range_t *r = kn_cc_ranges(l, 4);
+  KT_REQUIRE(r);
+  KT_CHECK(kn_cc_family_read(l, 4, r, &l[2]));     /* its parents */
+  KT_CHECK(kn_cc_family_read(l, 4, r, &l[0]));     /* its child (keys) */
+  KT_CHECK(!kn_cc_family_read(l, 4, r, &l[3]));    /* a stranger */
+  KT_CHECK(!kn_cc_family_read(l, 4, NULL, &l[0])); /* keys not looked at */
+  /* Only parents named: the child alone tells. */
+  KT_CHECK(kn_cc_family_read(l, 4, NULL, &l[2]));
+  char *kids[] = {"X"};
+  l[1].children = kids;
+  l[1].n_children = 1;
+  KT_CHECK(kn_cc_family_read(l, 4, NULL, &l[3])); /* named as a child */
+  free(r);
+}
+
 /* ---- a table with the stores' rules ---- */
 
 #define MAXL 16
@@ -808,6 +835,7 @@ int main(void) {
   KT_RUN(test_plan_merge_other_parent);
   KT_RUN(test_plan_listing_behind_table);
   KT_RUN(test_plan_parent_past_retention);
+  KT_RUN(test_family_read);
   KT_RUN(test_worker_life);
   KT_RUN(test_lost_and_manual);
   KT_RUN(test_first_sync_errors);
