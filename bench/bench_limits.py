@@ -15,8 +15,10 @@ with the ratios kncat / JS.  Cases (names for --cases):
                  100 (bytes), 1k, 50k-kpl (KPL aggregates of 50 KB)
   poll-share     poll-1-1k read by two kncat at once, each with
                  poll.share=50: together at most the limit (kncat only)
-  efo-1          the same with enhanced fan-out, 1 shard of 1 KB records,
-                 on kinesis-local (kncat only; polling kncat next to it)
+  efo-1, efo-4   the same with enhanced fan-out, 1 or 4 shards of 1 KB
+                 records, on kinesis-local (kncat only; polling kncat next
+                 to it); kinesis-local sends a backlog in one event, the
+                 proxy in events of 1/5 s of the rate, as the service
   put-1-bytes, put-1-count, put-64-bytes, put-64-count
                  the same on 1 and 64 shards
   put-bytes      4 shards, 10 KB records: bound by 1 MiB/s
@@ -86,6 +88,7 @@ CASES = {
     "poll-64-100": ("poll", 64, 100, 1 / 256, {}),
     "poll-share": ("share", 1, 1000, 1.0, {}),
     "efo-1": ("efo", 1, 1000, 1 / 16, {}),
+    "efo-4": ("efo", 4, 1000, 1 / 16, {}),
     "put-1-bytes": ("put", 1, 10000, 1.0, {}),
     "put-1-count": ("put", 1, 100, 0.5, {}),
     "put-bytes": ("put", 4, 10000, 0.25, {}),

@@ -17,7 +17,12 @@ request is for and answers as the service would:
   PutRecord         the same for one record, refused with HTTP 400
   SubscribeToShard  event-stream messages held so the data of
                     SubscribeToShardEvent events flows at most at
-                    efo_bytes_per_s per (consumer, shard)
+                    efo_bytes_per_s per (consumer, shard); an event with
+                    more data than EVENT_SECONDS of that rate (a server
+                    that sends a whole backlog at once, as kinesis-local
+                    does) is sent as several, as the service pushes a
+                    backlog: each continues after its last record and,
+                    but for the last, is behind the tip
 
 Requests that are not understood (no JSON, an unknown iterator) pass
 through unlimited and are counted under "unmapped".
@@ -29,6 +34,7 @@ import asyncio
 import collections
 import json
 import threading
+import zlib
 
 from kinesis_limits import (EventPacer, Limits, ReadMeter, ShardMap,
                             WriteMeter, base64_len, hash_key)
@@ -37,6 +43,10 @@ PTE = "ProvisionedThroughputExceededException"
 ITERATORS_KEPT = 200000
 SHARD_MAP_REFRESH_S = 1.0
 ACCOUNT = "000000000000"
+# A backlog is pushed in events of at most this many seconds of the
+# fan-out rate each (five a second, like a polling reader's calls; the
+# service documents no event size, and a client must not depend on one).
+EVENT_SECONDS = 0.2
 
 
 def _stream_of(data: dict) -> str | None:
@@ -323,9 +333,19 @@ class LimitEnforcer:
         self.count("SubscribeToShard", calls=1)
         splitter = _EventSplitter()
 
+        most = max(1, int(self.limits.efo_bytes_per_s * EVENT_SECONDS))
+
+        def events(piece: bytes):
+            for message in splitter.feed(piece):
+                records = _event_records(message)
+                if records is None or _data_bytes(records) <= most:
+                    yield message
+                else:
+                    yield from split_event(message, most)
+
         async def pace(piece: bytes, emit) -> None:
             due = []
-            for message in splitter.feed(piece):
+            for message in events(piece):
                 records = _event_records(message)
                 if records is not None:
                     nbytes = _data_bytes(records)
@@ -342,6 +362,44 @@ class LimitEnforcer:
             await emit(b"".join(due))
 
         return await relay(request, entry, writer, upstream, None, pace)
+
+
+def _event_message(headers: bytes, payload: bytes) -> bytes:
+    """An event-stream message: prelude, headers, payload and both CRCs."""
+    total = 12 + len(headers) + len(payload) + 4
+    prelude = total.to_bytes(4, "big") + len(headers).to_bytes(4, "big")
+    body = prelude + zlib.crc32(prelude).to_bytes(4, "big") + headers + payload
+    return body + zlib.crc32(body).to_bytes(4, "big")
+
+
+def split_event(message: bytes, most: int) -> list:
+    """A SubscribeToShardEvent as events of at most `most` bytes of record
+    data each (one record at least).  Each but the last continues after
+    its last record and is at least a second behind the tip; the last
+    keeps the original's continuation, lag and child shards."""
+    headers_len = int.from_bytes(message[4:8], "big")
+    headers = message[12:12 + headers_len]
+    payload = _json_or_none(message[12 + headers_len:-4]) or {}
+    records = payload.get("Records") or []
+    chunks, cur, size = [], [], 0
+    for r in records:
+        n = base64_len(r.get("Data") or "")
+        if cur and size + n > most:
+            chunks.append(cur)
+            cur, size = [], 0
+        cur.append(r)
+        size += n
+    chunks.append(cur)
+    out = []
+    for i, chunk in enumerate(chunks):
+        if i == len(chunks) - 1:
+            event = dict(payload, Records=chunk)
+        else:
+            event = {"Records": chunk,
+                     "ContinuationSequenceNumber": chunk[-1].get("SequenceNumber"),
+                     "MillisBehindLatest": max(1000, payload.get("MillisBehindLatest") or 0)}
+        out.append(_event_message(headers, json.dumps(event).encode()))
+    return out
 
 
 def _json_or_none(raw: bytes):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from limit_mode import _event_records, _EventSplitter  # noqa: E402
+from limit_mode import _event_records, _EventSplitter, split_event  # noqa: E402
 from kinesis_limits import (MIB, EventPacer, Limits, ReadMeter,  # noqa: E402
                             ShardMap, WriteMeter, base64_len, hash_key)
 
@@ -167,6 +167,33 @@ class EventStreamTest(unittest.TestCase):
         self.assertEqual(messages, [other, event, event])
         self.assertIsNone(_event_records(other))
         self.assertEqual(len(_event_records(event)), 2)
+
+    def test_backlog_split_into_events(self):
+        import base64
+        import json
+        import zlib
+        records = [{"SequenceNumber": str(i), "Data": base64.b64encode(b"abc").decode(),
+                    "PartitionKey": "k"} for i in range(5)]
+        original = {"Records": records, "ContinuationSequenceNumber": "9",
+                    "MillisBehindLatest": 0, "ChildShards": [{"ShardId": "c"}]}
+        event = event_message(b"SubscribeToShardEvent", json.dumps(original).encode())
+        parts = split_event(event, 6)
+        self.assertEqual([len(_event_records(p)) for p in parts], [2, 2, 1])
+        bodies = [json.loads(p[12 + int.from_bytes(p[4:8], "big"):-4]) for p in parts]
+        self.assertEqual([b["ContinuationSequenceNumber"] for b in bodies], ["1", "3", "9"])
+        self.assertTrue(all(b["MillisBehindLatest"] >= 1000 for b in bodies[:-1]))
+        self.assertEqual(bodies[-1]["MillisBehindLatest"], 0)
+        self.assertNotIn("ChildShards", bodies[0])
+        self.assertEqual(bodies[-1]["ChildShards"], [{"ShardId": "c"}])
+        self.assertEqual([r for b in bodies for r in b["Records"]], records)
+        for p in parts:   # valid messages: length and both CRCs
+            self.assertEqual(int.from_bytes(p[:4], "big"), len(p))
+            self.assertEqual(zlib.crc32(p[:8]), int.from_bytes(p[8:12], "big"))
+            self.assertEqual(zlib.crc32(p[:-4]), int.from_bytes(p[-4:], "big"))
+            self.assertEqual(p[12:12 + int.from_bytes(p[4:8], "big")],
+                             event[12:12 + int.from_bytes(event[4:8], "big")])
+        # One record larger than the cap still goes, alone.
+        self.assertEqual(len(split_event(event, 1)), 5)
 
     def test_error_body_passes_through(self):
         splitter = _EventSplitter()
