@@ -441,7 +441,9 @@ static void reader_step(sim_t *s, int w, int64_t serial) {
     char key[24];
     int64_t tenure = r->tenure;
     memcpy(key, r->key, sizeof(key));
-    s->ten[r->ten].flags |= TEN_STOPPED;
+    /* Past its deadline the tenure is dropped, as a STOP for a time-out
+     * would drop it: no longer the worker's to release. */
+    s->ten[r->ten].flags |= TEN_STOPPED | TEN_DROPPED;
     s->ten[r->ten].end_t = s->now;
     remove_reader(k, i);
     sim_trace(s, w, "shard_expired", key, tenure, 0);
