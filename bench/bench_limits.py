@@ -29,6 +29,12 @@ with the ratios kncat / JS.  Cases (names for --cases):
 
   python3 bench/bench_limits.py [--build DIR] [--quick] [--cases a,b]
                                 [--seconds S] [--rounds R] [--clients kncat,js]
+                                [--baseline DIR]
+
+--baseline DIR adds "kncat before", the kncat of another build (an earlier
+version: `git worktree add /tmp/old REV && cmake -S /tmp/old -B /tmp/old/b
+&& cmake --build /tmp/old/b --target kncat`), to every kncat case, with the
+same commands and properties, and reports kncat / kncat before.
 
 How a fraction is measured.  The proxy records, per shard, the data it let
 through (record data blobs; for writes data plus partition key) and when
@@ -73,7 +79,8 @@ from faultproxy import FaultProxy  # noqa: E402
 from kinesis_limits import Limits  # noqa: E402
 
 MIB = 1 << 20
-LABELS = {"kncat": "kncat", "js": "JS SDK v3", "kncat-poll": "kncat poll"}
+LABELS = {"kncat": "kncat", "js": "JS SDK v3", "kncat-poll": "kncat poll",
+          "kncat-before": "kncat before"}
 
 # name -> (kind, shards, record size, scale, options)
 CASES = {
@@ -191,9 +198,18 @@ class Bench:
     def __init__(self, a):
         self.a = a
         self.kncat = os.environ.get("KNCAT") or os.path.join(a.build, "kncat")
+        self.before = os.path.join(a.baseline, "kncat") if a.baseline else None
         self.tmp = tempfile.mkdtemp(prefix="bench_limits.")
         self.results = []
         self.failed = False
+
+    def binary(self, client):
+        return self.before if client == "kncat-before" else self.kncat
+
+    def add_before(self, cmds):
+        """The kncat commands again with the baseline's kncat."""
+        if self.before and "kncat" in cmds:
+            cmds["kncat-before"] = [self.before] + cmds["kncat"][1:]
 
     def fill(self, server, stream, shards, n, size, kpl, props=()):
         client = lab.boto3_client("kinesis", server)
@@ -251,6 +267,7 @@ class Bench:
                      + [x for p in props for x in ("-X", p)],
             "js": ["node", os.path.join(SRC, "bench", "consume_js.js"), "ENDPOINT", stream],
         }
+        self.add_before(cmds)
         for rnd in range(self.a.rounds):
             for c in self.clients:
                 cmd = list(cmds[c])
@@ -259,7 +276,7 @@ class Bench:
                     env = lab.env_for(kinesis=proxy)
                     env["KN_SOURCE_DIR"] = SRC
                     with open(os.devnull, "wb") as devnull:
-                        r = run_measured(cmd, env, devnull if c == "kncat" else None)
+                        r = run_measured(cmd, env, devnull if c != "js" else None)
                     stats = proxy.limit_stats()
                 if r["rc"]:
                     sys.stderr.write(r["err"])
@@ -326,8 +343,9 @@ class Bench:
         base = [self.kncat, "-q", "consume", stream, "-e", "-J"] + \
             [x for p in props for x in ("-X", p)]
         cmds = {"kncat": base + ["--efo", "bench-limits"], "kncat-poll": base}
+        self.add_before(cmds)
         for rnd in range(self.a.rounds):
-            for c in ("kncat", "kncat-poll"):
+            for c in cmds:
                 with FaultProxy(server, limits=limits) as proxy:
                     env = lab.env_for(kinesis=proxy)
                     with open(os.devnull, "wb") as devnull:
@@ -338,9 +356,10 @@ class Bench:
                     print("  %s failed (exit %d)" % (LABELS[c], r["rc"]))
                     self.failed = True
                     continue
-                action = "SubscribeToShard" if c == "kncat" else "GetRecords"
+                efo = c != "kncat-poll"
+                action = "SubscribeToShard" if efo else "GetRecords"
                 g = stats.get(action, {})
-                rate = limits.efo_bytes_per_s if c == "kncat" else limits.read_bytes_per_s
+                rate = limits.efo_bytes_per_s if efo else limits.read_bytes_per_s
                 fraction, mbps, rps = read_fraction(
                     {"shards": [s for s in stats.get("shards", [])
                                 if s["action"] == action]}, rate)
@@ -370,8 +389,8 @@ class Bench:
             for c in self.clients:
                 stream = "lim-%s-%s-%d" % (name, c, rnd)
                 create_stream(client, stream, shards)
-                if c == "kncat":
-                    cmd = [self.kncat, "-q", "produce", stream, data, "-K", "\\t"] + \
+                if c != "js":
+                    cmd = [self.binary(c), "-q", "produce", stream, data, "-K", "\\t"] + \
                         [x for p in props for x in ("-X", p)]
                     if opts.get("kpl"):
                         cmd.append("--aggregate")
@@ -392,7 +411,7 @@ class Bench:
                     continue
                 p = stats.get("PutRecords", {})
                 admitted = p.get("records", 0)
-                if not opts.get("kpl") or c == "js":
+                if not opts.get("kpl") or c == "js":  # (aggregates: records stored)
                     if admitted != n:
                         print("  %s: %d records stored, %d sent: MISMATCH"
                               % (LABELS[c], admitted, n))
@@ -405,6 +424,8 @@ class Bench:
 
     def run(self, cases):
         self.clients = [c for c in self.a.clients.split(",") if c]
+        if self.before and "kncat" in self.clients:
+            self.clients.append("kncat-before")
         polls = [c for c in cases if CASES[c][0] in ("poll", "put", "share")]
         efos = [c for c in cases if CASES[c][0] == "efo"]
         if polls:
@@ -440,14 +461,15 @@ class Bench:
         print()
         print("kncat / peer: fraction of the limit, CPU per MB")
         for (case, client), m in med.items():
-            peer = "js" if (case, "js") in med else \
-                "kncat-poll" if (case, "kncat-poll") in med else None
-            if client != "kncat" or peer is None:
+            if client != "kncat":
                 continue
-            p = med[(case, peer)]
-            print("%-16s vs %-10s fraction %s   CPU/MB %s" % (
-                case, LABELS[peer], ratio(m["fraction"], p["fraction"]),
-                ratio(m["cpu_mb"], p["cpu_mb"])))
+            for peer in ("js", "kncat-poll", "kncat-before"):
+                if (case, peer) not in med:
+                    continue
+                p = med[(case, peer)]
+                print("%-16s vs %-12s fraction %s   CPU/MB %s" % (
+                    case, LABELS[peer], ratio(m["fraction"], p["fraction"]),
+                    ratio(m["cpu_mb"], p["cpu_mb"])))
         print()
         short = [(c, m["fraction"]) for (c, cl), m in med.items()
                  if cl == "kncat" and m["fraction"] is not None and m["fraction"] < 0.95]
@@ -479,6 +501,8 @@ def main():
                     help="backlog / run length at the limit (default 30)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--clients", default="kncat,js")
+    ap.add_argument("--baseline", default=None,
+                    help="build directory of an earlier kncat, run next to this one")
     ap.add_argument("-X", dest="props", action="append", default=[],
                     help="extra kncat property (experiments)")
     ap.add_argument("--quick", action="store_true",
@@ -492,9 +516,10 @@ def main():
             ap.error("unknown case %r" % c)
     EXTRA_PROPS.extend(a.props)
     b = Bench(a)
-    if not os.path.exists(b.kncat):
-        print("kncat not found at %s" % b.kncat)
-        return 1
+    for k in (b.kncat, b.before):
+        if k and not os.path.exists(k):
+            print("kncat not found at %s" % k)
+            return 1
     b.run(cases)
     b.summary()
     return 1 if b.failed else 0
