@@ -1012,7 +1012,7 @@ class Faults(GroupBase, unittest.TestCase):
 
         watch = CheckpointWatch(read)
         watch.start()
-        time.sleep(1)
+        self.wait_for("a first sample of the checkpoints", lambda: watch.last, 30)
         before = dict(watch.last)
         locker = []
 

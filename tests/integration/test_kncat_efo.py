@@ -37,9 +37,12 @@ class Kncat:
         self.p = subprocess.Popen(cmd, env=lab.env_for(kinesis=url),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines, self.err = [], []
+        self.pumps = []
         for f, into in ((self.p.stdout, self.lines), (self.p.stderr, self.err)):
-            threading.Thread(target=lambda f=f, into=into: [into.append(l.rstrip("\n"))
-                                                          for l in f], daemon=True).start()
+            t = threading.Thread(target=lambda f=f, into=into: [into.append(l.rstrip("\n"))
+                                                              for l in f], daemon=True)
+            t.start()
+            self.pumps.append(t)
 
     def records(self):
         return [json.loads(l) for l in list(self.lines)]
@@ -51,7 +54,8 @@ class Kncat:
             self.p.kill()
             self.p.wait()
             raise AssertionError("kncat did not exit:\n" + "\n".join(self.err[-40:]))
-        time.sleep(0.2)
+        for t in self.pumps:  # read to the end of its output
+            t.join(30)
         if sanitizer_report("\n".join(self.err)):
             raise AssertionError("sanitizer report:\n" + "\n".join(self.err[-80:]))
         return rc
