@@ -475,13 +475,16 @@ class GroupBase:
 
     def test_restart_same_worker_id(self):
         """A worker killed and started again under the same --worker id
-        takes its leases back at once, not after they expire (default lease
-        duration, 10 s); nothing is lost."""
+        takes its leases back at once, not after they expire (a minute
+        here, far from anything a slow run takes); nothing is lost."""
         stream, app = unique("restart"), unique("restartapp")
         env = self.env()
         store = self.store("sqlite", app)
         kncat(env, "create", stream, "--shards", 4)
         props = {k: v for k, v in PROPS.items() if not k.startswith("lease.")}
+        # renewals (and so heartbeats, which call for a reading of the
+        # table) as often as with the default duration
+        props.update({"lease.duration.ms": 60000, "lease.renew.interval.ms": 4000})
         a = self.start_worker(env, stream, app, store, "A", props=props)
         b = self.start_worker(env, stream, app, store, "B", props=props)
         owners = self.wait_balanced(env, app, store, stream, [a, b], stable=2)
@@ -492,12 +495,12 @@ class GroupBase:
         t = a.signal(signal.SIGKILL)
         self.assertEqual(a.wait(30), -signal.SIGKILL)
         a2 = self.start_worker(env, stream, app, store, "A", props=props)
-        took = self.wait_takeover(mine, [a2], t, 10)
+        # None: not within 30 s, so it waited for the lease to expire
+        took = self.wait_takeover(mine, [a2], t, 20)
         produced = prod.finish()
         print(f"\n  restarted worker resumed {fmt(took)} after the kill", file=sys.stderr)
         for sid, dt in took.items():
-            self.assertIsNotNone(dt, sid)
-            self.assertLess(dt, 8.0, f"{sid}: waited for the lease to expire")
+            self.assertIsNotNone(dt, f"{sid}: waited for the lease to expire")
         want = {r["i"] for r in produced}
         self.wait_for("every record", lambda: want <= self.delivered_ids([a, b, a2]), 60)
         self.assertIn("taken back", a2.stderr())
