@@ -156,7 +156,13 @@ class Cases:
         prod = Producer(s, 25, 0.5)
         try:
             prod.start()
-            time.sleep(8)
+            # Killed once it reads (a loaded machine may take a while to
+            # register, take leases and subscribe), not after a fixed time
+            # it may have spent getting there.
+            deadline = time.time() + 90
+            while not workers[1].lines and time.time() < deadline:
+                time.sleep(0.2)
+            assert workers[1].lines, "w1 never read a record"
             workers[1].p.send_signal(signal.SIGKILL)
             workers[1].p.wait()
             time.sleep(10)
