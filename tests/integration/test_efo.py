@@ -225,12 +225,14 @@ class Cases:
         s.put(5)
         arn = self.c.register_stream_consumer(StreamARN=s.arn,
                                               ConsumerName="given")["Consumer"]["ConsumerARN"]
-        for _ in range(100):
+        deadline = time.time() + 60
+        while True:
             st = self.c.describe_stream_consumer(
                 ConsumerARN=arn)["ConsumerDescription"]["ConsumerStatus"]
-            if st == "ACTIVE":
+            if st == "ACTIVE" or time.time() > deadline:
                 break
             time.sleep(0.1)
+        assert st == "ACTIVE", st
         # none: the ARN as given, no registration calls, never deregistered.
         con = Consumer(self.url(True), s.name,
                        ["efo.consumer.arn=" + arn, "efo.deregister.on.close=true"] + FAST,
