@@ -73,11 +73,13 @@ struct kn_creds_provider {
   pthread_t thread;
   int64_t next_attempt_mono_ms; /* earliest refresh while the cache is usable */
   int64_t mono_ahead_ms; /* added to the monotonic clock (tests' advance) */
+  int mono_frozen;       /* tests: the clock moves by advance only */
+  int64_t mono_frozen_ms;
 };
 
 /* Lock held: the provider's monotonic clock. */
 static int64_t mono_ms(const kn_creds_provider_t *p) {
-  return kn_mono_ms() + p->mono_ahead_ms;
+  return (p->mono_frozen ? p->mono_frozen_ms : kn_mono_ms()) + p->mono_ahead_ms;
 }
 
 static void wipe_free(char *s) { kn_secure_free_str(s); }
@@ -477,6 +479,13 @@ kn_error_t *kn_creds_get_nowait(kn_creds_provider_t *p, kn_creds_t *out,
 void kn_creds_provider_advance(kn_creds_provider_t *p, int64_t ms) {
   pthread_mutex_lock(&p->lock);
   p->mono_ahead_ms += ms;
+  pthread_mutex_unlock(&p->lock);
+}
+
+void kn_creds_provider_freeze_clock(kn_creds_provider_t *p) {
+  pthread_mutex_lock(&p->lock);
+  if (!p->mono_frozen) p->mono_frozen_ms = kn_mono_ms();
+  p->mono_frozen = 1;
   pthread_mutex_unlock(&p->lock);
 }
 

@@ -59,9 +59,16 @@ static void *loop_main(void *arg) {
   kn_loop_t *loop = arg;
   current_loop = loop;
   /* Signals belong to the application's threads; a SIGPIPE from a reset
-   * connection stays pending here instead of killing the process. */
+   * connection stays pending here instead of killing the process.  Not
+   * this thread's own faults: blocked, they kill the process at once,
+   * without the handler the application set (kncat's for SIGBUS, when a
+   * file it sends from memory is truncated under a record in flight). */
   sigset_t all;
   sigfillset(&all);
+  sigdelset(&all, SIGBUS);
+  sigdelset(&all, SIGSEGV);
+  sigdelset(&all, SIGFPE);
+  sigdelset(&all, SIGILL);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
 
   int stopping = 0;

@@ -421,6 +421,10 @@ void kn_call_cancel(kn_call_t *c) {
   call_free(c);
 }
 
+int kn_call_waiting(const kn_call_t *c) {
+  return c->timer && kn_timer_armed(c->timer);
+}
+
 void kn_call_pause(kn_call_t *c) {
   if (!c) return;
   c->paused = 1;

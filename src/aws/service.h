@@ -86,6 +86,10 @@ kn_call_t *kn_svc_call(kn_svc_t *svc, const char *action, kn_buf_t *body,
 /* I/O thread only: stops the call wherever it is (in flight or waiting
  * to retry); cb will not be called.  Accepts NULL. */
 void kn_call_cancel(kn_call_t *call);
+/* I/O thread only: 1 while the call waits before its next attempt (after
+ * a failed one, or for credentials), 0 while an attempt is in flight.  Lets
+ * a caller (a test) act at a known point instead of after a guessed time. */
+int kn_call_waiting(const kn_call_t *call);
 
 /* Any thread except the I/O thread (KN_ERR__STATE there): a blocking
  * call.  body is copied.  On success returns NULL and fills *out with the

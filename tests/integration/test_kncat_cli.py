@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 from pathlib import Path
 
 SOURCE_DIR = Path(os.environ.get("KN_SOURCE_DIR",
@@ -231,6 +232,28 @@ class E2E:
         p = self.kncat("list", stream, "-J")
         return [json.loads(line) for line in p.stdout.decode().splitlines()]
 
+    def wait_get_records(self, proc):
+        """Waits until a kncat started with --metrics 127.0.0.1:0 counts a
+        GetRecords call (the address read from its first stderr line)."""
+        m, seen = None, []
+        while not m and len(seen) < 50:
+            seen.append(proc.stderr.readline().decode())
+            m = re.search(r"metrics on (http://127\.0\.0\.1:\d+/metrics)", seen[-1])
+        self.assertTrue(m, "".join(seen))
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                with urllib.request.urlopen(m.group(1), timeout=10) as r:
+                    text = r.read().decode()
+            except OSError:
+                text = ""
+            calls = re.findall(r"^kn_consumer_shard_get_records_calls_total\{.*\} (\d+)",
+                               text, re.M)
+            if any(int(c) > 0 for c in calls):
+                return
+            self.assertLess(time.monotonic(), deadline, "no GetRecords call")
+            time.sleep(0.1)
+
     def consume_json(self, stream, *extra):
         p = self.kncat("consume", stream, "-e", "-J", *extra)
         return [json.loads(line) for line in p.stdout.decode().splitlines()]
@@ -432,8 +455,9 @@ class E2E:
         with tempfile.NamedTemporaryFile() as f:
             f.write(b"".join(b"%06d" % i + b"." * 200 + b"\n" for i in range(4000)))
             f.flush()
+            # 40 s to send it all: a slow run still truncates it midway
             p = subprocess.Popen([KNCAT, "-q", "produce", s, f.name, "-k", "k",
-                                  "--rate", "1000"], env=self.env,
+                                  "--rate", "100"], env=self.env,
                                  stderr=subprocess.PIPE)
             # once it has the file mapped, and has sent a few records
             deadline = time.time() + 30
@@ -520,13 +544,14 @@ class E2E:
             # unbuffered: communicate() reads the pipe itself, past any buffer
             with subprocess.Popen([KNCAT, "consume", s, "-J"], env=self.env, bufsize=0,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-                first = proc.stdout.readline()
-                self.assertTrue(first.startswith(b"{"))
-                time.sleep(0.5)
+                # signalled once it has written every record: it is then
+                # waiting for more
+                lines = [proc.stdout.readline() for _ in range(20)]
+                self.assertTrue(lines[0].startswith(b"{"))
                 proc.send_signal(sig)
                 rest, err = proc.communicate(timeout=30)
             self.assertEqual(proc.returncode, 0, err)
-            lines = [first] + rest.splitlines(keepends=True)
+            lines += rest.splitlines(keepends=True)
             self.assertEqual(len(lines), 20)
             self.assertTrue(all(line.endswith(b"}\n") for line in lines))
             self.assertEqual(err, b"")
@@ -535,7 +560,10 @@ class E2E:
                               stdin=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
             proc.stdin.write(b"x\ny\n")
             proc.stdin.flush()
-            time.sleep(1.5)
+            # signalled once both are stored (it waits for more input then)
+            deadline = time.monotonic() + TIMEOUT
+            while len(self.consume_json(s)) < 22 and time.monotonic() < deadline:
+                time.sleep(0.2)
             proc.send_signal(signal.SIGINT)
             err = proc.stderr.read()
             proc.wait(timeout=30)
@@ -557,10 +585,13 @@ class E2E:
         latest = self.consume_json(s, "-o", "latest")
         self.assertEqual(latest, [])
         # latest: only what is written after the start
-        with subprocess.Popen([KNCAT, "consume", s, "-o", "latest", "-c", "2", "-J"],
+        with subprocess.Popen([KNCAT, "consume", s, "-o", "latest", "-c", "2", "-J",
+                               "--metrics", "127.0.0.1:0"],
                               env=self.env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) as proc:
-            time.sleep(3)
+            # produced once it has answered a GetRecords, so its LATEST
+            # iterator was taken before the records were written
+            self.wait_get_records(proc)
             self.kncat("produce", s, "-k", "k", input=b"d\ne\n")
             out, err = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 0, err)

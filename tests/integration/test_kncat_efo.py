@@ -37,9 +37,12 @@ class Kncat:
         self.p = subprocess.Popen(cmd, env=lab.env_for(kinesis=url),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines, self.err = [], []
+        self.pumps = []
         for f, into in ((self.p.stdout, self.lines), (self.p.stderr, self.err)):
-            threading.Thread(target=lambda f=f, into=into: [into.append(l.rstrip("\n"))
-                                                          for l in f], daemon=True).start()
+            t = threading.Thread(target=lambda f=f, into=into: [into.append(l.rstrip("\n"))
+                                                              for l in f], daemon=True)
+            t.start()
+            self.pumps.append(t)
 
     def records(self):
         return [json.loads(l) for l in list(self.lines)]
@@ -51,7 +54,8 @@ class Kncat:
             self.p.kill()
             self.p.wait()
             raise AssertionError("kncat did not exit:\n" + "\n".join(self.err[-40:]))
-        time.sleep(0.2)
+        for t in self.pumps:  # read to the end of its output
+            t.join(30)
         if sanitizer_report("\n".join(self.err)):
             raise AssertionError("sanitizer report:\n" + "\n".join(self.err[-80:]))
         return rc
@@ -152,7 +156,13 @@ class Cases:
         prod = Producer(s, 25, 0.5)
         try:
             prod.start()
-            time.sleep(8)
+            # Killed once it reads (a loaded machine may take a while to
+            # register, take leases and subscribe), not after a fixed time
+            # it may have spent getting there.
+            deadline = time.time() + 90
+            while not workers[1].lines and time.time() < deadline:
+                time.sleep(0.2)
+            assert workers[1].lines, "w1 never read a record"
             workers[1].p.send_signal(signal.SIGKILL)
             workers[1].p.wait()
             time.sleep(10)

@@ -148,20 +148,32 @@ class Suite:
     def split_while_producing(self, aggregate):
         s = self.stream(1)
         n, rate = (240, 80) if self.small else (1500, 500)
-        args = [TOOL, "produce", s, n, "--keys", 40, "--rate", rate] + FAST
+        # The first half delivered, the producer waits while the shard is
+        # split; the rest goes to the children.
+        args = [TOOL, "produce", s, n, "--keys", 40, "--rate", rate,
+                "--pause-at", n // 2] + FAST
         if aggregate:
             args += ["-X", "aggregation.enable=true", "-X", "linger.ms=50"]
         p = subprocess.Popen([str(a) for a in args], env=self.env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.0)
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        head = []
+        for line in iter(p.stdout.readline, ""):
+            if '"paused"' in line:
+                break
+            head.append(line)
         shard = self.kinesis.list_shards(StreamName=s)["Shards"][0]
         mid = (int(shard["HashKeyRange"]["StartingHashKey"]) +
                int(shard["HashKeyRange"]["EndingHashKey"]) + 1) // 2
         self.kinesis.split_shard(StreamName=s, ShardToSplit=shard["ShardId"],
                                  NewStartingHashKey=str(mid))
+        self.kinesis.get_waiter("stream_exists").wait(
+            StreamName=s, WaiterConfig={"Delay": 0.2, "MaxAttempts": 300})
+        p.stdin.write("go\n")
+        p.stdin.flush()
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-3000:]
-        lines = [json.loads(x) for x in out.splitlines()]
+        lines = [json.loads(x) for x in head + out.splitlines()]
         reports, summary = lines[:-1], lines[-1]["summary"]
         assert summary["delivered"] == n, summary
         shards = {r["shard"] for r in reports}

@@ -1,9 +1,12 @@
 /* Drives kn_producer_t for the integration tests, and reads a stream back.
  *
  *   producer_tool produce STREAM N [--keys K] [--rate R] [--size B]
- *                 [-X prop=value]...
+ *                 [--pause-at P] [-X prop=value]...
  *     sends N records (key "key-<i mod K>", data "<i>" padded to B bytes
  *     with '.'), at most R per second when given, then closes the producer;
+ *     with --pause-at, once the first P are delivered prints {"paused":P}
+ *     (flushed) and reads a line from stdin before it sends the rest, so
+ *     that a test can change the stream at a known point;
  *     prints one JSON line per delivery report:
  *       {"i":I,"key":..,"shard":..,"seq":..,"subseq":..,"agg":bool,
  *        "attempts":A}  or  {"i":I,"key":..,"error":NAME,"message":..}
@@ -71,7 +74,7 @@ static int produce(int argc, char **argv) {
   if (argc < 4) return 2;
   kn_conf_t *c = kn_conf_new();
   kn_conf_set(c, "stream", argv[2], NULL, 0);
-  long n = atol(argv[3]), keys = 0, rate = 0, size = 0;
+  long n = atol(argv[3]), keys = 0, rate = 0, size = 0, pause_at = -1;
   for (int i = 4; i < argc; i++) {
     if (!strcmp(argv[i], "--keys") && i + 1 < argc)
       keys = atol(argv[++i]);
@@ -79,6 +82,8 @@ static int produce(int argc, char **argv) {
       rate = atol(argv[++i]);
     else if (!strcmp(argv[i], "--size") && i + 1 < argc)
       size = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--pause-at") && i + 1 < argc)
+      pause_at = atol(argv[++i]);
     else if (!strcmp(argv[i], "-X") && i + 1 < argc) {
       if (set_prop(c, argv[++i])) return 2;
     } else {
@@ -97,6 +102,17 @@ static int produce(int argc, char **argv) {
   char *data = malloc((size_t)size + 32);
   int64_t start = kn_mono_ms();
   for (long i = 0; i < n; i++) {
+    if (i == pause_at) {
+      while (kn_producer_counter(kp, KN_PC_DELIVERED) +
+                 kn_producer_counter(kp, KN_PC_FAILED) <
+             (unsigned long long)pause_at)
+        kn_producer_poll(kp, 100);
+      printf("{\"paused\":%ld}\n", pause_at);
+      fflush(stdout);
+      char line[16];
+      if (!fgets(line, sizeof(line), stdin)) break;
+      start = kn_mono_ms() - (rate > 0 ? i * 1000 / rate : 0); /* no burst */
+    }
     if (rate > 0) {
       int64_t due = start + i * 1000 / rate;
       while (kn_mono_ms() < due)

@@ -527,15 +527,28 @@ static void cancel_some(void *arg) {
   for (int i = 1; i < 5; i++) kn_http_cancel(c->x[i]);
 }
 
+static void noop(void *arg) { (void)arg; }
+
+/* Waits (for at most KT_PROMPT_MS) until the server has had n requests. */
+static void wait_requests(int n) {
+  int64_t end = kn_mono_ms() + KT_PROMPT_MS;
+  while (atomic_load(&srv.requests) < n && kn_mono_ms() < end) kn_sleep_ms(1);
+  KT_CHECK_MSG(atomic_load(&srv.requests) >= n, "%d < %d",
+               atomic_load(&srv.requests), n);
+}
+
 static void test_cancel_and_destroy(void) {
   kn_loop_t *loop = new_loop(NULL);
   struct cancel_st c = {.loop = loop};
   snprintf(c.url, sizeof(c.url), "http://127.0.0.1:%d/hang", srv.port);
+  int seen = atomic_load(&srv.requests);
   kn_loop_call(loop, start_hangers, &c);
-  kn_sleep_ms(50);
+  /* A request is on the wire when four are cancelled (the rest may wait
+   * for its connection, to learn whether it can carry them too). */
+  wait_requests(seen + 1);
   kn_loop_call(loop, cancel_some, &c);
-  kn_sleep_ms(20);
-  kn_loop_destroy(loop); /* five still in flight */
+  kn_loop_call(loop, noop, NULL); /* a turn of the loop after the cancels */
+  kn_loop_destroy(loop);          /* five still in flight */
   KT_CHECK_INT(atomic_load(&cancelled_called), 0);
 }
 

@@ -369,13 +369,14 @@ static void test_child(void) {
   kc_ml_child_close_stdin(&c);
   got_lines[0] = '\0';
   int out_done = 0;
-  for (int i = 0; i < 500 && !out_done; i++) {
+  /* Each wait below: turns of at least 10 ms, KT_PROMPT_MS in all. */
+  for (int i = 0; i < KT_PROMPT_MS / 10 && !out_done; i++) {
     out_done = kc_ml_child_read(&c.out_fd, &c.obuf, 1024, on_line, NULL) == 1;
     if (!out_done) usleep(10000);
   }
   KT_CHECK_STR(got_lines, "pgid=1|{\"action\":\"leaseLost\"}|");
   got_lines[0] = '\0';
-  for (int i = 0; i < 500 && c.err_fd >= 0; i++) {
+  for (int i = 0; i < KT_PROMPT_MS / 10 && c.err_fd >= 0; i++) {
     if (kc_ml_child_read(&c.err_fd, &c.ebuf, 1024, on_line, NULL) == 0)
       usleep(10000);
   }
@@ -397,7 +398,7 @@ static void test_child(void) {
   char *sleeper[] = {"sh", "-c", "sleep 30 & echo $!; sleep 30", NULL};
   KT_CHECK(kc_ml_child_spawn(&c, sleeper, err, sizeof(err)) == 0);
   got_lines[0] = '\0';
-  for (int i = 0; i < 500 && !got_lines[0]; i++) {
+  for (int i = 0; i < KT_PROMPT_MS / 10 && !got_lines[0]; i++) {
     kc_ml_child_read(&c.out_fd, &c.obuf, 1024, on_line, NULL);
     if (!got_lines[0]) usleep(10000);
   }
@@ -407,7 +408,7 @@ static void test_child(void) {
   KT_CHECK(kc_ml_child_reap(&c, 1));
   KT_CHECK(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGKILL);
   int gone = 0;
-  for (int i = 0; i < 500 && !gone && bg > 0; i++) {
+  for (int i = 0; i < KT_PROMPT_MS / 10 && !gone && bg > 0; i++) {
     char path[64], st[512] = "";
     snprintf(path, sizeof(path), "/proc/%d/stat", bg);
     FILE *f = fopen(path, "r");

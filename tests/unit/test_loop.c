@@ -132,8 +132,14 @@ static atomic_int ran_at_destroy;
 static kn_loop_t *refuse_loop;
 static atomic_int refused;
 
-static void slow_owner(void *arg) {
-  kn_sleep_ms(1);
+/* Holds the loop until destroy has begun (a post fails), so that what
+ * was posted after it is still queued then, however the threads run. */
+static void hold_until_stopping(void *arg) {
+  (void)arg;
+  while (kn_loop_post(refuse_loop, noop, NULL) == 0) kn_sleep_ms(1);
+}
+
+static void owner(void *arg) {
   free(arg);
   atomic_fetch_add(&ran_at_destroy, 1);
   /* Posting while the loop stops fails, and the function is not run. */
@@ -143,10 +149,11 @@ static void slow_owner(void *arg) {
 static void test_destroy_pending(void) {
   kn_loop_t *loop = new_loop();
   refuse_loop = loop;
-  for (int i = 0; i < 200; i++) kn_loop_post(loop, slow_owner, malloc(64));
+  kn_loop_post(loop, hold_until_stopping, NULL);
+  for (int i = 0; i < 200; i++) kn_loop_post(loop, owner, malloc(64));
   kn_loop_destroy(loop);
   KT_CHECK_INT(atomic_load(&ran_at_destroy), 200);
-  KT_CHECK(atomic_load(&refused) > 0);
+  KT_CHECK_INT(atomic_load(&refused), 200);
 }
 
 static void test_destroy_null_and_idle(void) {

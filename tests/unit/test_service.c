@@ -410,6 +410,8 @@ struct cancel_st {
   struct env *e;
   kn_call_t *call;
   atomic_int ended;
+  int cancelled_waiting; /* I/O thread, read after a kn_loop_call */
+  int answers_then;      /* the server's answers at that moment */
 };
 
 static void no_cb(void *opaque, kn_call_result_t *res) {
@@ -440,10 +442,24 @@ static void cancel_it(void *arg) {
   kn_call_cancel(NULL);
 }
 
-/* Waits until the server has seen the call, or the call has ended. */
+/* Waits (for at most KT_PROMPT_MS) until the server has seen the call,
+ * or the call has ended. */
 static void wait_answered(struct cancel_st *c) {
-  while (atomic_load(&script_pos) < 1 && !atomic_load(&c->ended))
+  int64_t end = kn_mono_ms() + KT_PROMPT_MS;
+  while (atomic_load(&script_pos) < 1 && !atomic_load(&c->ended) &&
+         kn_mono_ms() < end)
     kn_sleep_ms(1);
+}
+
+/* Cancels the call if it was answered and now waits on its retry timer. */
+static void cancel_if_waiting(void *arg) {
+  struct cancel_st *c = arg;
+  if (!c->call || !kn_call_waiting(c->call) || atomic_load(&script_pos) < 1)
+    return;
+  c->answers_then = atomic_load(&script_pos);
+  kn_call_cancel(c->call);
+  c->call = NULL;
+  c->cancelled_waiting = 1;
 }
 
 static void test_cancel(void) {
@@ -452,13 +468,20 @@ static void test_cancel(void) {
   struct env e;
   KT_REQUIRE(env_init(&e, NULL, 500, 60000, NULL) ==
              0); /* back-off of up to a minute */
-  struct cancel_st c = {&e, NULL, 0};
+  struct cancel_st c = {&e, NULL, 0, 0, 0};
   kn_loop_call(e.loop, cancel_start, &c);
-  wait_answered(&c);
-  kn_sleep_ms(20); /* the answer is in; the call waits on its timer */
-  kn_loop_call(e.loop, cancel_it, &c);
-  KT_CHECK_INT(atomic_load(&script_pos), 1);
+  /* Cancelled on the loop at the moment it is seen waiting, so the timer
+   * cannot fire in between (its delay may be anything from 0 up). */
+  int64_t end = kn_mono_ms() + KT_PROMPT_MS;
+  while (!c.cancelled_waiting && !atomic_load(&c.ended) && kn_mono_ms() < end) {
+    kn_loop_call(e.loop, cancel_if_waiting, &c);
+    if (!c.cancelled_waiting) kn_sleep_ms(1);
+  }
+  KT_CHECK(c.cancelled_waiting);
+  KT_CHECK(c.answers_then >= 1);
   env_fini(&e);
+  /* No attempt after the cancel (almost always exactly one before it). */
+  KT_CHECK_INT(atomic_load(&script_pos), c.answers_then);
 
   static const char *const h[] = {"hang", NULL};
   set_script(h);
