@@ -2,11 +2,15 @@
  * tail left to the reader, and windows let go only once passed and
  * reported. */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "kncat.h"
 #include "kt.h"
 #include "mapped.h"
 #include "reader.h"
@@ -204,9 +208,51 @@ static void test_windows(void) {
   free(content);
 }
 
+/* In a child: maps a file of two pages, then either truncates it and
+ * reads past the new end (a fault in the mapping) or raises SIGBUS
+ * itself (a fault elsewhere).  Returns the child's wait status. */
+static int sigbus_child(int truncate_it) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, 2); /* the handler's message */
+    long page = sysconf(_SC_PAGESIZE);
+    char *content = malloc((size_t)page * 2);
+    if (!content) _exit(90);
+    memset(content, 'x', (size_t)page * 2);
+    content[page * 2 - 1] = '\n';
+    int fd = temp_file(content, (size_t)page * 2, 0);
+    kc_mapped_t m;
+    if (kc_mapped_open(&m, fd, "\n", 1, (size_t)page * 4) != 1) _exit(91);
+    if (!truncate_it) {
+      raise(SIGBUS);
+      _exit(94); /* the default action should have ended it */
+    }
+    if (ftruncate(fd, 0) != 0) _exit(92);
+    volatile char c = m.base[page + 1];
+    (void)c;
+    _exit(93); /* not reached */
+  }
+  int st = 0;
+  KT_CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+  return st;
+}
+
+/* A truncated input file: the promised message and exit status, not a
+ * crash; a SIGBUS that is not the mapping's is left to its default. */
+static void test_sigbus(void) {
+  int st = sigbus_child(1);
+  KT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == KC_EXIT_RUNTIME);
+  st = sigbus_child(0);
+  KT_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS);
+}
+
 int main(void) {
   KT_RUN(test_same_records);
   KT_RUN(test_not_regular);
   KT_RUN(test_windows);
+  KT_RUN(test_sigbus);
   return KT_DONE();
 }

@@ -9,8 +9,23 @@
 
 #include "kncat.h"
 
-static void on_sigbus(int sig) {
-  (void)sig;
+/* The mapping the handler answers for (one input file at a time). */
+static const char *volatile sigbus_base;
+static volatile size_t sigbus_size;
+
+/* A fault inside the mapping is the file truncated under a record in
+ * flight: said so, and the process ends with the promised exit status.
+ * Any other SIGBUS is not ours to explain: it is raised again with its
+ * default action. */
+static void on_sigbus(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  const char *a = si ? (const char *)si->si_addr : NULL;
+  const char *b = sigbus_base;
+  if (!b || !a || a < b || (size_t)(a - b) >= sigbus_size) {
+    signal(sig, SIG_DFL);
+    raise(sig); /* pending until the handler returns */
+    return;
+  }
   static const char msg[] =
       "kncat: error: bus error reading the input file: was it truncated "
       "while being sent?  Records read before may not have been delivered\n";
@@ -47,15 +62,19 @@ int kc_mapped_open(kc_mapped_t *m, int fd, const char *delim, size_t delim_len,
   memcpy(m->delim, delim, delim_len);
   m->delim_len = delim_len;
   m->max_record = max_record;
+  sigbus_size = size;
+  sigbus_base = p;
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_sigbus;
+  sa.sa_sigaction = on_sigbus;
+  sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGBUS, &sa, NULL);
   return 1;
 }
 
 void kc_mapped_close(kc_mapped_t *m) {
+  if (m->base && sigbus_base == m->base) sigbus_base = NULL;
   if (m->base) munmap((void *)m->base, m->size);
   free(m->pending);
   free(m->dropped);

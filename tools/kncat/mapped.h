@@ -14,7 +14,8 @@
  *
  * A file truncated while it is mapped makes the next access to the lost
  * pages raise SIGBUS; kc_mapped_open installs a handler that says so and
- * ends the process. */
+ * ends the process when the fault address is in the mapping (any other
+ * SIGBUS takes its default action). */
 #ifndef KNCAT_MAPPED_H
 #define KNCAT_MAPPED_H
 
