@@ -5,6 +5,8 @@ does), and for each case the rate achieved as a fraction of the limit,
 throttles per minute and client CPU per MB, for
 
   kncat       kncat consume -e / kncat produce (the library)
+  kncat group --clients ...,kncat-group: reads as one `kncat group -e`
+              worker (a SQLite lease file), the coordinated consumer
   JS SDK v3   bench/consume_js.js (a plain GetRecords loop per shard) and
               bench/produce_node.js (a PutRecords loop re-sending failed
               entries), the SDK's default retries
@@ -80,7 +82,7 @@ from kinesis_limits import Limits  # noqa: E402
 
 MIB = 1 << 20
 LABELS = {"kncat": "kncat", "js": "JS SDK v3", "kncat-poll": "kncat poll",
-          "kncat-before": "kncat before"}
+          "kncat-before": "kncat before", "kncat-group": "kncat group"}
 
 # name -> (kind, shards, record size, scale, options)
 CASES = {
@@ -266,11 +268,18 @@ class Bench:
             "kncat": [self.kncat, "-q", "consume", stream, "-e", "-J"]
                      + [x for p in props for x in ("-X", p)],
             "js": ["node", os.path.join(SRC, "bench", "consume_js.js"), "ENDPOINT", stream],
+            # One worker of a coordinated consumer, a new application each
+            # run (its own lease file): the same reader behind the leases.
+            "kncat-group": [self.kncat, "-q", "group", stream, "--app", "lim",
+                            "--leases", "LEASES", "-e", "-J"]
+                           + [x for p in props for x in ("-X", p)],
         }
         self.add_before(cmds)
         for rnd in range(self.a.rounds):
             for c in self.clients:
                 cmd = list(cmds[c])
+                leases = os.path.join(self.tmp, "leases-%s-%d.db" % (name, rnd))
+                cmd = ["sqlite:" + leases if x == "LEASES" else x for x in cmd]
                 with FaultProxy(server, limits=limits) as proxy:
                     cmd = [proxy.endpoint if x == "ENDPOINT" else x for x in cmd]
                     env = lab.env_for(kinesis=proxy)
@@ -278,6 +287,9 @@ class Bench:
                     with open(os.devnull, "wb") as devnull:
                         r = run_measured(cmd, env, devnull if c != "js" else None)
                     stats = proxy.limit_stats()
+                for f in (leases, leases + "-wal", leases + "-shm"):
+                    if os.path.exists(f):
+                        os.unlink(f)
                 if r["rc"]:
                     sys.stderr.write(r["err"])
                     print("  %s failed (exit %d)" % (LABELS[c], r["rc"]))
@@ -387,6 +399,8 @@ class Bench:
         props = kncat_props("put", limits, scale, opts)
         for rnd in range(self.a.rounds):
             for c in self.clients:
+                if c == "kncat-group":
+                    continue   # a reader
                 stream = "lim-%s-%s-%d" % (name, c, rnd)
                 create_stream(client, stream, shards)
                 if c != "js":
@@ -463,7 +477,7 @@ class Bench:
         for (case, client), m in med.items():
             if client != "kncat":
                 continue
-            for peer in ("js", "kncat-poll", "kncat-before"):
+            for peer in ("js", "kncat-poll", "kncat-before", "kncat-group"):
                 if (case, peer) not in med:
                     continue
                 p = med[(case, peer)]
