@@ -143,6 +143,7 @@ static void test_checkpoints(void) {
   if (!kc || !ls) {
     kn_consumer_destroy(kc);
     kn_lease_store_destroy(ls);
+    kn_error_destroy(err);
     return;
   }
   kn_batch_t *b = first_batch(kc);
@@ -217,7 +218,12 @@ static void test_checkpoint_by_value(void) {
   KT_CHECK(ls != NULL);
   kn_consumer_t *kc = consumer("byval");
   KT_CHECK(kc != NULL);
-  if (!kc || !ls) return;
+  if (!kc || !ls) {
+    kn_consumer_destroy(kc);
+    kn_lease_store_destroy(ls);
+    kn_error_destroy(err);
+    return;
+  }
   kn_batch_t *b = first_batch(kc);
   KT_CHECK(b != NULL);
   char seq[128];
@@ -269,6 +275,7 @@ static void test_lease_taken(void) {
   if (!kc || !ls) {
     kn_consumer_destroy(kc);
     kn_lease_store_destroy(ls);
+    kn_error_destroy(err);
     return;
   }
   kn_batch_t *b = first_batch(kc);
@@ -314,8 +321,12 @@ static void test_shard_gone(void) {
   kn_consumer_t *kc = consumer("gone");
   KT_CHECK(kc != NULL);
   if (!kc || !ls) {
+    pthread_mutex_lock(&mu);
+    shard_gone = 0;
+    pthread_mutex_unlock(&mu);
     kn_consumer_destroy(kc);
     kn_lease_store_destroy(ls);
+    kn_error_destroy(err);
     return;
   }
   kn_lease_t l;
