@@ -129,10 +129,14 @@ __attribute__((unused)) static int kt_always_failures;
  * Sampling, per case (one KT_RUN): KT_TORTURE_MAX=M makes at most about M
  * runs, of which the first KT_TORTURE_FIRST=F (default 0) fail
  * allocations 1 to F, one each, and the rest every k-th allocation after
- * F, evenly along the case's path to its end.  KT_TORTURE_AT=N: that one
- * only; KT_TORTURE_CASE=NAME: that case only. */
+ * F, evenly along the case's path to its end.  KT_TORTURE_SECONDS=S lowers
+ * M to what fits in about S seconds at the pace of the counting run (a
+ * case that waits for a server's second is sampled more thinly; F too if
+ * need be).  KT_TORTURE_AT=N: that one only; KT_TORTURE_CASE=NAME: that
+ * case only. */
 #include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../torture/kt_torture.h"
@@ -166,14 +170,25 @@ __attribute__((unused)) static void kt_torture_run(void (*fn)(void),
   const char *only = getenv("KT_TORTURE_CASE");
   if (only && *only && strcmp(only, name) != 0) return;
   int before = kt_failures;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   kt_tt_arm(0);
   fn();
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   long total = kt_tt_count();
-  fprintf(stderr, "%s %s (%ld allocations)\n",
-          kt_failures == before ? "ok  " : "FAIL", name, total);
+  long ms = (long)(t1.tv_sec - t0.tv_sec) * 1000 +
+            (long)(t1.tv_nsec - t0.tv_nsec) / 1000000;
+  fprintf(stderr, "%s %s (%ld allocations, %ld ms)\n",
+          kt_failures == before ? "ok  " : "FAIL", name, total, ms);
   if (kt_failures != before) return;
   long max = kt_tt_env("KT_TORTURE_MAX"), at = kt_tt_env("KT_TORTURE_AT");
   long first = kt_tt_env("KT_TORTURE_FIRST");
+  long secs = kt_tt_env("KT_TORTURE_SECONDS");
+  if (secs > 0) {
+    long fit = secs * 1000 / (ms > 0 ? ms : 1);
+    if (fit < 1) fit = 1;
+    if (max <= 0 || fit < max) max = fit;
+  }
   if (first < 0) first = 0;
   if (max > 0 && first > max) first = max;
   long step = 1;
@@ -205,7 +220,13 @@ __attribute__((unused)) static void kt_torture_run(void (*fn)(void),
   kt_quiet = 0;
   kt_checks = checks;
   kt_failures = failures + (kt_always_failures - always);
-  fprintf(stderr, "     %ld runs, %ld allocations refused\n", runs, refused);
+  if (step > 1)
+    fprintf(stderr,
+            "     %ld runs (allocations 1 to %ld, then every %ld-th), "
+            "%ld allocations refused\n",
+            runs, first, step, refused);
+  else
+    fprintf(stderr, "     %ld runs, %ld allocations refused\n", runs, refused);
 }
 
 #define KT_RUN(fn) kt_torture_run(fn, #fn)
