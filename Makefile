@@ -45,15 +45,15 @@ asan:
 # (each KT_RUN of a test), the first KT_TORTURE_FIRST allocations fail one
 # by one, then the rest are sampled evenly to the case's end, at most
 # KT_TORTURE_MAX runs in all (a case of 200,000 allocations costs as many
-# runs as one of 300), and no more than fit in about KT_TORTURE_SECONDS at
+# runs as one of 500), and no more than fit in about KT_TORTURE_SECONDS at
 # the pace of the case's first run (cases that wait on a server's clock).
 # About 30 minutes on 2 cores.  KT_TORTURE_MAX=0 KT_TORTURE_SECONDS=0:
 # every allocation of every case (many hours).  TORTURE_TESTS=REGEX picks
 # tests (e.g. decode).
 TORTURE_TESTS ?= .
-KT_TORTURE_FIRST ?= 150
-KT_TORTURE_MAX ?= 250
-KT_TORTURE_SECONDS ?= 60
+KT_TORTURE_FIRST ?= 300
+KT_TORTURE_MAX ?= 500
+KT_TORTURE_SECONDS ?= 120
 torture:
 	CC=clang cmake -S . -B $(ASAN_BUILD) -DKN_WERROR=ON -DKN_SANITIZE=ON -DKN_BUILD_SHARED=OFF \
 	  -DKN_TORTURE=ON -DKN_TORTURE_ALL=ON
