@@ -47,7 +47,7 @@ asan:
 # KT_TORTURE_MAX runs in all (a case of 200,000 allocations costs as many
 # runs as one of 500), and no more than fit in about KT_TORTURE_SECONDS at
 # the pace of the case's first run (cases that wait on a server's clock).
-# About 30 minutes on 2 cores.  KT_TORTURE_MAX=0 KT_TORTURE_SECONDS=0:
+# About 25 minutes on 2 cores.  KT_TORTURE_MAX=0 KT_TORTURE_SECONDS=0:
 # every allocation of every case (many hours).  TORTURE_TESTS=REGEX picks
 # tests (e.g. decode).
 TORTURE_TESTS ?= .
