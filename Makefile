@@ -28,7 +28,8 @@ unit: build
 	ctest --test-dir $(BUILD) -L unit --output-on-failure
 
 # The unit tests under the sanitizers, then the quick torture sample
-# (label torture_quick: a few tests, about 150 runs each).
+# (label torture_quick: a few tests, at most about 150 runs per case,
+# spread evenly; the Makefile's KT_TORTURE_* settings do not apply).
 asan:
 	CC=clang cmake -S . -B $(ASAN_BUILD) -DKN_WERROR=ON -DKN_SANITIZE=ON -DKN_BUILD_SHARED=OFF \
 	  -DKN_TORTURE=ON -DKN_TORTURE_ALL=OFF
@@ -38,16 +39,28 @@ asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) -L torture_quick --output-on-failure -j 2
 
-# Allocation-failure torture, in full: every unit test run again with its
-# 1st, 2nd, ... allocation in the library failing, under the sanitizers;
-# nothing may crash, hang or leak (tests/unit/kt.h, tests/torture/).  Long:
-# TORTURE_TESTS=REGEX picks tests (e.g. decode), KT_TORTURE_MAX=N samples.
+# Allocation-failure torture: every unit test run again with its 1st,
+# 2nd, ... allocation in the library failing, under the sanitizers; nothing
+# may crash, hang or leak (tests/unit/kt.h, tests/torture/).  Per case
+# (each KT_RUN of a test), the first KT_TORTURE_FIRST allocations fail one
+# by one, then the rest are sampled evenly to the case's end, at most
+# KT_TORTURE_MAX runs in all (a case of 200,000 allocations costs as many
+# runs as one of 500), and no more than fit in about KT_TORTURE_SECONDS at
+# the pace of the case's first run (cases that wait on a server's clock).
+# About 25 minutes on 2 cores.  KT_TORTURE_MAX=0 KT_TORTURE_SECONDS=0:
+# every allocation of every case (many hours).  TORTURE_TESTS=REGEX picks
+# tests (e.g. decode).
 TORTURE_TESTS ?= .
+KT_TORTURE_FIRST ?= 300
+KT_TORTURE_MAX ?= 500
+KT_TORTURE_SECONDS ?= 120
 torture:
 	CC=clang cmake -S . -B $(ASAN_BUILD) -DKN_WERROR=ON -DKN_SANITIZE=ON -DKN_BUILD_SHARED=OFF \
 	  -DKN_TORTURE=ON -DKN_TORTURE_ALL=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  KT_TORTURE_FIRST=$(KT_TORTURE_FIRST) KT_TORTURE_MAX=$(KT_TORTURE_MAX) \
+	  KT_TORTURE_SECONDS=$(KT_TORTURE_SECONDS) \
 	  ctest --test-dir $(ASAN_BUILD) -L '^torture$$' -R '$(TORTURE_TESTS)' --output-on-failure -j 2
 
 fuzz:

@@ -126,15 +126,26 @@ const char *kn_aws_profile_get(const kn_aws_profile_t *p, const char *key,
   return NULL;
 }
 
+/* The section called kind followed by name ("services " "dev"), compared
+ * in place: a look-up that allocated could not tell out-of-memory from a
+ * section that is not there. */
+static const kn_ini_section_t *section_of(const kn_ini_t *ini, const char *kind,
+                                          const char *name) {
+  size_t k = strlen(kind);
+  for (size_t i = 0; i < ini->n_sections; i++) {
+    const char *n = ini->sections[i].name;
+    if (strncmp(n, kind, k) == 0 && strcmp(n + k, name) == 0)
+      return &ini->sections[i];
+  }
+  return NULL;
+}
+
 const char *kn_aws_profile_service_get(const kn_aws_profile_t *p,
                                        const char *service, const char *key,
                                        char *where, size_t where_size) {
   const char *svcs = kn_aws_profile_get(p, "services", NULL, 0);
   if (!svcs || !*svcs || !p->config) return NULL;
-  char *sname = kn_asprintf("services %s", svcs);
-  if (!sname) return NULL;
-  const kn_ini_section_t *sec = kn_ini_section(p->config, sname);
-  free(sname);
+  const kn_ini_section_t *sec = section_of(p->config, "services ", svcs);
   const kn_ini_entry_t *sub = kn_ini_sub(kn_ini_entry(sec, service), key);
   if (!sub) return NULL;
   set_where(where, where_size, p->config, sub->line);
@@ -166,9 +177,5 @@ const char *kn_aws_profile_get_file(const kn_aws_profile_t *p, int credentials,
 const kn_ini_section_t *kn_aws_sso_session(const kn_aws_profile_t *p,
                                            const char *name) {
   if (!p || !p->config) return NULL;
-  char *sname = kn_asprintf("sso-session %s", name);
-  if (!sname) return NULL;
-  const kn_ini_section_t *sec = kn_ini_section(p->config, sname);
-  free(sname);
-  return sec;
+  return section_of(p->config, "sso-session ", name);
 }

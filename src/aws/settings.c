@@ -68,20 +68,23 @@ static int take_profile(source_t *src, const kn_aws_profile_t *pf,
   return 1;
 }
 
-static char *home_dir(void) {
+/* The home directory into *out, NULL when there is none; -1 when out of
+ * memory, which must not read as "no home" (then no shared files). */
+static int home_dir(char **out) {
   const char *h = env("HOME");
-  if (h) return strdup(h);
   /* No HOME (daemons): the password database, as the SDKs do. */
   struct passwd pw, *res = NULL;
   char buf[4096];
-  if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) == 0 && res &&
+  if (!h && getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) == 0 && res &&
       res->pw_dir && *res->pw_dir)
-    return strdup(res->pw_dir);
-  return NULL;
+    h = res->pw_dir;
+  *out = h ? strdup(h) : NULL;
+  return h && !*out ? -1 : 0;
 }
 
 static kn_error_t *resolve_files(kn_aws_settings_t *s) {
-  char *home = home_dir();
+  char *home;
+  if (home_dir(&home)) return nomem();
   const char *cfg = env("AWS_CONFIG_FILE");
   const char *crd = env("AWS_SHARED_CREDENTIALS_FILE");
   int fail = 0;

@@ -130,6 +130,9 @@ struct kn_cc {
   int64_t take_at;
   int64_t flush_at;
   int closing, fatal, closed_sent;
+  /* Out of memory for an action: FATAL and CLOSED, allocated up front. */
+  int broken;
+  cc_act_t *spare_fatal, *spare_closed;
   /* membership */
   int mb_on;        /* heartbeats are written */
   int mb_ok;        /* one was answered */
@@ -197,10 +200,14 @@ static void logf_(kn_cc_t *c, int level, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof(line), fmt, ap);
   va_end(ap);
+  /* A line lost to a failed allocation is only a line: the core goes on. */
+  int lost = c->q.lost;
   cc_act_t *x = cc_push(&c->q, KN_CC_LOG);
-  if (!x) return;
-  x->a.level = level;
-  cc_own(x, &x->a.err_msg, line);
+  if (x) {
+    x->a.level = level;
+    cc_own(x, &x->a.err_msg, line);
+  }
+  c->q.lost = lost;
 }
 
 static cc_op_t *op_new(kn_cc_t *c, kn_cc_op_t op, const char *key,
@@ -510,6 +517,12 @@ kn_cc_t *kn_cc_new(const kn_cc_cfg_t *cfg, int64_t now_ms) {
   }
   c->cfg.worker = c->worker;
   c->cfg.initial = c->initial;
+  c->spare_fatal = calloc(1, sizeof(*c->spare_fatal));
+  c->spare_closed = calloc(1, sizeof(*c->spare_closed));
+  if (!c->spare_fatal || !c->spare_closed) {
+    kn_cc_destroy(c);
+    return NULL;
+  }
   /* Others judge expiry from when they saw our write, no earlier than when
    * it was sent: stopping half a renewal before the duration keeps two
    * readers of a shard apart. */
@@ -569,10 +582,40 @@ void kn_cc_destroy(kn_cc_t *c) {
   free(c->plan);
   free(c->worker);
   free(c->initial);
+  free(c->spare_fatal);
+  free(c->spare_closed);
   free(c);
 }
 
-int kn_cc_next(kn_cc_t *c, kn_cc_action_t *a) { return cc_pop(&c->q, a); }
+/* An action was lost to a failed allocation (or could not be carried
+ * out): a call the core waits for, a reply the application waits for.
+ * Nothing it decides can be trusted any more: what is queued is dropped
+ * and it stops at once, FATAL then CLOSED; the leases it holds expire on
+ * their own. */
+static void break_down(kn_cc_t *c) {
+  c->broken = c->fatal = c->closed_sent = 1;
+  cc_queue_free(&c->q);
+  cc_act_t *f = c->spare_fatal, *d = c->spare_closed;
+  c->spare_fatal = c->spare_closed = NULL;
+  f->q = d->q = &c->q;
+  f->a.op = KN_CC_FATAL;
+  f->a.tenure = d->a.tenure = -1;
+  f->a.reason = KN_ERR__NOMEM;
+  f->a.err_msg =
+      "out of memory: lease coordination stopped; "
+      "leases not released expire on their own";
+  d->a.op = KN_CC_CLOSED;
+  f->next = d;
+  c->q.head = f;
+  c->q.tail = d;
+}
+
+void kn_cc_fail(kn_cc_t *c) { c->q.lost = 1; }
+
+int kn_cc_next(kn_cc_t *c, kn_cc_action_t *a) {
+  if (c->q.lost && !c->broken) break_down(c);
+  return cc_pop(&c->q, a);
+}
 
 int64_t kn_cc_wake_ms(const kn_cc_t *c) {
   int64_t t = INT64_MAX;
@@ -1055,18 +1098,27 @@ static void record_children(kn_cc_t *c, const kn_lease_t *v, size_t n,
     if (!missing) continue;
     cc_op_t *o = op_new(c, KN_CC_SET_CHILDREN, v[i].key, -1, now);
     cc_act_t *x = o ? call(c, o) : NULL;
-    if (!x || !(x->children = calloc(kids + v[i].n_children, sizeof(char *))))
+    if (!x) continue;
+    /* The list replaces the lease's: one short of a child is no list. */
+    if (!(x->children = calloc(kids + v[i].n_children, sizeof(char *)))) {
+      c->q.lost = 1;
       continue;
+    }
     for (size_t k = 0; k < v[i].n_children; k++)
       if ((x->children[x->n_children] = strdup(v[i].children[k])))
         x->n_children++;
+      else
+        c->q.lost = 1;
     for (size_t j = 0; j < c->n_shards; j++) {
       const kn_cc_shard_t *s = &c->shards[j];
       if (((s->parent && strcmp(s->parent, v[i].key) == 0) ||
            (s->adjacent && strcmp(s->adjacent, v[i].key) == 0)) &&
-          !has_child(&v[i], s->id) &&
-          (x->children[x->n_children] = strdup(s->id)))
-        x->n_children++;
+          !has_child(&v[i], s->id)) {
+        if ((x->children[x->n_children] = strdup(s->id)))
+          x->n_children++;
+        else
+          c->q.lost = 1;
+      }
     }
     x->a.children = x->children;
     x->a.n_children = x->n_children;
@@ -1631,7 +1683,7 @@ static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
   cc_own(x, &x->a.key, o->key);
   if (cc_own_lease(x, t) == 0) {
     free(x->lease.owner);
-    x->lease.owner = strdup(c->worker);
+    if (!(x->lease.owner = strdup(c->worker))) c->q.lost = 1;
     x->lease.counter = counter;
     if (from_start(c, o)) {
       /* (NULL, on out-of-memory, is the start too.) */

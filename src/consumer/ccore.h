@@ -191,6 +191,10 @@ void kn_cc_destroy(kn_cc_t *c); /* accepts NULL */
 /* The next action, in the order they were decided; 0 when none is left.
  * Call after every event. */
 int kn_cc_next(kn_cc_t *c, kn_cc_action_t *a);
+/* The driver could not carry out an action (out of memory): the core
+ * stops, as when it cannot queue one itself -- the next kn_cc_next drops
+ * what is queued and returns FATAL (KN_ERR__NOMEM), then CLOSED. */
+void kn_cc_fail(kn_cc_t *c);
 /* When kn_cc_tick wants to run next (INT64_MAX: only on an event). */
 int64_t kn_cc_wake_ms(const kn_cc_t *c);
 

@@ -6,7 +6,11 @@
 
 cc_act_t *cc_push(cc_queue_t *q, kn_cc_op_t op) {
   cc_act_t *x = calloc(1, sizeof(*x));
-  if (!x) return NULL;
+  if (!x) {
+    q->lost = 1;
+    return NULL;
+  }
+  x->q = q;
   x->a.op = op;
   x->a.tenure = -1;
   if (q->tail)
@@ -22,15 +26,19 @@ int cc_own(cc_act_t *x, const char **dst, const char *s) {
   if (!s) return 0;
   for (size_t i = 0; i < sizeof(x->str) / sizeof(x->str[0]); i++) {
     if (x->str[i]) continue;
-    if (!(x->str[i] = strdup(s))) return -1;
+    if (!(x->str[i] = strdup(s))) break;
     *dst = x->str[i];
     return 0;
   }
+  x->q->lost = 1;
   return -1;
 }
 
 int cc_own_lease(cc_act_t *x, const kn_lease_t *l) {
-  if (kn_lease_copy(&x->lease, l)) return -1;
+  if (kn_lease_copy(&x->lease, l)) {
+    x->q->lost = 1;
+    return -1;
+  }
   x->a.lease = &x->lease;
   return 0;
 }

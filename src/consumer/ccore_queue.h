@@ -8,6 +8,7 @@
 /* A queued action and the copies its pointers refer to (owned). */
 typedef struct cc_act {
   struct cc_act *next;
+  struct cc_queue *q; /* told when a copy fails */
   kn_cc_action_t a;
   char *str[4];
   kn_lease_t lease;
@@ -19,12 +20,16 @@ typedef struct cc_act {
 typedef struct cc_queue {
   cc_act_t *head, *tail;
   cc_act_t *retired; /* handed out by the last kn_cc_next */
+  /* An action could not be queued, or queued without one of its copies:
+   * the core cannot trust what it waits for (kn_cc_next). */
+  int lost;
 } cc_queue_t;
 
-/* A new action at the tail (tenure -1); NULL on out-of-memory. */
+/* A new action at the tail (tenure -1); NULL on out-of-memory (and
+ * q->lost set). */
 cc_act_t *cc_push(cc_queue_t *q, kn_cc_op_t op);
 /* A copy of s owned by the action (NULL stays NULL); -1 on
- * out-of-memory. */
+ * out-of-memory (and the queue's lost set). */
 int cc_own(cc_act_t *x, const char **dst, const char *s);
 int cc_own_lease(cc_act_t *x, const kn_lease_t *l);
 int cc_pop(cc_queue_t *q, kn_cc_action_t *a);

@@ -236,6 +236,9 @@ struct kn_consumer_s {
 
   pthread_t control_thread;
   int control_started;
+  /* CLOSE, allocated with the thread: the thread is joined on it, so
+   * posting it must not fail. */
+  struct kn_ctl_msg *ctl_close;
   int closed;
 
   /* Lease mode: NULL store means every shard is ours (no coordination).

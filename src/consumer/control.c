@@ -336,7 +336,14 @@ static void *control_main(void *arg) {
 }
 
 int kn_control_start(kn_consumer_t *kc, char *errstr, size_t size) {
+  if (!(kc->ctl_close = calloc(1, sizeof(*kc->ctl_close)))) {
+    snprintf(errstr, size, "out of memory");
+    return -1;
+  }
+  kc->ctl_close->kind = KN_CTL_CLOSE;
   if (pthread_create(&kc->control_thread, NULL, control_main, kc)) {
+    free(kc->ctl_close);
+    kc->ctl_close = NULL;
     snprintf(errstr, size, "cannot start the control thread");
     return -1;
   }
@@ -346,7 +353,10 @@ int kn_control_start(kn_consumer_t *kc, char *errstr, size_t size) {
 
 void kn_control_stop(kn_consumer_t *kc) {
   if (!kc->control_started) return;
-  kn_control_post(kc, KN_CTL_CLOSE, NULL, NULL, NULL);
+  pthread_mutex_lock(&kc->mu);
+  kn_control_post_msg_locked(kc, kc->ctl_close);
+  kc->ctl_close = NULL;
+  pthread_mutex_unlock(&kc->mu);
   pthread_join(kc->control_thread, NULL);
   kc->control_started = 0;
   /* Messages posted after CLOSE (readers finishing meanwhile). */

@@ -291,8 +291,9 @@ static void done_shard(drv_t *d, const kn_cc_action_t *a) {
 static void submit(drv_t *d, const kn_cc_action_t *a) {
   kn_store_job_t *j = kn_store_job_new(a);
   if (!j) {
-    /* The core would wait for the answer for ever. */
+    /* The core would wait for the answer for ever: it stops. */
     set_fatal(d->kc, kn_error_new(KN_ERR__NOMEM, "out of memory"));
+    kn_cc_fail(d->cc);
     return;
   }
   kn_store_pool_submit(d->pool, j);
@@ -308,6 +309,7 @@ static void act(drv_t *d, const kn_cc_action_t *a) {
     /* The core ran out of memory copying the shard id or the lease. */
     set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory (%s)",
                                kn_cc_op_name(a->op)));
+    kn_cc_fail(d->cc);
     return;
   }
   switch (a->op) {
@@ -364,6 +366,12 @@ static void act(drv_t *d, const kn_cc_action_t *a) {
     }
     case KN_CC_CLOSED:
       d->cc_closed = 1;
+      /* None is left with a core that stopped short (out of memory). */
+      while (d->reqs) {
+        kn_ckpt_req_t *req = d->reqs;
+        d->reqs = req->next;
+        answer(kc, req, closed_error(kc, req->cs->id));
+      }
       break;
     case KN_CC_LOG: {
       const char *msg = a->err_msg ? a->err_msg : "";

@@ -78,6 +78,21 @@ static inline void kt_fail(const char *file, int line, const char *what) {
     }                                                                          \
   } while (0)
 
+/* A check that must hold even under torture, whichever allocation fails
+ * (a malformed file is never accepted, say): unlike the others it is told
+ * and counted in the runs with a failing allocation too. */
+__attribute__((unused)) static int kt_always_failures;
+#define KT_ALWAYS(cond)                                                  \
+  do {                                                                   \
+    kt_checks++;                                                         \
+    if (!(cond)) {                                                       \
+      kt_failures++;                                                     \
+      kt_always_failures++;                                              \
+      fprintf(stderr, "%s:%d: check failed: %s%s\n", __FILE__, __LINE__, \
+              #cond, kt_quiet ? " (with an allocation failing)" : "");   \
+    }                                                                    \
+  } while (0)
+
 /* A check the rest of the case depends on (a set-up step, a call whose
  * result the case goes on to read): when cond is false it counts as a
  * failed check, the statements given after it run (to free what the case
@@ -107,12 +122,21 @@ static inline void kt_fail(const char *file, int line, const char *what) {
 /* Torture builds (make torture): each test runs once as usual, counting
  * the library's allocations, then again with the first, the second, ...
  * allocation failing (tests/torture/kt_torture.c).  Those runs' checks
- * may fail -- a call reports its error -- and are not counted; what
- * counts is that nothing crashes, hangs (alarm) or leaks (LeakSanitizer
- * at exit).  KT_TORTURE_MAX=N: at most about N runs per test (every
- * total/N-th allocation); KT_TORTURE_AT=N: that one only. */
+ * may fail -- a call reports its error -- and are not counted (except
+ * KT_ALWAYS); what counts is that nothing crashes, hangs (alarm) or leaks
+ * (LeakSanitizer at exit).
+ *
+ * Sampling, per case (one KT_RUN): KT_TORTURE_MAX=M makes at most about M
+ * runs, of which the first KT_TORTURE_FIRST=F (default 0) fail
+ * allocations 1 to F, one each, and the rest every k-th allocation after
+ * F, evenly along the case's path to its end.  KT_TORTURE_SECONDS=S lowers
+ * M to what fits in about S seconds at the pace of the counting run (a
+ * case that waits for a server's second is sampled more thinly; F too if
+ * need be).  KT_TORTURE_AT=N: that one only; KT_TORTURE_CASE=NAME: that
+ * case only. */
 #include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../torture/kt_torture.h"
@@ -130,37 +154,79 @@ __attribute__((unused)) static void kt_tt_hang(int sig) {
   _exit(3);
 }
 
+__attribute__((unused)) static long kt_tt_env(const char *name) {
+  const char *v = getenv(name);
+  return v ? atol(v) : 0;
+}
+
+/* The allocation to fail after n (from 0): each up to first + 1, then
+ * every step-th. */
+__attribute__((unused)) static long kt_tt_next(long n, long first, long step) {
+  return n <= first ? n + 1 : n + step;
+}
+
 __attribute__((unused)) static void kt_torture_run(void (*fn)(void),
                                                    const char *name) {
+  const char *only = getenv("KT_TORTURE_CASE");
+  if (only && *only && strcmp(only, name) != 0) return;
   int before = kt_failures;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   kt_tt_arm(0);
   fn();
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   long total = kt_tt_count();
-  fprintf(stderr, "%s %s (%ld allocations)\n",
-          kt_failures == before ? "ok  " : "FAIL", name, total);
+  long ms = (long)(t1.tv_sec - t0.tv_sec) * 1000 +
+            (long)(t1.tv_nsec - t0.tv_nsec) / 1000000;
+  fprintf(stderr, "%s %s (%ld allocations, %ld ms)\n",
+          kt_failures == before ? "ok  " : "FAIL", name, total, ms);
   if (kt_failures != before) return;
-  const char *max_s = getenv("KT_TORTURE_MAX"), *at_s = getenv("KT_TORTURE_AT");
-  long max = max_s ? atol(max_s) : 0, at = at_s ? atol(at_s) : 0;
-  long step = max > 0 && total > max ? (total + max - 1) / max : 1;
+  long max = kt_tt_env("KT_TORTURE_MAX"), at = kt_tt_env("KT_TORTURE_AT");
+  long first = kt_tt_env("KT_TORTURE_FIRST");
+  long secs = kt_tt_env("KT_TORTURE_SECONDS");
+  if (secs > 0) {
+    long fit = secs * 1000 / (ms > 0 ? ms : 1);
+    if (fit < 1) fit = 1;
+    if (max <= 0 || fit < max) max = fit;
+  }
+  if (first < 0) first = 0;
+  if (max > 0 && first > max) first = max;
+  long step = 1;
+  if (max > 0 && total > max) {
+    long rest = total - first, slots = max - first;
+    step = slots > 0 ? (rest + slots - 1) / slots : total + 1;
+  }
   int checks = kt_checks, failures = kt_failures;
+  int always = kt_always_failures;
   long runs = 0, refused = 0;
   signal(SIGALRM, kt_tt_hang);
   kt_quiet = 1;
-  for (long n = at ? at : 1; n <= (at ? at : total); n += step) {
+  for (long n = at ? at : kt_tt_next(0, first, step); n <= (at ? at : total);
+       n = kt_tt_next(n, first, step)) {
     kt_tt_test = name;
     kt_tt_at = n;
     alarm(120);
     kt_tt_arm(n);
+    int was = kt_always_failures;
     fn();
     alarm(0);
+    if (kt_always_failures != was)
+      fprintf(stderr, "torture: %s fails a check with allocation %ld failing\n",
+              name, n);
     refused += kt_tt_refused();
     runs++;
   }
   kt_tt_arm(0);
   kt_quiet = 0;
   kt_checks = checks;
-  kt_failures = failures;
-  fprintf(stderr, "     %ld runs, %ld allocations refused\n", runs, refused);
+  kt_failures = failures + (kt_always_failures - always);
+  if (step > 1)
+    fprintf(stderr,
+            "     %ld runs (allocations 1 to %ld, then every %ld-th), "
+            "%ld allocations refused\n",
+            runs, first, step, refused);
+  else
+    fprintf(stderr, "     %ld runs, %ld allocations refused\n", runs, refused);
 }
 
 #define KT_RUN(fn) kt_torture_run(fn, #fn)

@@ -97,10 +97,11 @@ static kn_consumer_t *consumer(const char *table) {
   return kc;
 }
 
-/* Polls until a batch with records comes (returned) or 10 s pass. */
+/* Polls until a batch with records comes (returned) or 10 s pass, or
+ * the consumer fails (as it may, at any allocation, under torture). */
 static kn_batch_t *first_batch(kn_consumer_t *kc) {
   int64_t end = kn_mono_ms() + 10000;
-  while (kn_mono_ms() < end) {
+  while (kn_mono_ms() < end && !kn_consumer_fatal_error(kc)) {
     kn_batch_t *b = kn_consumer_poll(kc, 100);
     if (b && kn_batch_count(b)) return b;
     kn_batch_destroy(b);
@@ -124,12 +125,13 @@ static int str_is(const char *a, const char *b) {
   return a && b && strcmp(a, b) == 0;
 }
 
-/* Polls (callbacks run there) until cond holds or ms pass. */
-#define POLL_UNTIL(kc, cond, ms)                    \
-  do {                                              \
-    int64_t end_ = kn_mono_ms() + (ms);             \
-    while (!(cond) && kn_mono_ms() < end_)          \
-      kn_batch_destroy(kn_consumer_poll((kc), 50)); \
+/* Polls (callbacks run there) until cond holds, ms pass or the consumer
+ * fails. */
+#define POLL_UNTIL(kc, cond, ms)                                           \
+  do {                                                                     \
+    int64_t end_ = kn_mono_ms() + (ms);                                    \
+    while (!(cond) && kn_mono_ms() < end_ && !kn_consumer_fatal_error(kc)) \
+      kn_batch_destroy(kn_consumer_poll((kc), 50));                        \
   } while (0)
 
 /* ---- cases ---- */
@@ -143,6 +145,7 @@ static void test_checkpoints(void) {
   if (!kc || !ls) {
     kn_consumer_destroy(kc);
     kn_lease_store_destroy(ls);
+    kn_error_destroy(err);
     return;
   }
   kn_batch_t *b = first_batch(kc);
@@ -217,7 +220,12 @@ static void test_checkpoint_by_value(void) {
   KT_CHECK(ls != NULL);
   kn_consumer_t *kc = consumer("byval");
   KT_CHECK(kc != NULL);
-  if (!kc || !ls) return;
+  if (!kc || !ls) {
+    kn_consumer_destroy(kc);
+    kn_lease_store_destroy(ls);
+    kn_error_destroy(err);
+    return;
+  }
   kn_batch_t *b = first_batch(kc);
   KT_CHECK(b != NULL);
   char seq[128];
@@ -269,6 +277,7 @@ static void test_lease_taken(void) {
   if (!kc || !ls) {
     kn_consumer_destroy(kc);
     kn_lease_store_destroy(ls);
+    kn_error_destroy(err);
     return;
   }
   kn_batch_t *b = first_batch(kc);
@@ -314,15 +323,19 @@ static void test_shard_gone(void) {
   kn_consumer_t *kc = consumer("gone");
   KT_CHECK(kc != NULL);
   if (!kc || !ls) {
+    pthread_mutex_lock(&mu);
+    shard_gone = 0;
+    pthread_mutex_unlock(&mu);
     kn_consumer_destroy(kc);
     kn_lease_store_destroy(ls);
+    kn_error_destroy(err);
     return;
   }
   kn_lease_t l;
   memset(&l, 0, sizeof(l));
   int64_t end = kn_mono_ms() + 10000;
   int finished = 0;
-  while (!finished && kn_mono_ms() < end) {
+  while (!finished && kn_mono_ms() < end && !kn_consumer_fatal_error(kc)) {
     kn_batch_destroy(kn_consumer_poll(kc, 50));
     if (table_lease(ls, &l) == 0) {
       finished = kn_lease_is_shard_end(&l) && l.owner == NULL;

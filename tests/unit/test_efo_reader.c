@@ -389,7 +389,7 @@ static int collect(kn_consumer_t *kc, int n, int timeout_ms, char *seqs,
   int got = 0;
   seqs[0] = '\0';
   int64_t end = kn_mono_ms() + timeout_ms;
-  while (got < n && kn_mono_ms() < end) {
+  while (got < n && kn_mono_ms() < end && !kn_consumer_fatal_error(kc)) {
     kn_batch_t *b = kn_consumer_poll(kc, 100);
     for (size_t i = 0; b && i < kn_batch_count(b); i++) {
       size_t len = strlen(seqs);
@@ -416,14 +416,15 @@ static void wait_ms(kn_consumer_t *kc, int ms) {
   while (kn_mono_ms() < end) kn_batch_destroy(kn_consumer_poll(kc, 50));
 }
 
-/* Polls until *counter (guarded by mu) reaches n, or KT_PROMPT_MS. */
+/* Polls until *counter (guarded by mu) reaches n, KT_PROMPT_MS pass or
+ * the consumer fails. */
 static int wait_count(kn_consumer_t *kc, const int *counter, int n) {
   int64_t end = kn_mono_ms() + KT_PROMPT_MS;
   for (;;) {
     pthread_mutex_lock(&mu);
     int v = *counter;
     pthread_mutex_unlock(&mu);
-    if (v >= n || kn_mono_ms() >= end) return v;
+    if (v >= n || kn_mono_ms() >= end || kn_consumer_fatal_error(kc)) return v;
     kn_batch_destroy(kn_consumer_poll(kc, 50));
   }
 }
@@ -499,7 +500,8 @@ static void test_shard_gone(void) {
   kn_consumer_t *kc = consumer("lazy", NULL, NULL);
   KT_REQUIRE(kc != NULL);
   int64_t end = kn_mono_ms() + 10000;
-  while (kn_mono_ms() < end && !stats_have(kc, "\"state\":\"done\""))
+  while (kn_mono_ms() < end && !kn_consumer_fatal_error(kc) &&
+         !stats_have(kc, "\"state\":\"done\""))
     wait_ms(kc, 200);
   KT_CHECK(stats_have(kc, "\"state\":\"done\""));
   pthread_mutex_lock(&mu);
@@ -603,7 +605,7 @@ static void test_none_makes_no_calls(void) {
   kn_conf_set(conf, "efo.consumer.arn", CONSUMER_ARN(1), err, sizeof err);
   kc = kn_consumer_new(conf, err, sizeof err); /* a bare ARN: none */
   kn_conf_destroy(conf);
-  KT_CHECK(kc != NULL);
+  KT_REQUIRE(kc != NULL);
   char seqs[64];
   KT_CHECK_INT(collect(kc, 1, 10000, seqs, sizeof seqs), 1);
   pthread_mutex_lock(&mu);
@@ -619,7 +621,8 @@ static void test_closed_shard_finished_by_polling(void) {
   char seqs[64];
   KT_CHECK_INT(collect(kc, 1, 10000, seqs, sizeof seqs), 1);
   int64_t end = kn_mono_ms() + 15000;
-  while (kn_mono_ms() < end && !ended) wait_ms(kc, 100);
+  while (kn_mono_ms() < end && !ended && !kn_consumer_fatal_error(kc))
+    wait_ms(kc, 100);
   KT_CHECK_INT(ended, 1);
   pthread_mutex_lock(&mu);
   KT_CHECK_INT(n_iterator, 1);

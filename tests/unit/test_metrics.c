@@ -208,7 +208,7 @@ static void test_consumer(void) {
   if (!kc) return;
   kn_batch_t *b = NULL;
   int64_t end = kn_mono_ms() + 10000;
-  while (!b && kn_mono_ms() < end) {
+  while (!b && kn_mono_ms() < end && !kn_consumer_fatal_error(kc)) {
     b = kn_consumer_poll(kc, 100);
     if (b && !kn_batch_count(b)) {
       kn_batch_destroy(b);
@@ -267,7 +267,7 @@ static void test_consumer(void) {
     pthread_mutex_lock(&mu);
     int n = n_get_records;
     pthread_mutex_unlock(&mu);
-    if (n >= 4 || kn_mono_ms() > end) break;
+    if (n >= 4 || kn_mono_ms() > end || kn_consumer_fatal_error(kc)) break;
   }
   doc = render(kc);
   KT_CHECK(has(doc, "kn_consumer_shard_checkpoint_lag_records{" S "} 0"));
