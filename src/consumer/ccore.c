@@ -1605,7 +1605,11 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
         continue;
       }
       if (at_initial(t)) {
-        if (!ranges) ranges = kn_cc_ranges(v, n);
+        if (!ranges && !(ranges = kn_cc_ranges(v, n))) {
+          c->q.lost = 1; /* unsure where to start: the core stops */
+          op_free(op_take(c, o->id));
+          break;
+        }
         o->from_start = kn_cc_family_read(v, n, ranges, t);
       }
       cc_act_t *x = call(c, o);
