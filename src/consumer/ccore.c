@@ -421,8 +421,13 @@ static void pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
   if (!has_work) l->flush_due = 0;
   if (l->shard_end_written || final || leaving) {
     if (wait) return;
-    kn_cc_op_t op = l->handoff_to && !l->shard_end_written ? KN_CC_HANDOFF_DONE
-                                                           : KN_CC_RELEASE;
+    /* Closing, it releases even a lease asked for: the asker may be
+     * closing too (a group stopped as a whole), and a lease passed on to a
+     * worker gone would stay in its name until it expired.  A live asker
+     * takes the free lease at the same checkpoint. */
+    kn_cc_op_t op = l->handoff_to && !l->shard_end_written && !final
+                        ? KN_CC_HANDOFF_DONE
+                        : KN_CC_RELEASE;
     cc_op_t *o = op_new(c, op, l->key, l->tenure, now);
     cc_act_t *x = o ? call(c, o) : NULL;
     if (x) x->a.counter = l->counter;

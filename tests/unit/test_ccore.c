@@ -658,6 +658,39 @@ static void test_handoff(void) {
   table_free(&t);
 }
 
+/* A group stopped as a whole: the asker closes, then the owner.  The
+ * owner releases the lease it was asked for instead of passing it on to a
+ * worker that is gone, where it would stay until it expired. */
+static void test_handoff_closing(void) {
+  table_t t = {0};
+  seen_t s1 = {0}, s2 = {0};
+  kn_cc_cfg_t c2cfg = cfg_for("w2");
+  kn_cc_t *c1 = two_shard_worker(&t, &s1);
+  KT_REQUIRE(c1 && kn_cc_held(c1) == 2, kn_cc_destroy(c1), table_free(&t));
+  kn_cc_t *c2 = kn_cc_new(&c2cfg, 100);
+  KT_REQUIRE(c2, kn_cc_destroy(c1), table_free(&t));
+  kn_cc_tick(c2, 100);
+  run(c2, &t, "w2", 100, &s2, NULL);
+  kn_cc_tick(c2, 101);
+  run(c2, &t, "w2", 101, &s2, NULL);
+  const char *asked = tget(&t, "s0")->checkpoint_owner ? "s0" : "s1";
+  KT_CHECK_STR(tget(&t, asked)->owner, "w2");
+  kn_cc_tick(c1, 3001);
+  run(c1, &t, "w1", 3001, &s1, NULL);
+  KT_CHECK(s1.yield == 1);
+  kn_cc_close(c2, 3100);
+  run(c2, &t, "w2", 3100, &s2, NULL);
+  kn_cc_close(c1, 3200);
+  run(c1, &t, "w1", 3200, &s1, NULL);
+  for (size_t i = 0; i < t.n; i++) {
+    KT_CHECK(t.v[i].owner == NULL);
+    KT_CHECK(t.v[i].checkpoint_owner == NULL);
+  }
+  kn_cc_destroy(c1);
+  kn_cc_destroy(c2);
+  table_free(&t);
+}
+
 /* The owner asked never answers (a KCL 2.x worker, or one that froze):
  * after a lease duration without a renewal the lease is taken anyway. */
 static void test_handoff_silent_owner(void) {
@@ -843,6 +876,7 @@ int main(void) {
   KT_RUN(test_first_sync_errors);
   KT_RUN(test_handoff);
   KT_RUN(test_handoff_silent_owner);
+  KT_RUN(test_handoff_closing);
   KT_RUN(test_members_settled);
   KT_RUN(test_members_death);
   KT_RUN(test_members_fence);
