@@ -290,7 +290,7 @@ void sim_check_end(sim_t *s) {
   }
   for (int w = 0; w < s->n_wk; w++) {
     if (!s->wk[w].alive) continue;
-    size_t n = kn_cc_held(s->wk[w].cc);
+    size_t n = kn_cc_held(kn_drive_core(s->wk[w].dr));
     alive++;
     if (n < held_min) held_min = n;
     if (n > held_max) held_max = n;

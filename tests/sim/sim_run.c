@@ -121,8 +121,7 @@ int sim_run(sim_t *s) {
   sim_ev_t ev;
   while (!s->violated && sim_pop(s, &ev)) {
     if (ev.t > s->end && !s->faults_on) {
-      if (ev.kind == EV_STORE_APPLY || ev.kind == EV_STORE_REPLY)
-        sim_call_free(ev.p);
+      sim_ev_free(&ev);
       continue;
     }
     s->now = ev.t;
