@@ -48,7 +48,16 @@ struct kn_drive {
   int stopping, closed;
 };
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+/* The deadline a reader is given: the earlier of its lease's and the
+ * heartbeat's. */
+static int64_t earliest(const kn_drive_t *d, int64_t lease_until) {
+#if KN_DRIVE_MUTANT == 1
+  (void)d;
+  return lease_until;
+#else
+  return lease_until < d->fence ? lease_until : d->fence;
+#endif
+}
 
 static int grow(void **v, size_t *cap, size_t n, size_t size) {
   if (n < *cap) return 0;
@@ -133,11 +142,7 @@ static void start(kn_drive_t *d, const kn_cc_action_t *a) {
   t->tenure = a->tenure;
   t->reading = 1;
   t->lease_until = a->until_ms;
-#if KN_DRIVE_MUTANT == 1
-  t->told = a->until_ms;
-#else
-  t->told = min64(a->until_ms, d->fence);
-#endif
+  t->told = earliest(d, a->until_ms);
   kn_cc_action_t s = *a;
   s.until_ms = t->told;
   if (d->ops->start(d->env, &s)) {
@@ -178,22 +183,13 @@ static void extend(kn_drive_t *d, const kn_cc_action_t *a) {
   ten_t *t = ten_find(d, a->key, a->tenure);
   if (!t) return;
   if (a->until_ms > t->lease_until) t->lease_until = a->until_ms;
-#if KN_DRIVE_MUTANT == 1
-  retime(d, t, t->lease_until);
-#else
-  retime(d, t, min64(t->lease_until, d->fence));
-#endif
+  retime(d, t, earliest(d, t->lease_until));
 }
 
 static void fence(kn_drive_t *d, const kn_cc_action_t *a) {
-#if KN_DRIVE_MUTANT == 1
-  (void)d;
-  (void)a;
-#else
   d->fence = a->until_ms;
   for (size_t i = 0; i < d->n_ten; i++)
-    retime(d, &d->ten[i], min64(d->ten[i].lease_until, d->fence));
-#endif
+    retime(d, &d->ten[i], earliest(d, d->ten[i].lease_until));
 }
 
 static void unlink_req(kn_drive_t *d, void *req) {

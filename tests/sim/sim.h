@@ -348,6 +348,10 @@ void sim_worker_after(sim_t *s, int w);
 /* Destroys w's drive without carrying out anything more. */
 void sim_worker_drop_drive(sim_t *s, int w);
 void sim_worker_event(sim_t *s, const sim_ev_t *ev);
+/* w stops for `ms`: the whole process (freeze: every event waits, its
+ * clock jumps) or only its control thread (readers and the application
+ * go on).  Its tenures count as cut short by it. */
+void sim_worker_stall(sim_t *s, int w, int freeze, int64_t ms);
 /* A store call of w on key failed or was slow (key NULL: a listing):
  * duplicates after it are the store's doing. */
 void sim_flag_store_fault(sim_t *s, int w, const char *key);

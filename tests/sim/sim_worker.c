@@ -110,6 +110,21 @@ static void app_checkpoint(sim_t *s, int w, const char *key, const char *seq,
                            int64_t last);
 static void answer_yields(sim_t *s, int w);
 
+void sim_worker_stall(sim_t *s, int w, int freeze, int64_t ms) {
+  sim_worker_t *k = &s->wk[w];
+  if (freeze)
+    k->frozen_until = s->now + ms;
+  else if (s->now + ms > k->stall_until)
+    k->stall_until = s->now + ms;
+  for (size_t i = 0; i < k->n_rd; i++) s->ten[k->rd[i].ten].flags |= TEN_FROZEN;
+  for (size_t i = 0; i < s->n_ten; i++)
+    if (s->ten[i].w == w && s->ten[i].inc == k->inc &&
+        !(s->ten[i].flags & (TEN_RELEASED | TEN_DONE)))
+      s->ten[i].flags |= TEN_FROZEN;
+  s->had_fault = 1;
+  sim_trace(s, w, freeze ? "freeze" : "stall", NULL, s->now + ms, 0);
+}
+
 void sim_worker_close(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
   if (!k->alive || k->closing) return;
