@@ -86,17 +86,15 @@ void kn_efo_fail(kn_consumer_t *kc, kn_error_t *err);
  * ResourceNotFound (err). */
 void kn_efo_check(kn_consumer_t *kc, kn_cshard_t *cs, int64_t tenure,
                   const kn_error_t *err);
+
+/* ---- reader_efo.c ---- */
+
 /* A reader went idle on a shard not known closed: queue a listing unless
  * one is pending or the last is recent.  mu held. */
 void kn_efo_request_listing_locked(kn_consumer_t *kc);
 
-/* ---- reader_efo.c ---- */
-
-/* As kn_reader_start / kn_reader_stop / kn_reader_wake_locked, which
- * call these when fan-out is on. */
-int kn_efo_reader_start(kn_consumer_t *kc, kn_cshard_t *cs);
-void kn_efo_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs);
-void kn_efo_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs);
+/* The fan-out readers' operations are kn_efo_reader_ops
+ * (consumer_int.h). */
 /* The control thread is done checking: subscribe again soon (after a
  * new registration, or a ResourceNotFound that did not hold up).  mu
  * held. */

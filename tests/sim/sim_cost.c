@@ -262,8 +262,8 @@ static void op_log(void *env, int level, const char *msg) {
   struct cenv *e = env;
   (void)level;
   if (e->s->verbose)
-    fprintf(stderr, "%9.3f %s %s\n", (double)e->s->now / 1000,
-            e->s->w[e->w].id, msg);
+    fprintf(stderr, "%9.3f %s %s\n", (double)e->s->now / 1000, e->s->w[e->w].id,
+            msg);
 }
 
 static const kn_drive_ops_t cost_ops = {

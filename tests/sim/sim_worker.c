@@ -166,10 +166,12 @@ static void closed(sim_t *s, int w) {
     k->close_fault = 1;
   for (size_t t = 0; t < s->n_ten && !k->close_fault; t++) {
     /* A tenure dropped at the very moment of the close (a freeze ended
-     * both) is not the close's to release either. */
+     * both) is not the close's to release either; nor one whose control
+     * thread stalled past its heartbeat deadline (the core then gives the
+     * lease up without a write: others may already count it dead). */
     if (s->ten[t].w != w || s->ten[t].inc != k->inc ||
         (s->ten[t].end_t >= 0 && s->ten[t].end_t < k->close_t) ||
-        (s->ten[t].flags & TEN_DROPPED))
+        (s->ten[t].flags & (TEN_DROPPED | TEN_FROZEN)))
       continue;
     int li = sim_store_find(s, s->sh[s->ten[t].shard].id);
     const kn_lease_t *l = li >= 0 ? &s->table[li] : NULL;
