@@ -238,6 +238,9 @@ struct kn_consumer_s {
   kn_app_ev_t *ev_head, *ev_tail; /* [mu] */
 
   pthread_t control_thread;
+  /* Control thread: the fan-out checks' own thread (NULL without
+   * fan-out), so that the control thread never waits for Kinesis. */
+  struct kn_store_pool *efo_pool;
   int control_started;
   /* CLOSE, allocated with the thread: the thread is joined on it, so
    * posting it must not fail. */
@@ -293,9 +296,6 @@ int kn_delivery_caught_up(kn_consumer_t *kc);
 /* control.c: the control thread */
 int kn_control_start(kn_consumer_t *kc, char *errstr, size_t size);
 void kn_control_stop(kn_consumer_t *kc);
-/* Whether the stream still exists (a shard missing from it has aged out);
- * a missing stream makes the consumer fail.  Control thread; blocks. */
-int kn_control_stream_exists(kn_consumer_t *kc);
 
 /* mailbox.c: the control thread's queue and the application's events */
 /* Posts a message (takes ownership of err and children). mu NOT held. */
@@ -314,6 +314,10 @@ void kn_control_post_tenure(kn_consumer_t *kc, kn_ctl_kind_t kind,
  * mu held. */
 void kn_control_post_msg_locked(kn_consumer_t *kc, kn_ctl_msg_t *m);
 void kn_control_msg_free(kn_ctl_msg_t *m);
+/* The consumer fails with err (taken; the first failure stays) and the
+ * application's poll wakes to say so.  mu NOT held. */
+void kn_consumer_set_fatal(kn_consumer_t *kc, kn_error_t *err);
+int kn_consumer_is_fatal(kn_consumer_t *kc); /* mu NOT held */
 /* Queues an application event (takes ownership of state).  mu held. */
 void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,
                          const char *shard_id, int64_t token, kn_err_t reason,
@@ -326,9 +330,6 @@ int kn_lease_expired_locked(const kn_cshard_t *cs, int64_t now_ms);
 /* The tenure a reader of cs is started for: its fencing token, 0 without
  * a lease store.  mu held. */
 int64_t kn_cshard_tenure_locked(const kn_cshard_t *cs);
-
-/* driver.c: lease mode on the control thread, until CLOSE. */
-void kn_driver_run(kn_consumer_t *kc);
 
 /* stats.c: runs the statistics callback when it is due (poll thread). */
 void kn_stats_maybe_emit(kn_consumer_t *kc);

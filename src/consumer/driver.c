@@ -1,7 +1,8 @@
-/* Lease mode: the thin threaded shell around the drive (drive.h).
+/* Lease mode (control_mode.h): the thin threaded shell around the drive
+ * (drive.h).
  *
- * The control thread owns the drive.  It waits for a message or for the
- * drive's next due time and hands it what happened -- store results,
+ * The control thread owns the drive.  Its loop (control.c) hands it what
+ * happened -- store results,
  * reader reports with the tenure they were started for, the
  * application's progress and checkpoint requests, the time.  The drive's
  * operations are carried out here: store calls and listings go to the
@@ -11,13 +12,14 @@
  *
  * Apart from opening the store at start, nothing here waits for the
  * lease store, so renewals are sent on time whatever a slow call is
- * doing.  (The fan-out checks still ask Kinesis from this thread; readers
- * and poll judge their deadlines themselves meanwhile.) */
+ * doing, and the fan-out checks run on a thread of their own; readers and
+ * poll judge their deadlines themselves all the same. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "consumer/ccore.h"
 #include "consumer/consumer_int.h"
+#include "consumer/control_mode.h"
 #include "consumer/drive.h"
 #include "consumer/efo.h"
 #include "consumer/metrics.h"
@@ -43,24 +45,6 @@ typedef struct drv {
   int64_t close_deadline;
 } drv_t;
 
-static void set_fatal(kn_consumer_t *kc, kn_error_t *err) {
-  pthread_mutex_lock(&kc->mu);
-  if (!kc->fatal) {
-    kc->fatal = err;
-    err = NULL;
-  }
-  pthread_cond_broadcast(&kc->poll_cv);
-  pthread_mutex_unlock(&kc->mu);
-  kn_error_destroy(err);
-}
-
-static int is_fatal(kn_consumer_t *kc) {
-  pthread_mutex_lock(&kc->mu);
-  int f = kc->fatal != NULL;
-  pthread_mutex_unlock(&kc->mu);
-  return f;
-}
-
 static int live(const drv_t *d) { return kn_drive_live(d->dr); }
 
 /* ---- application checkpoint requests ---- */
@@ -74,9 +58,9 @@ static void answer(kn_consumer_t *kc, kn_ckpt_req_t *req, kn_error_t *err) {
 }
 
 static kn_error_t *closed_error(kn_consumer_t *kc, const char *shard) {
-  return kn_error_new(KN_ERR__LEASE_LOST,
-                      "shard %s: the consumer %s; checkpoint not written",
-                      shard, is_fatal(kc) ? "has failed" : "is closing");
+  return kn_error_new(
+      KN_ERR__LEASE_LOST, "shard %s: the consumer %s; checkpoint not written",
+      shard, kn_consumer_is_fatal(kc) ? "has failed" : "is closing");
 }
 
 /* ---- starting and stopping shards ---- */
@@ -285,7 +269,8 @@ static void op_reply(void *env, void *r, kn_err_t code, const char *msg) {
 
 static void op_fatal(void *env, kn_err_t code, const char *msg) {
   drv_t *d = env;
-  set_fatal(d->kc, kn_error_new(code, "%s", msg)); /* the application is told */
+  kn_consumer_set_fatal(
+      d->kc, kn_error_new(code, "%s", msg)); /* the application is told */
 }
 
 static void op_log(void *env, int level, const char *msg) {
@@ -376,6 +361,7 @@ static void note_listing(drv_t *d, kn_store_job_t *j) {
 static void stream_checked(drv_t *d, kn_store_job_t *j);
 
 static void store_done(drv_t *d, kn_store_job_t *j) {
+  if (j->efo_check) return; /* nothing for the drive */
   if (j->stream_check) {
     stream_checked(d, j);
     return;
@@ -448,7 +434,7 @@ static void shard_gone(drv_t *d, kn_ctl_msg_t *m) {
   if (!live(d)) return;
   kn_store_job_t *j = kn_store_job_stream_check(m->cs, m->tenure);
   if (!j) {
-    set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory"));
+    kn_consumer_set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory"));
     return;
   }
   kn_store_pool_submit(d->pool, j);
@@ -457,7 +443,8 @@ static void shard_gone(drv_t *d, kn_ctl_msg_t *m) {
 static void stream_checked(drv_t *d, kn_store_job_t *j) {
   kn_consumer_t *kc = d->kc;
   if (j->err && kn_error_code(j->err) == KN_ERR_RESOURCE_NOT_FOUND) {
-    set_fatal(kc, kn_error_prefix(j->err, "stream \"%s\"", kc->stream));
+    kn_consumer_set_fatal(kc,
+                          kn_error_prefix(j->err, "stream \"%s\"", kc->stream));
     j->err = NULL;
     return; /* handle() closes the drive */
   }
@@ -474,7 +461,9 @@ static kn_cc_pos_t cc_pos(const kn_pos_t *p) {
   return (kn_cc_pos_t){p->seq, (int64_t)p->subseq};
 }
 
-static void handle(drv_t *d, kn_ctl_msg_t *m) {
+static void handle(void *arg, kn_ctl_msg_t *m) {
+  drv_t *d = arg;
+  if (!d) return;
   kn_consumer_t *kc = d->kc;
   kn_cc_pos_t p = cc_pos(&m->pos);
   const kn_cc_pos_t *pp = m->pos.seq[0] ? &p : NULL;
@@ -487,14 +476,6 @@ static void handle(drv_t *d, kn_ctl_msg_t *m) {
       break;
     case KN_CTL_LEASE_EXPIRED:
       kn_drive_expired(d->dr, m->cs->id, m->tenure);
-      break;
-    case KN_CTL_FATAL:
-      kn_err_log(&kc->log, "CONTROL", "%s", kn_error_string(m->err));
-      set_fatal(kc, m->err);
-      m->err = NULL;
-      break;
-    case KN_CTL_EFO_CHECK:
-      kn_efo_check(kc, m->cs, m->tenure, m->err);
       break;
     case KN_CTL_DELIVERED:
       kn_drive_delivered(d->dr, m->cs->id, m->tenure, pp, m->end);
@@ -519,22 +500,12 @@ static void handle(drv_t *d, kn_ctl_msg_t *m) {
     case KN_CTL_STORE_DONE:
       store_done(d, m->job);
       break;
-    case KN_CTL_CLOSE:
-      if (!d->close_asked) {
-        d->close_asked = 1;
-        /* Bounded: a store that does not answer must not hold up the
-         * application's close for longer than a lease lasts. */
-        d->close_deadline = kn_mono_ms() + kc->lease.duration_ms;
-      }
-      kn_drive_close(d->dr);
-      break;
-    case KN_CTL_SHARD_DONE:
-    case KN_CTL_RESYNC:
+    default: /* FATAL, EFO_CHECK and CLOSE are the loop's */
       break;
   }
   /* A failure from elsewhere (a reader, fan-out, memory): stop reading
    * and hand the leases back at once, so other workers go on. */
-  if (is_fatal(kc)) kn_drive_close(d->dr);
+  if (kn_consumer_is_fatal(kc)) kn_drive_close(d->dr);
   publish(d);
 }
 
@@ -623,51 +594,71 @@ static void finish(drv_t *d) {
   d->listing = NULL;
 }
 
-void kn_driver_run(kn_consumer_t *kc) {
-  drv_t d;
-  memset(&d, 0, sizeof(d));
-  d.kc = kc;
+static void *lease_start(kn_consumer_t *kc) {
+  drv_t *d = calloc(1, sizeof(*d));
+  if (!d) {
+    kn_consumer_set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory"));
+    return NULL;
+  }
+  d->kc = kc;
   pthread_mutex_lock(&kc->mu);
   kc->ctl_open = 1;
   pthread_mutex_unlock(&kc->mu);
-  if (!is_fatal(kc)) { /* fan-out setup may have failed */
-    kn_error_t *err = start(&d);
+  if (!kn_consumer_is_fatal(kc)) { /* fan-out setup may have failed */
+    kn_error_t *err = start(d);
     if (err) {
-      set_fatal(kc, err);
-      kn_drive_destroy(d.dr);
-      d.dr = NULL;
+      kn_consumer_set_fatal(kc, err);
+      kn_drive_destroy(d->dr);
+      d->dr = NULL;
     }
   }
-  kn_drive_tick(d.dr);
-  publish(&d);
-  for (;;) {
-    if (d.close_asked && (!live(&d) || kn_mono_ms() >= d.close_deadline)) break;
-    pthread_mutex_lock(&kc->mu);
-    while (!kc->ctl_head) {
-      int64_t due = kn_drive_wake_ms(d.dr);
-      if (d.close_asked && d.close_deadline < due) due = d.close_deadline;
-      int64_t now = kn_mono_ms();
-      if (due <= now) break;
-      if (due - now > 60000) due = now + 60000;
-      kn_cond_wait_until(&kc->ctl_cv, &kc->mu, due);
-    }
-    kn_ctl_msg_t *msgs = kc->ctl_head;
-    kc->ctl_head = kc->ctl_tail = NULL;
-    pthread_mutex_unlock(&kc->mu);
-
-    while (msgs) {
-      kn_ctl_msg_t *m = msgs;
-      msgs = m->next;
-      handle(&d, m);
-      kn_control_msg_free(m);
-      pthread_mutex_lock(&kc->mu);
-      kc->ctl_pending--;
-      pthread_mutex_unlock(&kc->mu);
-    }
-    if (kn_mono_ms() >= kn_drive_wake_ms(d.dr)) {
-      kn_drive_tick(d.dr);
-      publish(&d);
-    }
-  }
-  finish(&d);
+  return d;
 }
+
+static int64_t lease_due(void *arg) {
+  drv_t *d = arg;
+  if (!d) return INT64_MAX;
+  int64_t due = kn_drive_wake_ms(d->dr);
+  if (d->close_asked && d->close_deadline < due) due = d->close_deadline;
+  return due;
+}
+
+static void lease_tick(void *arg) {
+  drv_t *d = arg;
+  if (!d || kn_mono_ms() < kn_drive_wake_ms(d->dr)) return;
+  kn_drive_tick(d->dr);
+  publish(d);
+}
+
+static void lease_close(void *arg) {
+  drv_t *d = arg;
+  if (!d) return;
+  d->close_asked = 1;
+  /* Bounded: a store that does not answer must not hold up the
+   * application's close for longer than a lease lasts. */
+  d->close_deadline = kn_mono_ms() + d->kc->lease.duration_ms;
+  kn_drive_close(d->dr);
+  publish(d);
+}
+
+static int lease_done(void *arg) {
+  drv_t *d = arg;
+  return !d || !live(d) || kn_mono_ms() >= d->close_deadline;
+}
+
+static void lease_finish(void *arg) {
+  drv_t *d = arg;
+  if (!d) return;
+  finish(d);
+  free(d);
+}
+
+const kn_ctl_mode_t kn_lease_mode = {
+    .start = lease_start,
+    .handle = handle,
+    .due = lease_due,
+    .tick = lease_tick,
+    .close = lease_close,
+    .done = lease_done,
+    .finish = lease_finish,
+};

@@ -41,7 +41,8 @@ typedef struct kn_efo {
   int64_t in_use_poll_ms;
   int64_t register_timeout_ms;
 
-  /* Control thread only. */
+  /* The fan-out check thread only (kc->efo_pool; the control thread
+   * before it starts, in kn_efo_setup, and after it ends). */
   char *stream_arn;         /* NULL until needed */
   uint64_t verified_gen;    /* generation last seen ACTIVE ... */
   int64_t verified_ms;      /* ... and when (monotonic; 0: never) */
@@ -79,7 +80,7 @@ void kn_efo_close(kn_consumer_t *kc);
 /* Makes the consumer fail with err (taken). */
 void kn_efo_fail(kn_consumer_t *kc, kn_error_t *err);
 
-/* ---- efo_check.c (control thread) ---- */
+/* ---- efo_check.c (the fan-out check thread) ---- */
 
 /* Handles KN_CTL_EFO_CHECK: cs NULL lists shards for the idle readers;
  * otherwise the subscription of cs's reader of `tenure` met

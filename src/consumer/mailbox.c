@@ -71,6 +71,26 @@ void kn_control_msg_free(kn_ctl_msg_t *m) {
   free(m);
 }
 
+/* ---- the consumer's failure ---- */
+
+void kn_consumer_set_fatal(kn_consumer_t *kc, kn_error_t *err) {
+  pthread_mutex_lock(&kc->mu);
+  if (!kc->fatal) {
+    kc->fatal = err;
+    err = NULL;
+  }
+  pthread_cond_broadcast(&kc->poll_cv);
+  pthread_mutex_unlock(&kc->mu);
+  kn_error_destroy(err);
+}
+
+int kn_consumer_is_fatal(kn_consumer_t *kc) {
+  pthread_mutex_lock(&kc->mu);
+  int f = kc->fatal != NULL;
+  pthread_mutex_unlock(&kc->mu);
+  return f;
+}
+
 /* ---- the application's events ---- */
 
 void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,

@@ -71,8 +71,24 @@ kn_store_job_t *kn_store_job_stream_check(struct kn_cshard *cs,
   return j;
 }
 
+kn_store_job_t *kn_store_job_efo_check(struct kn_cshard *cs, int64_t tenure,
+                                       kn_error_t *why) {
+  kn_store_job_t *j = calloc(1, sizeof(*j));
+  if (!j) {
+    kn_error_destroy(why);
+    return NULL;
+  }
+  j->efo_check = 1;
+  j->op = KN_CC_LOG;
+  j->cs = cs;
+  j->tenure = tenure;
+  j->why = why;
+  return j;
+}
+
 void kn_store_job_free(kn_store_job_t *j) {
   if (!j) return;
+  kn_error_destroy(j->why);
   free(j->key);
   free(j->old_owner);
   kn_lease_clear(&j->lease);

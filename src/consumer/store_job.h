@@ -24,6 +24,11 @@ typedef struct kn_store_job {
    * now that the reader of (cs, tenure) found its shard missing?  op is
    * then KN_CC_LOG, which is no store call. */
   int stream_check;
+  /* Not for the core either: a fan-out check (efo_check.c) for cs's reader
+   * of `tenure` (cs NULL: a listing for idle readers), why: the error the
+   * reader met (owned; NULL for a listing).  op is KN_CC_LOG. */
+  int efo_check;
+  kn_error_t *why;
   struct kn_cshard *cs;
   /* The call (copied from the action). */
   kn_cc_op_t op;
@@ -63,6 +68,9 @@ typedef struct kn_store_job {
 kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a);
 /* A stream check for cs's reader of `tenure`; NULL on out-of-memory. */
 kn_store_job_t *kn_store_job_stream_check(struct kn_cshard *cs, int64_t tenure);
+/* A fan-out check (why taken); NULL on out-of-memory (why is freed). */
+kn_store_job_t *kn_store_job_efo_check(struct kn_cshard *cs, int64_t tenure,
+                                       kn_error_t *why);
 /* Accepts NULL. */
 void kn_store_job_free(kn_store_job_t *j);
 

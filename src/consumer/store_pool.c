@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "consumer/efo.h"
 #include "core/error.h"
 #include "lease/store.h"
 #include "util/clock.h"
@@ -30,6 +31,10 @@ static void check_stream(kn_consumer_t *kc, kn_store_job_t *j) {
 static void run(kn_consumer_t *kc, kn_store_job_t *j) {
   if (j->stream_check) {
     check_stream(kc, j);
+    return;
+  }
+  if (j->efo_check) {
+    kn_efo_check(kc, j->cs, j->tenure, j->why);
     return;
   }
   int64_t t0 = kn_mono_us();
