@@ -127,13 +127,21 @@ static kn_error_t *sst_renew(kn_lease_store_t *ls, const char *key,
   return e;
 }
 
+/* A change by owner that answers only the new counter. */
+static kn_error_t *counted(kn_lease_store_t *ls, kn_cc_op_t op,
+                           const char *what, const char *key, int64_t counter,
+                           const char *owner, int64_t *new_counter) {
+  sim_call_t c = call(op, key, counter, owner);
+  kn_error_t *e = apply(ls, &c, what);
+  if (!e) *new_counter = c.new_counter;
+  return e;
+}
+
 static kn_error_t *sst_release(kn_lease_store_t *ls, const char *key,
                                int64_t counter, const char *owner,
                                int64_t *new_counter) {
-  sim_call_t c = call(KN_CC_RELEASE, key, counter, owner);
-  kn_error_t *e = apply(ls, &c, "release");
-  if (!e) *new_counter = c.new_counter;
-  return e;
+  return counted(ls, KN_CC_RELEASE, "release", key, counter, owner,
+                 new_counter);
 }
 
 static kn_error_t *sst_checkpoint(kn_lease_store_t *ls, const char *key,
@@ -174,10 +182,8 @@ static kn_error_t *sst_handoff(kn_lease_store_t *ls, const char *key,
 static kn_error_t *sst_handoff_done(kn_lease_store_t *ls, const char *key,
                                     int64_t counter, const char *owner,
                                     int64_t *new_counter) {
-  sim_call_t c = call(KN_CC_HANDOFF_DONE, key, counter, owner);
-  kn_error_t *e = apply(ls, &c, "handoff_done");
-  if (!e) *new_counter = c.new_counter;
-  return e;
+  return counted(ls, KN_CC_HANDOFF_DONE, "handoff_done", key, counter, owner,
+                 new_counter);
 }
 
 static kn_error_t *sst_remove(kn_lease_store_t *ls, const char *key,
