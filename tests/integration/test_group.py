@@ -589,6 +589,7 @@ class GroupBase:
                     p.kill()
                     out, err = p.communicate()
                     self.fail(f"kncat {args[0]} hung after a stalled reader")
+            runkit.check_clean(err, f"kncat {args[0]}")
             self.assertEqual(p.returncode, 0, err)
             self.assertEqual(len(out.splitlines()), 1600, args[0])
 
