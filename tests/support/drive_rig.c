@@ -1,7 +1,9 @@
 /* A test world for the lease-mode driver (drive_rig.h). */
 #include "drive_rig.h"
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kn/error.h"
@@ -11,6 +13,17 @@
 #define RUN_BOUND 100000
 
 /* ---- the drive's operations ---- */
+
+__attribute__((format(printf, 2, 3))) static void trace(
+    const kn_rig_worker_t *w, const char *fmt, ...) {
+  if (!getenv("KN_RIG_TRACE")) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%8lld %s ", (long long)w->rig->now, w->id);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
 
 static int64_t op_now(void *env) {
   kn_rig_worker_t *w = env;
@@ -44,17 +57,24 @@ static int op_start(void *env, const kn_cc_action_t *a) {
 static void op_stop(void *env, const char *key, int64_t tenure,
                     kn_drive_stop_t why, kn_err_t reason,
                     const char *next_owner) {
-  kn_rig_seen_t *s = &((kn_rig_worker_t *)env)->s;
-  (void)key, (void)tenure;
+  kn_rig_worker_t *w = env;
+  kn_rig_seen_t *s = &w->s;
   switch (why) {
     case KN_DRIVE_LOST:
       s->stop++;
       s->stop_reason = reason;
       break;
     case KN_DRIVE_YIELD:
+      trace(w, "hands %s (tenure %lld) over to %s", key, (long long)tenure,
+            next_owner ? next_owner : "?");
       s->yield++;
       snprintf(s->next_owner, sizeof(s->next_owner), "%s",
                next_owner ? next_owner : "");
+      if (w->answer_yields && w->n_yields < KN_RIG_YIELDS) {
+        snprintf(w->yields[w->n_yields].key, sizeof(w->yields[0].key), "%s",
+                 key);
+        w->yields[w->n_yields++].tenure = tenure;
+      }
       break;
     case KN_DRIVE_DONE:
       s->done++;
@@ -85,7 +105,8 @@ static void op_fatal(void *env, kn_err_t code, const char *msg) {
 }
 
 static void op_log(void *env, int level, const char *msg) {
-  (void)env, (void)level, (void)msg;
+  (void)level;
+  trace(env, "log: %s", msg);
 }
 
 static const kn_drive_ops_t rig_ops = {
@@ -137,6 +158,7 @@ void kn_rig_kill(kn_rig_worker_t *w) {
   kn_drive_destroy(w->d);
   w->d = NULL;
   while ((j = pop(w))) kn_store_job_free(j);
+  w->n_yields = 0;
 }
 
 /* The fault j meets, or NULL. */
@@ -158,6 +180,12 @@ static void answer(kn_rig_worker_t *w, kn_store_job_t *j) {
   const kn_error_t *f = fault(w, j);
   if (!f && j->op != KN_CC_LIST_SHARDS) kn_store_job_apply(r->ls, w->id, j);
   const kn_error_t *err = f ? f : j->err;
+  if (err && kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED)
+    w->s.refused++;
+  else if (err)
+    w->s.failed++;
+  trace(w, "%-12s %-3s %s", kn_cc_op_name(j->op), j->key ? j->key : "",
+        err ? kn_error_string(err) : "ok");
   if (j->op == KN_CC_LIST_LEASES) w->s.lists++;
   if (j->op == KN_CC_HEARTBEAT) {
     w->s.beats++;
@@ -181,17 +209,29 @@ static void answer(kn_rig_worker_t *w, kn_store_job_t *j) {
 }
 
 int kn_rig_run(kn_rig_worker_t *w) {
-  kn_store_job_t *j;
-  for (int n = 0; (j = pop(w)); n++) {
+  for (int n = 0;; n++) {
+    kn_store_job_t *j = pop(w);
+    if (!j && !w->n_yields) return 0;
     if (n == RUN_BOUND) {
       kn_store_job_free(j);
       kn_rig_kill(w);
       return -1;
     }
-    answer(w, j);
-    kn_store_job_free(j);
+    if (j) {
+      answer(w, j);
+      kn_store_job_free(j);
+    } else {
+      /* The oldest first; the drive may ask for more meanwhile. */
+      char key[sizeof(w->yields[0].key)];
+      int64_t tenure = w->yields[0].tenure;
+      memcpy(key, w->yields[0].key, sizeof(key));
+      memmove(&w->yields[0], &w->yields[1],
+              --w->n_yields * sizeof(w->yields[0]));
+      trace(w, "the application is done with %s (tenure %lld)", key,
+            (long long)tenure);
+      kn_drive_yielded(w->d, key, tenure, NULL);
+    }
   }
-  return 0;
 }
 
 int kn_rig_tick(kn_rig_worker_t *w, int64_t now) {

@@ -13,6 +13,12 @@
  * until none is left.  The clock stands still meanwhile: every call is
  * answered at the time it was sent.
  *
+ * KN_RIG_TRACE set in the environment: every call answered, hand-over
+ * and line the core logs is told on stderr.
+ *
+ * KN_RIG_TRACE set in the environment: every call answered, hand-over
+ * and line the core logs is told on stderr.
+ *
  * Ownership: a rig owns its store and the leases kn_rig_lease() and
  * kn_rig_list() return; a worker owns its drive and its queued jobs.  The
  * listing, the faults and the ids are borrowed. */
@@ -59,6 +65,8 @@ typedef struct kn_rig_seen {
   int deadline;       /* readers re-timed */
   int replies, fatal; /* checkpoint replies, fatal errors */
   int lists, beats;   /* LIST_LEASES and HEARTBEAT calls answered */
+  int refused;        /* calls the store refused (a failed condition) */
+  int failed;         /* calls that failed otherwise (faults included) */
   int64_t beat_ms;    /* when the last heartbeat written was sent */
   int64_t tenure;     /* the last reader started: its tenure ... */
   int64_t until;      /* ... and the last deadline any reader was given */
@@ -68,12 +76,24 @@ typedef struct kn_rig_seen {
   char next_owner[64]; /* the last hand-off's next owner */
 } kn_rig_seen_t;
 
+#define KN_RIG_YIELDS 16
+
 typedef struct kn_rig_worker {
   kn_rig_t *rig;
   const char *id;              /* borrowed */
   kn_drive_t *d;               /* NULL: not started, refused or out of memory */
   kn_rig_seen_t s;             /* what the drive did */
   kn_store_job_t *head, *tail; /* calls sent and not yet answered */
+  /* Set by the test: the application finishes at once what it was handed
+   * of a lease it must hand over (kn_rig_run answers each YIELD with
+   * kn_drive_yielded, pos NULL, once the calls in hand are answered).
+   * Else YIELDs are left for the test to answer. */
+  int answer_yields;
+  struct {
+    char key[64];
+    int64_t tenure;
+  } yields[KN_RIG_YIELDS]; /* YIELDs to answer */
+  size_t n_yields;
 } kn_rig_worker_t;
 
 /* A rig on a new private memory store, at time 0.  Returns 0, or -1 when
@@ -90,7 +110,8 @@ int kn_rig_start(kn_rig_t *r, kn_rig_worker_t *w, const kn_cc_cfg_t *cfg);
  * dropped (what was written stays).  Accepts a worker never started. */
 void kn_rig_kill(kn_rig_worker_t *w);
 
-/* Answers w's queued calls, as said above, until none is left.  Returns
+/* Answers w's queued calls (and YIELDs, with answer_yields), as said
+ * above, until none is left.  Returns
  * 0, or -1 when the drive went on calling past a sane bound (it was
  * stopped there). */
 int kn_rig_run(kn_rig_worker_t *w);

@@ -634,10 +634,11 @@ static void steps(kn_rig_worker_t *w, int n, int64_t *now, int64_t until) {
 
 static kn_cc_shard_t g_four[4];
 
-/* Two workers on four shards: balanced, then settled, they write
- * heartbeats and renewals and list the lease table no more.  Returns 0 or
- * -1 (out of memory: nothing is left to free). */
-static int members_pair(kn_rig_t *r, kn_rig_worker_t *w, int64_t *now) {
+/* Two workers on four shards (answers: their applications answer
+ * hand-overs at once), at time 0.  Returns 0 or -1 (out of memory: nothing
+ * is left to free). */
+static int members_start(kn_rig_t *r, kn_rig_worker_t *w, int64_t *now,
+                         int answers) {
   static const char *ids[4] = {"s0", "s1", "s2", "s3"};
   for (int i = 0; i < 4; i++) g_four[i] = sh(ids[i], NULL, NULL, 0);
   kn_cc_cfg_t c1 = members_cfg("w1"), c2 = members_cfg("w2");
@@ -649,7 +650,16 @@ static int members_pair(kn_rig_t *r, kn_rig_worker_t *w, int64_t *now) {
     kn_rig_close(r);
     return -1;
   }
+  w[0].answer_yields = w[1].answer_yields = answers;
   *now = 0;
+  return 0;
+}
+
+/* The same two, balanced, then settled: they write heartbeats and
+ * renewals and list the lease table no more.  Their applications never
+ * answer a hand-over: the leases change hands when it times out. */
+static int members_pair(kn_rig_t *r, kn_rig_worker_t *w, int64_t *now) {
+  if (members_start(r, w, now, 0)) return -1;
   steps(w, 2, now, 60000);
   return 0;
 }
@@ -677,6 +687,30 @@ static void test_members_settled(void) {
   KT_CHECK_INT(w[1].s.lists, lists[1]);
   KT_CHECK(w[0].s.beats - beats >= 70 && w[0].s.beats - beats <= 80);
   KT_CHECK(held(&w[0]) == 2 && held(&w[1]) == 2);
+  members_end(&r, w);
+}
+
+/* The same, their applications answering hand-overs at once: the
+ * second worker is handed its share within a few renewal intervals, not
+ * when a hand-over times out, and no write is refused. */
+static void test_members_handoff_answered(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w[2];
+  int64_t now, balanced = -1;
+  KT_REQUIRE(members_start(&r, w, &now, 1) == 0);
+  for (; now < 60000; now += 250) {
+    for (int i = 0; i < 2; i++)
+      if (w[i].d) tick(&w[i], now);
+    if (balanced < 0 && held(&w[0]) == 2 && held(&w[1]) == 2) balanced = now;
+  }
+  /* Asked at the first take round, learnt at the owner's next renewal,
+   * passed on: two renewal intervals and a take round at most, where a
+   * hand-over times out after 30 s. */
+  KT_CHECK(balanced >= 0 && balanced <= 2 * 4000 + 2000);
+  KT_CHECK(held(&w[0]) == 2 && held(&w[1]) == 2);
+  KT_CHECK(w[0].s.yield == 2 && w[1].s.start == 2);
+  KT_CHECK(w[0].s.refused == 0 && w[1].s.refused == 0);
+  KT_CHECK(w[0].s.stop == 0 && w[1].s.stop == 0);
   members_end(&r, w);
 }
 
@@ -745,6 +779,7 @@ int main(void) {
   KT_RUN(test_handoff_silent_owner);
   KT_RUN(test_handoff_closing);
   KT_RUN(test_members_settled);
+  KT_RUN(test_members_handoff_answered);
   KT_RUN(test_members_death);
   KT_RUN(test_members_fence);
   return KT_DONE();
