@@ -378,6 +378,88 @@ static void test_worker_life(void) {
   kn_rig_close(&r);
 }
 
+/* A renewal answered after the reader's deadline passed does not give it
+ * a later one (poll may have dropped records meanwhile): the tenure ends,
+ * and the lease is taken back under a new one. */
+static void test_late_renewal(void) {
+  kn_cc_shard_t shards[] = {sh("s0", NULL, NULL, 0)};
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  KT_REQUIRE(kn_rig_open(&r) == 0);
+  r.shards = shards;
+  r.n_shards = 1;
+  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
+  tick(&w, 0);
+  tick(&w, 1);
+  KT_REQUIRE(w.s.start == 1, kn_rig_kill(&w), kn_rig_close(&r));
+  int64_t until = w.s.until, counter = L(&r, "s0")->counter;
+  /* The renewal is sent on time; its answer comes once the deadline has
+   * passed. */
+  at(&r, 3001);
+  kn_drive_tick(w.d);
+  int renewing = 0;
+  for (kn_store_job_t *j = w.head; j; j = j->next)
+    renewing += j->op == KN_CC_RENEW;
+  KT_CHECK(renewing == 1);
+  at(&r, until);
+  run(&w);
+  KT_CHECK(L(&r, "s0")->counter > counter); /* written all the same */
+  KT_CHECK(w.s.deadline == 0 && w.s.until == until);
+  KT_CHECK(w.s.stop == 1 && w.s.stop_reason == KN_ERR__TIMED_OUT);
+  KT_CHECK(kn_drive_deadline(w.d, "s0", 1) == -1 && held(&w) == 0);
+  /* The next take round takes it back. */
+  tick(&w, until + 2000);
+  KT_CHECK(w.s.start == 2 && w.s.tenure > 1);
+  KT_CHECK(kn_drive_deadline(w.d, "s0", w.s.tenure) == w.s.until);
+  KT_CHECK(w.s.until > until + 2000);
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
+}
+
+/* Checkpoint requests are answered whatever happens: at once when the
+ * worker is closing, with LEASE_LOST when the drive is destroyed before
+ * the store answered. */
+static void test_requests_answered(void) {
+  kn_cc_shard_t shards[] = {sh("s0", NULL, NULL, 0)};
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  cfg.auto_checkpoint = 0;
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  KT_REQUIRE(kn_rig_open(&r) == 0);
+  r.shards = shards;
+  r.n_shards = 1;
+  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
+  tick(&w, 0);
+  tick(&w, 1);
+  KT_REQUIRE(w.s.start == 1, kn_rig_kill(&w), kn_rig_close(&r));
+  kn_cc_pos_t p = {"70", 1};
+  int token = 0;
+  at(&r, 10);
+  kn_drive_delivered(w.d, "s0", w.s.tenure, &p, 0);
+  kn_drive_checkpoint(w.d, "s0", &p, 0, NULL, 0, &token);
+  KT_CHECK(w.s.replies == 0 && w.head); /* the write is on its way */
+  kn_rig_kill(&w);                      /* ... and never answered */
+  KT_CHECK(w.s.replies == 1 && w.s.reply_code == KN_ERR__LEASE_LOST);
+  KT_CHECK(!same(L(&r, "s0")->checkpoint, "70"));
+  /* A second run of the worker: asked while it closes, answered at once. */
+  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
+  tick(&w, 20);
+  tick(&w, 10021); /* the first run's lease expired */
+  KT_REQUIRE(w.s.start == 1, kn_rig_kill(&w), kn_rig_close(&r));
+  at(&r, 10030);
+  kn_drive_close(w.d);
+  KT_CHECK(kn_drive_stopping(w.d));
+  kn_drive_checkpoint(w.d, "s0", &p, 0, NULL, 0, &token);
+  KT_CHECK(w.s.replies == 1 && w.s.reply_code == KN_ERR__LEASE_LOST);
+  run(&w);
+  KT_CHECK(kn_drive_closed(w.d) && w.s.replies == 1);
+  KT_CHECK(L(&r, "s0")->owner == NULL);
+  kn_rig_kill(&w);
+  KT_CHECK(w.s.replies == 1);
+  kn_rig_close(&r);
+}
+
 /* Another worker takes the lease: the next renewal is refused and the
  * shard stops; manual checkpoints are answered. */
 static void test_lost_and_manual(void) {
@@ -773,7 +855,9 @@ int main(void) {
   KT_RUN(test_refused_config);
   KT_RUN(test_first_sync_errors);
   KT_RUN(test_worker_life);
+  KT_RUN(test_late_renewal);
   KT_RUN(test_lost_and_manual);
+  KT_RUN(test_requests_answered);
   KT_RUN(test_first_sync_errors_drive);
   KT_RUN(test_handoff);
   KT_RUN(test_handoff_silent_owner);
