@@ -811,6 +811,18 @@ static void test_members_death(void) {
   }
   KT_CHECK(took >= last + 10000);
   KT_CHECK(took <= last + 10000 + 1500);
+  /* Long dead, it is forgotten: the leader's heartbeat removes it from
+   * the membership six lease durations after its beat last moved. */
+  kn_members_t m = {0};
+  steps(w, 1, &now, last + 6 * 10000 - 4000);
+  KT_CHECK_OK(r.ls->ops->members(r.ls, &m));
+  KT_CHECK(m.n == 2);
+  kn_members_clear(&m);
+  steps(w, 1, &now, last + 6 * 10000 + 4000 + 250);
+  KT_CHECK_OK(r.ls->ops->members(r.ls, &m));
+  KT_CHECK(m.n == 1 && m.v && same(m.v[0].worker, "w1"));
+  kn_members_clear(&m);
+  KT_CHECK(held(&w[0]) == 4 && kn_cc_members(core(&w[0])) == 1);
   members_end(&r, w);
 }
 
