@@ -294,6 +294,41 @@ static const kn_cc_t *core(const kn_rig_worker_t *w) {
   return kn_drive_core(w->d);
 }
 
+/* A rig on the listing shards (borrowed) and worker w on it with cfg (its
+ * id as cfg->worker), at time 0.  Returns 0, or -1 with nothing left to
+ * free (out of memory). */
+static int rig_with(kn_rig_t *r, kn_rig_worker_t *w,
+                    const kn_cc_shard_t *shards, size_t n,
+                    const kn_cc_cfg_t *cfg) {
+  if (kn_rig_open(r)) return -1;
+  r->shards = shards;
+  r->n_shards = n;
+  if (kn_rig_start(r, w, cfg)) {
+    kn_rig_close(r);
+    return -1;
+  }
+  return 0;
+}
+
+static kn_cc_shard_t g_one[1];
+
+/* Worker w1 alone on shard s0 (closed: it has ended), with cfg_for's
+ * configuration but auto_checkpoint; it has synced and taken the lease.
+ * Returns 0, or -1 with nothing left to free. */
+static int one_shard_worker(kn_rig_t *r, kn_rig_worker_t *w, int closed,
+                            int auto_checkpoint) {
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  cfg.auto_checkpoint = auto_checkpoint;
+  g_one[0] = sh("s0", NULL, NULL, closed);
+  if (rig_with(r, w, g_one, 1, &cfg)) return -1;
+  tick(w, 0);
+  tick(w, 1);
+  if (w->s.start == 1) return 0;
+  kn_rig_kill(w);
+  kn_rig_close(r);
+  return -1;
+}
+
 /* A worker's life: sync, take, renew, checkpoint, lose the store, take
  * back, close. */
 static void test_worker_life(void) {
@@ -301,10 +336,7 @@ static void test_worker_life(void) {
   kn_cc_cfg_t cfg = cfg_for("w1");
   kn_rig_t r;
   kn_rig_worker_t w;
-  KT_REQUIRE(kn_rig_open(&r) == 0);
-  r.shards = shards;
-  r.n_shards = 1;
-  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
+  KT_REQUIRE(rig_with(&r, &w, shards, 1, &cfg) == 0);
   tick(&w, 0);
   KT_CHECK(n_leases(&r) == 1 && kn_cc_synced(core(&w)));
   tick(&w, 1);
@@ -382,17 +414,9 @@ static void test_worker_life(void) {
  * a later one (poll may have dropped records meanwhile): the tenure ends,
  * and the lease is taken back under a new one. */
 static void test_late_renewal(void) {
-  kn_cc_shard_t shards[] = {sh("s0", NULL, NULL, 0)};
-  kn_cc_cfg_t cfg = cfg_for("w1");
   kn_rig_t r;
   kn_rig_worker_t w;
-  KT_REQUIRE(kn_rig_open(&r) == 0);
-  r.shards = shards;
-  r.n_shards = 1;
-  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
-  tick(&w, 0);
-  tick(&w, 1);
-  KT_REQUIRE(w.s.start == 1, kn_rig_kill(&w), kn_rig_close(&r));
+  KT_REQUIRE(one_shard_worker(&r, &w, 0, 1) == 0);
   int64_t until = w.s.until, counter = L(&r, "s0")->counter;
   /* The renewal is sent on time; its answer comes once the deadline has
    * passed. */
@@ -421,18 +445,11 @@ static void test_late_renewal(void) {
  * worker is closing, with LEASE_LOST when the drive is destroyed before
  * the store answered. */
 static void test_requests_answered(void) {
-  kn_cc_shard_t shards[] = {sh("s0", NULL, NULL, 0)};
   kn_cc_cfg_t cfg = cfg_for("w1");
   cfg.auto_checkpoint = 0;
   kn_rig_t r;
   kn_rig_worker_t w;
-  KT_REQUIRE(kn_rig_open(&r) == 0);
-  r.shards = shards;
-  r.n_shards = 1;
-  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
-  tick(&w, 0);
-  tick(&w, 1);
-  KT_REQUIRE(w.s.start == 1, kn_rig_kill(&w), kn_rig_close(&r));
+  KT_REQUIRE(one_shard_worker(&r, &w, 0, 0) == 0);
   kn_cc_pos_t p = {"70", 1};
   int token = 0;
   at(&r, 10);
@@ -463,18 +480,9 @@ static void test_requests_answered(void) {
 /* Another worker takes the lease: the next renewal is refused and the
  * shard stops; manual checkpoints are answered. */
 static void test_lost_and_manual(void) {
-  kn_cc_shard_t shards[] = {sh("s0", NULL, NULL, 1)};
-  kn_cc_cfg_t cfg = cfg_for("w1");
-  cfg.auto_checkpoint = 0;
   kn_rig_t r;
   kn_rig_worker_t w;
-  KT_REQUIRE(kn_rig_open(&r) == 0);
-  r.shards = shards;
-  r.n_shards = 1;
-  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
-  tick(&w, 0);
-  tick(&w, 1);
-  KT_CHECK(w.s.start == 1);
+  KT_REQUIRE(one_shard_worker(&r, &w, 1, 0) == 0); /* w.s.start == 1 */
   /* The end is handed out, but the last record is not checkpointed yet:
    * no SHARD_END. */
   kn_cc_pos_t p = {"50", 0};
@@ -498,15 +506,8 @@ static void test_lost_and_manual(void) {
   kn_rig_close(&r);
 
   /* Stolen: w2 takes the lease; w1's renewal is refused. */
-  shards[0] = sh("s0", NULL, NULL, 0);
-  KT_REQUIRE(kn_rig_open(&r) == 0);
-  r.shards = shards;
-  r.n_shards = 1;
-  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
-  tick(&w, 0);
-  tick(&w, 1);
-  KT_REQUIRE(n_leases(&r) == 1 && w.s.start == 1, kn_rig_kill(&w),
-             kn_rig_close(&r));
+  KT_REQUIRE(one_shard_worker(&r, &w, 0, 0) == 0);
+  KT_REQUIRE(n_leases(&r) == 1, kn_rig_kill(&w), kn_rig_close(&r));
   int64_t counter;
   KT_CHECK_OK(
       r.ls->ops->take(r.ls, "s0", L(&r, "s0")->counter, "w1", "w2", &counter));
@@ -524,8 +525,7 @@ static void test_first_sync_errors_drive(void) {
   kn_cc_cfg_t cfg = cfg_for("w1");
   kn_rig_t r;
   kn_rig_worker_t w;
-  KT_REQUIRE(kn_rig_open(&r) == 0);
-  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
+  KT_REQUIRE(rig_with(&r, &w, NULL, 0, &cfg) == 0);
   kn_error_t *refused = kn_error_new(KN_ERR__TRANSPORT, "connection refused");
   kn_error_t *gone = kn_error_new(KN_ERR_RESOURCE_NOT_FOUND, "not found");
   r.fail_list = refused;
@@ -558,16 +558,27 @@ static int two_shard_worker(kn_rig_t *r, kn_rig_worker_t *w) {
   g_two[0] = sh("s0", NULL, NULL, 0);
   g_two[1] = sh("s1", NULL, NULL, 0);
   kn_cc_cfg_t cfg = cfg_for("w1");
-  if (kn_rig_open(r)) return -1;
-  r->shards = g_two;
-  r->n_shards = 2;
-  if (kn_rig_start(r, w, &cfg)) {
-    kn_rig_close(r);
-    return -1;
-  }
+  if (rig_with(r, w, g_two, 2, &cfg)) return -1;
   tick(w, 0);
   tick(w, 1);
   return 0;
+}
+
+/* At 100, worker w2 joins w1 (of two_shard_worker) and asks for one of
+ * its leases.  Returns the lease's key, or NULL when w2 cannot start (w1
+ * and the rig are then freed). */
+static const char *w2_joins(kn_rig_t *r, kn_rig_worker_t *w1,
+                            kn_rig_worker_t *w2) {
+  kn_cc_cfg_t cfg = cfg_for("w2");
+  at(r, 100);
+  if (kn_rig_start(r, w2, &cfg)) {
+    kn_rig_kill(w1);
+    kn_rig_close(r);
+    return NULL;
+  }
+  tick(w2, 100);
+  tick(w2, 101);
+  return L(r, "s0")->checkpoint_owner ? "s0" : "s1";
 }
 
 /* A worker joins: the lease it balances to is asked for, handed over at
@@ -577,7 +588,6 @@ static int two_shard_worker(kn_rig_t *r, kn_rig_worker_t *w) {
 static void test_handoff(void) {
   kn_rig_t r;
   kn_rig_worker_t w1, w2;
-  kn_cc_cfg_t c2cfg = cfg_for("w2");
   KT_REQUIRE(two_shard_worker(&r, &w1) == 0);
   KT_CHECK(held(&w1) == 2 && w1.s.start == 2);
   kn_cc_pos_t p = {"500", 2};
@@ -586,12 +596,8 @@ static void test_handoff(void) {
   kn_drive_delivered(w1.d, "s1", L(&r, "s1")->counter, &p, 0);
   run(&w1);
   /* w2 joins and asks for one lease (the counter does not move). */
-  at(&r, 100);
-  KT_REQUIRE(kn_rig_start(&r, &w2, &c2cfg) == 0, kn_rig_kill(&w1),
-             kn_rig_close(&r));
-  tick(&w2, 100);
-  tick(&w2, 101);
-  const char *asked = L(&r, "s0")->checkpoint_owner ? "s0" : "s1";
+  const char *asked = w2_joins(&r, &w1, &w2);
+  KT_REQUIRE(asked);
   const kn_lease_t *la = L(&r, asked);
   KT_CHECK_STR(la->owner, "w2");
   KT_CHECK_STR(la->checkpoint_owner, "w1");
@@ -640,15 +646,10 @@ static void test_handoff(void) {
 static void test_handoff_closing(void) {
   kn_rig_t r;
   kn_rig_worker_t w1, w2;
-  kn_cc_cfg_t c2cfg = cfg_for("w2");
   KT_REQUIRE(two_shard_worker(&r, &w1) == 0);
   KT_REQUIRE(held(&w1) == 2, kn_rig_kill(&w1), kn_rig_close(&r));
-  at(&r, 100);
-  KT_REQUIRE(kn_rig_start(&r, &w2, &c2cfg) == 0, kn_rig_kill(&w1),
-             kn_rig_close(&r));
-  tick(&w2, 100);
-  tick(&w2, 101);
-  const char *asked = L(&r, "s0")->checkpoint_owner ? "s0" : "s1";
+  const char *asked = w2_joins(&r, &w1, &w2);
+  KT_REQUIRE(asked);
   KT_CHECK_STR(L(&r, asked)->owner, "w2");
   tick(&w1, 3001);
   KT_CHECK(w1.s.yield == 1);
@@ -724,10 +725,8 @@ static int members_start(kn_rig_t *r, kn_rig_worker_t *w, int64_t *now,
   static const char *ids[4] = {"s0", "s1", "s2", "s3"};
   for (int i = 0; i < 4; i++) g_four[i] = sh(ids[i], NULL, NULL, 0);
   kn_cc_cfg_t c1 = members_cfg("w1"), c2 = members_cfg("w2");
-  if (kn_rig_open(r)) return -1;
-  r->shards = g_four;
-  r->n_shards = 4;
-  if (kn_rig_start(r, &w[0], &c1) || kn_rig_start(r, &w[1], &c2)) {
+  if (rig_with(r, &w[0], g_four, 4, &c1)) return -1;
+  if (kn_rig_start(r, &w[1], &c2)) {
     kn_rig_kill(&w[0]);
     kn_rig_close(r);
     return -1;
