@@ -16,9 +16,6 @@
  * KN_RIG_TRACE set in the environment: every call answered, hand-over
  * and line the core logs is told on stderr.
  *
- * KN_RIG_TRACE set in the environment: every call answered, hand-over
- * and line the core logs is told on stderr.
- *
  * Ownership: a rig owns its store and the leases kn_rig_lease() and
  * kn_rig_list() return; a worker owns its drive and its queued jobs.  The
  * listing, the faults and the ids are borrowed. */
@@ -111,9 +108,8 @@ int kn_rig_start(kn_rig_t *r, kn_rig_worker_t *w, const kn_cc_cfg_t *cfg);
 void kn_rig_kill(kn_rig_worker_t *w);
 
 /* Answers w's queued calls (and YIELDs, with answer_yields), as said
- * above, until none is left.  Returns
- * 0, or -1 when the drive went on calling past a sane bound (it was
- * stopped there). */
+ * above, until none is left.  Returns 0, or -1 when the drive went on
+ * calling past a sane bound (it was then killed: kn_rig_kill). */
 int kn_rig_run(kn_rig_worker_t *w);
 /* Sets the clock to now (never back), ticks w's drive, then kn_rig_run. */
 int kn_rig_tick(kn_rig_worker_t *w, int64_t now);
