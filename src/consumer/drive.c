@@ -22,6 +22,7 @@ typedef struct ten {
   char *key;
   int64_t tenure;
   int reading;         /* its reader runs (not yielded) */
+  int late;            /* its deadline passed: the core hears of it */
   int64_t lease_until; /* the core's deadline for the lease (EXTEND) */
   int64_t told;        /* what the reader was given */
 } ten_t;
@@ -107,18 +108,18 @@ static void defer(kn_drive_t *d, const char *key, int64_t tenure, int yielded) {
  * may have dropped records since, so the tenure must end, not go on past
  * a gap. */
 static void retime(kn_drive_t *d, ten_t *t, int64_t until) {
-  if (!t->reading || until == t->told) return;
+  if (!t->reading || t->late || until == t->told) return;
   int64_t now = d->ops->now(d->env);
   if (now >= t->told) {
     defer(d, t->key, t->tenure, 0);
-    t->reading = 0; /* told once */
+    t->late = 1; /* told once; the tenure is still stopped as the core says */
     return;
   }
   t->told = until;
   d->ops->deadline(d->env, t->key, t->tenure, until);
   if (now >= until) { /* an earlier heartbeat deadline, already passed */
     defer(d, t->key, t->tenure, 0);
-    t->reading = 0;
+    t->late = 1;
   }
 }
 
@@ -141,6 +142,7 @@ static void start(kn_drive_t *d, const kn_cc_action_t *a) {
   }
   t->tenure = a->tenure;
   t->reading = 1;
+  t->late = 0;
   t->lease_until = a->until_ms;
   t->told = earliest(d, a->until_ms);
   kn_cc_action_t s = *a;
@@ -410,6 +412,10 @@ void kn_drive_yielded(kn_drive_t *d, const char *key, int64_t tenure,
   return;
 #endif
   kn_cc_yielded(d->cc, key, tenure, pos, d->ops->now(d->env));
+  /* The application is done with the tenure: nothing is read or told
+   * for it any more. */
+  ten_t *t = ten_find(d, key, tenure);
+  if (t && !t->reading) ten_remove(d, t);
   drain(d);
 }
 

@@ -98,11 +98,10 @@ static void view_ckpt_locked(kn_cshard_t *cs, const char *ckpt,
   }
 }
 
+/* The shard table changes on this thread only, under mu: looking it up
+ * here needs no lock (consumer_int.h). */
 static kn_cshard_t *find(kn_consumer_t *kc, const char *key) {
-  pthread_mutex_lock(&kc->mu);
-  kn_cshard_t *cs = key ? kn_shard_table_find(kc, key) : NULL;
-  pthread_mutex_unlock(&kc->mu);
-  return cs;
+  return key ? kn_shard_table_find(kc, key) : NULL;
 }
 
 /* ---- the drive's operations ---- */
@@ -376,27 +375,14 @@ static void store_done(drv_t *d, kn_store_job_t *j) {
     d->listing = j->list;
     j->list = NULL;
   }
-  kn_drive_result_t r = {
-      .id = j->id,
-      .op = j->op,
-      .err = j->err,
-      .leases = j->leases,
-      .n_leases = j->n_leases,
-      .shards = j->shards,
-      .n_shards = j->n_shards,
-      .got = &j->got,
-      .members = &j->members,
-      .new_counter = j->new_counter,
-      .handoff_to = j->handoff_to,
-      .sent_ms = j->sent_ms,
-  };
+  kn_drive_result_t r = kn_store_job_result(j);
   kn_drive_result(d->dr, &r);
 }
 
 /* ---- messages ---- */
 
 static int current(kn_consumer_t *kc, kn_cshard_t *cs, int64_t tenure) {
-  pthread_mutex_lock(&kc->mu);
+  pthread_mutex_lock(&kc->mu); /* poll ends a yielded tenure's token */
   int r = cs->fencing_token >= 0 && cs->fencing_token == tenure;
   pthread_mutex_unlock(&kc->mu);
   return r;
@@ -567,6 +553,7 @@ static void finish(drv_t *d) {
   kc->ctl_open = 0; /* no request is posted after this */
   kn_ctl_msg_t *msgs = kc->ctl_head;
   kc->ctl_head = kc->ctl_tail = NULL;
+  for (kn_ctl_msg_t *m = msgs; m; m = m->next) kc->ctl_pending--;
   pthread_mutex_unlock(&kc->mu);
   while (msgs) {
     kn_ctl_msg_t *m = msgs;
@@ -576,9 +563,6 @@ static void finish(drv_t *d) {
       m->req = NULL;
     }
     kn_control_msg_free(m);
-    pthread_mutex_lock(&kc->mu);
-    kc->ctl_pending--;
-    pthread_mutex_unlock(&kc->mu);
   }
   /* Calls still running finish first; their results are dropped. */
   kn_store_pool_destroy(d->pool);
