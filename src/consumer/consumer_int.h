@@ -144,9 +144,9 @@ typedef struct kn_ckpt_req {
   int prepare;
   const void *state; /* borrowed from the waiting caller */
   size_t state_len;
-  int done;          /* [mu] */
-  kn_error_t *err;   /* [mu] the outcome, owned by the caller */
-  pthread_cond_t cv; /* with mu: signalled when done */
+  int done;          /* [ctl_mu] */
+  kn_error_t *err;   /* [ctl_mu] the outcome, owned by the caller */
+  pthread_cond_t cv; /* with ctl_mu: signalled when done */
 } kn_ckpt_req_t;
 
 struct kn_store_job;
@@ -216,7 +216,14 @@ struct kn_consumer_s {
 
   pthread_mutex_t mu;
   pthread_cond_t poll_cv; /* delivery queue became non-empty */
-  pthread_cond_t ctl_cv;  /* control queue became non-empty */
+  /* The control thread's mailbox (mailbox.c) has a lock of its own,
+   * taken after mu when a thread needs both, never before it. */
+  pthread_mutex_t ctl_mu;
+  pthread_cond_t ctl_cv;             /* with ctl_mu: a message came */
+  kn_ctl_msg_t *ctl_head, *ctl_tail; /* [ctl_mu] */
+  int ctl_pending; /* [ctl_mu] messages posted and not yet handled */
+  int ctl_open;    /* [ctl_mu] lease mode: checkpoint requests are taken */
+  int ctl_closing; /* [ctl_mu] CLOSE was posted */
 
   /* [mu] */
   kn_cshard_t **shards;
@@ -229,9 +236,7 @@ struct kn_consumer_s {
   size_t wake_next;    /* where the next wake-up round starts */
   kn_cshard_t **dirty; /* shards delivered since the last poll */
   size_t n_dirty, cap_dirty;
-  kn_ctl_msg_t *ctl_head, *ctl_tail;
-  int ctl_pending; /* messages posted and not yet handled */
-  int synced;      /* first shard listing done */
+  int synced; /* first shard listing done */
   int closing;
   kn_error_t *fatal;
 
@@ -252,7 +257,6 @@ struct kn_consumer_s {
    * threads (store_pool.c). */
   struct kn_lease_store *ls;
   char *worker_id;
-  int ctl_open;   /* [mu] the control thread takes requests */
   int taker_idle; /* [mu] the core has nothing left to take */
   struct {
     int64_t duration_ms, renew_ms, take_ms, handoff_ms, scan_ms;
@@ -311,8 +315,16 @@ void kn_control_post_tenure(kn_consumer_t *kc, kn_ctl_kind_t kind,
                             kn_cshard_t *cs, int64_t tenure, kn_error_t *err,
                             kn_shard_list_t *children);
 /* Queues a message built by the caller (kind and payload set; taken).
- * mu held. */
+ * Any thread, mu held or not. */
 void kn_control_post_msg_locked(kn_consumer_t *kc, kn_ctl_msg_t *m);
+/* The same for a checkpoint request, unless the control thread takes no
+ * more (then -1 and m is not taken). */
+int kn_control_post_request(kn_consumer_t *kc, kn_ctl_msg_t *m);
+/* The control thread has handled n messages (kn_delivery_caught_up counts
+ * the rest). */
+void kn_control_handled(kn_consumer_t *kc, int n);
+/* Messages posted and not yet handled.  Any thread. */
+int kn_control_pending(kn_consumer_t *kc);
 void kn_control_msg_free(kn_ctl_msg_t *m);
 /* The consumer fails with err (taken; the first failure stays) and the
  * application's poll wakes to say so.  mu NOT held. */

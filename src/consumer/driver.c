@@ -50,11 +50,11 @@ static int live(const drv_t *d) { return kn_drive_live(d->dr); }
 /* ---- application checkpoint requests ---- */
 
 static void answer(kn_consumer_t *kc, kn_ckpt_req_t *req, kn_error_t *err) {
-  pthread_mutex_lock(&kc->mu);
+  pthread_mutex_lock(&kc->ctl_mu);
   req->err = err;
   req->done = 1;
   pthread_cond_broadcast(&req->cv);
-  pthread_mutex_unlock(&kc->mu);
+  pthread_mutex_unlock(&kc->ctl_mu);
 }
 
 static kn_error_t *closed_error(kn_consumer_t *kc, const char *shard) {
@@ -549,12 +549,12 @@ static kn_error_t *start(drv_t *d) {
 /* Answers whatever is left: requests still queued or with the drive. */
 static void finish(drv_t *d) {
   kn_consumer_t *kc = d->kc;
-  pthread_mutex_lock(&kc->mu);
+  pthread_mutex_lock(&kc->ctl_mu);
   kc->ctl_open = 0; /* no request is posted after this */
   kn_ctl_msg_t *msgs = kc->ctl_head;
   kc->ctl_head = kc->ctl_tail = NULL;
   for (kn_ctl_msg_t *m = msgs; m; m = m->next) kc->ctl_pending--;
-  pthread_mutex_unlock(&kc->mu);
+  pthread_mutex_unlock(&kc->ctl_mu);
   while (msgs) {
     kn_ctl_msg_t *m = msgs;
     msgs = m->next;
@@ -585,9 +585,9 @@ static void *lease_start(kn_consumer_t *kc) {
     return NULL;
   }
   d->kc = kc;
-  pthread_mutex_lock(&kc->mu);
+  pthread_mutex_lock(&kc->ctl_mu);
   kc->ctl_open = 1;
-  pthread_mutex_unlock(&kc->mu);
+  pthread_mutex_unlock(&kc->ctl_mu);
   if (!kn_consumer_is_fatal(kc)) { /* fan-out setup may have failed */
     kn_error_t *err = start(d);
     if (err) {
