@@ -1,16 +1,40 @@
 /* Internals of kn_consumer_t.
  *
- * Three threads meet here (four kinds with a lease store):
- * - the application's, in kn_consumer_poll() and the checkpoint calls;
+ * Five kinds of thread meet here:
+ * - the application's, in kn_consumer_poll(), the checkpoint calls, the
+ *   metrics and the close (consumer.c, stats.c, metrics.c);
  * - the I/O thread of the handle's loop, which runs the shard readers
- *   (reader.c): GetShardIterator / GetRecords and their timers;
- * - the control thread (control.c), which lists shards and decides which
- *   shards to read alone, or, with a lease store, runs the coordination
- *   core (driver.c) whose lease-store calls and listings run on a few
- *   store threads (store_pool.c) and come back to it as messages.
+ *   (reader.c, reader_efo.c): GetRecords, SubscribeToShard, their timers,
+ *   and queues what they read (delivery.c);
+ * - the control thread (control.c), which runs one message loop for the
+ *   mode without a lease store (solo.c) or with one (driver.c: the drive,
+ *   drive.h, and with it the coordination core);
+ * - the store threads (store_pool.c), which carry out lease-store calls
+ *   and listings and answer by message (lease mode);
+ * - the fan-out check thread (a one-thread pool, efo_check.c and the
+ *   registration of efo_register.c), when reading by fan-out.
  *
- * kc->mu guards the delivery queue, every kn_cshard_t field marked
- * "[mu]" and the control queue.  Readers belong to the I/O thread. */
+ * Locks, and where they are taken (pthread_mutex_lock calls in
+ * src/consumer, by file: threads):
+ * - kc->mu, what the application, the I/O thread and the control thread
+ *   share: the shard table, the kn_cshard_t fields marked [mu], the
+ *   delivery queue, the application's events, fatal, the lease
+ *   statistics, the fan-out fields marked [kc->mu] in efo.h.  63 calls:
+ *   consumer.c 12 (application), driver.c 11 and solo.c 4 (control),
+ *   reader.c 8, reader_efo.c 11 and delivery.c 1 (I/O; delivery.c also
+ *   the application), efo_check.c 7 and efo_register.c 3 (fan-out
+ *   check; efo_register.c also control at start and close), metrics.c 2
+ *   and stats.c 1 (application), mailbox.c 2 (any: the consumer's
+ *   failure), store_pool.c 1 (store: a result lost to out-of-memory).
+ * - kc->ctl_mu, the control thread's mailbox (the queue, its pending
+ *   count, ctl_open, the checkpoint requests' answers), taken after mu
+ *   when both are held, never before it.  10 calls: mailbox.c 4 (any),
+ *   control.c 2 and driver.c 3 (control), consumer.c 1 (application),
+ *   efo_register.c 1 (fan-out check: its sleep until the close).
+ * - a store pool's own lock (store_pool.c 4: the pool's queue).
+ * The shard table changes only on the control thread (under mu), which
+ * reads it without mu; readers belong to the I/O thread; the drive and
+ * the core belong to the control thread and take no lock. */
 #ifndef KN_CONSUMER_INT_H
 #define KN_CONSUMER_INT_H
 

@@ -149,7 +149,6 @@ static void stop_shard(drv_t *d, const char *key, int64_t tenure,
   kc->lstats.lost += reason == KN_ERR__LEASE_LOST;
   cs->fencing_token = -1;
   cs->lease_until_ms = 0;
-  cs->view.held = 0;
   kn_app_event_locked(kc, KN_APP_EV_LOST, cs->id, 0, reason, NULL, 0);
   pthread_mutex_unlock(&kc->mu);
   /* The core has said why (KN_CC_LOG). */
@@ -186,8 +185,6 @@ static void done_shard(drv_t *d, const char *key, int64_t tenure) {
   cs->state = KN_CS_DONE;
   cs->fencing_token = -1;
   cs->lease_until_ms = 0;
-  cs->view.held = 0;
-  view_ckpt_locked(cs, KN_CKPT_SHARD_END, 0);
   pthread_mutex_unlock(&kc->mu);
 }
 
@@ -235,9 +232,6 @@ static int op_start(void *env, const kn_cc_action_t *a) {
   cs->end_popped = 0;
   cs->caught_up = 0;
   cs->state = KN_CS_WAITING;
-  cs->view.held = 1;
-  cs->view.counter = a->tenure;
-  view_ckpt_locked(cs, l ? l->checkpoint : NULL, l ? l->checkpoint_subseq : 0);
   kn_app_event_locked(kc, KN_APP_EV_ACQUIRED, cs->id, a->tenure,
                       KN_ERR_NO_ERROR, state, state ? l->pending_state_len : 0);
   pthread_mutex_unlock(&kc->mu);
@@ -252,6 +246,23 @@ static void op_deadline(void *env, const char *key, int64_t tenure,
   if (!cs) return;
   pthread_mutex_lock(&kc->mu);
   if (cs->fencing_token == tenure) cs->lease_until_ms = until_ms;
+  pthread_mutex_unlock(&kc->mu);
+}
+
+/* The statistics' copy of the drive's view of a lease. */
+static void op_view(void *env, const char *key, int64_t tenure,
+                    const kn_drive_view_t *v, int checkpoint_changed) {
+  drv_t *d = env;
+  kn_consumer_t *kc = d->kc;
+  kn_cshard_t *cs = find(kc, key);
+  if (!cs) return;
+  (void)tenure;
+  pthread_mutex_lock(&kc->mu);
+  cs->view.held = v->held;
+  if (v->counter >= 0) cs->view.counter = v->counter;
+  view_ckpt_locked(cs, v->checkpoint, v->subseq);
+  if (checkpoint_changed)
+    kn_metrics_ckpt_written_locked(cs, v->checkpoint, v->subseq);
   pthread_mutex_unlock(&kc->mu);
 }
 
@@ -291,6 +302,7 @@ static const kn_drive_ops_t drive_ops = {
     .reply = op_reply,
     .fatal = op_fatal,
     .log = op_log,
+    .view = op_view,
 };
 
 static void publish(drv_t *d) {
@@ -306,7 +318,6 @@ static void publish(drv_t *d) {
 
 static void count_store(drv_t *d, const kn_store_job_t *j) {
   kn_consumer_t *kc = d->kc;
-  kn_cshard_t *cs = find(kc, j->key);
   pthread_mutex_lock(&kc->mu);
   if (j->op == KN_CC_RENEW) {
     kc->lstats.renewals++;
@@ -317,16 +328,6 @@ static void count_store(drv_t *d, const kn_store_job_t *j) {
   }
   if (j->op == KN_CC_TAKE && !j->err) kc->lstats.taken++;
   kn_metrics_store_done_locked(kc, j);
-  /* The statistics' view of a lease held now. */
-  if (cs && !j->err && cs->view.held && cs->fencing_token == j->tenure &&
-      j->tenure >= 0) {
-    if (j->op == KN_CC_RENEW || j->op == KN_CC_CHECKPOINT)
-      cs->view.counter = j->new_counter;
-    if (j->op == KN_CC_CHECKPOINT && j->checkpoint)
-      view_ckpt_locked(cs, j->checkpoint, j->subseq);
-    if (j->op == KN_CC_RELEASE || j->op == KN_CC_HANDOFF_DONE)
-      cs->view.held = 0;
-  }
   if (j->op == KN_CC_HANDOFF_DONE && !j->err && j->tenure >= 0)
     kc->lstats.handed_over++;
   pthread_mutex_unlock(&kc->mu);
