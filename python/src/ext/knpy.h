@@ -32,7 +32,7 @@ PyObject *knpy_raise(kn_err_t code, const char *message);
 PyObject *knpy_raise_error(kn_error_t *e, int fatal);
 
 /* A new kn_conf_t from a dict of property names to values (str, int,
- * float, bool); callables and None are skipped.  NULL with KinesisError
+ * float, bool); None is skipped.  NULL with KinesisError
  * (code ERR__CONF, naming the property) on a bad or unknown one. */
 kn_conf_t *knpy_conf_from(PyObject *dict);
 

@@ -124,7 +124,7 @@ kn_conf_t *knpy_conf_from(PyObject *dict) {
       PyErr_SetString(PyExc_TypeError, "conf keys must be str");
       goto fail;
     }
-    if (v == Py_None || PyCallable_Check(v)) continue;
+    if (v == Py_None) continue;
     const char *name = PyUnicode_AsUTF8(k);
     if (!name) goto fail;
     PyObject *text = value_text(v);
