@@ -16,7 +16,7 @@ calls release the GIL; Ctrl-C interrupts them.
 from __future__ import annotations
 
 import json as _json
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
 
 from . import _libkinesis
 from ._libkinesis import (  # noqa: F401
@@ -43,6 +43,8 @@ __all__ = [
 __version__ = "0.1.0"
 
 # ERR_* codes (KinesisError.code), as in kn/error.h.
+if TYPE_CHECKING:
+    from ._libkinesis import *  # noqa: F401,F403
 for _name in dir(_libkinesis):
     if _name.startswith("ERR_"):
         globals()[_name] = getattr(_libkinesis, _name)
