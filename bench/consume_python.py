@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""A client for bench_python.py: the libkinesis Python package draining
+every shard of a stream into a do-nothing handler, one call per record,
+until caught up; records and payload bytes are counted for the check.  Run it with the interpreter the package
+is installed in.
+
+  consume_python.py ENDPOINT STREAM
+
+Prints one JSON line: {"records": N, "bytes": B}."""
+
+import json
+import sys
+
+import libkinesis
+
+
+def handle(record):
+    """The do-nothing handler."""
+
+
+def main():
+    endpoint, stream = sys.argv[1:3]
+    records = nbytes = 0
+    with libkinesis.Consumer({"stream": stream, "endpoint": endpoint}) as c:
+        while True:
+            batch = c.poll(0.5)
+            if batch is None:
+                if c.caught_up():
+                    break
+                continue
+            records += len(batch)
+            for r in batch:
+                handle(r)
+                nbytes += len(r)  # the payload's length, checked
+    print(json.dumps({"records": records, "bytes": nbytes}))
+
+
+if __name__ == "__main__":
+    main()
