@@ -19,7 +19,8 @@ CPU per MB at most 1/10 of boto3's and at most 1.5 times kncat's.
                                 [--records N] [--rounds R] [--quick]
 
 --python is the interpreter that has the package (default: the virtual
-environment of `make python-check`, BUILD/python-venv/bin/python).  MB is
+environment of `make python-check`, BUILD/python-venv/bin/python, made
+with python/check.sh when missing).  MB is
 10^6 bytes of payload; every client's record and byte counts are checked
 (kncat's through the size of what it wrote).  The C consumers keep to
 Kinesis's read limits (2 MB/s and 5 calls/s per shard), so their wall time
@@ -33,6 +34,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -57,7 +59,10 @@ def main():
         a.records, a.rounds = min(a.records, 20000), 1
     kncat = os.environ.get("KNCAT") or os.path.join(a.build, "kncat")
     py = a.python or os.path.join(a.build, "python-venv", "bin", "python")
-    for path, hint in ((kncat, "build it"), (py, "run make python-check")):
+    if not a.python and not os.path.exists(py):
+        subprocess.run([os.path.join(SRC, "python", "check.sh"), a.build],
+                       env=dict(os.environ, KN_PY_INSTALL_ONLY="1"), check=False)
+    for path, hint in ((kncat, "build it"), (py, "pip install ./python")):
         if not os.path.exists(path):
             print("%s not found (%s)" % (path, hint))
             return 1
