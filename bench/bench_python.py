@@ -18,9 +18,11 @@ CPU per MB at most 1/10 of boto3's and at most 1.5 times kncat's.
   python3 bench/bench_python.py [--build DIR] [--python PATH]
                                 [--records N] [--rounds R] [--quick]
 
---python is the interpreter that has the package (default: the virtual
-environment of `make python-check`, BUILD/python-venv/bin/python, made
-with python/check.sh when missing).  MB is
+--python is the interpreter that has the package.  By default a virtual
+environment with nothing but the package, as a user would have it:
+BUILD/python-bench-venv, made when missing (`pip install ./python`, the
+extension's CMake build shared with `make python-check` in
+BUILD/python-build).  MB is
 10^6 bytes of payload; every client's record and byte counts are checked
 (kncat's through the size of what it wrote).  The C consumers keep to
 Kinesis's read limits (2 MB/s and 5 calls/s per shard), so their wall time
@@ -44,6 +46,21 @@ from bench_consume import SRC, STREAM, fill, lab, run_measured  # noqa: E402
 CLIENTS = ("libkinesis", "boto3", "kncat")
 
 
+def make_venv(build):
+    """BUILD/python-bench-venv with the package installed; its python."""
+    venv = os.path.join(build, "python-bench-venv")
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    if subprocess.run([py, "-c", "import libkinesis"],
+                      stderr=subprocess.DEVNULL).returncode:
+        subprocess.run([py, "-m", "pip", "install", "-q",
+                        "--disable-pip-version-check", "-C",
+                        "build-dir=" + os.path.join(build, "python-build"),
+                        os.path.join(SRC, "python")], check=True)
+    return py
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
@@ -58,10 +75,7 @@ def main():
     if a.quick:
         a.records, a.rounds = min(a.records, 20000), 1
     kncat = os.environ.get("KNCAT") or os.path.join(a.build, "kncat")
-    py = a.python or os.path.join(a.build, "python-venv", "bin", "python")
-    if not a.python and not os.path.exists(py):
-        subprocess.run([os.path.join(SRC, "python", "check.sh"), a.build],
-                       env=dict(os.environ, KN_PY_INSTALL_ONLY="1"), check=False)
+    py = a.python or make_venv(os.path.abspath(a.build))
     for path, hint in ((kncat, "build it"), (py, "pip install ./python")):
         if not os.path.exists(path):
             print("%s not found (%s)" % (path, hint))

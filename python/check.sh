@@ -6,8 +6,6 @@
 #
 #   python/check.sh [BUILD_DIR] [PYTEST_ARGS...]
 #
-# With KN_PY_INSTALL_ONLY=1 it stops after the install (bench/bench_python.py).
-#
 # The environment sees the system's packages (boto3 for the lab); pytest
 # is installed into it when the system has none.  The extension's CMake
 # build is kept in BUILD_DIR/python-build, so a second run only relinks.
@@ -23,7 +21,6 @@ venv="$build/python-venv"
   || "$venv/bin/pip" install -q pytest
 "$venv/bin/pip" install -q --disable-pip-version-check \
   -C build-dir="$build/python-build" "$src/python"
-[ "${KN_PY_INSTALL_ONLY:-}" = 1 ] && exit 0
 cd "$src/python"
 KN_SOURCE_DIR="$src" KN_BUILD_DIR="$build" KNCAT="$build/kncat" \
   exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" tests

@@ -15,9 +15,6 @@ calls release the GIL; Ctrl-C interrupts them.
 
 from __future__ import annotations
 
-import json as _json
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
-
 from . import _libkinesis
 from ._libkinesis import (  # noqa: F401
     Batch,
@@ -42,9 +39,15 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-# ERR_* codes (KinesisError.code), as in kn/error.h.
+# Imports for type checkers only: typing and json cost more to import than
+# the extension itself.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, Mapping, Optional
+
     from ._libkinesis import *  # noqa: F401,F403
+
+# ERR_* codes (KinesisError.code), as in kn/error.h.
 for _name in dir(_libkinesis):
     if _name.startswith("ERR_"):
         globals()[_name] = getattr(_libkinesis, _name)
@@ -102,7 +105,8 @@ class Consumer(_libkinesis.Consumer):
 
     def stats(self) -> dict:
         """The statistics document (docs/STATISTICS.md) as of now."""
-        return _json.loads(self._stats_json())
+        import json
+        return json.loads(self._stats_json())
 
     def __iter__(self) -> Iterator[Batch]:
         """Batches for ever (poll() in a loop) until the consumer is
