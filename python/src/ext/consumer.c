@@ -33,9 +33,8 @@ static void run_cb(ConsumerObject *self, PyObject *fn, PyObject *args) {
     knpy_pending_keep(&self->pending);
 }
 
-static void cb_acquired(kn_consumer_t *kc, const char *shard_id,
-                        int64_t token, const void *state, size_t len,
-                        void *opaque) {
+static void cb_acquired(kn_consumer_t *kc, const char *shard_id, int64_t token,
+                        const void *state, size_t len, void *opaque) {
   ConsumerObject *self = opaque;
   PyGILState_STATE g = PyGILState_Ensure();
   PyObject *st = NULL;
@@ -98,7 +97,8 @@ static int consumer_init(ConsumerObject *self, PyObject *args, PyObject *kw) {
     while (PyDict_Next(kw, &pos, &k, &v)) {
       int ok = 0;
       for (int i = 0; known[i]; i++)
-        if (PyUnicode_Check(k) && PyUnicode_CompareWithASCIIString(k, known[i]) == 0)
+        if (PyUnicode_Check(k) &&
+            PyUnicode_CompareWithASCIIString(k, known[i]) == 0)
           ok = 1;
       if (!ok) {
         PyErr_Format(PyExc_TypeError, "Consumer got an unexpected keyword %R",
@@ -135,7 +135,7 @@ static void consumer_destroy_handle(ConsumerObject *self) {
   self->kc = NULL;
   if (!kc) return;
   KNPY_UNLOCKED(kn_consumer_destroy(kc));
-  }
+}
 
 static void consumer_dealloc(ConsumerObject *self) {
   PyObject_GC_UnTrack(self);
@@ -200,7 +200,7 @@ static PyObject *consumer_poll(ConsumerObject *self, PyObject *args,
     int slice = left < 0 || left > KNPY_SLICE_MS ? KNPY_SLICE_MS : (int)left;
     kn_batch_t *b;
     KNPY_UNLOCKED(b = kn_consumer_poll(self->kc, slice));
-  PyObject *batch = NULL;
+    PyObject *batch = NULL;
     if (b && !(batch = knpy_batch_new(b))) return NULL;
     if (self->pending.type) {
       self->held_batch = batch; /* the next poll returns it */
@@ -251,22 +251,24 @@ static PyObject *consumer_checkpoint(ConsumerObject *self, PyObject *target) {
   }
   if (b && kn_batch_count(b) == 0) Py_RETURN_NONE;
   kn_error_t *e;
-  KNPY_UNLOCKED(e = r ? kn_consumer_checkpoint(self->kc, r) : kn_consumer_checkpoint_batch(self->kc, b));
+  KNPY_UNLOCKED(e = r ? kn_consumer_checkpoint(self->kc, r)
+                      : kn_consumer_checkpoint_batch(self->kc, b));
   return done(e);
 }
 
 static PyObject *consumer_checkpoint_seq(ConsumerObject *self, PyObject *args,
                                          PyObject *kw) {
-  static char *kwlist[] = {"shard_id", "sequence_number",
-                           "sub_sequence_number", NULL};
+  static char *kwlist[] = {"shard_id", "sequence_number", "sub_sequence_number",
+                           NULL};
   const char *shard, *seq;
   unsigned long long sub = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|K:checkpoint_sequence",
-                                   kwlist, &shard, &seq, &sub) ||
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|K:checkpoint_sequence", kwlist,
+                                   &shard, &seq, &sub) ||
       !usable(self))
     return NULL;
   kn_error_t *e;
-  KNPY_UNLOCKED(e = kn_consumer_checkpoint_seq(self->kc, shard, seq, (uint64_t)sub));
+  KNPY_UNLOCKED(
+      e = kn_consumer_checkpoint_seq(self->kc, shard, seq, (uint64_t)sub));
   return done(e);
 }
 
@@ -288,8 +290,8 @@ static PyObject *consumer_prepare(ConsumerObject *self, PyObject *args,
   static char *kwlist[] = {"record", "state", NULL};
   PyObject *rec;
   Py_buffer state = {0};
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|y*:prepare_checkpoint",
-                                   kwlist, &rec, &state))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|y*:prepare_checkpoint", kwlist,
+                                   &rec, &state))
     return NULL;
   const kn_record_t *r = knpy_record_ptr(rec);
   PyObject *out = NULL;
@@ -297,8 +299,10 @@ static PyObject *consumer_prepare(ConsumerObject *self, PyObject *args,
     PyErr_SetString(PyExc_TypeError, "prepare_checkpoint() takes a Record");
   else if (usable(self)) {
     kn_error_t *e;
-    KNPY_UNLOCKED(e = kn_consumer_prepare_checkpoint( self->kc, r, state.buf, state.buf ? (size_t)state.len : 0));
-  out = done(e);
+    KNPY_UNLOCKED(
+        e = kn_consumer_prepare_checkpoint(self->kc, r, state.buf,
+                                           state.buf ? (size_t)state.len : 0));
+    out = done(e);
   }
   if (state.obj) PyBuffer_Release(&state);
   return out;
@@ -339,7 +343,7 @@ static PyObject *consumer_metrics(ConsumerObject *self, PyObject *unused) {
     if (!buf) return PyErr_NoMemory();
     size_t n;
     KNPY_UNLOCKED(n = kn_consumer_metrics(self->kc, buf, size));
-  if (n == 0) {
+    if (n == 0) {
       PyMem_Free(buf);
       return PyErr_NoMemory();
     }
@@ -411,7 +415,8 @@ static PyMethodDef consumer_methods[] = {
      "(or the batch's last record) and waits until the lease store has it. "
      "KinesisError(code=ERR__LEASE_LOST) when this worker no longer holds "
      "the shard."},
-    {"checkpoint_sequence", (PyCFunction)(void (*)(void))consumer_checkpoint_seq,
+    {"checkpoint_sequence",
+     (PyCFunction)(void (*)(void))consumer_checkpoint_seq,
      METH_VARARGS | METH_KEYWORDS,
      "checkpoint_sequence(shard_id, sequence_number, sub_sequence_number=0)"
      "\n\nCheckpoints at a position given by value."},

@@ -40,11 +40,11 @@ kn_conf_t *knpy_conf_from(PyObject *dict);
  * -2 with an exception set on a bad value. */
 long long knpy_timeout_ms(PyObject *timeout);
 /* Runs stmt with the GIL released (the calling thread keeps its state). */
-#define KNPY_UNLOCKED(stmt)                  \
-  do {                                       \
+#define KNPY_UNLOCKED(stmt)                        \
+  do {                                             \
     PyThreadState *knpy_ts_ = PyEval_SaveThread(); \
-    stmt;                                    \
-    PyEval_RestoreThread(knpy_ts_);          \
+    stmt;                                          \
+    PyEval_RestoreThread(knpy_ts_);                \
   } while (0)
 
 /* The slice a waiting call waits before it looks at signals again. */

@@ -90,8 +90,7 @@ static void cb_delivery(kn_producer_t *kp, const kn_msg_t *m, void *opaque) {
 static int producer_init(ProducerObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"conf", NULL};
   PyObject *conf_dict = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Producer", kwlist,
-                                   &conf_dict))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Producer", kwlist, &conf_dict))
     return -1;
   if (self->kp) {
     PyErr_SetString(PyExc_RuntimeError, "Producer already initialised");
@@ -169,8 +168,9 @@ static PyObject *producer_produce(ProducerObject *self, PyObject *args,
     const char *why = kn_err2str(err);
     char msg[256];
     if (err == KN_ERR__QUEUE_FULL)
-      why = "the queue is full (queue.max.records or queue.max.bytes): poll "
-            "and produce again";
+      why =
+          "the queue is full (queue.max.records or queue.max.bytes): poll "
+          "and produce again";
     else if (err == KN_ERR__INVALID_ARG) {
       snprintf(msg, sizeof(msg),
                "bad record: a partition key of 1 to 256 characters, an "
@@ -294,7 +294,7 @@ static PyObject *producer_health(ProducerObject *self, PyObject *unused) {
   int alive = kn_producer_alive(self->kp, &ready) && !self->closed;
   return Py_BuildValue("{sNsNss}", "alive", PyBool_FromLong(alive), "ready",
                        PyBool_FromLong(alive && ready), "reason",
-                       !alive ? "closed"
+                       !alive  ? "closed"
                        : ready ? "ok"
                                : "the shard map has not loaded yet");
 }

@@ -34,8 +34,7 @@ PyObject *knpy_batch_new(kn_batch_t *b) {
 }
 
 const kn_batch_t *knpy_batch_ptr(PyObject *o) {
-  return PyObject_TypeCheck(o, &knpy_BatchType) ? ((BatchObject *)o)->b
-                                                : NULL;
+  return PyObject_TypeCheck(o, &knpy_BatchType) ? ((BatchObject *)o)->b : NULL;
 }
 
 static void batch_dealloc(BatchObject *o) {
@@ -102,8 +101,9 @@ PyTypeObject knpy_BatchType = {
     .tp_repr = (reprfunc)batch_repr,
     .tp_as_sequence = &batch_seq,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Records of one shard, in order, from one Consumer.poll(). "
-              "A sequence of Record; it owns their bytes.",
+    .tp_doc =
+        "Records of one shard, in order, from one Consumer.poll(). "
+        "A sequence of Record; it owns their bytes.",
     .tp_getset = batch_getset,
 };
 
@@ -209,8 +209,7 @@ static PyGetSetDef record_getset[] = {
     {"sequence_number", (getter)record_seq, NULL,
      "The Kinesis record's sequence number (a decimal str).", NULL},
     {"sub_sequence_number", (getter)record_subseq, NULL,
-     "The position inside an aggregated record (0 when not aggregated).",
-     NULL},
+     "The position inside an aggregated record (0 when not aggregated).", NULL},
     {"aggregated", (getter)record_aggregated, NULL,
      "True if the record came out of a KPL aggregate.", NULL},
     {"shard_id", (getter)record_shard, NULL, "The shard it was read from.",
@@ -221,10 +220,9 @@ static PyGetSetDef record_getset[] = {
      "ApproximateArrivalTimestamp in epoch milliseconds.", NULL},
     {NULL}};
 
-static PyMethodDef record_methods[] = {
-    {"__bytes__", (PyCFunction)record_bytes, METH_NOARGS,
-     "A copy of the payload."},
-    {NULL}};
+static PyMethodDef record_methods[] = {{"__bytes__", (PyCFunction)record_bytes,
+                                        METH_NOARGS, "A copy of the payload."},
+                                       {NULL}};
 
 static PySequenceMethods record_seq_methods = {
     .sq_length = (lenfunc)record_len,
@@ -238,9 +236,10 @@ PyTypeObject knpy_RecordType = {
     .tp_as_buffer = &record_buffer,
     .tp_as_sequence = &record_seq_methods,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One user record (a payload and where it is stored).  "
-              "Supports the buffer protocol: bytes(record), "
-              "memoryview(record).",
+    .tp_doc =
+        "One user record (a payload and where it is stored).  "
+        "Supports the buffer protocol: bytes(record), "
+        "memoryview(record).",
     .tp_getset = record_getset,
     .tp_methods = record_methods,
 };
