@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build demo check test unit asan torture fuzz docs docs-check bench sim-long clean \
-  python-check
+  python-check python-asan
 
 all: build
 
@@ -89,6 +89,11 @@ check: deps build docs-check format-check
 # under $(BUILD), then its pytest suite against the lab (about a minute).
 python-check: build
 	python/check.sh $(BUILD)
+
+# The same tests with the extension and the library under ASan and UBSan
+# (about two minutes; not in make check).
+python-asan: build
+	python/check-asan.sh $(BUILD)
 
 # A long search of the coordination simulator: SIM_RUNS seeds from
 # SIM_SEED, beyond the 10,000 that make check runs (tests/sim/README.md).
