@@ -100,8 +100,9 @@ class Consumer(_libkinesis.Consumer):
         try:
             super().close()
         finally:
-            from .aio import _close_waiter
-            _close_waiter(self)
+            if "_aio_waiter" in self.__dict__:  # asyncio helpers were used
+                from .aio import _close_waiter
+                _close_waiter(self)
 
     def stats(self) -> dict:
         """The statistics document (docs/STATISTICS.md) as of now."""
