@@ -93,7 +93,7 @@ python-check: build
 # The same tests with the extension and the library under ASan and UBSan
 # (about two minutes; not in make check).
 python-asan: build
-	python/check-asan.sh $(BUILD)
+	python/check.sh --asan $(BUILD)
 
 # A long search of the coordination simulator: SIM_RUNS seeds from
 # SIM_SEED, beyond the 10,000 that make check runs (tests/sim/README.md).

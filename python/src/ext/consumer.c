@@ -182,6 +182,40 @@ static int usable(ConsumerObject *self) {
 
 /* ---- poll ---- */
 
+typedef struct {
+  ConsumerObject *self;
+  kn_batch_t *b;   /* the last slice's batch, or NULL */
+  PyObject *batch; /* it as a Batch, once done */
+} poll_t;
+
+static void poll_slice(void *ctx, int ms) {
+  poll_t *p = ctx;
+  p->b = kn_consumer_poll(p->self->kc, ms);
+}
+
+static int poll_done(void *ctx) {
+  poll_t *p = ctx;
+  ConsumerObject *self = p->self;
+  if (p->b && !(p->batch = knpy_batch_new(p->b))) return -1;
+  if (self->pending.type) {
+    self->held_batch = p->batch; /* the next poll returns it */
+    p->batch = NULL;
+    knpy_pending_raise(&self->pending);
+    return -1;
+  }
+  if (p->batch) return 1;
+  const kn_error_t *fatal = kn_consumer_fatal_error(self->kc);
+  if (fatal) {
+    PyObject *e = knpy_error_from(fatal, 1);
+    if (e) {
+      PyErr_SetObject(knpy_KinesisError, e);
+      Py_DECREF(e);
+    }
+    return -1;
+  }
+  return 0;
+}
+
 static PyObject *consumer_poll(ConsumerObject *self, PyObject *args,
                                PyObject *kw) {
   static char *kwlist[] = {"timeout", NULL};
@@ -195,34 +229,11 @@ static PyObject *consumer_poll(ConsumerObject *self, PyObject *args,
     self->held_batch = NULL;
     return b;
   }
-  long long left = ms;
-  for (;;) {
-    int slice = left < 0 || left > KNPY_SLICE_MS ? KNPY_SLICE_MS : (int)left;
-    kn_batch_t *b;
-    KNPY_UNLOCKED(b = kn_consumer_poll(self->kc, slice));
-    PyObject *batch = NULL;
-    if (b && !(batch = knpy_batch_new(b))) return NULL;
-    if (self->pending.type) {
-      self->held_batch = batch; /* the next poll returns it */
-      knpy_pending_raise(&self->pending);
-      return NULL;
-    }
-    if (batch) return batch;
-    const kn_error_t *fatal = kn_consumer_fatal_error(self->kc);
-    if (fatal) {
-      PyObject *e = knpy_error_from(fatal, 1);
-      if (e) {
-        PyErr_SetObject(knpy_KinesisError, e);
-        Py_DECREF(e);
-      }
-      return NULL;
-    }
-    if (PyErr_CheckSignals() < 0) return NULL;
-    if (left >= 0) {
-      left -= slice;
-      if (left <= 0) Py_RETURN_NONE;
-    }
-  }
+  poll_t p = {self, NULL, NULL};
+  int r = knpy_wait_sliced(ms, poll_slice, poll_done, &p);
+  if (r < 0) return NULL;
+  if (r == 0) Py_RETURN_NONE;
+  return p.batch;
 }
 
 static PyObject *consumer_wait(ConsumerObject *self, PyObject *arg) {

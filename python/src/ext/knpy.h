@@ -50,6 +50,14 @@ long long knpy_timeout_ms(PyObject *timeout);
 /* The slice a waiting call waits before it looks at signals again. */
 #define KNPY_SLICE_MS 100
 
+/* A waiting call in slices: wait(ctx, slice_ms) runs with the GIL released
+ * and waits at most slice_ms; then, with the GIL, done(ctx) says whether
+ * the call is over (1), failed (-1, an exception set) or goes on (0), and
+ * signal handlers run (Ctrl-C).  Returns 1 or -1 as done did, or 0 when
+ * timeout_ms (-1: none) ran out. */
+int knpy_wait_sliced(long long timeout_ms, void (*wait)(void *ctx, int ms),
+                     int (*done)(void *ctx), void *ctx);
+
 /* A callback's exception, kept until the call that ran it returns: the
  * first one wins, later ones are reported as unraisable. */
 typedef struct knpy_pending {

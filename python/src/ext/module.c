@@ -172,6 +172,22 @@ long long knpy_timeout_ms(PyObject *timeout) {
   return ms > 2147483647.0 ? -1 : (long long)ms;
 }
 
+int knpy_wait_sliced(long long timeout_ms, void (*wait)(void *ctx, int ms),
+                     int (*done)(void *ctx), void *ctx) {
+  long long left = timeout_ms;
+  for (;;) {
+    int slice = left < 0 || left > KNPY_SLICE_MS ? KNPY_SLICE_MS : (int)left;
+    KNPY_UNLOCKED(wait(ctx, slice));
+    int r = done(ctx);
+    if (r) return r;
+    if (PyErr_CheckSignals() < 0) return -1;
+    if (left >= 0) {
+      left -= slice;
+      if (left <= 0) return 0;
+    }
+  }
+}
+
 /* ---- module ---- */
 
 static PyObject *mod_version(PyObject *self, PyObject *unused) {

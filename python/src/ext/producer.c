@@ -189,50 +189,55 @@ end:
 
 /* ---- serving reports ---- */
 
-static PyObject *producer_poll(ProducerObject *self, PyObject *args,
-                               PyObject *kw) {
+typedef struct {
+  ProducerObject *self;
+  int served;     /* poll: reports served in the last slice */
+  kn_err_t flush; /* flush: the last slice's outcome */
+} serve_t;
+
+static void poll_slice(void *ctx, int ms) {
+  serve_t *s = ctx;
+  s->served = kn_producer_poll(s->self->kp, ms);
+}
+static int poll_done(void *ctx) {
+  serve_t *s = ctx;
+  if (knpy_pending_raise(&s->self->pending)) return -1;
+  return s->served > 0;
+}
+static void flush_slice(void *ctx, int ms) {
+  serve_t *s = ctx;
+  s->flush = kn_producer_flush(s->self->kp, ms);
+}
+static int flush_done(void *ctx) {
+  serve_t *s = ctx;
+  if (knpy_pending_raise(&s->self->pending)) return -1;
+  return s->flush == KN_ERR_NO_ERROR;
+}
+
+/* poll() and flush(): the timeout argument, then the sliced wait. */
+static int serve(ProducerObject *self, PyObject *args, PyObject *kw,
+                 const char *fmt, int flush, serve_t *s) {
   static char *kwlist[] = {"timeout", NULL};
   PyObject *timeout = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:poll", kwlist, &timeout))
-    return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &timeout)) return -1;
   long long ms = knpy_timeout_ms(timeout);
-  if (ms == -2 || !usable(self)) return NULL;
-  long long left = ms;
-  for (;;) {
-    int slice = left < 0 || left > KNPY_SLICE_MS ? KNPY_SLICE_MS : (int)left;
-    int n;
-    KNPY_UNLOCKED(n = kn_producer_poll(self->kp, slice));
-    if (knpy_pending_raise(&self->pending)) return NULL;
-    if (n > 0) return PyLong_FromLong(n);
-    if (PyErr_CheckSignals() < 0) return NULL;
-    if (left >= 0) {
-      left -= slice;
-      if (left <= 0) return PyLong_FromLong(0);
-    }
-  }
+  if (ms == -2 || !usable(self)) return -1;
+  s->self = self;
+  return knpy_wait_sliced(ms, flush ? flush_slice : poll_slice,
+                          flush ? flush_done : poll_done, s);
+}
+
+static PyObject *producer_poll(ProducerObject *self, PyObject *args,
+                               PyObject *kw) {
+  serve_t s = {0};
+  int r = serve(self, args, kw, "|O:poll", 0, &s);
+  return r < 0 ? NULL : PyLong_FromLong(r ? s.served : 0);
 }
 
 static PyObject *producer_flush(ProducerObject *self, PyObject *args,
                                 PyObject *kw) {
-  static char *kwlist[] = {"timeout", NULL};
-  PyObject *timeout = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:flush", kwlist, &timeout))
-    return NULL;
-  long long ms = knpy_timeout_ms(timeout);
-  if (ms == -2 || !usable(self)) return NULL;
-  long long left = ms;
-  for (;;) {
-    int slice = left < 0 || left > KNPY_SLICE_MS ? KNPY_SLICE_MS : (int)left;
-    kn_err_t err;
-    KNPY_UNLOCKED(err = kn_producer_flush(self->kp, slice));
-    if (knpy_pending_raise(&self->pending)) return NULL;
-    if (err == KN_ERR_NO_ERROR) break;
-    if (PyErr_CheckSignals() < 0) return NULL;
-    if (left >= 0) {
-      left -= slice;
-      if (left <= 0) break;
-    }
-  }
+  serve_t s = {0};
+  if (serve(self, args, kw, "|O:flush", 1, &s) < 0) return NULL;
   return PyLong_FromSize_t(kn_producer_outq_len(self->kp));
 }
 
