@@ -140,8 +140,9 @@ def make_venv(build):
     if subprocess.run([py, "-c", "import libkinesis"],
                       stderr=subprocess.DEVNULL).returncode:
         subprocess.run([py, "-m", "pip", "install", "-q",
-                        "--disable-pip-version-check", "-C",
-                        "build-dir=" + os.path.join(build, "python-build"),
+                        "--disable-pip-version-check",
+                        "--config-settings=build-dir="
+                        + os.path.join(build, "python-build"),
                         os.path.join(SRC, "python")], check=True)
     return py
 

@@ -30,7 +30,7 @@ venv="$build/python-venv"
   || "$venv/bin/pip" install -q pytest
 if [ $asan = 0 ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check \
-    -C build-dir="$build/python-build" "$src/python"
+    --config-settings=build-dir="$build/python-build" "$src/python"
 else
   out="$build/python-asan"
   san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
