@@ -92,3 +92,23 @@ def test_asyncio_poll_leaves_the_loop_free(kinesalite_stream):
     got, idle, ticks = asyncio.run(main())
     assert sorted(int(d) for d in got) == list(range(100))
     assert ticks > 10  # the loop ran during the empty poll_async
+
+
+def test_asyncio_waits_on_one_thread_per_consumer(kinesalite_stream):
+    s = kinesalite_stream(1)
+
+    def waiters():
+        return [t for t in threading.enumerate()
+                if t.name.startswith("libkinesis-wait")]
+
+    async def main():
+        with kn.Consumer(s.conf()) as c:
+            for _ in range(20):
+                assert await c.poll_async(0.05) is None
+            during = len(waiters())
+        return during
+
+    assert asyncio.run(main()) == 1
+    for t in waiters():  # closing let it go
+        t.join(5)
+    assert waiters() == []
