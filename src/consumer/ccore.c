@@ -203,10 +203,10 @@ static void logf_(kn_cc_t *c, int level, const char *fmt, ...) {
   va_end(ap);
   /* A line lost to a failed allocation is only a line: the core goes on. */
   int lost = c->q.lost;
-  cc_act_t *x = cc_push(&c->q, KN_CC_LOG);
+  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_LOG);
   if (x) {
     x->a.level = level;
-    cc_own(x, &x->a.err_msg, line);
+    kn_cc_q_own(x, &x->a.err_msg, line);
   }
   c->q.lost = lost;
 }
@@ -261,20 +261,20 @@ static void op_free(cc_op_t *o) {
 
 /* A store call for op o: the action carries its id. */
 static cc_act_t *call(kn_cc_t *c, cc_op_t *o) {
-  cc_act_t *x = cc_push(&c->q, o->op);
+  cc_act_t *x = kn_cc_q_push(&c->q, o->op);
   if (!x) return NULL;
   x->a.id = o->id;
   x->a.tenure = o->tenure;
-  if (cc_own(x, &x->a.key, o->key)) return NULL;
+  if (kn_cc_q_own(x, &x->a.key, o->key)) return NULL;
   return x;
 }
 
 static void reply(kn_cc_t *c, void *req, kn_err_t code, const char *msg) {
-  cc_act_t *x = cc_push(&c->q, KN_CC_REPLY);
+  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_REPLY);
   if (!x) return;
   x->a.req = req;
   x->a.reason = code;
-  cc_own(x, &x->a.err_msg, msg);
+  kn_cc_q_own(x, &x->a.err_msg, msg);
 }
 
 /* ---- leases held ---- */
@@ -323,11 +323,11 @@ static void fail_reqs(kn_cc_t *c, cc_lease_t *l, kn_err_t code) {
 static void stop_reading(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
   if (!l->reading) return;
   l->reading = 0;
-  cc_act_t *x = cc_push(&c->q, KN_CC_STOP);
+  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_STOP);
   if (!x) return;
   x->a.tenure = l->tenure;
   x->a.reason = reason;
-  cc_own(x, &x->a.key, l->key);
+  kn_cc_q_own(x, &x->a.key, l->key);
 }
 
 /* The lease is no longer ours to write. */
@@ -360,12 +360,12 @@ static void write_ckpt(kn_cc_t *c, cc_lease_t *l, const char *ckpt, int64_t sub,
   if (!x) return;
   x->a.counter = l->counter;
   if (req && req->prepare) {
-    cc_own(x, &x->a.pending, req->seq);
+    kn_cc_q_own(x, &x->a.pending, req->seq);
     x->a.pending_subseq = req->subseq;
     x->a.state = req->state;
     x->a.state_len = req->state_len;
   } else {
-    cc_own(x, &x->a.checkpoint, ckpt);
+    kn_cc_q_own(x, &x->a.checkpoint, ckpt);
     x->a.subseq = sub;
   }
   l->busy = o->id;
@@ -472,7 +472,7 @@ static void maybe_closed(kn_cc_t *c) {
     if (c->hb_busy) return;
   }
   c->closed_sent = 1;
-  cc_push(&c->q, KN_CC_CLOSED);
+  kn_cc_q_push(&c->q, KN_CC_CLOSED);
 }
 
 static void wind_down(kn_cc_t *c, kn_err_t reason, int64_t now) {
@@ -484,23 +484,23 @@ static void wind_down(kn_cc_t *c, kn_err_t reason, int64_t now) {
 static void go_fatal(kn_cc_t *c, kn_err_t code, const char *msg, int64_t now) {
   if (c->fatal || c->closing) return;
   c->fatal = 1;
-  cc_act_t *x = cc_push(&c->q, KN_CC_FATAL);
+  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_FATAL);
   if (x) {
     x->a.reason = code;
-    cc_own(x, &x->a.err_msg, msg);
+    kn_cc_q_own(x, &x->a.err_msg, msg);
   }
   wind_down(c, KN_ERR__FAIL, now);
 }
 
 void kn_cc_close(kn_cc_t *c, int64_t now_ms) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   if (c->closing) {
-    if (c->closed_sent) cc_push(&c->q, KN_CC_CLOSED);
+    if (c->closed_sent) kn_cc_q_push(&c->q, KN_CC_CLOSED);
     return;
   }
   c->closing = 1;
   if (c->fatal && c->closed_sent) {
-    cc_push(&c->q, KN_CC_CLOSED);
+    kn_cc_q_push(&c->q, KN_CC_CLOSED);
     return;
   }
   wind_down(c, KN_ERR__DESTROY, now_ms);
@@ -563,7 +563,7 @@ static void shards_free(kn_cc_shard_t *v, size_t n) {
 
 void kn_cc_destroy(kn_cc_t *c) {
   if (!c) return;
-  cc_queue_free(&c->q);
+  kn_cc_q_free(&c->q);
   for (size_t i = 0; i < c->n_ops; i++) op_free(c->ops[i]);
   free(c->ops);
   for (size_t i = 0; i < c->n_ls; i++) {
@@ -601,7 +601,7 @@ void kn_cc_destroy(kn_cc_t *c) {
  * their own. */
 static void break_down(kn_cc_t *c) {
   c->broken = c->fatal = c->closed_sent = 1;
-  cc_queue_free(&c->q);
+  kn_cc_q_free(&c->q);
   cc_act_t *f = c->spare_fatal, *d = c->spare_closed;
   c->spare_fatal = c->spare_closed = NULL;
   f->q = d->q = &c->q;
@@ -621,7 +621,7 @@ void kn_cc_fail(kn_cc_t *c) { c->q.lost = 1; }
 
 int kn_cc_next(kn_cc_t *c, kn_cc_action_t *a) {
   if (c->q.lost && !c->broken) break_down(c);
-  return cc_pop(&c->q, a);
+  return kn_cc_q_pop(&c->q, a);
 }
 
 int64_t kn_cc_wake_ms(const kn_cc_t *c) {
@@ -780,7 +780,7 @@ static int64_t next_beat_ms(const kn_cc_t *c, int64_t now) {
 static void tell_fence(kn_cc_t *c) {
   int64_t t = c->mb_on && c->mb_ok ? c->member_until : INT64_MAX;
   if (t == c->fence_told) return;
-  cc_act_t *x = cc_push(&c->q, KN_CC_FENCE);
+  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_FENCE);
   if (!x) return;
   x->a.tenure = -1;
   x->a.until_ms = t;
@@ -789,7 +789,7 @@ static void tell_fence(kn_cc_t *c) {
 
 void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                         const kn_members_t *m, int64_t sent, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_op_t *o = op_take(c, id);
   if (!o) return;
   int64_t bumped = o->bump;
@@ -878,7 +878,7 @@ static const char *take_reason(const kn_cc_t *c, int64_t now) {
 }
 
 void kn_cc_tick(kn_cc_t *c, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   /* Without a heartbeat for grace_ms the others may count this worker
    * dead and take its leases: it stops reading first. */
   int fenced = c->mb_on && c->mb_ok && now >= c->member_until;
@@ -993,7 +993,7 @@ static void create_wave(kn_cc_t *c, int64_t now) {
     l.parents = l.n_parents ? parents : NULL;
     l.hash_start = (char *)s->hash_start;
     l.hash_end = (char *)s->hash_end;
-    cc_own_lease(x, &l);
+    kn_cc_q_own_lease(x, &l);
     c->wave_left++;
   }
   if (c->wave_left == 0) create_wave(c, now);
@@ -1012,7 +1012,7 @@ static int same_listing(const kn_cc_t *c, const kn_cc_shard_t *v, size_t n) {
 
 void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                        const kn_cc_shard_t *v, size_t n, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_op_t *po = op_take(c, id);
   int probe = po && po->purpose == P_PROBE;
   op_free(po);
@@ -1218,7 +1218,7 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
 
 void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                        const kn_lease_t *v, size_t n, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_op_t *o = op_take(c, id);
   if (!o) return;
   int purpose = o->purpose;
@@ -1325,12 +1325,12 @@ static void take_handed(kn_cc_t *c, const kn_lease_t *t, int64_t now) {
   cc_act_t *x = call(c, o);
   if (!x) return;
   x->a.counter = t->counter;
-  cc_own(x, &x->a.old_owner, c->worker);
+  kn_cc_q_own(x, &x->a.old_owner, c->worker);
 }
 
 void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                      const kn_lease_t *t, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_op_t *o = op_take(c, id);
   if (!o) return;
   cc_in_t *x = in_find(c, o->key);
@@ -1378,16 +1378,16 @@ static void begin_handoff(kn_cc_t *c, cc_lease_t *l, const char *to,
         to);
   if (!l->reading) return;
   l->reading = 0;
-  cc_act_t *x = cc_push(&c->q, KN_CC_YIELD);
+  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_YIELD);
   if (!x) return;
   x->a.tenure = l->tenure;
-  cc_own(x, &x->a.key, l->key);
-  cc_own(x, &x->a.old_owner, to);
+  kn_cc_q_own(x, &x->a.key, l->key);
+  kn_cc_q_own(x, &x->a.old_owner, to);
 }
 
 void kn_cc_yielded(kn_cc_t *c, const char *key, int64_t tenure,
                    const kn_cc_pos_t *pos, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_lease_t *l = lease_find(c, key);
   if (!l || !l->held || l->tenure != tenure || !l->handoff_to) return;
   if (pos && pos->seq &&
@@ -1636,7 +1636,7 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
       if (!x) continue;
       x->a.counter = t->counter;
       x->a.steal = pass;
-      cc_own(x, &x->a.old_owner, ours[idx[k]] ? ours[idx[k]] : t->owner);
+      kn_cc_q_own(x, &x->a.old_owner, ours[idx[k]] ? ours[idx[k]] : t->owner);
     }
   }
   free(ranges);
@@ -1700,12 +1700,12 @@ static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
                                  : "took",
         o->key, (long long)counter,
         t->checkpoint ? t->checkpoint : "the start");
-  cc_act_t *x = cc_push(&c->q, KN_CC_START);
+  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_START);
   if (!x) return;
   x->a.tenure = counter;
   x->a.until_ms = l->until_ms;
-  cc_own(x, &x->a.key, o->key);
-  if (cc_own_lease(x, t) == 0) {
+  kn_cc_q_own(x, &x->a.key, o->key);
+  if (kn_cc_q_own_lease(x, t) == 0) {
     free(x->lease.owner);
     if (!(x->lease.owner = strdup(c->worker))) c->q.lost = 1;
     x->lease.counter = counter;
@@ -1784,11 +1784,11 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
   if (sent + c->grace_ms > l->until_ms) l->until_ms = sent + c->grace_ms;
   l->next_renew_ms = sent + c->cfg.renew_ms;
   if (l->reading) {
-    cc_act_t *x = cc_push(&c->q, KN_CC_EXTEND);
+    cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_EXTEND);
     if (x) {
       x->a.tenure = l->tenure;
       x->a.until_ms = l->until_ms;
-      cc_own(x, &x->a.key, l->key);
+      kn_cc_q_own(x, &x->a.key, l->key);
     }
   }
   if (o->op == KN_CC_CHECKPOINT) {
@@ -1829,10 +1829,10 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     bump(c, now); /* free, or its children ready: the others look */
     if (l->shard_end_written) {
       l->reading = 0;
-      cc_act_t *x = cc_push(&c->q, KN_CC_DONE);
+      cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_DONE);
       if (x) {
         x->a.tenure = l->tenure;
-        cc_own(x, &x->a.key, l->key);
+        kn_cc_q_own(x, &x->a.key, l->key);
       }
       c->take_at = now; /* its children may be ready */
       c->idle = 0;
@@ -1845,7 +1845,7 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
 void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                       int64_t new_counter, const char *handoff_to,
                       int64_t sent_ms, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_op_t *o = op_take(c, id);
   if (!o) return;
   switch (o->op) {
@@ -1961,7 +1961,7 @@ static cc_lease_t *tenure_of(kn_cc_t *c, const char *key, int64_t tenure) {
 
 void kn_cc_shard_ended(kn_cc_t *c, const char *key, int64_t tenure,
                        const kn_cc_shard_t *children, size_t n, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_lease_t *l = tenure_of(c, key, tenure);
   if (!l) {
     logf_(c, KN_CC_LOG_DEBUG,
@@ -1990,7 +1990,7 @@ void kn_cc_shard_ended(kn_cc_t *c, const char *key, int64_t tenure,
 
 void kn_cc_shard_gone(kn_cc_t *c, const char *key, int64_t tenure,
                       int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_lease_t *l = tenure_of(c, key, tenure);
   if (!l) return;
   logf_(c, KN_CC_LOG_WARN,
@@ -2005,7 +2005,7 @@ void kn_cc_shard_gone(kn_cc_t *c, const char *key, int64_t tenure,
 
 void kn_cc_shard_expired(kn_cc_t *c, const char *key, int64_t tenure,
                          int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_lease_t *l = tenure_of(c, key, tenure);
   if (!l) return;
   /* The reader judged the deadline (maybe one a renewal has moved since):
@@ -2019,7 +2019,7 @@ void kn_cc_shard_expired(kn_cc_t *c, const char *key, int64_t tenure,
 
 void kn_cc_delivered(kn_cc_t *c, const char *key, int64_t tenure,
                      const kn_cc_pos_t *pos, int end, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_lease_t *l = tenure_of(c, key, tenure);
   if (!l) return;
   if (pos && pos->seq &&
@@ -2035,7 +2035,7 @@ void kn_cc_delivered(kn_cc_t *c, const char *key, int64_t tenure,
 
 void kn_cc_processed(kn_cc_t *c, const char *key, int64_t tenure,
                      const kn_cc_pos_t *pos, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_lease_t *l = lease_find(c, key);
   if (!l || !l->held || l->tenure != tenure || !pos || !pos->seq) return;
   if (!l->processed[0] ||
@@ -2050,7 +2050,7 @@ void kn_cc_processed(kn_cc_t *c, const char *key, int64_t tenure,
 void kn_cc_checkpoint(kn_cc_t *c, const char *key, const kn_cc_pos_t *pos,
                       int prepare, const void *state, size_t state_len,
                       void *req, int64_t now) {
-  cc_retire(&c->q);
+  kn_cc_q_retire(&c->q);
   cc_lease_t *l = lease_find(c, key);
   if (!l || !l->held) {
     char msg[256];
