@@ -98,63 +98,53 @@ typedef struct cc_op {
   cc_req_t *req;   /* CHECKPOINT for the application */
 } cc_op_t;
 
-struct kn_cc {
-  kn_cc_cfg_t cfg;
-  char *worker, *initial;
-  int64_t grace_ms;
-  uint64_t next_id;
-  cc_queue_t q;
-  cc_op_t **ops;
-  size_t n_ops, cap_ops;
-  cc_lease_t **ls;
-  size_t n_ls, cap_ls;
-  kn_strmap_t lmap; /* key -> ls entry (a worker may hold thousands) */
-  cc_in_t *in;      /* hand-offs asked for */
-  size_t n_in, cap_in;
-  int64_t watch_ms;
-  kn_lease_observer_t obs;
-  /* shard sync */
+/* Membership (cfg.members): this worker's heartbeats and the view of
+ * everyone's they return (lease/members.h). */
+typedef struct cc_members {
+  int on;           /* heartbeats are written */
+  int ok;           /* one was answered */
+  uint64_t hb_busy; /* HEARTBEAT in flight */
+  int64_t hb_at, beat;
+  int64_t bump_pending; /* epoch bumps not yet written */
+  int64_t until;        /* reading stops then without a heartbeat */
+  int64_t fence_told;   /* the last FENCE (INT64_MAX: none) */
+  int close_beat;       /* the closing heartbeat was sent */
+  kn_mview_t view;
+  int64_t view_sent_ms; /* the heartbeat behind the view was sent then */
+  int64_t ok_sent_ms;   /* the last good heartbeat was sent then */
+} cc_members_t;
+
+/* Shard sync: the shard listing, the lease listings around it and the
+ * creates they call for. */
+typedef struct cc_sync {
   int synced, syncing, resync;
-  int64_t sync_at;
-  int sync_failures;
+  int64_t at;
+  int failures;
   kn_cc_shard_t *shards; /* the last listing, owned strings */
   size_t n_shards;
   kn_lease_t *snap; /* the sync's first lease listing (owned) */
   size_t n_snap;
-  int64_t sync_emit_ms; /* when that listing was asked for */
+  int64_t emit_ms;      /* when that listing was asked for */
   kn_cc_create_t *plan; /* creates of the sync in progress */
   size_t n_plan, plan_next;
   int wave_left, create_failed;
-  /* take */
+  int asked;       /* a sync was asked for (a shard ended) */
+  int64_t epoch;   /* the epoch of the last full sync */
+  int64_t full_ms; /* when it ended */
+  int more;        /* it left a cleanup to do */
+} cc_sync_t;
+
+/* Taking: the take rounds over a listing of the lease table. */
+typedef struct cc_take {
   int taking, idle;
-  int64_t take_at;
-  int64_t flush_at;
-  int closing, fatal, closed_sent;
-  /* Out of memory for an action: FATAL and CLOSED, allocated up front. */
-  int broken;
-  cc_act_t *spare_fatal, *spare_closed;
-  /* membership */
-  int mb_on;        /* heartbeats are written */
-  int mb_ok;        /* one was answered */
-  uint64_t hb_busy; /* HEARTBEAT in flight */
-  int64_t hb_at, beat;
-  int64_t bump_pending; /* epoch bumps not yet written */
-  int64_t member_until; /* reading stops then without a heartbeat */
-  int64_t fence_told;   /* the last FENCE (INT64_MAX: none) */
-  int close_beat;       /* the closing heartbeat was sent */
-  kn_mview_t view;
+  int64_t at;
   int scanned;          /* a take round since the first heartbeat */
   int64_t scan_epoch;   /* the epoch of the last take round */
   uint64_t scan_deaths; /* deaths counted by then */
-  int64_t last_scan_ms; /* when the last take round was answered */
   uint64_t idle_sig;    /* the lease counts it found balanced */
   int64_t idle_sig_ms;  /* when */
   size_t foreign;       /* leases of non-members it had to watch */
   int64_t leftover_bump_ms;
-  int sync_asked;       /* a sync was asked for (a shard ended) */
-  int64_t sync_epoch;   /* the epoch of the last full sync */
-  int64_t full_sync_ms; /* when it ended */
-  int sync_more;        /* it left a cleanup to do */
   /* A listing with leases of dead members, kept for the round that takes
    * them: it runs on the first heartbeat sent after it was answered.  A
    * member seen dead in a view older than the listing may have come back
@@ -162,10 +152,43 @@ struct kn_cc {
    * back beat before it took anything, so that heartbeat tells. */
   kn_lease_t *pend;
   size_t n_pend;
-  int64_t view_sent_ms;  /* the heartbeat behind the view was sent then */
-  int64_t hb_ok_sent_ms; /* the last good heartbeat was sent then */
   int64_t pend_ms, pend_emit_ms, pend_epoch;
   uint64_t pend_deaths;
+} cc_take_t;
+
+/* Hand-offs this worker asked for (the owner's side lives in cc_lease_t). */
+typedef struct cc_handoffs {
+  cc_in_t *in;
+  size_t n_in, cap_in;
+  int64_t watch_ms; /* how often a lease asked for is looked at */
+} cc_handoffs_t;
+
+/* Per-lease writes: the leases held (renewals, checkpoints, releases). */
+typedef struct cc_writes {
+  cc_lease_t **ls;
+  size_t n_ls, cap_ls;
+  kn_strmap_t lmap; /* key -> ls entry (a worker may hold thousands) */
+  int64_t flush_at; /* the next checkpoint flush */
+} cc_writes_t;
+
+struct kn_cc {
+  kn_cc_cfg_t cfg;
+  char *worker, *initial;
+  int64_t grace_ms;
+  uint64_t next_id;
+  cc_queue_t q;
+  cc_op_t **ops; /* calls in flight */
+  size_t n_ops, cap_ops;
+  kn_lease_observer_t obs;
+  int closing, fatal, closed_sent;
+  /* Out of memory for an action: FATAL and CLOSED, allocated up front. */
+  int broken;
+  cc_act_t *spare_fatal, *spare_closed;
+  cc_members_t mb;
+  cc_sync_t sy;
+  cc_take_t tk;
+  cc_handoffs_t ho;
+  cc_writes_t wr;
 };
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -280,26 +303,26 @@ static void reply(kn_cc_t *c, void *req, kn_err_t code, const char *msg) {
 /* ---- leases held ---- */
 
 static cc_lease_t *lease_find(kn_cc_t *c, const char *key) {
-  return kn_strmap_get(&c->lmap, key);
+  return kn_strmap_get(&c->wr.lmap, key);
 }
 
 static cc_lease_t *lease_get(kn_cc_t *c, const char *key) {
   cc_lease_t *l = lease_find(c, key);
   if (l) return l;
-  if (c->n_ls == c->cap_ls) {
-    size_t cap = c->cap_ls ? c->cap_ls * 2 : 16;
-    cc_lease_t **v = realloc(c->ls, cap * sizeof(*v));
+  if (c->wr.n_ls == c->wr.cap_ls) {
+    size_t cap = c->wr.cap_ls ? c->wr.cap_ls * 2 : 16;
+    cc_lease_t **v = realloc(c->wr.ls, cap * sizeof(*v));
     if (!v) return NULL;
-    c->ls = v;
-    c->cap_ls = cap;
+    c->wr.ls = v;
+    c->wr.cap_ls = cap;
   }
   l = calloc(1, sizeof(*l));
-  if (!l || !(l->key = strdup(key)) || kn_strmap_put(&c->lmap, l->key, l)) {
+  if (!l || !(l->key = strdup(key)) || kn_strmap_put(&c->wr.lmap, l->key, l)) {
     if (l) free(l->key);
     free(l);
     return NULL;
   }
-  c->ls[c->n_ls++] = l;
+  c->wr.ls[c->wr.n_ls++] = l;
   return l;
 }
 
@@ -336,7 +359,7 @@ static void drop(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
   l->held = 0;
   free(l->handoff_to);
   l->handoff_to = NULL;
-  c->idle = 0; /* a take round decides what happens to it */
+  c->tk.idle = 0; /* a take round decides what happens to it */
   fail_reqs(c, l, KN_ERR__LEASE_LOST);
 }
 
@@ -444,7 +467,7 @@ static void pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
 }
 
 static void pump_all(kn_cc_t *c, int64_t now) {
-  for (size_t i = 0; i < c->n_ls; i++) pump(c, c->ls[i], now);
+  for (size_t i = 0; i < c->wr.n_ls; i++) pump(c, c->wr.ls[i], now);
 }
 
 /* ---- closing ---- */
@@ -462,21 +485,21 @@ static void send_heartbeat(kn_cc_t *c, int64_t now);
 
 static void maybe_closed(kn_cc_t *c) {
   if (!(c->closing || c->fatal) || c->closed_sent) return;
-  for (size_t i = 0; i < c->n_ls; i++)
-    if (c->ls[i]->held) return;
+  for (size_t i = 0; i < c->wr.n_ls; i++)
+    if (c->wr.ls[i]->held) return;
   if (writes_in_flight(c)) return;
-  if (c->mb_on && c->mb_ok && c->bump_pending > 0 && !c->close_beat) {
+  if (c->mb.on && c->mb.ok && c->mb.bump_pending > 0 && !c->mb.close_beat) {
     /* The others look at the leases let go now, not in a lease duration. */
-    c->close_beat = 1;
-    send_heartbeat(c, c->hb_at);
-    if (c->hb_busy) return;
+    c->mb.close_beat = 1;
+    send_heartbeat(c, c->mb.hb_at);
+    if (c->mb.hb_busy) return;
   }
   c->closed_sent = 1;
   kn_cc_q_push(&c->q, KN_CC_CLOSED);
 }
 
 static void wind_down(kn_cc_t *c, kn_err_t reason, int64_t now) {
-  for (size_t i = 0; i < c->n_ls; i++) stop_reading(c, c->ls[i], reason);
+  for (size_t i = 0; i < c->wr.n_ls; i++) stop_reading(c, c->wr.ls[i], reason);
   pump_all(c, now);
   maybe_closed(c);
 }
@@ -535,18 +558,18 @@ kn_cc_t *kn_cc_new(const kn_cc_cfg_t *cfg, int64_t now_ms) {
   c->grace_ms = cfg->duration_ms - cfg->renew_ms / 2;
   /* How often a lease asked for is looked at: a fraction of a renewal,
    * so the hand-off ends soon after its owner lets go. */
-  c->watch_ms = cfg->renew_ms / 4;
-  if (c->watch_ms > 500) c->watch_ms = 500;
-  if (c->watch_ms < 50) c->watch_ms = 50;
+  c->ho.watch_ms = cfg->renew_ms / 4;
+  if (c->ho.watch_ms > 500) c->ho.watch_ms = 500;
+  if (c->ho.watch_ms < 50) c->ho.watch_ms = 50;
   kn_lease_observer_init(&c->obs);
-  c->sync_at = now_ms;
-  c->take_at = now_ms;
-  c->mb_on = cfg->members;
-  c->fence_told = INT64_MAX;
-  c->hb_at = now_ms;
-  c->beat = cfg->beat_base;
-  kn_mview_init(&c->view);
-  c->flush_at = now_ms + cfg->checkpoint_ms;
+  c->sy.at = now_ms;
+  c->tk.at = now_ms;
+  c->mb.on = cfg->members;
+  c->mb.fence_told = INT64_MAX;
+  c->mb.hb_at = now_ms;
+  c->mb.beat = cfg->beat_base;
+  kn_mview_init(&c->mb.view);
+  c->wr.flush_at = now_ms + cfg->checkpoint_ms;
   return c;
 }
 
@@ -566,8 +589,8 @@ void kn_cc_destroy(kn_cc_t *c) {
   kn_cc_q_free(&c->q);
   for (size_t i = 0; i < c->n_ops; i++) op_free(c->ops[i]);
   free(c->ops);
-  for (size_t i = 0; i < c->n_ls; i++) {
-    cc_lease_t *l = c->ls[i];
+  for (size_t i = 0; i < c->wr.n_ls; i++) {
+    cc_lease_t *l = c->wr.ls[i];
     while (l->reqs) {
       cc_req_t *r = l->reqs;
       l->reqs = r->next;
@@ -577,16 +600,16 @@ void kn_cc_destroy(kn_cc_t *c) {
     free(l->key);
     free(l);
   }
-  free(c->ls);
-  kn_strmap_free(&c->lmap);
-  for (size_t i = 0; i < c->n_in; i++) free(c->in[i].key);
-  free(c->in);
+  free(c->wr.ls);
+  kn_strmap_free(&c->wr.lmap);
+  for (size_t i = 0; i < c->ho.n_in; i++) free(c->ho.in[i].key);
+  free(c->ho.in);
   kn_lease_observer_free(&c->obs);
-  kn_mview_free(&c->view);
-  kn_lease_array_free(c->pend, c->n_pend);
-  shards_free(c->shards, c->n_shards);
-  kn_lease_array_free(c->snap, c->n_snap);
-  free(c->plan);
+  kn_mview_free(&c->mb.view);
+  kn_lease_array_free(c->tk.pend, c->tk.n_pend);
+  shards_free(c->sy.shards, c->sy.n_shards);
+  kn_lease_array_free(c->sy.snap, c->sy.n_snap);
+  free(c->sy.plan);
   free(c->worker);
   free(c->initial);
   free(c->spare_fatal);
@@ -628,19 +651,19 @@ int64_t kn_cc_wake_ms(const kn_cc_t *c) {
   int64_t t = INT64_MAX;
   if (c->closed_sent) return t;
   if (!c->closing && !c->fatal) {
-    if (!c->syncing) t = min64(t, c->sync_at);
-    if (c->synced && !c->taking) t = min64(t, c->take_at);
-    t = min64(t, c->flush_at);
-    for (size_t i = 0; i < c->n_in; i++)
-      if (!c->in[i].busy) t = min64(t, c->in[i].next_ms);
+    if (!c->sy.syncing) t = min64(t, c->sy.at);
+    if (c->sy.synced && !c->tk.taking) t = min64(t, c->tk.at);
+    t = min64(t, c->wr.flush_at);
+    for (size_t i = 0; i < c->ho.n_in; i++)
+      if (!c->ho.in[i].busy) t = min64(t, c->ho.in[i].next_ms);
   }
-  if (c->mb_on && !c->hb_busy && !c->closing && !c->fatal)
-    t = min64(t, c->hb_at);
-  int fence = c->mb_on && c->mb_ok;
-  for (size_t i = 0; i < c->n_ls; i++) {
-    const cc_lease_t *l = c->ls[i];
+  if (c->mb.on && !c->mb.hb_busy && !c->closing && !c->fatal)
+    t = min64(t, c->mb.hb_at);
+  int fence = c->mb.on && c->mb.ok;
+  for (size_t i = 0; i < c->wr.n_ls; i++) {
+    const cc_lease_t *l = c->wr.ls[i];
     if (!l->held) continue;
-    t = min64(t, fence ? min64(l->until_ms, c->member_until) : l->until_ms);
+    t = min64(t, fence ? min64(l->until_ms, c->mb.until) : l->until_ms);
     if (l->handoff_to) t = min64(t, l->handoff_since + c->cfg.handoff_ms);
     if (!l->busy) t = min64(t, l->next_renew_ms);
   }
@@ -649,27 +672,28 @@ int64_t kn_cc_wake_ms(const kn_cc_t *c) {
 
 size_t kn_cc_held(const kn_cc_t *c) {
   size_t n = 0;
-  for (size_t i = 0; i < c->n_ls; i++) n += c->ls[i]->held;
+  for (size_t i = 0; i < c->wr.n_ls; i++) n += c->wr.ls[i]->held;
   return n;
 }
 
 int kn_cc_idle(const kn_cc_t *c) {
-  return c->synced && c->idle && !c->syncing && !c->resync && !c->n_in;
+  return c->sy.synced && c->tk.idle && !c->sy.syncing && !c->sy.resync &&
+         !c->ho.n_in;
 }
 
-int kn_cc_synced(const kn_cc_t *c) { return c->synced; }
+int kn_cc_synced(const kn_cc_t *c) { return c->sy.synced; }
 
 size_t kn_cc_members(const kn_cc_t *c) {
-  return c->mb_on && c->mb_ok ? kn_mview_live(&c->view) : 0;
+  return c->mb.on && c->mb.ok ? kn_mview_live(&c->mb.view) : 0;
 }
 
 static int leader(const kn_cc_t *c) {
-  const char *w = kn_mview_leader(&c->view);
+  const char *w = kn_mview_leader(&c->mb.view);
   return w && strcmp(w, c->worker) == 0;
 }
 
 int kn_cc_is_leader(const kn_cc_t *c) {
-  return c->mb_on && c->mb_ok && leader(c);
+  return c->mb.on && c->mb.ok && leader(c);
 }
 
 /* ---- time ---- */
@@ -678,43 +702,43 @@ static void start_sync(kn_cc_t *c, int64_t now) {
   cc_op_t *o = op_new(c, KN_CC_LIST_LEASES, NULL, -1, now);
   if (!o || !call(c, o)) return;
   o->purpose = P_SYNC_LEASES1;
-  o->epoch = c->view.epoch;
-  c->sync_epoch = c->view.epoch;
-  c->sync_emit_ms = now;
-  c->syncing = 1;
-  c->resync = 0;
+  o->epoch = c->mb.view.epoch;
+  c->sy.epoch = c->mb.view.epoch;
+  c->sy.emit_ms = now;
+  c->sy.syncing = 1;
+  c->sy.resync = 0;
 }
 
 static void start_take(kn_cc_t *c, int64_t now) {
   cc_op_t *o = op_new(c, KN_CC_LIST_LEASES, NULL, -1, now);
   if (!o || !call(c, o)) return;
   o->purpose = P_TAKE;
-  o->epoch = c->view.epoch;
-  o->deaths = c->view.deaths;
-  c->taking = 1;
+  o->epoch = c->mb.view.epoch;
+  o->deaths = c->mb.view.deaths;
+  c->tk.taking = 1;
 }
 
 /* Periodic syncs: every worker without membership; with it, the leader
  * only, and it lists the leases only when something changed. */
 static void sync_due(kn_cc_t *c, int64_t now) {
-  if (!c->mb_on || !c->synced || c->sync_asked) {
-    c->sync_asked = 0;
+  if (!c->mb.on || !c->sy.synced || c->sy.asked) {
+    c->sy.asked = 0;
     start_sync(c, now);
     return;
   }
-  if (!c->mb_ok || !leader(c)) {
-    c->sync_at = now + c->cfg.sync_ms;
+  if (!c->mb.ok || !leader(c)) {
+    c->sy.at = now + c->cfg.sync_ms;
     return;
   }
   cc_op_t *o = op_new(c, KN_CC_LIST_SHARDS, NULL, -1, now);
   if (!o || !call(c, o)) {
     if (o) op_free(op_take(c, o->id));
-    c->sync_at = now + 1000;
+    c->sy.at = now + 1000;
     return;
   }
   o->purpose = P_PROBE;
-  o->epoch = c->view.epoch;
-  c->syncing = 1;
+  o->epoch = c->mb.view.epoch;
+  c->sy.syncing = 1;
 }
 
 static void watch_handoffs(kn_cc_t *c, int64_t now);
@@ -724,30 +748,30 @@ static void watch_handoffs(kn_cc_t *c, int64_t now);
 static void run_pending(kn_cc_t *c, int64_t now);
 
 static void send_heartbeat(kn_cc_t *c, int64_t now) {
-  if (c->hb_busy) return;
+  if (c->mb.hb_busy) return;
   cc_op_t *o = op_new(c, KN_CC_HEARTBEAT, NULL, -1, now);
   cc_act_t *x = o ? call(c, o) : NULL;
   if (!x) {
     if (o) op_free(op_take(c, o->id));
-    c->hb_at = now + 100;
+    c->mb.hb_at = now + 100;
     return;
   }
-  c->hb_busy = o->id;
-  o->bump = c->bump_pending;
-  x->a.beat = ++c->beat;
+  c->mb.hb_busy = o->id;
+  o->bump = c->mb.bump_pending;
+  x->a.beat = ++c->mb.beat;
   x->a.leases = (int64_t)kn_cc_held(c);
   x->a.bump = o->bump;
   /* The leader forgets members long dead: the item stays small. */
   if (!leader(c)) return;
   size_t n = 0;
-  for (size_t i = 0; i < c->view.n; i++)
-    n += c->view.v[i].dead &&
-         now - c->view.v[i].changed_ms >= 6 * c->cfg.duration_ms;
+  for (size_t i = 0; i < c->mb.view.n; i++)
+    n += c->mb.view.v[i].dead &&
+         now - c->mb.view.v[i].changed_ms >= 6 * c->cfg.duration_ms;
   if (!n || !(x->children = calloc(n, sizeof(char *)))) return;
-  for (size_t i = 0; i < c->view.n; i++)
-    if (c->view.v[i].dead &&
-        now - c->view.v[i].changed_ms >= 6 * c->cfg.duration_ms &&
-        (x->children[x->n_children] = strdup(c->view.v[i].worker)))
+  for (size_t i = 0; i < c->mb.view.n; i++)
+    if (c->mb.view.v[i].dead &&
+        now - c->mb.view.v[i].changed_ms >= 6 * c->cfg.duration_ms &&
+        (x->children[x->n_children] = strdup(c->mb.view.v[i].worker)))
       x->n_children++;
   x->a.forget = x->children;
   x->a.n_forget = x->n_children;
@@ -755,9 +779,9 @@ static void send_heartbeat(kn_cc_t *c, int64_t now) {
 
 /* Something the others should look at: the next heartbeat says so, now. */
 static void bump(kn_cc_t *c, int64_t now) {
-  if (!c->mb_on) return;
-  c->bump_pending++;
-  if (c->hb_at > now) c->hb_at = now;
+  if (!c->mb.on) return;
+  c->mb.bump_pending++;
+  if (c->mb.hb_at > now) c->mb.hb_at = now;
 }
 
 /* The interval to the next heartbeat: a renewal interval, or a quarter of
@@ -767,8 +791,8 @@ static int is_me(const kn_cc_t *c, const char *who);
 
 static int64_t next_beat_ms(const kn_cc_t *c, int64_t now) {
   int64_t late = c->cfg.renew_ms + c->cfg.renew_ms / 2;
-  for (size_t i = 0; i < c->view.n; i++) {
-    const kn_mview_ent_t *e = &c->view.v[i];
+  for (size_t i = 0; i < c->mb.view.n; i++) {
+    const kn_mview_ent_t *e = &c->mb.view.v[i];
     if (!e->dead && now - e->changed_ms > late && !is_me(c, e->worker))
       return c->cfg.renew_ms / 4 > 100 ? c->cfg.renew_ms / 4 : 100;
   }
@@ -778,13 +802,13 @@ static int64_t next_beat_ms(const kn_cc_t *c, int64_t now) {
 /* Readers judge the heartbeat deadline themselves (FENCE), so that a
  * driver busy elsewhere cannot keep them going past it. */
 static void tell_fence(kn_cc_t *c) {
-  int64_t t = c->mb_on && c->mb_ok ? c->member_until : INT64_MAX;
-  if (t == c->fence_told) return;
+  int64_t t = c->mb.on && c->mb.ok ? c->mb.until : INT64_MAX;
+  if (t == c->mb.fence_told) return;
   cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_FENCE);
   if (!x) return;
   x->a.tenure = -1;
   x->a.until_ms = t;
-  c->fence_told = t;
+  c->mb.fence_told = t;
 }
 
 void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
@@ -794,40 +818,40 @@ void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   if (!o) return;
   int64_t bumped = o->bump;
   op_free(o);
-  c->hb_busy = 0;
+  c->mb.hb_busy = 0;
   if (err && kn_error_code(err) == KN_ERR__UNSUPPORTED) {
     logf_(c, KN_CC_LOG_INFO,
           "%s: listing the lease table every take round instead",
           kn_error_string(err));
-    c->mb_on = 0;
-    c->mb_ok = 0;
-    c->idle = 0;
+    c->mb.on = 0;
+    c->mb.ok = 0;
+    c->tk.idle = 0;
   } else if (err) {
     logf_(c, KN_CC_LOG_WARN, "heartbeat: %s", kn_error_string(err));
     int64_t again = c->cfg.renew_ms / 3 < 1000 ? c->cfg.renew_ms / 3 : 1000;
-    c->hb_at = now + again;
+    c->mb.hb_at = now + again;
   } else {
-    uint64_t deaths = c->view.deaths;
-    if (kn_mview_update(&c->view, m, now, c->cfg.duration_ms) == 0) {
-      c->mb_ok = 1;
-      if (sent > c->view_sent_ms) c->view_sent_ms = sent;
-      if (sent > c->hb_ok_sent_ms) c->hb_ok_sent_ms = sent;
-      if (sent + c->grace_ms > c->member_until)
-        c->member_until = sent + c->grace_ms;
-      c->bump_pending -= bumped;
-      if (c->view.deaths != deaths)
+    uint64_t deaths = c->mb.view.deaths;
+    if (kn_mview_update(&c->mb.view, m, now, c->cfg.duration_ms) == 0) {
+      c->mb.ok = 1;
+      if (sent > c->mb.view_sent_ms) c->mb.view_sent_ms = sent;
+      if (sent > c->mb.ok_sent_ms) c->mb.ok_sent_ms = sent;
+      if (sent + c->grace_ms > c->mb.until) c->mb.until = sent + c->grace_ms;
+      c->mb.bump_pending -= bumped;
+      if (c->mb.view.deaths != deaths)
         logf_(c, KN_CC_LOG_INFO,
               "a worker stopped beating: looking for its leases");
     }
-    c->hb_at = c->bump_pending > 0 ? now : sent + next_beat_ms(c, now);
+    c->mb.hb_at = c->mb.bump_pending > 0 ? now : sent + next_beat_ms(c, now);
     /* News of a death or a change: the take round looks now. */
-    if (c->view.deaths != c->scan_deaths || c->view.epoch != c->scan_epoch)
-      c->take_at = min64(c->take_at, now);
+    if (c->mb.view.deaths != c->tk.scan_deaths ||
+        c->mb.view.epoch != c->tk.scan_epoch)
+      c->tk.at = min64(c->tk.at, now);
     run_pending(c, now);
   }
   tell_fence(c);
   if (c->closing || c->fatal) {
-    c->hb_at = sent + c->cfg.renew_ms;
+    c->mb.hb_at = sent + c->cfg.renew_ms;
     pump_all(c, now);
     maybe_closed(c);
   }
@@ -836,8 +860,8 @@ void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
 /* Whether a take round is worth a listing of the lease table. */
 static uint64_t counts_sig(const kn_cc_t *c) {
   uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < c->view.n; i++) {
-    const kn_mview_ent_t *e = &c->view.v[i];
+  for (size_t i = 0; i < c->mb.view.n; i++) {
+    const kn_mview_ent_t *e = &c->mb.view.v[i];
     if (e->dead) continue;
     for (const char *p = e->worker; *p; p++)
       h = (h ^ (unsigned char)*p) * 1099511628211ULL;
@@ -848,28 +872,29 @@ static uint64_t counts_sig(const kn_cc_t *c) {
 
 /* Heartbeats failing: what it took now it might soon have to drop. */
 static int hb_fresh(const kn_cc_t *c, int64_t now) {
-  return now - c->hb_ok_sent_ms <= c->cfg.renew_ms + c->cfg.renew_ms / 2;
+  return now - c->mb.ok_sent_ms <= c->cfg.renew_ms + c->cfg.renew_ms / 2;
 }
 
 /* Why a take round should list the lease table now, or NULL. */
 static const char *take_reason(const kn_cc_t *c, int64_t now) {
-  if (!c->mb_on) return "every take round (no membership)";
-  if (!c->mb_ok) return NULL; /* the first heartbeat comes first */
+  if (!c->mb.on) return "every take round (no membership)";
+  if (!c->mb.ok) return NULL; /* the first heartbeat comes first */
   if (!hb_fresh(c, now)) return NULL;
-  if (!c->scanned) return "first look";
-  if (!c->idle) return "the last round had work";
-  if (c->n_in) return "hand-offs asked for";
-  if (c->foreign) return "leases of workers without heartbeats";
-  if (c->view.epoch != c->scan_epoch) return "the epoch moved";
-  if (c->view.deaths != c->scan_deaths) return "a worker died";
+  if (!c->tk.scanned) return "first look";
+  if (!c->tk.idle) return "the last round had work";
+  if (c->ho.n_in) return "hand-offs asked for";
+  if (c->tk.foreign) return "leases of workers without heartbeats";
+  if (c->mb.view.epoch != c->tk.scan_epoch) return "the epoch moved";
+  if (c->mb.view.deaths != c->tk.scan_deaths) return "a worker died";
   size_t held = kn_cc_held(c);
   if (c->cfg.max_leases && held >= (size_t)c->cfg.max_leases) return NULL;
   /* The counts as a round found them with nothing to do (a quiet worker,
    * children not ready): not again until they change, or for a while. */
-  if (c->idle_sig == counts_sig(c) && now - c->idle_sig_ms < c->cfg.duration_ms)
+  if (c->tk.idle_sig == counts_sig(c) &&
+      now - c->tk.idle_sig_ms < c->cfg.duration_ms)
     return NULL;
-  for (size_t i = 0; i < c->view.n; i++) {
-    const kn_mview_ent_t *e = &c->view.v[i];
+  for (size_t i = 0; i < c->mb.view.n; i++) {
+    const kn_mview_ent_t *e = &c->mb.view.v[i];
     if (!e->dead && strcmp(e->worker, c->worker) != 0 &&
         e->leases >= (int64_t)held + 2)
       return "a worker holds two more leases";
@@ -881,9 +906,9 @@ void kn_cc_tick(kn_cc_t *c, int64_t now) {
   kn_cc_q_retire(&c->q);
   /* Without a heartbeat for grace_ms the others may count this worker
    * dead and take its leases: it stops reading first. */
-  int fenced = c->mb_on && c->mb_ok && now >= c->member_until;
-  for (size_t i = 0; i < c->n_ls; i++) {
-    cc_lease_t *l = c->ls[i];
+  int fenced = c->mb.on && c->mb.ok && now >= c->mb.until;
+  for (size_t i = 0; i < c->wr.n_ls; i++) {
+    cc_lease_t *l = c->wr.ls[i];
     if (l->held && (now >= l->until_ms || fenced)) {
       logf_(c, KN_CC_LOG_WARN,
             "shard %s: %s not written within %lld ms: stopped reading it",
@@ -901,23 +926,23 @@ void kn_cc_tick(kn_cc_t *c, int64_t now) {
       l->yielded = 1;
     }
   }
-  if (c->mb_on && !c->hb_busy && !c->closed_sent && now >= c->hb_at)
+  if (c->mb.on && !c->mb.hb_busy && !c->closed_sent && now >= c->mb.hb_at)
     send_heartbeat(c, now);
   if (!c->closing && !c->fatal) {
     watch_handoffs(c, now);
-    if (!c->syncing && now >= c->sync_at) sync_due(c, now);
-    if (c->synced && !c->taking && now >= c->take_at) {
+    if (!c->sy.syncing && now >= c->sy.at) sync_due(c, now);
+    if (c->sy.synced && !c->tk.taking && now >= c->tk.at) {
       const char *why = take_reason(c, now);
-      if (why && c->mb_on)
+      if (why && c->mb.on)
         logf_(c, KN_CC_LOG_DEBUG, "listing the lease table: %s", why);
       if (why)
         start_take(c, now);
       else
-        c->take_at = now + c->cfg.take_ms;
+        c->tk.at = now + c->cfg.take_ms;
     }
-    if (now >= c->flush_at) {
-      for (size_t i = 0; i < c->n_ls; i++) c->ls[i]->flush_due = 1;
-      c->flush_at = now + c->cfg.checkpoint_ms;
+    if (now >= c->wr.flush_at) {
+      for (size_t i = 0; i < c->wr.n_ls; i++) c->wr.ls[i]->flush_due = 1;
+      c->wr.flush_at = now + c->cfg.checkpoint_ms;
     }
   }
   pump_all(c, now);
@@ -932,10 +957,10 @@ static int64_t backoff_ms(int failures) {
 
 static void sync_failed(kn_cc_t *c, const kn_error_t *err, const char *what,
                         int64_t now) {
-  c->syncing = 0;
-  free(c->plan);
-  c->plan = NULL;
-  c->n_plan = c->plan_next = 0;
+  c->sy.syncing = 0;
+  free(c->sy.plan);
+  c->sy.plan = NULL;
+  c->sy.n_plan = c->sy.plan_next = 0;
   char msg[512];
   snprintf(msg, sizeof(msg), "%s: %s", what,
            err ? kn_error_string(err) : "failed");
@@ -948,36 +973,37 @@ static void sync_failed(kn_cc_t *c, const kn_error_t *err, const char *what,
     return;
   }
   logf_(c, KN_CC_LOG_WARN, "%s (retrying)", msg);
-  c->sync_at = now + backoff_ms(c->sync_failures++);
+  c->sy.at = now + backoff_ms(c->sy.failures++);
 }
 
 static void sync_succeeded(kn_cc_t *c, int64_t now) {
-  if (c->n_plan) {
-    c->idle = 0; /* leases were created: look before saying */
+  if (c->sy.n_plan) {
+    c->tk.idle = 0; /* leases were created: look before saying */
     bump(c, now);
   }
-  c->full_sync_ms = now;
-  c->syncing = 0;
-  c->synced = 1;
-  c->sync_failures = 0;
-  free(c->plan);
-  c->plan = NULL;
-  c->n_plan = c->plan_next = 0;
-  c->sync_at = c->resync ? now : now + c->cfg.sync_ms;
-  c->take_at = now; /* new leases may be ready: look now */
+  c->sy.full_ms = now;
+  c->sy.syncing = 0;
+  c->sy.synced = 1;
+  c->sy.failures = 0;
+  free(c->sy.plan);
+  c->sy.plan = NULL;
+  c->sy.n_plan = c->sy.plan_next = 0;
+  c->sy.at = c->sy.resync ? now : now + c->cfg.sync_ms;
+  c->tk.at = now; /* new leases may be ready: look now */
 }
 
 static void create_wave(kn_cc_t *c, int64_t now) {
-  if (c->plan_next >= c->n_plan) {
+  if (c->sy.plan_next >= c->sy.n_plan) {
     sync_succeeded(c, now);
     return;
   }
-  int wave = c->plan[c->plan_next].wave;
-  c->wave_left = 0;
-  c->create_failed = 0;
-  while (c->plan_next < c->n_plan && c->plan[c->plan_next].wave == wave) {
-    const kn_cc_create_t *p = &c->plan[c->plan_next++];
-    const kn_cc_shard_t *s = &c->shards[p->shard];
+  int wave = c->sy.plan[c->sy.plan_next].wave;
+  c->sy.wave_left = 0;
+  c->sy.create_failed = 0;
+  while (c->sy.plan_next < c->sy.n_plan &&
+         c->sy.plan[c->sy.plan_next].wave == wave) {
+    const kn_cc_create_t *p = &c->sy.plan[c->sy.plan_next++];
+    const kn_cc_shard_t *s = &c->sy.shards[p->shard];
     cc_op_t *o = op_new(c, KN_CC_CREATE, s->id, -1, now);
     cc_act_t *x = o ? call(c, o) : NULL;
     if (!x) continue;
@@ -994,18 +1020,18 @@ static void create_wave(kn_cc_t *c, int64_t now) {
     l.hash_start = (char *)s->hash_start;
     l.hash_end = (char *)s->hash_end;
     kn_cc_q_own_lease(x, &l);
-    c->wave_left++;
+    c->sy.wave_left++;
   }
-  if (c->wave_left == 0) create_wave(c, now);
+  if (c->sy.wave_left == 0) create_wave(c, now);
 }
 
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
 
 static int same_listing(const kn_cc_t *c, const kn_cc_shard_t *v, size_t n) {
-  if (n != c->n_shards) return 0;
+  if (n != c->sy.n_shards) return 0;
   for (size_t i = 0; i < n; i++)
-    if (strcmp(v[i].id, c->shards[i].id) != 0 ||
-        !v[i].closed != !c->shards[i].closed)
+    if (strcmp(v[i].id, c->sy.shards[i].id) != 0 ||
+        !v[i].closed != !c->sy.shards[i].closed)
       return 0;
   return 1;
 }
@@ -1017,7 +1043,7 @@ void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   int probe = po && po->purpose == P_PROBE;
   op_free(po);
   if (c->closing || c->fatal) {
-    c->syncing = 0;
+    c->sy.syncing = 0;
     return;
   }
   if (err) {
@@ -1028,19 +1054,19 @@ void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     /* The leader's look: the leases are listed only when the shards, the
      * epoch or a cleanup to finish call for it, or for a look now and
      * then (scan_ms) at what no event announced. */
-    c->syncing = 0;
-    const char *why = !same_listing(c, v, n)           ? "the shards changed"
-                      : c->view.epoch != c->sync_epoch ? "the epoch moved"
-                      : c->sync_more                   ? "a cleanup is pending"
-                      : now - c->full_sync_ms >= c->cfg.scan_ms
+    c->sy.syncing = 0;
+    const char *why = !same_listing(c, v, n)            ? "the shards changed"
+                      : c->mb.view.epoch != c->sy.epoch ? "the epoch moved"
+                      : c->sy.more                      ? "a cleanup is pending"
+                      : now - c->sy.full_ms >= c->cfg.scan_ms
                           ? "the periodic look"
                           : NULL;
     if (why) {
       logf_(c, KN_CC_LOG_DEBUG, "shard sync with the lease table: %s", why);
       start_sync(c, now);
     } else {
-      c->sync_at = c->resync ? now : now + c->cfg.sync_ms;
-      c->sync_failures = 0;
+      c->sy.at = c->sy.resync ? now : now + c->cfg.sync_ms;
+      c->sy.failures = 0;
     }
     return;
   }
@@ -1057,38 +1083,38 @@ void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   }
   if (oom) {
     shards_free(copy, copy ? n : 0);
-    c->syncing = 0;
-    c->sync_at = now + 1000;
+    c->sy.syncing = 0;
+    c->sy.at = now + 1000;
     return;
   }
-  shards_free(c->shards, c->n_shards);
-  c->shards = copy;
-  c->n_shards = n;
+  shards_free(c->sy.shards, c->sy.n_shards);
+  c->sy.shards = copy;
+  c->sy.n_shards = n;
   cc_op_t *o = op_new(c, KN_CC_LIST_LEASES, NULL, -1, now);
   if (!o || !call(c, o)) {
-    c->syncing = 0;
-    c->sync_at = now + 1000;
+    c->sy.syncing = 0;
+    c->sy.at = now + 1000;
     return;
   }
   o->purpose = P_SYNC_LEASES2;
-  o->epoch = c->sync_epoch;
-  o->deaths = c->view.deaths;
+  o->epoch = c->sy.epoch;
+  o->deaths = c->mb.view.deaths;
 }
 
 /* The first lease listing of a sync: kept, then the shards are listed. */
 static void sync_snapshot(kn_cc_t *c, const kn_lease_t *v, size_t n,
                           int64_t now) {
-  kn_lease_array_free(c->snap, c->n_snap);
-  c->snap = NULL;
-  c->n_snap = 0;
+  kn_lease_array_free(c->sy.snap, c->sy.n_snap);
+  c->sy.snap = NULL;
+  c->sy.n_snap = 0;
   int oom = 0;
-  if (n && !(c->snap = calloc(n, sizeof(*c->snap)))) oom = 1;
-  for (size_t i = 0; i < n && !oom; i++, c->n_snap++)
-    if (kn_lease_copy(&c->snap[i], &v[i])) oom = 1;
+  if (n && !(c->sy.snap = calloc(n, sizeof(*c->sy.snap)))) oom = 1;
+  for (size_t i = 0; i < n && !oom; i++, c->sy.n_snap++)
+    if (kn_lease_copy(&c->sy.snap[i], &v[i])) oom = 1;
   cc_op_t *o = oom ? NULL : op_new(c, KN_CC_LIST_SHARDS, NULL, -1, now);
   if (!o || !call(c, o)) {
-    c->syncing = 0;
-    c->sync_at = now + 1000;
+    c->sy.syncing = 0;
+    c->sy.at = now + 1000;
     return;
   }
   o->purpose = P_SYNC_SHARDS;
@@ -1107,8 +1133,8 @@ static void record_children(kn_cc_t *c, const kn_lease_t *v, size_t n,
                             int64_t now) {
   for (size_t i = 0; i < n; i++) {
     size_t kids = 0, missing = 0;
-    for (size_t j = 0; j < c->n_shards; j++) {
-      const kn_cc_shard_t *s = &c->shards[j];
+    for (size_t j = 0; j < c->sy.n_shards; j++) {
+      const kn_cc_shard_t *s = &c->sy.shards[j];
       if (!((s->parent && strcmp(s->parent, v[i].key) == 0) ||
             (s->adjacent && strcmp(s->adjacent, v[i].key) == 0)))
         continue;
@@ -1129,8 +1155,8 @@ static void record_children(kn_cc_t *c, const kn_lease_t *v, size_t n,
         x->n_children++;
       else
         c->q.lost = 1;
-    for (size_t j = 0; j < c->n_shards; j++) {
-      const kn_cc_shard_t *s = &c->shards[j];
+    for (size_t j = 0; j < c->sy.n_shards; j++) {
+      const kn_cc_shard_t *s = &c->sy.shards[j];
       if (((s->parent && strcmp(s->parent, v[i].key) == 0) ||
            (s->adjacent && strcmp(s->adjacent, v[i].key) == 0)) &&
           !has_child(&v[i], s->id)) {
@@ -1147,8 +1173,8 @@ static void record_children(kn_cc_t *c, const kn_lease_t *v, size_t n,
 
 static int has_kids(const kn_cc_t *c, const kn_lease_t *l) {
   if (l->n_children) return 1;
-  for (size_t j = 0; j < c->n_shards; j++) {
-    const kn_cc_shard_t *s = &c->shards[j];
+  for (size_t j = 0; j < c->sy.n_shards; j++) {
+    const kn_cc_shard_t *s = &c->sy.shards[j];
     if ((s->parent && strcmp(s->parent, l->key) == 0) ||
         (s->adjacent && strcmp(s->adjacent, l->key) == 0))
       return 1;
@@ -1159,21 +1185,21 @@ static int has_kids(const kn_cc_t *c, const kn_lease_t *l) {
 static kn_lease_t *both_of(kn_lease_t *both, const kn_lease_t *v, size_t n,
                            const kn_cc_t *c) {
   if (n) memcpy(both, v, n * sizeof(*v));
-  if (c->n_snap) memcpy(both + n, c->snap, c->n_snap * sizeof(*v));
+  if (c->sy.n_snap) memcpy(both + n, c->sy.snap, c->sy.n_snap * sizeof(*v));
   return both;
 }
 
 static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
                         int64_t now) {
-  if (now - c->sync_emit_ms > c->cfg.duration_ms / 2) {
+  if (now - c->sy.emit_ms > c->cfg.duration_ms / 2) {
     /* The view spans a pause or a very slow store: a lease may have been
      * created, finished and cleaned up meanwhile.  Look again. */
     logf_(c, KN_CC_LOG_WARN,
           "shard sync took %lld ms: its view is too old "
           "to act on; syncing again",
-          (long long)(now - c->sync_emit_ms));
-    c->syncing = 0;
-    c->sync_at = now + backoff_ms(c->sync_failures++);
+          (long long)(now - c->sy.emit_ms));
+    c->sy.syncing = 0;
+    c->sy.at = now + backoff_ms(c->sy.failures++);
     return;
   }
   record_children(c, v, n, now);
@@ -1183,30 +1209,30 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
    * yet) must not land after the removal and start the shard again. */
   int64_t settle =
       c->cfg.duration_ms > c->cfg.sync_ms ? c->cfg.duration_ms : c->cfg.sync_ms;
-  c->sync_more = 0;
+  c->sy.more = 0;
   for (size_t i = 0; i < n; i++) {
     if (!kn_lease_is_shard_end(&v[i])) continue;
     /* A finished lease with a known family goes once its children have
      * started: the leader's syncs go on until then. */
-    if (has_kids(c, &v[i])) c->sync_more = 1;
-    if (!kn_cc_can_remove(v, n, i, c->shards, c->n_shards)) continue;
+    if (has_kids(c, &v[i])) c->sy.more = 1;
+    if (!kn_cc_can_remove(v, n, i, c->sy.shards, c->sy.n_shards)) continue;
     const kn_lease_obs_t *ob = kn_lease_observer_get(&c->obs, v[i].key);
     if (!ob || now - ob->changed_ms < settle) continue;
     cc_op_t *o = op_new(c, KN_CC_REMOVE, v[i].key, -1, now);
     cc_act_t *x = o ? call(c, o) : NULL;
     if (x) x->a.counter = v[i].counter;
   }
-  free(c->plan);
-  c->plan = NULL;
-  c->n_plan = c->plan_next = 0;
+  free(c->sy.plan);
+  c->sy.plan = NULL;
+  c->sy.n_plan = c->sy.plan_next = 0;
   /* Both listings: a lease in either counts (the array borrows them). */
-  kn_lease_t *both = malloc((n + c->n_snap + 1) * sizeof(*both));
-  if (!both ||
-      kn_cc_plan_sync(c->shards, c->n_shards, both_of(both, v, n, c),
-                      n + c->n_snap, c->initial, &c->plan, &c->n_plan)) {
+  kn_lease_t *both = malloc((n + c->sy.n_snap + 1) * sizeof(*both));
+  if (!both || kn_cc_plan_sync(c->sy.shards, c->sy.n_shards,
+                               both_of(both, v, n, c), n + c->sy.n_snap,
+                               c->initial, &c->sy.plan, &c->sy.n_plan)) {
     free(both);
-    c->syncing = 0;
-    c->sync_at = now + 1000;
+    c->sy.syncing = 0;
+    c->sy.at = now + 1000;
     return;
   }
   free(both);
@@ -1227,10 +1253,10 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   seen.req = NULL;
   memset(&seen.lease, 0, sizeof(seen.lease));
   op_free(o);
-  if (purpose == P_TAKE) c->taking = 0;
+  if (purpose == P_TAKE) c->tk.taking = 0;
   int sync = purpose == P_SYNC_LEASES1 || purpose == P_SYNC_LEASES2;
   if (c->closing || c->fatal) {
-    if (sync) c->syncing = 0;
+    if (sync) c->sy.syncing = 0;
     return;
   }
   if (err) {
@@ -1238,7 +1264,7 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
       sync_failed(c, err, "lease table", now);
     } else {
       logf_(c, KN_CC_LOG_WARN, "lease table: %s", kn_error_string(err));
-      c->take_at = now + c->cfg.take_ms;
+      c->tk.at = now + c->cfg.take_ms;
     }
     return;
   }
@@ -1246,8 +1272,8 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   if (obs_ok && purpose == P_TAKE) take_round(c, v, n, &seen, now, now);
   /* With membership a sync's fresh listing is a take round's too: the
    * leader's look costs no listing more. */
-  if (obs_ok && purpose == P_SYNC_LEASES2 && c->mb_on && c->mb_ok &&
-      c->synced && !c->taking && hb_fresh(c, now))
+  if (obs_ok && purpose == P_SYNC_LEASES2 && c->mb.on && c->mb.ok &&
+      c->sy.synced && !c->tk.taking && hb_fresh(c, now))
     take_round(c, v, n, &seen, now, now);
   if (purpose == P_SYNC_LEASES1) sync_snapshot(c, v, n, now);
   if (purpose == P_SYNC_LEASES2) sync_leases(c, v, n, now);
@@ -1273,8 +1299,8 @@ static int is_me(const kn_cc_t *c, const char *who) {
 /* ---- hand-offs ---- */
 
 static cc_in_t *in_find(kn_cc_t *c, const char *key) {
-  for (size_t i = 0; i < c->n_in; i++)
-    if (strcmp(c->in[i].key, key) == 0) return &c->in[i];
+  for (size_t i = 0; i < c->ho.n_in; i++)
+    if (strcmp(c->ho.in[i].key, key) == 0) return &c->ho.in[i];
   return NULL;
 }
 
@@ -1282,31 +1308,31 @@ static void in_remove(kn_cc_t *c, const char *key) {
   cc_in_t *x = in_find(c, key);
   if (!x) return;
   free(x->key);
-  *x = c->in[--c->n_in];
+  *x = c->ho.in[--c->ho.n_in];
 }
 
 /* Starts watching a lease asked for. */
 static void in_add(kn_cc_t *c, const char *key, int64_t counter, int64_t now) {
   if (in_find(c, key)) return;
-  if (c->n_in == c->cap_in) {
-    size_t cap = c->cap_in ? c->cap_in * 2 : 8;
-    cc_in_t *v = realloc(c->in, cap * sizeof(*v));
+  if (c->ho.n_in == c->ho.cap_in) {
+    size_t cap = c->ho.cap_in ? c->ho.cap_in * 2 : 8;
+    cc_in_t *v = realloc(c->ho.in, cap * sizeof(*v));
     if (!v) return; /* the lease expires and is taken the ordinary way */
-    c->in = v;
-    c->cap_in = cap;
+    c->ho.in = v;
+    c->ho.cap_in = cap;
   }
-  cc_in_t *x = &c->in[c->n_in];
+  cc_in_t *x = &c->ho.in[c->ho.n_in];
   memset(x, 0, sizeof(*x));
   if (!(x->key = strdup(key))) return;
   x->counter = counter;
   x->since_ms = x->changed_ms = now;
-  x->next_ms = now + c->watch_ms;
-  c->n_in++;
+  x->next_ms = now + c->ho.watch_ms;
+  c->ho.n_in++;
 }
 
 static void watch_handoffs(kn_cc_t *c, int64_t now) {
-  for (size_t i = 0; i < c->n_in; i++) {
-    cc_in_t *x = &c->in[i];
+  for (size_t i = 0; i < c->ho.n_in; i++) {
+    cc_in_t *x = &c->ho.in[i];
     if (x->busy || now < x->next_ms) continue;
     cc_op_t *o = op_new(c, KN_CC_GET, x->key, -1, now);
     if (o && call(c, o)) x->busy = o->id;
@@ -1337,7 +1363,7 @@ void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   op_free(o);
   if (!x || x->busy != id) return;
   x->busy = 0;
-  x->next_ms = now + c->watch_ms;
+  x->next_ms = now + c->ho.watch_ms;
   if (c->closing || c->fatal) {
     maybe_closed(c);
     return;
@@ -1411,40 +1437,40 @@ static const kn_lease_t *lease_in(const kn_lease_t *v, size_t n,
 static void keep_pending(kn_cc_t *c, const kn_lease_t *v, size_t n,
                          const cc_op_t *seen, int64_t answered_ms,
                          int64_t now) {
-  kn_lease_array_free(c->pend, c->n_pend);
-  c->pend = NULL;
-  c->n_pend = 0;
-  c->idle = 0;
-  if (!(c->pend = calloc(n, sizeof(*c->pend)))) return;
-  for (; c->n_pend < n; c->n_pend++)
-    if (kn_lease_copy(&c->pend[c->n_pend], &v[c->n_pend])) {
-      kn_lease_array_free(c->pend, c->n_pend);
-      c->pend = NULL;
-      c->n_pend = 0;
+  kn_lease_array_free(c->tk.pend, c->tk.n_pend);
+  c->tk.pend = NULL;
+  c->tk.n_pend = 0;
+  c->tk.idle = 0;
+  if (!(c->tk.pend = calloc(n, sizeof(*c->tk.pend)))) return;
+  for (; c->tk.n_pend < n; c->tk.n_pend++)
+    if (kn_lease_copy(&c->tk.pend[c->tk.n_pend], &v[c->tk.n_pend])) {
+      kn_lease_array_free(c->tk.pend, c->tk.n_pend);
+      c->tk.pend = NULL;
+      c->tk.n_pend = 0;
       return;
     }
-  c->pend_ms = answered_ms;
-  c->pend_emit_ms = seen->emit_ms;
-  c->pend_epoch = seen->epoch;
-  c->pend_deaths = seen->deaths;
-  if (c->hb_at > now) c->hb_at = now;
+  c->tk.pend_ms = answered_ms;
+  c->tk.pend_emit_ms = seen->emit_ms;
+  c->tk.pend_epoch = seen->epoch;
+  c->tk.pend_deaths = seen->deaths;
+  if (c->mb.hb_at > now) c->mb.hb_at = now;
 }
 
 /* The round kept for a newer view, once there is one. */
 static void run_pending(kn_cc_t *c, int64_t now) {
-  if (!c->pend || c->view_sent_ms < c->pend_ms || c->taking || c->closing ||
-      c->fatal)
+  if (!c->tk.pend || c->mb.view_sent_ms < c->tk.pend_ms || c->tk.taking ||
+      c->closing || c->fatal)
     return;
-  kn_lease_t *v = c->pend;
-  size_t n = c->n_pend;
-  c->pend = NULL;
-  c->n_pend = 0;
+  kn_lease_t *v = c->tk.pend;
+  size_t n = c->tk.n_pend;
+  c->tk.pend = NULL;
+  c->tk.n_pend = 0;
   cc_op_t seen;
   memset(&seen, 0, sizeof(seen));
-  seen.emit_ms = c->pend_emit_ms;
-  seen.epoch = c->pend_epoch;
-  seen.deaths = c->pend_deaths;
-  take_round(c, v, n, &seen, c->pend_ms, now);
+  seen.emit_ms = c->tk.pend_emit_ms;
+  seen.epoch = c->tk.pend_epoch;
+  seen.deaths = c->tk.pend_deaths;
+  take_round(c, v, n, &seen, c->tk.pend_ms, now);
   kn_lease_array_free(v, n);
   pump_all(c, now);
 }
@@ -1472,34 +1498,33 @@ static void release_extra(kn_cc_t *c, const kn_lease_t *w, const char **ours,
  * others are told to look. */
 static void leftovers(kn_cc_t *c, const kn_lease_t *w, size_t n,
                       const kn_take_plan_t *plan, int64_t now) {
-  if (now - c->leftover_bump_ms < c->cfg.duration_ms) return;
+  if (now - c->tk.leftover_bump_ms < c->cfg.duration_ms) return;
   size_t free_ready = 0;
   for (size_t i = 0; i < n && free_ready <= plan->n_take; i++)
     if (!w[i].owner && !kn_lease_is_shard_end(&w[i]) &&
         kn_lease_is_ready(&w[i], w, n))
       free_ready++;
   if (free_ready <= plan->n_take) return;
-  c->leftover_bump_ms = now;
+  c->tk.leftover_bump_ms = now;
   bump(c, now);
 }
 
 static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
                        const cc_op_t *seen, int64_t answered_ms, int64_t now) {
   int64_t emit_ms = seen->emit_ms;
-  c->take_at = now + c->cfg.take_ms;
-  c->scanned = 1;
-  c->scan_epoch = seen->epoch;
-  c->scan_deaths = seen->deaths;
-  c->last_scan_ms = now;
-  c->foreign = 0;
+  c->tk.at = now + c->cfg.take_ms;
+  c->tk.scanned = 1;
+  c->tk.scan_epoch = seen->epoch;
+  c->tk.scan_deaths = seen->deaths;
+  c->tk.foreign = 0;
   /* Held leases another worker has taken (a listing sent after our take
    * was answered shows them in another name, at or past our counter). */
   kn_strmap_t byk = KN_STRMAP_INIT;
   int indexed = 1;
   for (size_t i = 0; i < n && indexed; i++)
     indexed = kn_strmap_put(&byk, v[i].key, (void *)&v[i]) == 0;
-  for (size_t i = 0; i < c->n_ls; i++) {
-    cc_lease_t *l = c->ls[i];
+  for (size_t i = 0; i < c->wr.n_ls; i++) {
+    cc_lease_t *l = c->wr.ls[i];
     if (!l->held || l->shard_end_written || emit_ms < l->since_ms) continue;
     const kn_lease_t *t =
         indexed ? kn_strmap_get(&byk, l->key) : lease_in(v, n, l->key);
@@ -1560,24 +1585,24 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
       w[i].owner = NULL;
       continue;
     }
-    if (!c->mb_on || !c->mb_ok || !w[i].owner || is_me(c, w[i].owner) ||
+    if (!c->mb.on || !c->mb.ok || !w[i].owner || is_me(c, w[i].owner) ||
         kn_lease_is_shard_end(&w[i]))
       continue;
-    if (kn_mview_is_dead(&c->view, w[i].owner) && !w[i].checkpoint_owner) {
+    if (kn_mview_is_dead(&c->mb.view, w[i].owner) && !w[i].checkpoint_owner) {
       /* Its owner stopped beating a lease duration ago and has stopped
        * reading since: the lease is free, if the view that says so is
        * newer than this listing (else the next heartbeat decides). */
-      if (c->view_sent_ms < answered_ms) {
+      if (c->mb.view_sent_ms < answered_ms) {
         defer = 1;
         break;
       }
       ours[i] = w[i].owner;
       w[i].owner = NULL;
-    } else if (!kn_mview_get(&c->view, w[i].owner) &&
+    } else if (!kn_mview_get(&c->mb.view, w[i].owner) &&
                !kn_lease_is_expired(&c->obs, &w[i], now, c->cfg.duration_ms)) {
       /* A worker without heartbeats (a KCL worker, or one that just
        * started): only listings tell when its lease expires. */
-      c->foreign++;
+      c->tk.foreign++;
     }
   }
   if (defer) {
@@ -1597,12 +1622,12 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
     free(ours);
     return;
   }
-  c->idle = plan.n_take == 0 && plan.n_steal == 0;
-  if (c->idle && c->mb_on) {
-    c->idle_sig = counts_sig(c);
-    c->idle_sig_ms = now;
+  c->tk.idle = plan.n_take == 0 && plan.n_steal == 0;
+  if (c->tk.idle && c->mb.on) {
+    c->tk.idle_sig = counts_sig(c);
+    c->tk.idle_sig_ms = now;
   }
-  if (c->mb_on && c->mb_ok) leftovers(c, w, n, &plan, now);
+  if (c->mb.on && c->mb.ok) leftovers(c, w, n, &plan, now);
   kn_cc_range_t *ranges = NULL; /* parsed once, when first needed */
   for (int pass = 0; pass < 2; pass++) {
     size_t cnt = pass ? plan.n_steal : plan.n_take;
@@ -1640,7 +1665,7 @@ static void take_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
     }
   }
   free(ranges);
-  if (c->mb_on) release_extra(c, w, ours, n, &plan, now);
+  if (c->mb.on) release_extra(c, w, ours, n, &plan, now);
   kn_take_plan_free(&plan);
   free(w);
   free(ours);
@@ -1809,8 +1834,8 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
       begin_handoff(c, l, handoff_to, now);
   } else if (o->op == KN_CC_HANDOFF_DONE) {
     /* Passed on to a worker that died meanwhile: the others look. */
-    if (l->handoff_to && (!kn_mview_get(&c->view, l->handoff_to) ||
-                          kn_mview_is_dead(&c->view, l->handoff_to)))
+    if (l->handoff_to && (!kn_mview_get(&c->mb.view, l->handoff_to) ||
+                          kn_mview_is_dead(&c->mb.view, l->handoff_to)))
       bump(c, now);
     l->held = 0;
     fail_reqs(c, l, KN_ERR__LEASE_LOST);
@@ -1834,8 +1859,8 @@ static void lease_write_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
         x->a.tenure = l->tenure;
         kn_cc_q_own(x, &x->a.key, l->key);
       }
-      c->take_at = now; /* its children may be ready */
-      c->idle = 0;
+      c->tk.at = now; /* its children may be ready */
+      c->tk.idle = 0;
     } else {
       logf_(c, KN_CC_LOG_INFO, "released shard %s", l->key);
     }
@@ -1851,33 +1876,33 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   switch (o->op) {
     case KN_CC_CREATE:
       if (err && !is_cond(err)) {
-        c->create_failed = 1;
+        c->sy.create_failed = 1;
         logf_(c, KN_CC_LOG_WARN, "creating the lease of shard %s: %s", o->key,
               kn_error_string(err));
       } else if (!err) {
         logf_(c, KN_CC_LOG_INFO, "lease created for shard %s at %s", o->key,
               o->ckpt);
       }
-      if (c->syncing && --c->wave_left <= 0) {
-        if (c->create_failed) {
+      if (c->sy.syncing && --c->sy.wave_left <= 0) {
+        if (c->sy.create_failed) {
           /* The children of a lease that could not be created must wait:
            * the next sync tries again. */
-          c->syncing = 0;
-          free(c->plan);
-          c->plan = NULL;
-          c->n_plan = c->plan_next = 0;
-          c->sync_at = now + backoff_ms(c->sync_failures++);
+          c->sy.syncing = 0;
+          free(c->sy.plan);
+          c->sy.plan = NULL;
+          c->sy.n_plan = c->sy.plan_next = 0;
+          c->sy.at = now + backoff_ms(c->sy.failures++);
         } else if (!c->closing && !c->fatal) {
           create_wave(c, now);
         } else {
-          c->syncing = 0;
+          c->sy.syncing = 0;
         }
       }
       break;
     case KN_CC_TAKE:
       if (err) {
         logf_(c, KN_CC_LOG_DEBUG, "take %s: %s", o->key, kn_error_string(err));
-        c->idle = 0; /* it may have landed, or another took it: look */
+        c->tk.idle = 0; /* it may have landed, or another took it: look */
       } else {
         in_remove(c, o->key);
         took(c, o, new_counter, sent_ms, now);
@@ -1887,12 +1912,12 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
       if (err) {
         logf_(c, KN_CC_LOG_DEBUG, "asking for %s: %s", o->key,
               kn_error_string(err));
-        c->idle = 0;
+        c->tk.idle = 0;
       } else if (!c->closing && !c->fatal) {
         logf_(c, KN_CC_LOG_INFO, "asked %s for shard %s",
               o->lease.owner ? o->lease.owner : "?", o->key);
         in_add(c, o->key, o->lease.counter, now);
-        c->idle = 0;
+        c->tk.idle = 0;
       }
       break;
     case KN_CC_HANDOFF_DONE:
@@ -1946,11 +1971,11 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
 
 /* A sync now, or right after the one under way. */
 static void sync_soon(kn_cc_t *c, int64_t now) {
-  c->sync_asked = 1;
-  if (c->syncing)
-    c->resync = 1;
+  c->sy.asked = 1;
+  if (c->sy.syncing)
+    c->sy.resync = 1;
   else
-    c->sync_at = now;
+    c->sy.at = now;
 }
 
 static cc_lease_t *tenure_of(kn_cc_t *c, const char *key, int64_t tenure) {
