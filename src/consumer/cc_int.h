@@ -1,25 +1,30 @@
 /* The coordination core's internals, shared by its files (ccore.h says
  * what the core decides).  One file per concern, each with its part of
- * the state below, its "when next" (*_next_ms, the share of
- * kn_cc_wake_ms) and its "on tick" (*_tick, the share of kn_cc_tick):
+ * struct kn_cc below; the timed ones have their "when next" (*_next_ms,
+ * a share of kn_cc_wake_ms) and "on tick" (*_tick, a share of
+ * kn_cc_tick), which ccore.c runs as one list so that the two cannot
+ * drift apart:
  *
- *   ccore.c       construction, the events in, wake-up and tick, closing
+ *   ccore.c       construction, the answers to calls, wake-up and tick
  *   cc_reads.c    what readers and the application report
- *   cc_sync.c     shard sync: listings, creates, cleanup
- *   cc_take.c     take rounds: classify the listing, plan, issue takes
- *   cc_handoff.c  hand-offs this worker asked for, watched until passed on
- *   cc_members.c  heartbeats and the view of the members
+ *   cc_take.c     take rounds: classify the listing, plan, issue (timed)
+ *   cc_sync.c     shard sync: listings, creates, cleanup (timed)
+ *   cc_close.c    closing and the FATAL verdict
+ *   cc_members.c  heartbeats and the view of the members (timed)
+ *   cc_handoff.c  hand-offs this worker asked for, watched until passed
+ *                 on, then taken (timed)
  *   cc_writes.c   per-lease writes: renewals, checkpoints, releases, the
- *                 owner's side of a hand-off, reading deadlines
+ *                 owner's side of a hand-off; reading deadlines and
+ *                 checkpoint flushes (timed)
  *   cc_ops.c      calls in flight, log lines, replies
  *   ccore_queue.c the queue of actions; ccore_plan.c the pure planners
  *
- * Calls go down this list (a file calls those below it), with one
- * exception: cc_take.c and cc_handoff.c both start takes (kn_cc_tk_*
- * is not called from cc_handoff.c; a hand-off ends in its own TAKE).
- * State is written by its own file, except take.idle and take.at: any
- * concern that learns something a take round should look at clears
- * take.idle (and may move take.at to now). */
+ * A file calls only files below it in this list.  Each concern writes its
+ * own state, with these exceptions: ccore.c sets the initial values and
+ * clears the flags of the calls it answers (sync.syncing, take.taking);
+ * a concern that learns something a take round should look at clears
+ * take.idle (and may move take.at to now); cc_bump asks the next
+ * heartbeat to tell the others to look. */
 #ifndef KN_CONSUMER_CC_INT_H
 #define KN_CONSUMER_CC_INT_H
 
@@ -204,6 +209,7 @@ struct kn_cc {
   /* Out of memory for an action: FATAL and CLOSED, allocated up front. */
   int broken;
   cc_act_t *spare_fatal, *spare_closed;
+  uint64_t idle_ticks; /* kn_cc_idle_ticks */
   cc_members_t mb;
   cc_sync_t sy;
   cc_take_t tk;
@@ -259,8 +265,10 @@ int kn_cc_writes_in_flight(const kn_cc_t *c);
 /* ---- cc_writes.c: per-lease writes ---- */
 
 cc_lease_t *kn_cc_wr_find(kn_cc_t *c, const char *key);
-/* The entry of key, made if needed; NULL on out-of-memory. */
-cc_lease_t *kn_cc_wr_get(kn_cc_t *c, const char *key);
+/* A tenure begins: the entry of key as the take (counter, sent at sent)
+ * left lease t; not reading yet.  NULL on out-of-memory. */
+cc_lease_t *kn_cc_wr_begin(kn_cc_t *c, const char *key, const kn_lease_t *t,
+                           int64_t counter, int64_t sent, int64_t now);
 void kn_cc_wr_stop_reading(kn_cc_t *c, cc_lease_t *l, kn_err_t reason);
 void kn_cc_wr_drop(kn_cc_t *c, cc_lease_t *l, kn_err_t reason);
 void kn_cc_wr_begin_handoff(kn_cc_t *c, cc_lease_t *l, const char *to,
@@ -340,9 +348,10 @@ int64_t kn_cc_sy_next_ms(const kn_cc_t *c);
 void kn_cc_sy_tick(kn_cc_t *c, int64_t now);
 void kn_cc_sy_free(kn_cc_t *c);
 
-/* ---- ccore.c ---- */
+/* ---- cc_close.c: closing ---- */
 
 /* CLOSED once closing (or fatal) is done. */
 void kn_cc_maybe_closed(kn_cc_t *c);
+void kn_cc_go_fatal(kn_cc_t *c, kn_err_t code, const char *msg, int64_t now);
 
 #endif

@@ -73,8 +73,8 @@ void kn_cc_mb_fence(kn_cc_t *c) {
   c->mb.fence_told = t;
 }
 
-int kn_cc_mb_done(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
-                  const kn_members_t *m, int64_t sent, int64_t now) {
+static int heard(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
+                 const kn_members_t *m, int64_t sent, int64_t now) {
   c->mb.hb_busy = 0;
   if (err && kn_error_code(err) == KN_ERR__UNSUPPORTED) {
     kn_cc_log(c, KN_CC_LOG_INFO,
@@ -104,6 +104,13 @@ int kn_cc_mb_done(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
   }
   c->mb.hb_at = c->mb.bump_pending > 0 ? now : sent + next_beat_ms(c, now);
   return 1;
+}
+
+int kn_cc_mb_done(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
+                  const kn_members_t *m, int64_t sent, int64_t now) {
+  int r = heard(c, bumped, err, m, sent, now);
+  if (c->closing || c->fatal) c->mb.hb_at = sent + c->cfg.renew_ms;
+  return r;
 }
 
 /* Whether a take round is worth a listing of the lease table. */

@@ -334,30 +334,9 @@ static int from_start(const kn_cc_t *c, const cc_op_t *o) {
 
 static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
                  int64_t now) {
-  cc_lease_t *l = kn_cc_wr_get(c, o->key);
-  if (!l) return;
   const kn_lease_t *t = &o->lease;
-  l->held = 1;
-  l->tenure = counter;
-  l->counter = counter;
-  l->since_ms = now;
-  l->until_ms = sent + c->grace_ms;
-  l->next_renew_ms = sent + c->cfg.renew_ms;
-  l->busy = 0;
-  l->flush_due = 0;
-  l->failed_write = 0;
-  free(l->handoff_to);
-  l->handoff_to = NULL;
-  l->yielded = 0;
-  cc_set_str(l->ckpt, cc_is_seq(t->checkpoint) ||
-                              (t->checkpoint &&
-                               strcmp(t->checkpoint, KN_CKPT_SHARD_END) == 0)
-                          ? t->checkpoint
-                          : "");
-  l->ckpt_sub = t->checkpoint_subseq > 0 ? t->checkpoint_subseq : 0;
-  l->processed[0] = l->delivered[0] = '\0';
-  l->ended = l->end_popped = 0;
-  l->shard_end_written = kn_lease_is_shard_end(t);
+  cc_lease_t *l = kn_cc_wr_begin(c, o->key, t, counter, sent, now);
+  if (!l) return;
   if (c->closing || c->fatal || l->shard_end_written) {
     /* Too late to read it (or nothing left in it): handed back by pump. */
     l->reading = 0;

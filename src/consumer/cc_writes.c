@@ -11,7 +11,7 @@ cc_lease_t *kn_cc_wr_find(kn_cc_t *c, const char *key) {
   return kn_strmap_get(&c->wr.lmap, key);
 }
 
-cc_lease_t *kn_cc_wr_get(kn_cc_t *c, const char *key) {
+static cc_lease_t *lease_get(kn_cc_t *c, const char *key) {
   cc_lease_t *l = kn_cc_wr_find(c, key);
   if (l) return l;
   if (c->wr.n_ls == c->wr.cap_ls) {
@@ -28,6 +28,36 @@ cc_lease_t *kn_cc_wr_get(kn_cc_t *c, const char *key) {
     return NULL;
   }
   c->wr.ls[c->wr.n_ls++] = l;
+  return l;
+}
+
+/* A tenure begins: the entry of key as the take (counter, sent at sent)
+ * left lease t; not reading yet.  NULL on out-of-memory. */
+cc_lease_t *kn_cc_wr_begin(kn_cc_t *c, const char *key, const kn_lease_t *t,
+                           int64_t counter, int64_t sent, int64_t now) {
+  cc_lease_t *l = lease_get(c, key);
+  if (!l) return NULL;
+  l->held = 1;
+  l->tenure = counter;
+  l->counter = counter;
+  l->since_ms = now;
+  l->until_ms = sent + c->grace_ms;
+  l->next_renew_ms = sent + c->cfg.renew_ms;
+  l->busy = 0;
+  l->flush_due = 0;
+  l->failed_write = 0;
+  free(l->handoff_to);
+  l->handoff_to = NULL;
+  l->yielded = 0;
+  cc_set_str(l->ckpt, cc_is_seq(t->checkpoint) ||
+                              (t->checkpoint &&
+                               strcmp(t->checkpoint, KN_CKPT_SHARD_END) == 0)
+                          ? t->checkpoint
+                          : "");
+  l->ckpt_sub = t->checkpoint_subseq > 0 ? t->checkpoint_subseq : 0;
+  l->processed[0] = l->delivered[0] = '\0';
+  l->ended = l->end_popped = 0;
+  l->shard_end_written = kn_lease_is_shard_end(t);
   return l;
 }
 
@@ -99,6 +129,34 @@ static void write_ckpt(kn_cc_t *c, cc_lease_t *l, const char *ckpt, int64_t sub,
   l->busy = o->id;
 }
 
+/* The application's checkpoints first, in order: those at or behind the
+ * table's checkpoint are answered at once, the next is written.  1 when
+ * a write went out. */
+static int next_req(kn_cc_t *c, cc_lease_t *l, int64_t now) {
+  while (l->reqs) {
+    cc_req_t *r = l->reqs;
+    l->reqs = r->next;
+    if (!l->reqs) l->reqs_tail = NULL;
+    if (!r->prepare &&
+        (l->shard_end_written || !after_ckpt(l, r->seq, r->subseq))) {
+      kn_cc_reply(c, r->req, KN_ERR_NO_ERROR, NULL);
+      kn_cc_req_free(r);
+      continue;
+    }
+    write_ckpt(c, l, r->prepare ? NULL : r->seq, r->subseq, r, now);
+    return 1;
+  }
+  return 0;
+}
+
+/* A write of the lease on its counter (RENEW, RELEASE, HANDOFF_DONE). */
+static void lease_call(kn_cc_t *c, cc_lease_t *l, kn_cc_op_t op, int64_t now) {
+  cc_op_t *o = kn_cc_op_new(c, op, l->key, l->tenure, now);
+  cc_act_t *x = o ? kn_cc_call(c, o) : NULL;
+  if (x) x->a.counter = l->counter;
+  if (o) l->busy = o->id;
+}
+
 /* Starts the next write the lease needs, if none is in flight. */
 void kn_cc_wr_pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
   if (!l->held || l->busy) return;
@@ -107,22 +165,7 @@ void kn_cc_wr_pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
   if (!l->reqs && !l->ended && !l->handoff_to && !l->shard_end_written &&
       !c->closing && !c->fatal && now < l->next_renew_ms)
     return;
-  while (l->reqs) {
-    cc_req_t *r = l->reqs;
-    if (!r->prepare &&
-        (l->shard_end_written || !after_ckpt(l, r->seq, r->subseq))) {
-      /* At or behind the table's checkpoint: nothing to write. */
-      l->reqs = r->next;
-      if (!l->reqs) l->reqs_tail = NULL;
-      kn_cc_reply(c, r->req, KN_ERR_NO_ERROR, NULL);
-      kn_cc_req_free(r);
-      continue;
-    }
-    l->reqs = r->next;
-    if (!l->reqs) l->reqs_tail = NULL;
-    write_ckpt(c, l, r->prepare ? NULL : r->seq, r->subseq, r, now);
-    return;
-  }
+  if (next_req(c, l, now)) return;
   int done_reading = l->ended && l->end_popped;
   if (done_reading && !l->shard_end_written &&
       (c->cfg.auto_checkpoint || !l->delivered[0] ||
@@ -157,18 +200,10 @@ void kn_cc_wr_pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
     kn_cc_op_t op = l->handoff_to && !l->shard_end_written && !final
                         ? KN_CC_HANDOFF_DONE
                         : KN_CC_RELEASE;
-    cc_op_t *o = kn_cc_op_new(c, op, l->key, l->tenure, now);
-    cc_act_t *x = o ? kn_cc_call(c, o) : NULL;
-    if (x) x->a.counter = l->counter;
-    if (o) l->busy = o->id;
+    lease_call(c, l, op, now);
     return;
   }
-  if (now >= l->next_renew_ms) {
-    cc_op_t *o = kn_cc_op_new(c, KN_CC_RENEW, l->key, l->tenure, now);
-    cc_act_t *x = o ? kn_cc_call(c, o) : NULL;
-    if (x) x->a.counter = l->counter;
-    if (o) l->busy = o->id;
-  }
+  if (now >= l->next_renew_ms) lease_call(c, l, KN_CC_RENEW, now);
 }
 
 void kn_cc_wr_pump_all(kn_cc_t *c, int64_t now) {
@@ -191,6 +226,109 @@ void kn_cc_wr_begin_handoff(kn_cc_t *c, cc_lease_t *l, const char *to,
   x->a.tenure = l->tenure;
   kn_cc_q_own(x, &x->a.key, l->key);
   kn_cc_q_own(x, &x->a.old_owner, to);
+}
+
+/* A write failed (not refused): tried again soon, or, closing, the
+ * lease is given up. */
+static void write_failed(kn_cc_t *c, cc_lease_t *l, const cc_op_t *o,
+                         cc_req_t *req, const kn_error_t *err, int64_t now) {
+  if (req) {
+    char msg[512];
+    snprintf(msg, sizeof(msg), "shard %s: checkpoint: %s", l->key,
+             kn_error_string(err));
+    kn_cc_reply(c, req->req, kn_error_code(err), msg);
+    kn_cc_req_free(req);
+  } else if (o->op == KN_CC_CHECKPOINT && strcmp(o->ckpt, KN_CKPT_SHARD_END)) {
+    l->flush_due = 1;
+  }
+  kn_cc_log(c, KN_CC_LOG_WARN, "shard %s: %s: %s%s", l->key,
+            kn_cc_op_name(o->op), kn_error_string(err),
+            o->op == KN_CC_RENEW ? " (still held)" : "");
+  l->failed_write = 1;
+  if ((o->op == KN_CC_RELEASE || o->op == KN_CC_HANDOFF_DONE) &&
+      (c->closing || c->fatal)) {
+    l->held = 0; /* given up: it expires in the others' eyes */
+    fail_reqs(c, l, KN_ERR__LEASE_LOST);
+    return;
+  }
+  /* Again soon, well before the deadline. */
+  int64_t again = c->cfg.renew_ms / 3 < 1000 ? c->cfg.renew_ms / 3 : 1000;
+  l->next_renew_ms = now + again;
+}
+
+/* A hand-off done: the lease is the next owner's. */
+static void passed_on(kn_cc_t *c, cc_lease_t *l, int64_t now) {
+  /* Passed on to a worker that died meanwhile: the others look. */
+  if (l->handoff_to && (!kn_mview_get(&c->mb.view, l->handoff_to) ||
+                        kn_mview_is_dead(&c->mb.view, l->handoff_to)))
+    cc_bump(c, now);
+  l->held = 0;
+  fail_reqs(c, l, KN_ERR__LEASE_LOST);
+  kn_cc_log(c, KN_CC_LOG_INFO, "handed shard %s over to %s at %s", l->key,
+            l->handoff_to ? l->handoff_to : "?",
+            l->ckpt[0] ? l->ckpt : "its checkpoint");
+  free(l->handoff_to);
+  l->handoff_to = NULL;
+}
+
+static void released(kn_cc_t *c, cc_lease_t *l, int64_t now) {
+  l->held = 0;
+  fail_reqs(c, l, KN_ERR__LEASE_LOST);
+  cc_bump(c, now); /* free, or its children ready: the others look */
+  if (!l->shard_end_written) {
+    kn_cc_log(c, KN_CC_LOG_INFO, "released shard %s", l->key);
+    return;
+  }
+  l->reading = 0;
+  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_DONE);
+  if (x) {
+    x->a.tenure = l->tenure;
+    kn_cc_q_own(x, &x->a.key, l->key);
+  }
+  c->tk.at = now; /* its children may be ready */
+  c->tk.idle = 0;
+}
+
+/* A write succeeded: the lease is renewed, and what the write was for is
+ * done. */
+static void written(kn_cc_t *c, cc_lease_t *l, const cc_op_t *o, cc_req_t *req,
+                    int64_t counter, const char *handoff_to, int64_t sent,
+                    int64_t now) {
+  l->counter = counter;
+  l->failed_write = 0;
+  if (sent + c->grace_ms > l->until_ms) l->until_ms = sent + c->grace_ms;
+  l->next_renew_ms = sent + c->cfg.renew_ms;
+  if (l->reading) {
+    cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_EXTEND);
+    if (x) {
+      x->a.tenure = l->tenure;
+      x->a.until_ms = l->until_ms;
+      kn_cc_q_own(x, &x->a.key, l->key);
+    }
+  }
+  if (o->op == KN_CC_CHECKPOINT) {
+    if (o->ckpt[0]) {
+      cc_set_str(l->ckpt, o->ckpt);
+      l->ckpt_sub = o->ckpt_sub;
+    }
+    if (strcmp(o->ckpt, KN_CKPT_SHARD_END) == 0) {
+      l->shard_end_written = 1;
+      kn_cc_log(c, KN_CC_LOG_INFO, "shard %s finished: SHARD_END checkpointed",
+                l->key);
+    }
+    if (req) kn_cc_reply(c, req->req, KN_ERR_NO_ERROR, NULL);
+    kn_cc_req_free(req);
+    /* A checkpoint stands for the renewal of its slot: it brings news of
+     * a hand-off as well. */
+    if (handoff_to && l->held && !l->shard_end_written)
+      kn_cc_wr_begin_handoff(c, l, handoff_to, now);
+  } else if (o->op == KN_CC_HANDOFF_DONE) {
+    passed_on(c, l, now);
+  } else if (o->op == KN_CC_RENEW && handoff_to && l->held) {
+    kn_cc_wr_begin_handoff(c, l, handoff_to, now);
+  } else if (o->op == KN_CC_RELEASE) {
+    released(c, l, now);
+  }
 }
 
 void kn_cc_wr_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
@@ -222,93 +360,10 @@ void kn_cc_wr_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     kn_cc_wr_drop(c, l, KN_ERR__LEASE_LOST);
     return;
   }
-  if (err) {
-    if (req) {
-      char msg[512];
-      snprintf(msg, sizeof(msg), "shard %s: checkpoint: %s", l->key,
-               kn_error_string(err));
-      kn_cc_reply(c, req->req, kn_error_code(err), msg);
-      kn_cc_req_free(req);
-    } else if (o->op == KN_CC_CHECKPOINT &&
-               strcmp(o->ckpt, KN_CKPT_SHARD_END)) {
-      l->flush_due = 1;
-    }
-    kn_cc_log(c, KN_CC_LOG_WARN, "shard %s: %s: %s%s", l->key,
-              kn_cc_op_name(o->op), kn_error_string(err),
-              o->op == KN_CC_RENEW ? " (still held)" : "");
-    l->failed_write = 1;
-    if ((o->op == KN_CC_RELEASE || o->op == KN_CC_HANDOFF_DONE) &&
-        (c->closing || c->fatal)) {
-      l->held = 0; /* given up: it expires in the others' eyes */
-      fail_reqs(c, l, KN_ERR__LEASE_LOST);
-      return;
-    }
-    /* Again soon, well before the deadline. */
-    int64_t again = c->cfg.renew_ms / 3 < 1000 ? c->cfg.renew_ms / 3 : 1000;
-    l->next_renew_ms = now + again;
-    return;
-  }
-  l->counter = counter;
-  l->failed_write = 0;
-  if (sent + c->grace_ms > l->until_ms) l->until_ms = sent + c->grace_ms;
-  l->next_renew_ms = sent + c->cfg.renew_ms;
-  if (l->reading) {
-    cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_EXTEND);
-    if (x) {
-      x->a.tenure = l->tenure;
-      x->a.until_ms = l->until_ms;
-      kn_cc_q_own(x, &x->a.key, l->key);
-    }
-  }
-  if (o->op == KN_CC_CHECKPOINT) {
-    if (o->ckpt[0]) {
-      cc_set_str(l->ckpt, o->ckpt);
-      l->ckpt_sub = o->ckpt_sub;
-    }
-    if (strcmp(o->ckpt, KN_CKPT_SHARD_END) == 0) {
-      l->shard_end_written = 1;
-      kn_cc_log(c, KN_CC_LOG_INFO, "shard %s finished: SHARD_END checkpointed",
-                l->key);
-    }
-    if (req) kn_cc_reply(c, req->req, KN_ERR_NO_ERROR, NULL);
-    kn_cc_req_free(req);
-    /* A checkpoint stands for the renewal of its slot: it brings news of
-     * a hand-off as well. */
-    if (handoff_to && l->held && !l->shard_end_written)
-      kn_cc_wr_begin_handoff(c, l, handoff_to, now);
-  } else if (o->op == KN_CC_HANDOFF_DONE) {
-    /* Passed on to a worker that died meanwhile: the others look. */
-    if (l->handoff_to && (!kn_mview_get(&c->mb.view, l->handoff_to) ||
-                          kn_mview_is_dead(&c->mb.view, l->handoff_to)))
-      cc_bump(c, now);
-    l->held = 0;
-    fail_reqs(c, l, KN_ERR__LEASE_LOST);
-    kn_cc_log(c, KN_CC_LOG_INFO, "handed shard %s over to %s at %s", l->key,
-              l->handoff_to ? l->handoff_to : "?",
-              l->ckpt[0] ? l->ckpt
-                         : "its "
-                           "checkpoint");
-    free(l->handoff_to);
-    l->handoff_to = NULL;
-  } else if (o->op == KN_CC_RENEW && handoff_to && l->held) {
-    kn_cc_wr_begin_handoff(c, l, handoff_to, now);
-  } else if (o->op == KN_CC_RELEASE) {
-    l->held = 0;
-    fail_reqs(c, l, KN_ERR__LEASE_LOST);
-    cc_bump(c, now); /* free, or its children ready: the others look */
-    if (l->shard_end_written) {
-      l->reading = 0;
-      cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_DONE);
-      if (x) {
-        x->a.tenure = l->tenure;
-        kn_cc_q_own(x, &x->a.key, l->key);
-      }
-      c->tk.at = now; /* its children may be ready */
-      c->tk.idle = 0;
-    } else {
-      kn_cc_log(c, KN_CC_LOG_INFO, "released shard %s", l->key);
-    }
-  }
+  if (err)
+    write_failed(c, l, o, req, err, now);
+  else
+    written(c, l, o, req, counter, handoff_to, sent, now);
 }
 
 size_t kn_cc_held(const kn_cc_t *c) {

@@ -8,55 +8,6 @@
 
 #include "consumer/cc_int.h"
 
-/* ---- closing ---- */
-
-void kn_cc_maybe_closed(kn_cc_t *c) {
-  if (!(c->closing || c->fatal) || c->closed_sent) return;
-  for (size_t i = 0; i < c->wr.n_ls; i++)
-    if (c->wr.ls[i]->held) return;
-  if (kn_cc_writes_in_flight(c)) return;
-  if (c->mb.on && c->mb.ok && c->mb.bump_pending > 0 && !c->mb.close_beat) {
-    /* The others look at the leases let go now, not in a lease duration. */
-    c->mb.close_beat = 1;
-    kn_cc_mb_send(c, c->mb.hb_at);
-    if (c->mb.hb_busy) return;
-  }
-  c->closed_sent = 1;
-  kn_cc_q_push(&c->q, KN_CC_CLOSED);
-}
-
-static void wind_down(kn_cc_t *c, kn_err_t reason, int64_t now) {
-  for (size_t i = 0; i < c->wr.n_ls; i++)
-    kn_cc_wr_stop_reading(c, c->wr.ls[i], reason);
-  kn_cc_wr_pump_all(c, now);
-  kn_cc_maybe_closed(c);
-}
-
-static void go_fatal(kn_cc_t *c, kn_err_t code, const char *msg, int64_t now) {
-  if (c->fatal || c->closing) return;
-  c->fatal = 1;
-  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_FATAL);
-  if (x) {
-    x->a.reason = code;
-    kn_cc_q_own(x, &x->a.err_msg, msg);
-  }
-  wind_down(c, KN_ERR__FAIL, now);
-}
-
-void kn_cc_close(kn_cc_t *c, int64_t now_ms) {
-  kn_cc_q_retire(&c->q);
-  if (c->closing) {
-    if (c->closed_sent) kn_cc_q_push(&c->q, KN_CC_CLOSED);
-    return;
-  }
-  c->closing = 1;
-  if (c->fatal && c->closed_sent) {
-    kn_cc_q_push(&c->q, KN_CC_CLOSED);
-    return;
-  }
-  wind_down(c, KN_ERR__DESTROY, now_ms);
-}
-
 kn_cc_t *kn_cc_new(const kn_cc_cfg_t *cfg, int64_t now_ms) {
   if (!cfg || !cfg->worker || cfg->duration_ms <= 0 || cfg->renew_ms <= 0 ||
       cfg->renew_ms * 3 >= cfg->duration_ms * 2)
@@ -176,10 +127,19 @@ int kn_cc_idle(const kn_cc_t *c) {
 
 void kn_cc_tick(kn_cc_t *c, int64_t now) {
   kn_cc_q_retire(&c->q);
+  int64_t wake = kn_cc_wake_ms(c);
+  uint64_t pushed = c->q.pushed;
   for (size_t i = 0; i < N_TIMERS; i++) timers[i].tick(c, now);
   kn_cc_wr_pump_all(c, now);
   kn_cc_maybe_closed(c);
+  /* The self-check: a tick at (or past) the wake-up queues an action or
+   * moves the wake-up; else a driver that waits for kn_cc_wake_ms would
+   * tick again at once, and again. */
+  if (now >= wake && c->q.pushed == pushed && kn_cc_wake_ms(c) == wake)
+    c->idle_ticks++;
 }
+
+uint64_t kn_cc_idle_ticks(const kn_cc_t *c) { return c->idle_ticks; }
 
 /* ---- answers to calls ---- */
 
@@ -198,7 +158,6 @@ void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   }
   kn_cc_mb_fence(c);
   if (c->closing || c->fatal) {
-    c->mb.hb_at = sent + c->cfg.renew_ms;
     kn_cc_wr_pump_all(c, now);
     kn_cc_maybe_closed(c);
   }
@@ -209,7 +168,7 @@ static void sync_failed(kn_cc_t *c, const kn_error_t *err, const char *what,
                         int64_t now) {
   char msg[512];
   if (kn_cc_sy_failed(c, err, what, msg, sizeof(msg), now))
-    go_fatal(c, kn_error_code(err), msg, now);
+    kn_cc_go_fatal(c, kn_error_code(err), msg, now);
 }
 
 void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,

@@ -281,6 +281,10 @@ int kn_cc_synced(const kn_cc_t *c);
  * worker is their leader. */
 size_t kn_cc_members(const kn_cc_t *c);
 int kn_cc_is_leader(const kn_cc_t *c);
+/* Calls to kn_cc_tick at or past kn_cc_wake_ms that queued no action and
+ * left the wake-up where it was (a driver waiting for the wake-up would
+ * spin): 0 unless the core's timers disagree, or memory ran out. */
+uint64_t kn_cc_idle_ticks(const kn_cc_t *c);
 
 /* ---- the pure planners, exposed for tests ---- */
 

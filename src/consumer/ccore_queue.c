@@ -10,6 +10,7 @@ cc_act_t *kn_cc_q_push(cc_queue_t *q, kn_cc_op_t op) {
     q->lost = 1;
     return NULL;
   }
+  q->pushed++;
   x->q = q;
   x->a.op = op;
   x->a.tenure = -1;

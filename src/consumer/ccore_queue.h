@@ -23,6 +23,7 @@ typedef struct cc_queue {
   /* An action could not be queued, or queued without one of its copies:
    * the core cannot trust what it waits for (kn_cc_next). */
   int lost;
+  uint64_t pushed; /* actions queued so far (the tick's self-check) */
 } cc_queue_t;
 
 /* A new action at the tail (tenure -1); NULL on out-of-memory (and
