@@ -7,6 +7,16 @@
 #include "consumer/cc_int.h"
 #include "kinesis/seqnum.h"
 
+/* Moves a position (seq, *sub) forward to pos, never back. */
+static void advance(char *seq, int64_t *sub, const kn_cc_pos_t *pos) {
+  if (!pos || !pos->seq) return;
+  if (seq[0] &&
+      kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq, seq, (uint64_t)*sub) <= 0)
+    return;
+  cc_set_str(seq, pos->seq);
+  *sub = pos->subseq;
+}
+
 static cc_lease_t *tenure_of(kn_cc_t *c, const char *key, int64_t tenure) {
   cc_lease_t *l = kn_cc_wr_find(c, key);
   if (!l || !l->reading || l->tenure != tenure) return NULL;
@@ -74,13 +84,7 @@ void kn_cc_delivered(kn_cc_t *c, const char *key, int64_t tenure,
   kn_cc_q_retire(&c->q);
   cc_lease_t *l = tenure_of(c, key, tenure);
   if (!l) return;
-  if (pos && pos->seq &&
-      (!l->delivered[0] ||
-       kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq, l->delivered,
-                     (uint64_t)l->delivered_sub) > 0)) {
-    cc_set_str(l->delivered, pos->seq);
-    l->delivered_sub = pos->subseq;
-  }
+  advance(l->delivered, &l->delivered_sub, pos);
   if (end) l->end_popped = 1;
   kn_cc_wr_pump(c, l, now);
 }
@@ -90,12 +94,7 @@ void kn_cc_processed(kn_cc_t *c, const char *key, int64_t tenure,
   kn_cc_q_retire(&c->q);
   cc_lease_t *l = kn_cc_wr_find(c, key);
   if (!l || !l->held || l->tenure != tenure || !pos || !pos->seq) return;
-  if (!l->processed[0] ||
-      kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq, l->processed,
-                    (uint64_t)l->processed_sub) > 0) {
-    cc_set_str(l->processed, pos->seq);
-    l->processed_sub = pos->subseq;
-  }
+  advance(l->processed, &l->processed_sub, pos);
   (void)now;
 }
 
@@ -144,13 +143,7 @@ void kn_cc_yielded(kn_cc_t *c, const char *key, int64_t tenure,
   kn_cc_q_retire(&c->q);
   cc_lease_t *l = kn_cc_wr_find(c, key);
   if (!l || !l->held || l->tenure != tenure || !l->handoff_to) return;
-  if (pos && pos->seq &&
-      (!l->processed[0] ||
-       kn_seqpos_cmp(pos->seq, (uint64_t)pos->subseq, l->processed,
-                     (uint64_t)l->processed_sub) > 0)) {
-    cc_set_str(l->processed, pos->seq);
-    l->processed_sub = pos->subseq;
-  }
+  advance(l->processed, &l->processed_sub, pos);
   l->yielded = 1;
   kn_cc_wr_pump(c, l, now);
 }

@@ -57,7 +57,9 @@
  *
  * Ownership: strings in actions point into the core (or into the event
  * that caused them) and are valid until the next call into the core;
- * the driver copies what it keeps.  Strings passed in events are copied. */
+ * the driver copies what it keeps.  Strings passed in events are copied.
+ *
+ * The implementation is one file per concern; cc_int.h lists them. */
 #ifndef KN_CONSUMER_CCORE_H
 #define KN_CONSUMER_CCORE_H
 
