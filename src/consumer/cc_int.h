@@ -123,8 +123,8 @@ typedef struct cc_op {
   cc_req_t *req;   /* CHECKPOINT for the application */
 } cc_op_t;
 
-/* Membership (cfg.members): this worker's heartbeats and the view of
- * everyone's they return (lease/members.h). */
+/* Membership (cfg.members), cc_members.c: this worker's heartbeats and
+ * the view of everyone's they return (lease/members.h). */
 typedef struct cc_members {
   int on;           /* heartbeats are written */
   int ok;           /* one was answered */
@@ -139,8 +139,8 @@ typedef struct cc_members {
   int64_t ok_sent_ms;   /* the last good heartbeat was sent then */
 } cc_members_t;
 
-/* Shard sync: the shard listing, the lease listings around it and the
- * creates they call for. */
+/* Shard sync, cc_sync.c: the shard listing, the lease listings around it
+ * and the creates they call for. */
 typedef struct cc_sync {
   int synced, syncing, resync;
   int64_t at;
@@ -159,7 +159,7 @@ typedef struct cc_sync {
   int more;        /* it left a cleanup to do */
 } cc_sync_t;
 
-/* Taking: the take rounds over a listing of the lease table. */
+/* Taking, cc_take.c: the take rounds over a listing of the lease table. */
 typedef struct cc_take {
   int taking, idle;
   int64_t at;
@@ -181,14 +181,16 @@ typedef struct cc_take {
   uint64_t pend_deaths;
 } cc_take_t;
 
-/* Hand-offs this worker asked for (the owner's side lives in cc_lease_t). */
+/* Hand-offs this worker asked for, cc_handoff.c (the owner's side is
+ * per lease, in cc_lease_t). */
 typedef struct cc_handoffs {
   cc_in_t *in;
   size_t n_in, cap_in;
   int64_t watch_ms; /* how often a lease asked for is looked at */
 } cc_handoffs_t;
 
-/* Per-lease writes: the leases held (renewals, checkpoints, releases). */
+/* Per-lease writes, cc_writes.c: the leases held (renewals, checkpoints,
+ * releases). */
 typedef struct cc_writes {
   cc_lease_t **ls;
   size_t n_ls, cap_ls;
@@ -196,6 +198,8 @@ typedef struct cc_writes {
   int64_t flush_at; /* the next checkpoint flush */
 } cc_writes_t;
 
+/* The core: all of it is owned by the core and touched only by the
+ * thread that calls into it (the driver's). */
 struct kn_cc {
   kn_cc_cfg_t cfg;
   char *worker, *initial;
