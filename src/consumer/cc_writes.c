@@ -382,7 +382,10 @@ int64_t kn_cc_wr_next_ms(const kn_cc_t *c) {
     const cc_lease_t *l = c->wr.ls[i];
     if (!l->held) continue;
     t = cc_min64(t, fence ? cc_min64(l->until_ms, c->mb.until) : l->until_ms);
-    if (l->handoff_to) t = cc_min64(t, l->handoff_since + c->cfg.handoff_ms);
+    /* The hand-off's time limit, until the application has answered (the
+     * tick looks no further: waking for it then would find nothing). */
+    if (l->handoff_to && !l->yielded)
+      t = cc_min64(t, l->handoff_since + c->cfg.handoff_ms);
     if (!l->busy) t = cc_min64(t, l->next_renew_ms);
   }
   return t;
