@@ -57,7 +57,9 @@
  *
  * Ownership: strings in actions point into the core (or into the event
  * that caused them) and are valid until the next call into the core;
- * the driver copies what it keeps.  Strings passed in events are copied. */
+ * the driver copies what it keeps.  Strings passed in events are copied.
+ *
+ * The implementation is one file per concern; cc_int.h lists them. */
 #ifndef KN_CONSUMER_CCORE_H
 #define KN_CONSUMER_CCORE_H
 
@@ -281,6 +283,10 @@ int kn_cc_synced(const kn_cc_t *c);
  * worker is their leader. */
 size_t kn_cc_members(const kn_cc_t *c);
 int kn_cc_is_leader(const kn_cc_t *c);
+/* Calls to kn_cc_tick at or past kn_cc_wake_ms that queued no action and
+ * left the wake-up where it was (a driver waiting for the wake-up would
+ * spin): 0 unless the core's timers disagree, or memory ran out. */
+uint64_t kn_cc_idle_ticks(const kn_cc_t *c);
 
 /* ---- the pure planners, exposed for tests ---- */
 

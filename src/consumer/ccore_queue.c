@@ -4,12 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-cc_act_t *cc_push(cc_queue_t *q, kn_cc_op_t op) {
+cc_act_t *kn_cc_q_push(cc_queue_t *q, kn_cc_op_t op) {
   cc_act_t *x = calloc(1, sizeof(*x));
   if (!x) {
     q->lost = 1;
     return NULL;
   }
+  q->pushed++;
   x->q = q;
   x->a.op = op;
   x->a.tenure = -1;
@@ -21,7 +22,7 @@ cc_act_t *cc_push(cc_queue_t *q, kn_cc_op_t op) {
   return x;
 }
 
-int cc_own(cc_act_t *x, const char **dst, const char *s) {
+int kn_cc_q_own(cc_act_t *x, const char **dst, const char *s) {
   *dst = NULL;
   if (!s) return 0;
   for (size_t i = 0; i < sizeof(x->str) / sizeof(x->str[0]); i++) {
@@ -34,7 +35,7 @@ int cc_own(cc_act_t *x, const char **dst, const char *s) {
   return -1;
 }
 
-int cc_own_lease(cc_act_t *x, const kn_lease_t *l) {
+int kn_cc_q_own_lease(cc_act_t *x, const kn_lease_t *l) {
   if (kn_lease_copy(&x->lease, l)) {
     x->q->lost = 1;
     return -1;
@@ -53,7 +54,7 @@ static void act_free(cc_act_t *x) {
   free(x);
 }
 
-void cc_retire(cc_queue_t *q) {
+void kn_cc_q_retire(cc_queue_t *q) {
   while (q->retired) {
     cc_act_t *x = q->retired;
     q->retired = x->next;
@@ -61,8 +62,8 @@ void cc_retire(cc_queue_t *q) {
   }
 }
 
-int cc_pop(cc_queue_t *q, kn_cc_action_t *a) {
-  cc_retire(q);
+int kn_cc_q_pop(cc_queue_t *q, kn_cc_action_t *a) {
+  kn_cc_q_retire(q);
   cc_act_t *x = q->head;
   if (!x) return 0;
   q->head = x->next;
@@ -73,9 +74,9 @@ int cc_pop(cc_queue_t *q, kn_cc_action_t *a) {
   return 1;
 }
 
-void cc_queue_free(cc_queue_t *q) {
-  cc_retire(q);
+void kn_cc_q_free(cc_queue_t *q) {
+  kn_cc_q_retire(q);
   q->retired = q->head;
   q->head = q->tail = NULL;
-  cc_retire(q);
+  kn_cc_q_retire(q);
 }

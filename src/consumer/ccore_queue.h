@@ -23,17 +23,18 @@ typedef struct cc_queue {
   /* An action could not be queued, or queued without one of its copies:
    * the core cannot trust what it waits for (kn_cc_next). */
   int lost;
+  uint64_t pushed; /* actions queued so far (the tick's self-check) */
 } cc_queue_t;
 
 /* A new action at the tail (tenure -1); NULL on out-of-memory (and
  * q->lost set). */
-cc_act_t *cc_push(cc_queue_t *q, kn_cc_op_t op);
+cc_act_t *kn_cc_q_push(cc_queue_t *q, kn_cc_op_t op);
 /* A copy of s owned by the action (NULL stays NULL); -1 on
  * out-of-memory (and the queue's lost set). */
-int cc_own(cc_act_t *x, const char **dst, const char *s);
-int cc_own_lease(cc_act_t *x, const kn_lease_t *l);
-int cc_pop(cc_queue_t *q, kn_cc_action_t *a);
-void cc_retire(cc_queue_t *q);
-void cc_queue_free(cc_queue_t *q);
+int kn_cc_q_own(cc_act_t *x, const char **dst, const char *s);
+int kn_cc_q_own_lease(cc_act_t *x, const kn_lease_t *l);
+int kn_cc_q_pop(cc_queue_t *q, kn_cc_action_t *a);
+void kn_cc_q_retire(cc_queue_t *q);
+void kn_cc_q_free(cc_queue_t *q);
 
 #endif

@@ -1,0 +1,112 @@
+/* The coordination core's hand-offs asked for: a lease asked of its
+ * owner is watched until passed on, then taken (cc_int.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer/cc_int.h"
+
+cc_in_t *kn_cc_ho_find(kn_cc_t *c, const char *key) {
+  for (size_t i = 0; i < c->ho.n_in; i++)
+    if (strcmp(c->ho.in[i].key, key) == 0) return &c->ho.in[i];
+  return NULL;
+}
+
+void kn_cc_ho_remove(kn_cc_t *c, const char *key) {
+  cc_in_t *x = kn_cc_ho_find(c, key);
+  if (!x) return;
+  free(x->key);
+  *x = c->ho.in[--c->ho.n_in];
+}
+
+/* Starts watching a lease asked for. */
+void kn_cc_ho_add(kn_cc_t *c, const char *key, int64_t counter, int64_t now) {
+  if (kn_cc_ho_find(c, key)) return;
+  if (c->ho.n_in == c->ho.cap_in) {
+    size_t cap = c->ho.cap_in ? c->ho.cap_in * 2 : 8;
+    cc_in_t *v = realloc(c->ho.in, cap * sizeof(*v));
+    if (!v) return; /* the lease expires and is taken the ordinary way */
+    c->ho.in = v;
+    c->ho.cap_in = cap;
+  }
+  cc_in_t *x = &c->ho.in[c->ho.n_in];
+  memset(x, 0, sizeof(*x));
+  if (!(x->key = strdup(key))) return;
+  x->counter = counter;
+  x->since_ms = x->changed_ms = now;
+  x->next_ms = now + c->ho.watch_ms;
+  c->ho.n_in++;
+}
+
+/* The leases asked for are looked at every watch_ms (GET). */
+void kn_cc_ho_tick(kn_cc_t *c, int64_t now) {
+  if (c->closing || c->fatal) return;
+  for (size_t i = 0; i < c->ho.n_in; i++) {
+    cc_in_t *x = &c->ho.in[i];
+    if (x->busy || now < x->next_ms) continue;
+    cc_op_t *o = kn_cc_op_new(c, KN_CC_GET, x->key, -1, now);
+    if (o && kn_cc_call(c, o)) x->busy = o->id;
+  }
+}
+
+/* Takes a lease in this worker's name at the end of a hand-off. */
+static void take_handed(kn_cc_t *c, const kn_lease_t *t, int64_t now) {
+  cc_op_t *o = kn_cc_op_new(c, KN_CC_TAKE, t->key, -1, now);
+  if (!o) return;
+  o->purpose = T_HANDED;
+  if (kn_lease_copy(&o->lease, t)) {
+    kn_cc_op_free(kn_cc_op_take(c, o->id));
+    return;
+  }
+  cc_act_t *x = kn_cc_call(c, o);
+  if (!x) return;
+  x->a.counter = t->counter;
+  kn_cc_q_own(x, &x->a.old_owner, c->worker);
+}
+
+/* The answer to GET for a lease asked for (key). */
+int kn_cc_ho_got(kn_cc_t *c, uint64_t id, const char *key,
+                 const kn_error_t *err, const kn_lease_t *t, int64_t now) {
+  cc_in_t *x = kn_cc_ho_find(c, key);
+  if (!x || x->busy != id) return 0;
+  x->busy = 0;
+  x->next_ms = now + c->ho.watch_ms;
+  if (c->closing || c->fatal) return 1;
+  if (err && kn_error_code(err) != KN_ERR__NOT_FOUND) return 0; /* again */
+  if (err || !t || !cc_is_me(c, t->owner)) {
+    kn_cc_log(c, KN_CC_LOG_INFO,
+              "shard %s: no longer handed to this worker%s%s", x->key,
+              t && t->owner ? " (now " : "", t && t->owner ? t->owner : "");
+    kn_cc_ho_remove(c, x->key);
+    return 0;
+  }
+  if (t->counter != x->counter) {
+    x->counter = t->counter;
+    x->changed_ms = now;
+  }
+  int passed = !t->checkpoint_owner;
+  int silent = now - x->changed_ms >= c->cfg.duration_ms;
+  int late = now - x->since_ms >= c->cfg.handoff_ms;
+  if (!passed && !silent && !late) return 0;
+  if (!passed)
+    kn_cc_log(c, KN_CC_LOG_WARN,
+              "shard %s: %s did not hand it over (%s): "
+              "taking it",
+              t->key, t->checkpoint_owner,
+              silent ? "no renewal for a lease duration" : "hand-off too long");
+  kn_cc_ho_remove(c, t->key);
+  if (!kn_cc_take_in_flight(c, t->key)) take_handed(c, t, now);
+  return 0;
+}
+
+int64_t kn_cc_ho_next_ms(const kn_cc_t *c) {
+  int64_t t = INT64_MAX;
+  if (c->closing || c->fatal) return t;
+  for (size_t i = 0; i < c->ho.n_in; i++)
+    if (!c->ho.in[i].busy) t = cc_min64(t, c->ho.in[i].next_ms);
+  return t;
+}
+
+void kn_cc_ho_free(kn_cc_t *c) {
+  for (size_t i = 0; i < c->ho.n_in; i++) free(c->ho.in[i].key);
+  free(c->ho.in);
+}

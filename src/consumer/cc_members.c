@@ -1,0 +1,153 @@
+/* The coordination core's membership: heartbeats and the view of the
+ * members they return (cc_int.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer/cc_int.h"
+
+int kn_cc_mb_leader(const kn_cc_t *c) {
+  const char *w = kn_mview_leader(&c->mb.view);
+  return w && strcmp(w, c->worker) == 0;
+}
+
+int kn_cc_is_leader(const kn_cc_t *c) {
+  return c->mb.on && c->mb.ok && kn_cc_mb_leader(c);
+}
+
+size_t kn_cc_members(const kn_cc_t *c) {
+  return c->mb.on && c->mb.ok ? kn_mview_live(&c->mb.view) : 0;
+}
+
+void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
+  if (c->mb.hb_busy) return;
+  cc_op_t *o = kn_cc_op_new(c, KN_CC_HEARTBEAT, NULL, -1, now);
+  cc_act_t *x = o ? kn_cc_call(c, o) : NULL;
+  if (!x) {
+    if (o) kn_cc_op_free(kn_cc_op_take(c, o->id));
+    c->mb.hb_at = now + 100;
+    return;
+  }
+  c->mb.hb_busy = o->id;
+  o->bump = c->mb.bump_pending;
+  x->a.beat = ++c->mb.beat;
+  x->a.leases = (int64_t)kn_cc_held(c);
+  x->a.bump = o->bump;
+  /* The leader forgets members long dead: the item stays small. */
+  if (!kn_cc_mb_leader(c)) return;
+  size_t n = 0;
+  for (size_t i = 0; i < c->mb.view.n; i++)
+    n += c->mb.view.v[i].dead &&
+         now - c->mb.view.v[i].changed_ms >= 6 * c->cfg.duration_ms;
+  if (!n || !(x->children = calloc(n, sizeof(char *)))) return;
+  for (size_t i = 0; i < c->mb.view.n; i++)
+    if (c->mb.view.v[i].dead &&
+        now - c->mb.view.v[i].changed_ms >= 6 * c->cfg.duration_ms &&
+        (x->children[x->n_children] = strdup(c->mb.view.v[i].worker)))
+      x->n_children++;
+  x->a.forget = x->children;
+  x->a.n_forget = x->n_children;
+}
+
+/* The interval to the next heartbeat: a renewal interval, or a quarter of
+ * it while a member has not beaten for longer than usual, so that its
+ * death is seen soon after a lease duration. */
+static int64_t next_beat_ms(const kn_cc_t *c, int64_t now) {
+  int64_t late = c->cfg.renew_ms + c->cfg.renew_ms / 2;
+  for (size_t i = 0; i < c->mb.view.n; i++) {
+    const kn_mview_ent_t *e = &c->mb.view.v[i];
+    if (!e->dead && now - e->changed_ms > late && !cc_is_me(c, e->worker))
+      return c->cfg.renew_ms / 4 > 100 ? c->cfg.renew_ms / 4 : 100;
+  }
+  return c->cfg.renew_ms;
+}
+
+/* Readers judge the heartbeat deadline themselves (FENCE), so that a
+ * driver busy elsewhere cannot keep them going past it. */
+void kn_cc_mb_fence(kn_cc_t *c) {
+  int64_t t = c->mb.on && c->mb.ok ? c->mb.until : INT64_MAX;
+  if (t == c->mb.fence_told) return;
+  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_FENCE);
+  if (!x) return;
+  x->a.tenure = -1;
+  x->a.until_ms = t;
+  c->mb.fence_told = t;
+}
+
+static int heard(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
+                 const kn_members_t *m, int64_t sent, int64_t now) {
+  c->mb.hb_busy = 0;
+  if (err && kn_error_code(err) == KN_ERR__UNSUPPORTED) {
+    kn_cc_log(c, KN_CC_LOG_INFO,
+              "%s: listing the lease table every take round instead",
+              kn_error_string(err));
+    c->mb.on = 0;
+    c->mb.ok = 0;
+    c->tk.idle = 0;
+    return 0;
+  }
+  if (err) {
+    kn_cc_log(c, KN_CC_LOG_WARN, "heartbeat: %s", kn_error_string(err));
+    int64_t again = c->cfg.renew_ms / 3 < 1000 ? c->cfg.renew_ms / 3 : 1000;
+    c->mb.hb_at = now + again;
+    return 0;
+  }
+  uint64_t deaths = c->mb.view.deaths;
+  if (kn_mview_update(&c->mb.view, m, now, c->cfg.duration_ms) == 0) {
+    c->mb.ok = 1;
+    if (sent > c->mb.view_sent_ms) c->mb.view_sent_ms = sent;
+    if (sent > c->mb.ok_sent_ms) c->mb.ok_sent_ms = sent;
+    if (sent + c->grace_ms > c->mb.until) c->mb.until = sent + c->grace_ms;
+    c->mb.bump_pending -= bumped;
+    if (c->mb.view.deaths != deaths)
+      kn_cc_log(c, KN_CC_LOG_INFO,
+                "a worker stopped beating: looking for its leases");
+  }
+  c->mb.hb_at = c->mb.bump_pending > 0 ? now : sent + next_beat_ms(c, now);
+  return 1;
+}
+
+int kn_cc_mb_done(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
+                  const kn_members_t *m, int64_t sent, int64_t now) {
+  int r = heard(c, bumped, err, m, sent, now);
+  if (c->closing || c->fatal) c->mb.hb_at = sent + c->cfg.renew_ms;
+  return r;
+}
+
+/* Whether a take round is worth a listing of the lease table. */
+uint64_t kn_cc_mb_counts_sig(const kn_cc_t *c) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < c->mb.view.n; i++) {
+    const kn_mview_ent_t *e = &c->mb.view.v[i];
+    if (e->dead) continue;
+    for (const char *p = e->worker; *p; p++)
+      h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h = (h ^ (uint64_t)e->leases) * 1099511628211ULL;
+  }
+  return h;
+}
+
+/* Heartbeats failing: what it took now it might soon have to drop. */
+int kn_cc_mb_fresh(const kn_cc_t *c, int64_t now) {
+  return now - c->mb.ok_sent_ms <= c->cfg.renew_ms + c->cfg.renew_ms / 2;
+}
+
+/* When the next heartbeat is due.  While closing, none is asked for: the
+ * closing heartbeat goes with kn_cc_maybe_closed, and one due meanwhile
+ * goes with the next tick that something else asked for. */
+int64_t kn_cc_mb_next_ms(const kn_cc_t *c) {
+  if (c->mb.on && !c->mb.hb_busy && !c->closing && !c->fatal)
+    return c->mb.hb_at;
+  return INT64_MAX;
+}
+
+void kn_cc_mb_tick(kn_cc_t *c, int64_t now) {
+  if (c->mb.on && !c->mb.hb_busy && !c->closed_sent && now >= c->mb.hb_at)
+    kn_cc_mb_send(c, now);
+}
+
+/* The next heartbeat goes now. */
+void kn_cc_mb_beat_now(kn_cc_t *c, int64_t now) {
+  if (c->mb.hb_at > now) c->mb.hb_at = now;
+}
+
+void kn_cc_mb_free(kn_cc_t *c) { kn_mview_free(&c->mb.view); }
