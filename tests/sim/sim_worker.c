@@ -767,11 +767,18 @@ void sim_worker_event(sim_t *s, const sim_ev_t *ev) {
     return;
   }
   switch (ev->kind) {
-    case EV_TICK:
+    case EV_TICK: {
       if (ev->a != k->tick_at) return;
       k->tick_at = -1;
+      uint64_t idle = kn_cc_idle_ticks(kn_drive_core(k->dr));
       kn_drive_tick(k->dr);
+      /* Woken for nothing (nothing done, the wake-up where it was): a
+       * driver would spin. */
+      if (k->dr && kn_cc_idle_ticks(kn_drive_core(k->dr)) != idle)
+        sim_violate(s, "w%d: the core woke at %lld for nothing", w,
+                    (long long)sim_wnow(s, w));
       break;
+    }
     case EV_CTL:
       k->ctl_pending--;
       run_ctl(s, w, ev->p);
