@@ -19,13 +19,13 @@
  * - kc->mu, what the application, the I/O thread and the control thread
  *   share: the shard table, the kn_cshard_t fields marked [mu], the
  *   delivery queue, the application's events, fatal, the lease
- *   statistics, the fan-out fields marked [kc->mu] in efo.h.  63 calls:
- *   consumer.c 12 (application), driver.c 11 and solo.c 4 (control),
- *   reader.c 8, reader_efo.c 11 and delivery.c 1 (I/O; delivery.c also
- *   the application), efo_check.c 7 and efo_register.c 3 (fan-out
- *   check; efo_register.c also control at start and close), metrics.c 2
- *   and stats.c 1 (application), mailbox.c 2 (any: the consumer's
- *   failure), store_pool.c 1 (store: a result lost to out-of-memory).
+ *   statistics, the fan-out fields marked [kc->mu] in efo.h.  65 calls:
+ *   consumer.c 12, wait.c 1, metrics.c 2 and stats.c 1 (application),
+ *   driver.c 12 and solo.c 4 (control), reader.c 8, reader_efo.c 11 and
+ *   delivery.c 1 (I/O; delivery.c also the application), efo_check.c 7
+ *   and efo_register.c 3 (fan-out check; efo_register.c also control at
+ *   start and close), mailbox.c 2 (any: the consumer's failure),
+ *   store_pool.c 1 (store: a result lost to out-of-memory).
  * - kc->ctl_mu, the control thread's mailbox (the queue, its pending
  *   count, ctl_open, the checkpoint requests' answers), taken after mu
  *   when both are held, never before it.  10 calls: mailbox.c 4 (any),
