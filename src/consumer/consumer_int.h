@@ -19,13 +19,15 @@
  * - kc->mu, what the application, the I/O thread and the control thread
  *   share: the shard table, the kn_cshard_t fields marked [mu], the
  *   delivery queue, the application's events, fatal, the lease
- *   statistics, the fan-out fields marked [kc->mu] in efo.h.  65 calls:
+ *   statistics, the fan-out fields marked [kc->mu] in efo.h.  59 calls:
  *   consumer.c 12, wait.c 1, metrics.c 2 and stats.c 1 (application),
- *   driver.c 12 and solo.c 4 (control), reader.c 8, reader_efo.c 11 and
+ *   driver.c 12 and solo.c 4 (control), reader.c 6, reader_efo.c 7 and
  *   delivery.c 1 (I/O; delivery.c also the application), efo_check.c 7
  *   and efo_register.c 3 (fan-out check; efo_register.c also control at
  *   start and close), mailbox.c 2 (any: the consumer's failure),
- *   store_pool.c 1 (store: a result lost to out-of-memory).
+ *   store_pool.c 1 (store: a result lost to out-of-memory).  Readers
+ *   judge their deadline (lease_until_ms) and count their calls with
+ *   atomics, without mu.
  * - kc->ctl_mu, the control thread's mailbox (the queue, its pending
  *   count, ctl_open, the checkpoint requests' answers), taken after mu
  *   when both are held, never before it.  10 calls: mailbox.c 4 (any),
@@ -39,6 +41,7 @@
 #define KN_CONSUMER_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -97,7 +100,8 @@ typedef struct kn_cshard {
   uint64_t bytes_delivered;   /* [mu] */
   int queued_entries;         /* [mu] delivery entries referring to it */
   /* [mu] For the metrics (consumer/metrics.h). */
-  uint64_t gr_calls, gr_throttles, gr_errors; /* GetRecords answers */
+  /* GetRecords answers: atomic, counted by the I/O thread without mu. */
+  _Atomic uint64_t gr_calls, gr_throttles, gr_errors;
   struct kn_ckpt_mark { /* (position, records delivered up to it) of
                            the batches since the last checkpoint */
     char seq[KN_SEQ_MAX];
@@ -118,7 +122,9 @@ typedef struct kn_cshard {
    * renewal stuck in an unreachable store cannot keep them going.  Once
    * passed it is never moved again for the same tenure (poll may have
    * dropped records): the driver stops the shard. */
-  int64_t lease_until_ms; /* [mu] */
+  /* Atomic: written by the control thread (with mu, beside the tenure
+   * it belongs to), read by readers without a lock on every step. */
+  _Atomic int64_t lease_until_ms;
 
   /* [mu] Lease mode: the lease as the driver last learnt it, for the
    * statistics (the coordination core owns the lease itself). */
@@ -361,7 +367,7 @@ void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,
 
 /* shard_table.c: a shard's state */
 /* Lease mode: non-zero when cs's time is up (lease_until_ms passed).
- * mu held. */
+ * Any thread, mu held or not (the deadline is atomic). */
 int kn_lease_expired_locked(const kn_cshard_t *cs, int64_t now_ms);
 /* The tenure a reader of cs is started for: its fencing token, 0 without
  * a lease store.  mu held. */

@@ -205,13 +205,11 @@ static void records_done(void *opaque, kn_get_records_result_t *res) {
   kn_consumer_t *kc = r->kc;
   r->call = NULL;
   release_reserve(r);
-  pthread_mutex_lock(&kc->mu);
-  r->cs->gr_calls++;
+  r->cs->gr_calls++; /* atomic */
   if (res->err && kn_error_is_throttling(res->err))
     r->cs->gr_throttles++;
   else if (res->err)
     r->cs->gr_errors++;
-  pthread_mutex_unlock(&kc->mu);
   if (res->err && !res->answered) {
     kn_err_t code = kn_error_code(res->err);
     if (code == KN_ERR_EXPIRED_ITERATOR || code == KN_ERR_INTERNAL_FAILURE ||
@@ -381,9 +379,8 @@ static void request_records(kn_reader_t *r) {
  * grace period).  The reader stops without fetching or queueing more, and
  * the control thread gives the shard up. */
 static int reader_expired(kn_reader_t *r) {
-  pthread_mutex_lock(&r->kc->mu);
+  /* lease_until_ms is atomic: no lock on every step */
   int expired = kn_lease_expired_locked(r->cs, kn_mono_ms());
-  pthread_mutex_unlock(&r->kc->mu);
   if (!expired) return 0;
   kn_warn(&r->kc->log, "READER",
           "shard %s: lease not renewed within %lld ms: "

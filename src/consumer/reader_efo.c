@@ -97,25 +97,21 @@ typedef struct kn_efo_reader {
   int64_t last_event_us;
   struct kn_reader *poller; /* finishing a closed shard, or NULL */
 
-  /* [mu] for the statistics */
-  efo_state_t state;
-  uint64_t subscriptions, events, watchdog_renewals, in_use, errors;
+  /* For the statistics: written by the I/O thread, read with mu by the
+   * application; atomic, so the I/O thread takes no lock for them. */
+  _Atomic efo_state_t state;
+  _Atomic uint64_t subscriptions, events, watchdog_renewals, in_use, errors;
   int64_t last_event_ms; /* monotonic; 0: none yet */
   int64_t behind;        /* MillisBehindLatest of the last event */
 } kn_efo_reader_t;
 
 static void subscribe(kn_efo_reader_t *r);
 
-static void set_state(kn_efo_reader_t *r, efo_state_t s) {
-  pthread_mutex_lock(&r->kc->mu);
-  r->state = s;
-  pthread_mutex_unlock(&r->kc->mu);
-}
+static void set_state(kn_efo_reader_t *r, efo_state_t s) { r->state = s; }
 
-static void count(kn_efo_reader_t *r, uint64_t *counter) {
-  pthread_mutex_lock(&r->kc->mu);
+static void count(kn_efo_reader_t *r, _Atomic uint64_t *counter) {
+  (void)r;
   (*counter)++;
-  pthread_mutex_unlock(&r->kc->mu);
 }
 
 static void fatal(kn_efo_reader_t *r, kn_error_t *err) {
@@ -128,9 +124,8 @@ static void fatal(kn_efo_reader_t *r, kn_error_t *err) {
  * control thread is told once and gives the shard up. */
 static int lease_expired(kn_efo_reader_t *r) {
   if (r->expired) return 1;
-  pthread_mutex_lock(&r->kc->mu);
+  /* lease_until_ms is atomic: no lock on every step */
   r->expired = kn_lease_expired_locked(r->cs, kn_mono_ms());
-  pthread_mutex_unlock(&r->kc->mu);
   if (!r->expired) return 0;
   kn_warn(&r->kc->log, "EFO",
           "shard %s: lease not renewed within %lld ms: "
@@ -466,10 +461,8 @@ static void subscribe(kn_efo_reader_t *r) {
          kn_iterator_type_name(pos.type), pos.seq);
   r->end_seen = r->to_polling = 0;
   r->last_subscribe_us = r->last_event_us = now;
-  pthread_mutex_lock(&kc->mu);
-  r->state = EFO_SUBSCRIBING;
+  r->state = EFO_SUBSCRIBING; /* atomic, as the count */
   r->subscriptions++;
-  pthread_mutex_unlock(&kc->mu);
   kn_timer_start(r->watchdog, kc->efo->watchdog_ms);
 }
 

@@ -91,7 +91,8 @@ void kn_shard_table_clear(kn_consumer_t *kc) {
 }
 
 int kn_lease_expired_locked(const kn_cshard_t *cs, int64_t now_ms) {
-  return cs->lease_until_ms && now_ms >= cs->lease_until_ms;
+  int64_t until = cs->lease_until_ms; /* one atomic load */
+  return until && now_ms >= until;
 }
 
 int64_t kn_cshard_tenure_locked(const kn_cshard_t *cs) {
