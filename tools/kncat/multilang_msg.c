@@ -51,27 +51,7 @@ static int put_str(kc_ml_buf_t *b, const char *s) {
   if (reserve(b, 6 * n + 2)) return -1;
   char *d = b->p + b->len;
   *d++ = '"';
-  const uint8_t *u = (const uint8_t *)s;
-  while (n) {
-    char *e = kc_json_escape(d, u, n);
-    if (e) {
-      d = e;
-      break;
-    }
-    /* The longest valid prefix, the slow way (keys are short), then one
-     * byte replaced. */
-    size_t ok = 0;
-    for (size_t k = n; k > 0; k--)
-      if (kc_utf8_valid(u, k)) {
-        ok = k;
-        break;
-      }
-    d = kc_json_escape(d, u, ok);
-    memcpy(d, "\\ufffd", 6);
-    d += 6;
-    u += ok + 1;
-    n -= ok + 1;
-  }
+  d = kc_json_text(d, (const uint8_t *)s, n, "\\ufffd");
   *d++ = '"';
   b->len = (size_t)(d - b->p);
   return 0;

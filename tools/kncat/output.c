@@ -320,15 +320,13 @@ static inline char *put_u64(char *d, uint64_t v) {
 
 #define LIT(d, s) (memcpy((d), (s), sizeof(s) - 1), (d) + sizeof(s) - 1)
 
-/* Escapes text known to be short and normally valid (keys, names); an
- * invalid byte becomes U+FFFD so the line stays valid JSON. */
-static char *put_text(char *d, const char *text) {
-  const uint8_t *s = (const uint8_t *)text;
-  size_t n = strlen(text);
+char *kc_json_text(char *d, const uint8_t *s, size_t n, const char *repl) {
+  size_t repl_len = strlen(repl);
   for (;;) {
     char *e = kc_json_escape(d, s, n);
     if (e) return e;
-    /* Find how much was valid, copy that, replace one byte, go on. */
+    /* Find how much was valid, copy that, replace one byte, go on: each
+     * byte is looked at a bounded number of times, whatever the input. */
     size_t ok = 0;
     while (ok < n) {
       size_t k = s[ok] < 0x80 ? 1 : utf8_seq(s + ok, s + n);
@@ -336,10 +334,17 @@ static char *put_text(char *d, const char *text) {
       ok += k;
     }
     d = kc_json_escape(d, s, ok);
-    d = LIT(d, "\xEF\xBF\xBD");
+    memcpy(d, repl, repl_len);
+    d += repl_len;
     s += ok + 1;
     n -= ok + 1;
   }
+}
+
+/* Escapes text (keys, names); an invalid byte becomes U+FFFD so the line
+ * stays valid JSON. */
+static char *put_text(char *d, const char *text) {
+  return kc_json_text(d, (const uint8_t *)text, strlen(text), "\xEF\xBF\xBD");
 }
 
 void kc_json_str(FILE *fp, const char *s) {
