@@ -1,6 +1,7 @@
 /* The credentials chain: order, static keys, credential_process, JSON and
  * XML documents, caching and refresh, errors.  Network providers are
  * covered by tests/integration/test_credentials.py. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,24 @@ static void test_process(void) {
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "output larger than 65536 bytes");
   use_process(script("files/array.sh", "echo '[1]'"));
   EXPECT_ERR(NULL, KN_ERR__BAD_MSG, "expected a JSON object");
+
+  /* Only stdin, stdout and stderr reach the helper, though the process
+   * holds a descriptor without close-on-exec (libcurl's sockets are).  The
+   * helper lists its shell's descriptors on stderr, which the error then
+   * quotes. */
+  {
+    int leak = open("/dev/null", O_RDONLY);
+    KT_CHECK(leak > 2);
+    kt_write(".aws/config",
+             "[default]\ncredential_process = exec 1>&2; ls -m /proc/$$/fd; "
+             "exit 3\n");
+    const char *m = resolve(NULL, &c, &code);
+    const char *fds = "exited with status 3: 0, 1, 2";
+    KT_CHECK_MSG(m && strlen(m) > strlen(fds) &&
+                     !strcmp(m + strlen(m) - strlen(fds), fds),
+                 "got \"%s\"", m ? m : "(null)");
+    close(leak);
+  }
 
   /* Timeouts kill the whole process group, including what it started. */
   static const char *const kv[] = {"credential.process.timeout.ms", "300",

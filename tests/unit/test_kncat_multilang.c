@@ -1,6 +1,7 @@
 /* kncat multilang: golden lines of every protocol message, decoding of the
  * child's messages, the properties parser and the key mapping, and a child
  * process round trip. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,6 +432,24 @@ static void test_child(void) {
   KT_CHECK(kc_ml_child_reap(&c, 1) && WIFEXITED(c.status) &&
            WEXITSTATUS(c.status) == 0);
   kc_ml_child_free(&c);
+
+  /* Only stdin, stdout and stderr reach the child, though kncat (here the
+   * test) holds a descriptor without close-on-exec. */
+  int leak = open("/dev/null", O_RDONLY);
+  KT_CHECK(leak > 2);
+  kc_ml_child_init(&c);
+  char *fds[] = {"sh", "-c", "ls /proc/$$/fd; echo end", NULL};
+  KT_CHECK(kc_ml_child_spawn(&c, fds, err, sizeof(err)) == 0);
+  got_lines[0] = '\0';
+  out_done = 0;
+  for (int i = 0; i < KT_PROMPT_MS / 10 && !out_done; i++) {
+    out_done = kc_ml_child_read(&c.out_fd, &c.obuf, 1024, on_line, NULL) == 1;
+    if (!out_done) usleep(10000);
+  }
+  KT_CHECK_STR(got_lines, "0|1|2|end|");
+  KT_CHECK(kc_ml_child_reap(&c, 1));
+  kc_ml_child_free(&c);
+  close(leak);
 
   /* Not found: reported at once. */
   kc_ml_child_init(&c);

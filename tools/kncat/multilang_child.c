@@ -36,6 +36,8 @@ int kc_ml_child_spawn(kc_ml_child_t *c, char *const argv[], char *err,
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, er[1], 2);
+  /* Nothing else: libcurl's sockets are not all close-on-exec. */
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   posix_spawnattr_init(&attr);
   /* Own process group; default signal handling and an empty mask (kncat
    * ignores SIGPIPE, the child should not inherit that). */
