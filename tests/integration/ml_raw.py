@@ -2,7 +2,7 @@
 """A record processor speaking the MultiLangDaemon protocol directly, for
 the error cases of test_multilang.py.  Each process takes a number from
 ML_OUT/counter; children 1..3 misbehave (ML_MODES, comma-separated, in
-that order: "wrong", "exit", "silent", "garbage"), the others behave.
+that order: "wrong", "exit", "silent", "garbage", "flood"), the others behave.
 Every good child probes the checkpoint errors on its first batch and logs
 the daemon's answers; every record goes to ML_OUT/rec-PID.jsonl."""
 import base64
@@ -86,6 +86,22 @@ while True:
             time.sleep(30)
         if MODE == "silent":
             time.sleep(30)
+        if MODE == "flood" and recs:
+            # Checkpoints without reading a single answer (the daemon
+            # fails the child once its answers pile up).
+            last = recs[-1]
+            line = "\n" + json.dumps({"action": "checkpoint",
+                                      "sequenceNumber": last["sequenceNumber"],
+                                      "subSequenceNumber": last["subSequenceNumber"]})
+            log(ev="flooding")
+            try:
+                for _ in range(200):
+                    sys.stdout.write(line * 1000)
+                    sys.stdout.flush()
+            except BrokenPipeError:
+                pass
+            log(ev="flooded")
+            time.sleep(60)
         if MODE == "slow" and recs and batches == 1:
             # The test takes the lease away meanwhile.
             open(os.path.join(OUT, "slow.flag"), "w").write(shard)

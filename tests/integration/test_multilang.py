@@ -15,6 +15,8 @@
   sub-sequence number; a wrong responseFor, garbage on stdout, an exit
   mid-batch and silence past timeoutInSeconds each cost a new child for
   that shard only, and nothing is lost.
+- A processor that checkpoints without reading the answers is failed once
+  they pile up.
 - A processor that keeps failing makes the exit code 1; a bad properties
   file exits 2 naming the key and line.
 
@@ -398,6 +400,30 @@ class Kinesalite(Base, unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn(b"line 4: failoverTimeMillis", p.stderr)
 
+
+    def test_unread_answers(self):
+        """A processor that checkpoints without reading its answers is
+        failed once they pile up, and replaced; the daemon's memory does
+        not grow with them."""
+        stream = self.create(1)
+        app = unique("mlflood", self.server_name)
+        out = self.dir / "out"
+        out.mkdir()
+        prod = Producer(self.boto, self.env(), stream, spread_keys(2, "f"))
+        prod.put_round()
+        exe = f"{sys.executable} {HERE / 'ml_raw.py'}"
+        d = self.start(self.env(ML_OUT=out, ML_MODES="flood", ML_NO_PROBE=1),
+                       self.props(stream, app, exe), "flood")
+        wait_for("the flooding processor failed",
+                 lambda: "does not read its standard input" in d.stderr(), TIMEOUT)
+        # Its first checkpoint was stored: its replacement gets what follows.
+        done = set(prod.sent)
+        prod.put_round()
+        wait_for("the next records processed by its replacement",
+                 lambda: prod.sent - done <= {
+                     r["data"] for r in read_jsonl(f"{out}/rec-*")}, TIMEOUT)
+        self.assertEqual(d.stop(), 0, d.stderr())
+        self.assertIn("flooding", [x["ev"] for x in read_jsonl(f"{out}/log-*")])
 
     def test_store_errors_and_lost_lease(self):
         """ThrottlingException and KinesisClientLibDependencyException from

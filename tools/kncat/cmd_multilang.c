@@ -40,6 +40,8 @@
 #define MAX_LINE ((size_t)1 << 20)
 /* Encoded bytes of a batch buffered ahead of the pipe. */
 #define STREAM_AHEAD ((size_t)64 << 10)
+/* What may wait in a child's input when it asks for a checkpoint. */
+#define ANSWERS_MAX ((size_t)1 << 20)
 /* After its last message a child has this long to exit (or the shutdown
  * grace, if longer) before it is killed. */
 #define EXIT_GRACE_MS 5000
@@ -719,6 +721,15 @@ static void on_checkpoint(ml_t *m, shard_t *s, const kc_ml_in_t *in) {
       s->has_ckpt = 1;
       release_upto(m, s, &p);
     }
+  }
+  /* A child reads each answer before its next checkpoint: one that does
+   * not would grow its queue without end. */
+  if (s->child.wbuf.len > ANSWERS_MAX) {
+    fail_child(m, s,
+               "does not read its standard input (%zu KB waiting for it "
+               "when it asked for another checkpoint)",
+               s->child.wbuf.len >> 10);
+    return;
   }
   if (kc_ml_enc_checkpoint(&s->child.wbuf, asked, asked_sub, error))
     fail_child(m, s, "out of memory");
