@@ -398,6 +398,11 @@ static void test_props_build(void) {
 static char got_lines[4096];
 static void on_line(void *opaque, const char *line, size_t len) {
   (void)opaque;
+  size_t have = strlen(got_lines);
+  if (have + len + 2 > sizeof(got_lines)) { /* too much: told as such */
+    snprintf(got_lines + have, sizeof(got_lines) - have, "+");
+    return;
+  }
   strncat(got_lines, line, len);
   strcat(got_lines, "|");
 }
@@ -431,6 +436,29 @@ static void test_child(void) {
   KT_CHECK_STR(got_lines, "bye|");
   KT_CHECK(kc_ml_child_reap(&c, 1) && WIFEXITED(c.status) &&
            WEXITSTATUS(c.status) == 0);
+  kc_ml_child_free(&c);
+
+  /* A line longer than the cap is passed on cut, and the rest of it up to
+   * its newline is dropped, not taken as lines of their own (it comes in
+   * more than one read: a pipe holds 64 KB). */
+  kc_ml_child_init(&c);
+  char *longline[] = {"sh", "-c",
+                      "head -c 200000 /dev/zero | tr '\\0' a; echo; echo next",
+                      NULL};
+  KT_CHECK(kc_ml_child_spawn(&c, longline, err, sizeof(err)) == 0);
+  got_lines[0] = '\0';
+  out_done = 0;
+  for (int i = 0; i < KT_PROMPT_MS / 10 && !out_done; i++) {
+    out_done = kc_ml_child_read(&c.out_fd, &c.obuf, 1024, on_line, NULL) == 1;
+    if (!out_done) usleep(10000);
+  }
+  {
+    char want[1100];
+    memset(want, 'a', 1024);
+    snprintf(want + 1024, sizeof(want) - 1024, "|next|");
+    KT_CHECK_STR(got_lines, want);
+  }
+  KT_CHECK(kc_ml_child_reap(&c, 1));
   kc_ml_child_free(&c);
 
   /* Only stdin, stdout and stderr reach the child, though kncat (here the

@@ -110,13 +110,20 @@ static void emit_lines(kc_ml_buf_t *buf, size_t max_line,
     char *nl = memchr(buf->p + start, '\n', buf->len - start);
     if (!nl) break;
     size_t n = (size_t)(nl - (buf->p + start));
-    on_line(opaque, buf->p + start, n > max_line ? max_line : n);
+    if (buf->skip_line) /* the end of a line already passed on, cut */
+      buf->skip_line = 0;
+    else
+      on_line(opaque, buf->p + start, n > max_line ? max_line : n);
     start += n + 1;
   }
   kc_ml_buf_consume(buf, start);
-  if (buf->len > max_line) { /* no newline in sight: cut it */
+  if (buf->skip_line) {
+    buf->len = 0;
+  } else if (buf->len > max_line) { /* no newline in sight: cut it, and
+                                     * drop the rest up to its newline */
     on_line(opaque, buf->p, max_line);
     buf->len = 0;
+    buf->skip_line = 1;
   }
 }
 
