@@ -222,6 +222,18 @@ static void test_decode(void) {
   KT_CHECK_INT(dec("[1,2]", &in), KC_ML_DEC_SKIP);
   /* An action the protocol does not have is a protocol error. */
   KT_CHECK_INT(dec("{\"action\":\"dance\"}", &in), KC_ML_DEC_PROTOCOL);
+  /* A NUL does not end a value: "status\0x" is not status. */
+  KT_CHECK_INT(dec("{\"action\":\"status\\u0000x\"}", &in), KC_ML_DEC_PROTOCOL);
+  KT_CHECK_INT(dec("{\"action\":\"status\",\"responseFor\":"
+                   "\"initialize\\u0000x\"}",
+                   &in),
+               KC_ML_DEC_OK);
+  KT_CHECK(strcmp(in.response_for, "initialize") != 0);
+  dec("{\"action\":\"checkpoint\",\"sequenceNumber\":\"12\\u00003\"}", &in);
+  KT_CHECK(in.has_seq && in.seq_bad);
+  /* Elsewhere it is a character as any other. */
+  KT_CHECK_INT(dec("{\"action\":\"status\",\"x\":\"a\\u0000b\"}", &in),
+               KC_ML_DEC_OK);
 }
 
 static void test_props_parse(void) {

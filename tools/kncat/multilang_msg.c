@@ -152,7 +152,8 @@ static int hex4(const char *s, unsigned *out) {
 }
 
 /* A string at r->s (the opening quote); its value, truncated to cap - 1
- * bytes, into dst (may be NULL); *too_long when truncated.  -1 if
+ * bytes, into dst (may be NULL); *too_long when truncated or holding a NUL
+ * (which would end it early): the value cannot be taken as it is.  -1 if
  * malformed. */
 static int str(rd_t *r, char *dst, size_t cap, int *too_long) {
   if (r->s >= r->end || *r->s != '"') return -1;
@@ -228,6 +229,7 @@ static int str(rd_t *r, char *dst, size_t cap, int *too_long) {
           return -1;
       }
     }
+    if (tn == 1 && tmp[0] == '\0' && too_long) *too_long = 1;
     if (dst) {
       if (n + tn < cap) {
         memcpy(dst + n, tmp, tn);
@@ -395,10 +397,13 @@ int kc_ml_decode(const char *line, size_t len, kc_ml_in_t *o, char *why,
         rc = skip(&r, 0);
       }
     } else if (!strcmp(key, "responseFor")) {
+      int bad = 0;
       if (r.s < r.end && *r.s == '"')
-        rc = str(&r, o->response_for, sizeof(o->response_for), NULL);
+        rc = str(&r, o->response_for, sizeof(o->response_for), &bad);
       else
         rc = skip(&r, 0);
+      if (bad) /* names no action */
+        snprintf(o->response_for, sizeof(o->response_for), "%s", "(invalid)");
     } else if (!strcmp(key, "sequenceNumber")) {
       rc = get_seq(&r, o);
     } else if (!strcmp(key, "subSequenceNumber")) {
