@@ -79,8 +79,11 @@ while True:
         batches += 1
         recs = msg["records"]
         if MODE == "garbage":
-            sys.stdout.write("this is not JSON\n\n{\"no\":\"action\"}\n")
+            # (with terminal escapes, which must not reach kncat's stderr)
+            sys.stdout.write("this is not JSON \x1b[2J\n\n{\"no\":\"action\"}\n")
             sys.stdout.flush()
+            sys.stderr.write("\x1b]0;title\x07 \x1b[31mred\x9b \u202ehidden\n")
+            sys.stderr.flush()
         if MODE == "wrong":
             send({"action": "status", "responseFor": "initialize"})
             time.sleep(30)

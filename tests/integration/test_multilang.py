@@ -14,7 +14,8 @@
   malformed; a checkpoint inside an aggregated record is stored with its
   sub-sequence number; a wrong responseFor, garbage on stdout, an exit
   mid-batch and silence past timeoutInSeconds each cost a new child for
-  that shard only, and nothing is lost.
+  that shard only, and nothing is lost; the children's terminal escapes
+  do not reach kncat's stderr.
 - A processor that checkpoints without reading the answers is failed once
   they pile up.
 - A processor that keeps failing makes the exit code 1; a bad properties
@@ -352,6 +353,11 @@ class Base:
         self.assertIn("exited", err)
         self.assertIn("within timeoutInSeconds", err)
         self.assertIn("skipped a line from the record processor (not a JSON object)", err)
+        # The children's lines reach stderr without terminal controls.
+        for c in ("\x1b", "\x07", "\x9b", "\u202e"):
+            self.assertNotIn(c, err)
+        self.assertIn("\\x1b[31mred", err)
+        self.assertIn("this is not JSON \\x1b[2J", err)
         # Aggregated records, and checkpoints inside them.
         recs = read_jsonl(f"{out}/rec-*")
         self.assertTrue(any(r["sub"] > 0 for r in recs))

@@ -28,6 +28,7 @@
 #include "metrics_http.h"
 #include "multilang_child.h"
 #include "multilang_msg.h"
+#include "output.h"
 #include "multilang_props.h"
 #include "signals.h"
 
@@ -220,12 +221,17 @@ static void logf_(ml_t *m, int notice, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void logf_(ml_t *m, int notice, const char *fmt, ...) {
   if (notice && m->ctx->quiet) return;
-  char buf[1024];
+  char buf[1024], shown[4 * sizeof(buf)];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  int n = vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
-  fprintf(stderr, "kncat: multilang: %s\n", buf);
+  size_t len = n < 0                     ? 0
+               : (size_t)n < sizeof(buf) ? (size_t)n
+                                         : sizeof(buf) - 1;
+  /* Lines may quote a record processor: no terminal controls. */
+  fprintf(stderr, "kncat: multilang: %.*s\n",
+          (int)kc_term_text(shown, buf, len), shown);
 }
 
 /* ---- intake thread ---- */
@@ -788,7 +794,14 @@ static void on_stdout_line(void *opaque, const char *line, size_t len) {
 
 static void on_stderr_line(void *opaque, const char *line, size_t len) {
   line_ctx_t *lc = opaque;
-  fprintf(stderr, "%s: %.*s\n", lc->s->id, (int)len, line);
+  /* Copied a piece at a time: a line may be as long as MAX_LINE. */
+  char shown[4 * 4096];
+  fprintf(stderr, "%s: ", lc->s->id);
+  for (size_t at = 0; at < len; at += 4096) {
+    size_t n = len - at < 4096 ? len - at : 4096;
+    fwrite(shown, 1, kc_term_text(shown, line + at, n), stderr);
+  }
+  fputc('\n', stderr);
 }
 
 /* ---- events ---- */
