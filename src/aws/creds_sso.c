@@ -282,7 +282,7 @@ static char *load_token(kn_creds_ctx_t *ctx, const sso_conf_t *c,
   }
   if (rc) {
     *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: cannot read %s: %s", c->what,
-                         shown ? shown : path, strerror(rc));
+                         shown ? shown : path, kn_file_strerror(rc));
     goto out;
   }
   json_error_t jerr;

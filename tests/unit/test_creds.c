@@ -2,6 +2,7 @@
  * XML documents, caching and refresh, errors.  Network providers are
  * covered by tests/integration/test_credentials.py. */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,26 @@ static void test_corrupt_files(void) {
   KT_CHECK_INT(kn_error_code(e), KN_ERR__CONF);
   kn_error_destroy(e);
   kn_aws_settings_clear(&s);
+}
+
+/* A FIFO (or device) where a file is expected is refused at once: opening
+ * a FIFO without a writer would wait for one for ever. */
+static void test_not_regular(void) {
+  kt_aws_reset();
+  KT_REQUIRE(mkfifo(kt_path(".aws/credentials"), 0600) == 0);
+  kn_conf_t *c = kn_conf_new();
+  char err[256];
+  kn_conf_set(c, "region", "us-east-1", err, sizeof(err));
+  kn_aws_settings_t s;
+  kn_error_t *e = kn_aws_settings_load(&s, c, &quiet);
+  kn_conf_destroy(c);
+  KT_CHECK_MSG(e && strstr(kn_error_string(e),
+                           "cannot read ~/.aws/credentials: not a regular "
+                           "file"),
+               "got \"%s\"", e ? kn_error_string(e) : "(success)");
+  if (!e) kn_aws_settings_clear(&s);
+  kn_error_destroy(e);
+  remove(kt_path(".aws/credentials"));
 }
 
 static void test_roles(void) {
@@ -842,6 +863,7 @@ int main(void) {
   KT_RUN(test_chain_order);
   KT_RUN(test_static_details);
   KT_RUN(test_corrupt_files);
+  KT_RUN(test_not_regular);
   KT_RUN(test_roles);
   KT_RUN(test_container_config);
   KT_RUN(test_process);
