@@ -1,6 +1,7 @@
 /* kncat multilang: golden lines of every protocol message, decoding of the
  * child's messages, the properties parser and the key mapping, and a child
  * process round trip. */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "multilang_child.h"
 #include "multilang_msg.h"
 #include "multilang_props.h"
+#include "signals.h"
 
 static char *take(kc_ml_buf_t *b) {
   static char s[8192];
@@ -419,6 +421,24 @@ static void on_line(void *opaque, const char *line, size_t len) {
   strcat(got_lines, "|");
 }
 
+/* Dead or a zombie, within KT_PROMPT_MS. */
+static int gone(int pid) {
+  for (int i = 0; i < KT_PROMPT_MS / 10; i++) {
+    char path[64], st[512] = "";
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+      size_t n = fread(st, 1, sizeof(st) - 1, f);
+      st[n] = '\0';
+      fclose(f);
+    }
+    const char *rp = strrchr(st, ')');
+    if (!f || (rp && rp[1] == ' ' && rp[2] == 'Z')) return 1;
+    usleep(10000);
+  }
+  return 0;
+}
+
 /* A child (sh) echoes what it gets, in its own process group. */
 static void test_child(void) {
   kc_ml_child_t c;
@@ -513,22 +533,76 @@ static void test_child(void) {
   kc_ml_child_kill(&c);
   KT_CHECK(kc_ml_child_reap(&c, 1));
   KT_CHECK(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGKILL);
-  int gone = 0;
-  for (int i = 0; i < KT_PROMPT_MS / 10 && !gone && bg > 0; i++) {
-    char path[64], st[512] = "";
-    snprintf(path, sizeof(path), "/proc/%d/stat", bg);
-    FILE *f = fopen(path, "r");
-    if (f) {
-      size_t n = fread(st, 1, sizeof(st) - 1, f);
-      st[n] = '\0';
-      fclose(f);
-    }
-    const char *rp = strrchr(st, ')');
-    gone = !f || (rp && rp[1] == ' ' && rp[2] == 'Z');
-    if (!gone) usleep(10000);
-  }
-  KT_CHECK(gone);
+  KT_CHECK(gone(bg));
   kc_ml_child_free(&c);
+
+  /* A child that exits by itself takes its process group along too. */
+  kc_ml_child_init(&c);
+  char *leaver[] = {"sh", "-c", "sleep 30 & echo $!; exit 0", NULL};
+  KT_CHECK(kc_ml_child_spawn(&c, leaver, err, sizeof(err)) == 0);
+  got_lines[0] = '\0';
+  for (int i = 0; i < KT_PROMPT_MS / 10 && !got_lines[0]; i++) {
+    kc_ml_child_read(&c.out_fd, &c.obuf, 1024, on_line, NULL);
+    if (!got_lines[0]) usleep(10000);
+  }
+  bg = atoi(got_lines);
+  KT_CHECK(bg > 0);
+  KT_CHECK(kc_ml_child_reap(&c, 1));
+  KT_CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
+  KT_CHECK(gone(bg));
+  kc_ml_child_free(&c);
+}
+
+/* A second SIGTERM ends kncat at once, and its children's process groups
+ * with it (run in a process of its own, which the signal kills). */
+static void test_second_signal(void) {
+  int up[2];
+  KT_REQUIRE(pipe(up) == 0);
+  fflush(NULL);
+  pid_t p = fork();
+  KT_REQUIRE(p >= 0);
+  if (p == 0) {
+    close(up[0]);
+    kc_signals_install();
+    kc_ml_child_t c;
+    kc_ml_child_init(&c);
+    char err[256];
+    char *argv[] = {"sh", "-c", "sleep 30 & echo $!; wait", NULL};
+    if (kc_ml_child_spawn(&c, argv, err, sizeof(err))) _exit(3);
+    char line[64] = "";
+    size_t n = 0;
+    while (n < sizeof(line) - 1 && (n == 0 || line[n - 1] != '\n')) {
+      ssize_t r = read(c.out_fd, line + n, sizeof(line) - 1 - n);
+      if (r > 0) n += (size_t)r;
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) _exit(4);
+      if (r < 0) usleep(10000);
+    }
+    if (write(up[1], line, n) != (ssize_t)n) _exit(5);
+    while (!kc_signal_received()) pause();
+    if (write(up[1], "stopping\n", 9) != 9) _exit(6);
+    for (;;) pause(); /* the second signal ends it */
+  }
+  close(up[1]);
+  char got[128] = "";
+  size_t n = 0;
+  ssize_t r;
+  while (!strchr(got, '\n') &&
+         (r = read(up[0], got + n, sizeof(got) - 1 - n)) > 0)
+    got[n += (size_t)r] = '\0';
+  int bg = atoi(got);
+  KT_CHECK(bg > 0);
+  kill(p, SIGTERM);
+  while (!strstr(got, "stopping") &&
+         (r = read(up[0], got + n, sizeof(got) - 1 - n)) > 0)
+    got[n += (size_t)r] = '\0';
+  KT_CHECK(strstr(got, "stopping") != NULL);
+  kill(p, SIGTERM);
+  int st = 0;
+  KT_CHECK(waitpid(p, &st, 0) == p);
+  KT_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+  close(up[0]);
+  KT_CHECK(bg > 0 && gone(bg));
+  if (bg > 0 && !gone(bg)) kill(bg, SIGKILL);
 }
 
 int main(void) {
@@ -539,5 +613,6 @@ int main(void) {
   KT_RUN(test_props_parse);
   KT_RUN(test_props_build);
   KT_RUN(test_child);
+  KT_RUN(test_second_signal);
   return KT_DONE();
 }

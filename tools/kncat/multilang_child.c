@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "signals.h"
+
 extern char **environ;
 
 void kc_ml_child_init(kc_ml_child_t *c) {
@@ -62,6 +64,7 @@ int kc_ml_child_spawn(kc_ml_child_t *c, char *const argv[], char *err,
     goto done_pipes;
   }
   c->pid = pid;
+  kc_signals_track_group(pid);
   c->in_fd = in[1];
   c->out_fd = out[0];
   c->err_fd = er[0];
@@ -173,6 +176,10 @@ int kc_ml_child_reap(kc_ml_child_t *c, int block) {
   while (r < 0 && errno == EINTR);
   if (r == c->pid || (r < 0 && errno == ECHILD)) {
     c->status = r == c->pid ? st : 0;
+    /* What it started goes with it.  The group's id is not reused while
+     * the group has members, so this reaches only the child's. */
+    kill(-c->pid, SIGKILL);
+    kc_signals_untrack_group(c->pid);
     c->pid = 0;
     return 1;
   }

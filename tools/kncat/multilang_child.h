@@ -39,8 +39,8 @@ int kc_ml_child_read(int *fd, kc_ml_buf_t *buf, size_t max_line,
                      void *opaque);
 /* SIGKILL to the child's process group. */
 void kc_ml_child_kill(kc_ml_child_t *c);
-/* Non-zero once the child has exited (reaped now or before); with block,
- * waits for it. */
+/* Non-zero once the child has exited (reaped now or before; whatever is
+ * left of its process group is then killed); with block, waits for it. */
 int kc_ml_child_reap(kc_ml_child_t *c, int block);
 /* Closes the descriptors and frees the buffers; the process is left as it
  * is (kill and reap first). */
