@@ -163,8 +163,12 @@ int kc_cmd_parse(kc_ctx_t *ctx, int argc, char **argv, const kc_opt_t *opts,
   return KC_GO_ON;
 }
 
-kn_client_t *kc_client_new(const kc_ctx_t *ctx, int *rc) {
+kn_client_t *kc_client_new(const kc_ctx_t *ctx, const char *stream, int *rc) {
   char errstr[512] = "";
+  /* A stream ARN names the region (the library's settings read it). */
+  if (stream && strncmp(stream, "arn:", 4) == 0 &&
+      (*rc = set_prop(ctx, "stream", stream)) != KC_GO_ON)
+    return NULL;
   kn_client_t *client = kn_client_new(ctx->conf, errstr, sizeof(errstr));
   if (!client) {
     kc_errorf(ctx, "cannot set up the client: %s",
