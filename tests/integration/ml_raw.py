@@ -2,7 +2,8 @@
 """A record processor speaking the MultiLangDaemon protocol directly, for
 the error cases of test_multilang.py.  Each process takes a number from
 ML_OUT/counter; children 1..3 misbehave (ML_MODES, comma-separated, in
-that order: "wrong", "exit", "silent", "garbage", "flood"), the others behave.
+that order: "wrong", "exit", "silent", "garbage", "flood", "nockpt": never
+checkpoints, takes a second over each batch), the others behave.
 Every good child probes the checkpoint errors on its first batch and logs
 the daemon's answers; every record goes to ML_OUT/rec-PID.jsonl."""
 import base64
@@ -70,7 +71,8 @@ while True:
     act = msg["action"]
     if act == "initialize":
         shard = msg["shardId"]
-        log(ev="initialize", seq=msg["sequenceNumber"], sub=msg["subSequenceNumber"])
+        log(ev="initialize", shard=shard, seq=msg["sequenceNumber"],
+            sub=msg["subSequenceNumber"])
         # Not allowed during initialize.
         log(ev="probe", case="initialize", reply=checkpoint("1", 0))
         send({"action": "status", "responseFor": "initialize"})
@@ -114,6 +116,8 @@ while True:
             last = recs[-1]
             log(ev="probe", case="after-loss",
                 reply=checkpoint(last["sequenceNumber"], last["subSequenceNumber"]))
+        if MODE == "nockpt":
+            time.sleep(1)  # slower than a checkpoint answer is read
         for i, r in enumerate(recs):
             if MODE == "exit" and i == len(recs) // 2:
                 RECS.flush()
@@ -135,8 +139,9 @@ while True:
             if first is not last:
                 log(ev="probe", case="before-checkpoint",
                     reply=checkpoint(first["sequenceNumber"], first["subSequenceNumber"]))
-        elif recs and MODE != "slow":
+        elif recs and MODE not in ("slow", "nockpt"):
             last = recs[-1]
+            log(ev="ckpt-ask")
             log(ev="ckpt", reply=checkpoint(last["sequenceNumber"], last["subSequenceNumber"]))
         send({"action": "status", "responseFor": "processRecords"})
         continue

@@ -17,7 +17,8 @@
   that shard only, and nothing is lost; the children's terminal escapes
   do not reach kncat's stderr.
 - A processor that checkpoints without reading the answers is failed once
-  they pile up.
+  they pile up; a checkpoint the lease table is slow to take holds up no
+  other shard.
 - A processor that keeps failing makes the exit code 1; a bad properties
   file exits 2 naming the key and line.
 
@@ -430,6 +431,47 @@ class Kinesalite(Base, unittest.TestCase):
                      r["data"] for r in read_jsonl(f"{out}/rec-*")}, TIMEOUT)
         self.assertEqual(d.stop(), 0, d.stderr())
         self.assertIn("flooding", [x["ev"] for x in read_jsonl(f"{out}/log-*")])
+
+    def test_slow_table_holds_up_no_other_shard(self):
+        """A checkpoint the lease table is slow to take holds up its own
+        child only: the other shard's records are delivered meanwhile (the
+        table here: a SQLite file another connection holds locked)."""
+        stream = self.create(2)
+        app = unique("mlslow", self.server_name)
+        out = self.dir / "out"
+        out.mkdir()
+        db = self.dir / "leases.db"
+        exe = f"{sys.executable} {HERE / 'ml_raw.py'}"
+        d = self.start(self.env(ML_OUT=out, ML_MODES="good,nockpt", ML_NO_PROBE=1),
+                       self.props(stream, app, exe, failoverTimeMillis=60000), "slow",
+                       xprops={"lease.store": f"sqlite:{db}"})
+
+        def inits():
+            got = {x["mode"]: x["shard"] for x in read_jsonl(f"{out}/log-*")
+                   if x["ev"] == "initialize"}
+            return got if len(got) == 2 else None
+        shard_of = wait_for("both processors", inits, TIMEOUT)
+        keys = dict(zip(sorted(self.shards(stream)), spread_keys(2, "t")))
+        import sqlite3
+        lock = sqlite3.connect(str(db), timeout=30, isolation_level=None)
+        lock.execute("BEGIN EXCLUSIVE")
+        try:
+            self.boto.put_record(StreamName=stream, Data=b"to-good",
+                                 PartitionKey=keys[shard_of["good"]])
+            wait_for("the checkpoint asked for", lambda: [
+                x for x in read_jsonl(f"{out}/log-*") if x["ev"] == "ckpt-ask"], TIMEOUT)
+            self.boto.put_record(StreamName=stream, Data=b"to-other",
+                                 PartitionKey=keys[shard_of["nockpt"]])
+            wait_for("the other shard's record", lambda: "to-other" in {
+                r["data"] for r in read_jsonl(f"{out}/rec-*")}, TIMEOUT)
+            # ... while the first checkpoint still waits for the table
+            self.assertFalse([x for x in read_jsonl(f"{out}/log-*") if x["ev"] == "ckpt"])
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        wait_for("the checkpoint answered", lambda: [
+            x for x in read_jsonl(f"{out}/log-*") if x["ev"] == "ckpt"], TIMEOUT)
+        self.assertEqual(d.stop(), 0, d.stderr())
 
     def test_store_errors_and_lost_lease(self):
         """ThrottlingException and KinesisClientLibDependencyException from
