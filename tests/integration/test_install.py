@@ -78,12 +78,8 @@ class Install(unittest.TestCase):
         self.assertEqual((p.returncode, p.stdout), (0, "ok\n"), p.stderr)
 
 
-def main():
-    result = unittest.main(exit=False, verbosity=2).result
-    failed = len(result.failures) + len(result.errors)
-    print(f"{result.testsRun - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
-
-
 if __name__ == "__main__":
-    main()
+    res = unittest.main(exit=False, verbosity=2).result
+    bad = len(res.failures) + len(res.errors)
+    print(f"{res.testsRun - bad} passed, {bad} failed")
+    sys.exit(1 if bad else 0)

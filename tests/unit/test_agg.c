@@ -650,6 +650,18 @@ static void test_corrupt_truncated(void) {
   CHECK_CORRUPT(&m, UNPACKABLE);
 }
 
+/* m: the partition key table k0 (and k1 when not NULL), and one record of
+ * data "x" with key 0. */
+static void one_record_keys(pb_t *m, const char *k0, const char *k1) {
+  pb_t r = {.n = 0};
+  m->n = 0;
+  pb_str(m, 1, k0);
+  if (k1) pb_str(m, 1, k1);
+  pb_uint(&r, 1, 0);
+  pb_str(&r, 3, "x");
+  pb_record(m, &r);
+}
+
 static void test_corrupt_fields(void) {
   pb_t m, r;
 
@@ -699,28 +711,15 @@ static void test_corrupt_fields(void) {
   char longkey[1100];
   memset(longkey, 'k', 257);
   longkey[257] = '\0';
-  m.n = 0;
-  pb_str(&m, 1, "k0");
-  pb_str(&m, 1, longkey);
-  r.n = 0;
-  pb_uint(&r, 1, 0);
-  pb_str(&r, 3, "x");
-  pb_record(&m, &r);
+  one_record_keys(&m, "k0", longkey);
   CHECK_CORRUPT(&m, "partition key 1 has 257 characters, over 256");
   /* Counted in characters: 256 two-byte ones pass, 257 do not. */
   for (int i = 0; i < 257; i++) memcpy(longkey + 2 * i, "\xc3\xa9", 2);
   longkey[2 * 257] = '\0';
-  m.n = 0;
-  pb_str(&m, 1, longkey);
-  r.n = 0;
-  pb_uint(&r, 1, 0);
-  pb_str(&r, 3, "x");
-  pb_record(&m, &r);
+  one_record_keys(&m, longkey, NULL);
   CHECK_CORRUPT(&m, "partition key 0 has 257 characters, over 256");
   longkey[2 * 256] = '\0';
-  m.n = 0;
-  pb_str(&m, 1, longkey);
-  pb_record(&m, &r);
+  one_record_keys(&m, longkey, NULL);
   {
     kn_batch_t *ok = kn_batch_new(NULL, NULL);
     size_t len;
@@ -733,12 +732,7 @@ static void test_corrupt_fields(void) {
   /* Bytes that continue no character count too: at most 4 per character. */
   memset(longkey, 0x80, 1025);
   longkey[1025] = '\0';
-  m.n = 0;
-  pb_str(&m, 1, longkey);
-  r.n = 0;
-  pb_uint(&r, 1, 0);
-  pb_str(&r, 3, "x");
-  pb_record(&m, &r);
+  one_record_keys(&m, longkey, NULL);
   CHECK_CORRUPT(&m, "partition key 0 has 1025 bytes, over 1024");
 
   /* Huge indices and varints. */

@@ -86,49 +86,47 @@ static const char *body_of(const char *answer) {
   return b ? b + 4 : "";
 }
 
+/* The server on a free loopback port, or NULL (a failed check). */
+static kc_metrics_t *open_loopback(void) {
+  char err[256];
+  kc_metrics_t *m = kc_metrics_open(":0", err, sizeof(err));
+  KT_CHECK_MSG(m != NULL, "%s", err);
+  return m;
+}
+
 #define GET(path) \
   "GET " path " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+/* Where the server asked to listen on addr does listen (as /proc/net
+ * writes it), or "" if it could not start. */
+static const char *bound(const char *addr, char *out, size_t size) {
+  char err[256];
+  out[0] = '\0';
+  kc_metrics_t *m = kc_metrics_open(addr, err, sizeof(err));
+  KT_CHECK_MSG(m != NULL, "%s: %s", addr, err);
+  if (!m) return out;
+  KT_CHECK(listen_addr(kc_metrics_port(m), out, size) == 0);
+  char answer[4096]; /* over IPv4 loopback in every case */
+  KT_CHECK_INT(
+      ask("127.0.0.1", kc_metrics_port(m), GET("/"), answer, sizeof(answer)),
+      200);
+  kc_metrics_close(m);
+  return out;
+}
 
 /* ":PORT" is loopback only; every address only when asked for. */
 static void test_binding(void) {
   char err[256], addr[160];
-  kc_metrics_t *m = kc_metrics_open(":0", err, sizeof(err));
-  KT_CHECK_MSG(m != NULL, "%s", err);
-  if (!m) return;
-  KT_CHECK(listen_addr(kc_metrics_port(m), addr, sizeof(addr)) == 0);
-  KT_CHECK_STR(addr, "0100007F"); /* 127.0.0.1 */
-  kc_metrics_close(m);
-
-  m = kc_metrics_open("0.0.0.0:0", err, sizeof(err));
-  KT_CHECK_MSG(m != NULL, "%s", err);
-  if (!m) return;
-  KT_CHECK(listen_addr(kc_metrics_port(m), addr, sizeof(addr)) == 0);
-  KT_CHECK_STR(addr, "00000000");
-  kc_metrics_close(m);
-
-  m = kc_metrics_open("127.0.0.1:0", err, sizeof(err));
-  KT_CHECK_MSG(m != NULL, "%s", err);
-  if (!m) return;
-  KT_CHECK(listen_addr(kc_metrics_port(m), addr, sizeof(addr)) == 0);
-  KT_CHECK_STR(addr, "0100007F");
-  kc_metrics_close(m);
-
+  KT_CHECK_STR(bound(":0", addr, sizeof(addr)), "0100007F"); /* 127.0.0.1 */
+  KT_CHECK_STR(bound("0.0.0.0:0", addr, sizeof(addr)), "00000000");
+  KT_CHECK_STR(bound("127.0.0.1:0", addr, sizeof(addr)), "0100007F");
   /* [::] (where the host has IPv6): every address, IPv4 ones too. */
   int v6 = socket(AF_INET6, SOCK_STREAM, 0);
   if (v6 >= 0) {
     close(v6);
-    m = kc_metrics_open("[::]:0", err, sizeof(err));
-    KT_CHECK_MSG(m != NULL, "%s", err);
-    if (!m) return;
-    KT_CHECK(listen_addr(kc_metrics_port(m), addr, sizeof(addr)) == 0);
-    KT_CHECK_STR(addr, "00000000000000000000000000000000");
-    char answer[4096];
-    KT_CHECK_INT(
-        ask("127.0.0.1", kc_metrics_port(m), GET("/"), answer, sizeof(answer)),
-        200);
-    kc_metrics_close(m);
+    KT_CHECK_STR(bound("[::]:0", addr, sizeof(addr)),
+                 "00000000000000000000000000000000");
   }
-
   KT_CHECK(kc_metrics_open("nonsense", err, sizeof(err)) == NULL);
   KT_CHECK(strstr(err, "HOST:PORT") != NULL);
 }
@@ -153,9 +151,8 @@ static void *trickle_main(void *arg) {
  * time-out, hold a few connections, not all: a probe from another address
  * is answered while they go on. */
 static void test_per_address(void) {
-  char err[256], answer[4096];
-  kc_metrics_t *m = kc_metrics_open(":0", err, sizeof(err));
-  KT_CHECK_MSG(m != NULL, "%s", err);
+  char answer[4096];
+  kc_metrics_t *m = open_loopback();
   if (!m) return;
   int port = kc_metrics_port(m), fds[16], held = 0;
   for (int i = 0; i < 16; i++) {
@@ -183,9 +180,7 @@ static void test_per_address(void) {
 /* A request trickled a byte at a time, each well within the idle time-out,
  * is cut off at the whole-request deadline. */
 static void test_deadline(void) {
-  char err[256];
-  kc_metrics_t *m = kc_metrics_open(":0", err, sizeof(err));
-  KT_CHECK_MSG(m != NULL, "%s", err);
+  kc_metrics_t *m = open_loopback();
   if (!m) return;
   int fd = connect_from("127.0.0.3", kc_metrics_port(m));
   KT_CHECK(fd >= 0);
@@ -212,9 +207,8 @@ static void test_deadline(void) {
 
 /* A method other than GET and HEAD is refused before its body comes. */
 static void test_refuse_non_get(void) {
-  char err[256], answer[4096];
-  kc_metrics_t *m = kc_metrics_open(":0", err, sizeof(err));
-  KT_CHECK_MSG(m != NULL, "%s", err);
+  char answer[4096];
+  kc_metrics_t *m = open_loopback();
   if (!m) return;
   int port = kc_metrics_port(m);
   KT_CHECK_INT(ask("127.0.0.1", port,
@@ -237,9 +231,8 @@ static void test_refuse_non_get(void) {
 
 /* Why the worker is not alive goes to the log, not to whoever asks. */
 static void test_health_details(void) {
-  char err[256], answer[4096];
-  kc_metrics_t *m = kc_metrics_open(":0", err, sizeof(err));
-  KT_CHECK_MSG(m != NULL, "%s", err);
+  char answer[4096];
+  kc_metrics_t *m = open_loopback();
   if (!m) return;
   const char *why =
       "failed: assuming arn:aws:iam::123456789012:role/secret: denied";

@@ -421,6 +421,20 @@ static void on_line(void *opaque, const char *line, size_t len) {
   strcat(got_lines, "|");
 }
 
+/* Reads c's stdout into got_lines (emptied first), in turns of at least
+ * 10 ms, KT_PROMPT_MS in all: until its end, or with first_only until a
+ * first line.  Non-zero if that came. */
+static int read_out(kc_ml_child_t *c, int first_only) {
+  got_lines[0] = '\0';
+  for (int i = 0; i < KT_PROMPT_MS / 10; i++) {
+    if (kc_ml_child_read(&c->out_fd, &c->obuf, 1024, on_line, NULL) == 1 ||
+        (first_only && got_lines[0]))
+      return 1;
+    usleep(10000);
+  }
+  return 0;
+}
+
 /* Dead or a zombie, within KT_PROMPT_MS. */
 static int gone(int pid) {
   for (int i = 0; i < KT_PROMPT_MS / 10; i++) {
@@ -452,13 +466,7 @@ static void test_child(void) {
   kc_ml_enc_action(&c.wbuf, "leaseLost");
   KT_CHECK(kc_ml_child_flush(&c) == 0);
   kc_ml_child_close_stdin(&c);
-  got_lines[0] = '\0';
-  int out_done = 0;
-  /* Each wait below: turns of at least 10 ms, KT_PROMPT_MS in all. */
-  for (int i = 0; i < KT_PROMPT_MS / 10 && !out_done; i++) {
-    out_done = kc_ml_child_read(&c.out_fd, &c.obuf, 1024, on_line, NULL) == 1;
-    if (!out_done) usleep(10000);
-  }
+  KT_CHECK(read_out(&c, 0));
   KT_CHECK_STR(got_lines, "pgid=1|{\"action\":\"leaseLost\"}|");
   got_lines[0] = '\0';
   for (int i = 0; i < KT_PROMPT_MS / 10 && c.err_fd >= 0; i++) {
@@ -478,12 +486,7 @@ static void test_child(void) {
                       "head -c 200000 /dev/zero | tr '\\0' a; echo; echo next",
                       NULL};
   KT_CHECK(kc_ml_child_spawn(&c, longline, err, sizeof(err)) == 0);
-  got_lines[0] = '\0';
-  out_done = 0;
-  for (int i = 0; i < KT_PROMPT_MS / 10 && !out_done; i++) {
-    out_done = kc_ml_child_read(&c.out_fd, &c.obuf, 1024, on_line, NULL) == 1;
-    if (!out_done) usleep(10000);
-  }
+  KT_CHECK(read_out(&c, 0));
   {
     char want[1100];
     memset(want, 'a', 1024);
@@ -500,12 +503,7 @@ static void test_child(void) {
   kc_ml_child_init(&c);
   char *fds[] = {"sh", "-c", "ls /proc/$$/fd; echo end", NULL};
   KT_CHECK(kc_ml_child_spawn(&c, fds, err, sizeof(err)) == 0);
-  got_lines[0] = '\0';
-  out_done = 0;
-  for (int i = 0; i < KT_PROMPT_MS / 10 && !out_done; i++) {
-    out_done = kc_ml_child_read(&c.out_fd, &c.obuf, 1024, on_line, NULL) == 1;
-    if (!out_done) usleep(10000);
-  }
+  KT_CHECK(read_out(&c, 0));
   KT_CHECK_STR(got_lines, "0|1|2|end|");
   KT_CHECK(kc_ml_child_reap(&c, 1));
   kc_ml_child_free(&c);
@@ -523,11 +521,7 @@ static void test_child(void) {
   kc_ml_child_init(&c);
   char *sleeper[] = {"sh", "-c", "sleep 30 & echo $!; sleep 30", NULL};
   KT_CHECK(kc_ml_child_spawn(&c, sleeper, err, sizeof(err)) == 0);
-  got_lines[0] = '\0';
-  for (int i = 0; i < KT_PROMPT_MS / 10 && !got_lines[0]; i++) {
-    kc_ml_child_read(&c.out_fd, &c.obuf, 1024, on_line, NULL);
-    if (!got_lines[0]) usleep(10000);
-  }
+  KT_CHECK(read_out(&c, 1));
   int bg = atoi(got_lines);
   KT_CHECK(bg > 0);
   kc_ml_child_kill(&c);
@@ -540,11 +534,7 @@ static void test_child(void) {
   kc_ml_child_init(&c);
   char *leaver[] = {"sh", "-c", "sleep 30 & echo $!; exit 0", NULL};
   KT_CHECK(kc_ml_child_spawn(&c, leaver, err, sizeof(err)) == 0);
-  got_lines[0] = '\0';
-  for (int i = 0; i < KT_PROMPT_MS / 10 && !got_lines[0]; i++) {
-    kc_ml_child_read(&c.out_fd, &c.obuf, 1024, on_line, NULL);
-    if (!got_lines[0]) usleep(10000);
-  }
+  KT_CHECK(read_out(&c, 1));
   bg = atoi(got_lines);
   KT_CHECK(bg > 0);
   KT_CHECK(kc_ml_child_reap(&c, 1));
