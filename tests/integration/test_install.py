@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The installed library is usable where it is installed: `cmake --install
 BUILD --prefix DIR` into a fresh directory, then pkg-config (kn.pc found
-there) gives flags naming DIR, and a program built with them links and
-runs against the installed library.
+there) gives flags naming DIR, a program built with them links and runs
+against the installed library, and that library holds no test hooks.
 
 Environment: KN_BUILD_DIR (the build), KN_SOURCE_DIR.  Needs cmake,
 pkg-config and a C compiler (CC, else cc).  Prints "N passed, M failed".
@@ -22,6 +22,10 @@ from pathlib import Path
 
 SOURCE_DIR = Path(os.environ.get("KN_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 BUILD_DIR = Path(os.environ.get("KN_BUILD_DIR", SOURCE_DIR / "build"))
+
+# Functions only the unit tests call.
+HOOKS = {"kn_creds_provider_advance", "kn_creds_provider_freeze_clock",
+         "kn_creds_provider_fetches"}
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -65,6 +69,14 @@ class Install(unittest.TestCase):
         libdir = mine[0]
         self.assertTrue(libdir.startswith(str(prefix) + os.sep), libdir)
         self.assertTrue(glob.glob(os.path.join(libdir, "libkinesis.*")), libdir)
+        # The library installed holds no test hooks (tests link their own).
+        for lib in glob.glob(os.path.join(libdir, "libkinesis.*")):
+            p = subprocess.run(["nm", "-g", "--defined-only", lib], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            hooks = sorted({line.split()[-1] for line in p.stdout.splitlines()
+                            if line.split() and line.split()[-1] in HOOKS})
+            self.assertEqual(hooks, [], lib)
         # A program built with those flags runs against the installed copy.
         src = self.dir / "prog.c"
         src.write_text(PROGRAM)

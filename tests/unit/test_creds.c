@@ -14,6 +14,7 @@
 #include "aws/xml_min.h"
 #include "core/conf.h"
 #include "core/error.h"
+#include "creds_hooks.h"
 #include "kt.h"
 #include "kt_aws.h"
 #include "util/clock.h"
