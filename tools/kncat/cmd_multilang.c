@@ -857,9 +857,11 @@ static void on_written(ml_t *m, ev_t *j) {
     s->has_ckpt = 1;
     release_upto(m, s, &j->ckpt);
   }
-  if (s->child.pid <= 0 || s->child_serial != j->child_serial || s->deferred)
-    return; /* that child is gone: nothing to answer */
-  if (kc_ml_enc_checkpoint(&s->child.wbuf, j->has_asked ? j->asked : NULL,
+  if (s->child.pid <= 0 || s->deferred) return;
+  /* The child that asked is answered; a child started since (the one that
+   * asked failed) is not, but what it asked for meanwhile is. */
+  if (s->child_serial == j->child_serial &&
+      kc_ml_enc_checkpoint(&s->child.wbuf, j->has_asked ? j->asked : NULL,
                            j->asked_sub, error)) {
     fail_child(m, s, "out of memory");
     return;
