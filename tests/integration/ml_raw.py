@@ -3,7 +3,8 @@
 the error cases of test_multilang.py.  Each process takes a number from
 ML_OUT/counter; children 1..3 misbehave (ML_MODES, comma-separated, in
 that order: "wrong", "exit", "silent", "garbage", "flood", "nockpt": never
-checkpoints, takes a second over each batch), the others behave.
+checkpoints, takes a second over each batch; "ckptexit": asks for a
+checkpoint and exits at once), the others behave.
 Every good child probes the checkpoint errors on its first batch and logs
 the daemon's answers; every record goes to ML_OUT/rec-PID.jsonl."""
 import base64
@@ -139,6 +140,14 @@ while True:
             if first is not last:
                 log(ev="probe", case="before-checkpoint",
                     reply=checkpoint(first["sequenceNumber"], first["subSequenceNumber"]))
+        elif recs and MODE == "ckptexit":
+            # Asks for a checkpoint and goes without waiting for the answer.
+            last = recs[-1]
+            log(ev="ckpt-ask")
+            send({"action": "checkpoint", "sequenceNumber": last["sequenceNumber"],
+                  "subSequenceNumber": last["subSequenceNumber"]})
+            RECS.flush()
+            os._exit(0)
         elif recs and MODE not in ("slow", "nockpt"):
             last = recs[-1]
             log(ev="ckpt-ask")

@@ -473,6 +473,38 @@ class Kinesalite(Base, unittest.TestCase):
             x for x in read_jsonl(f"{out}/log-*") if x["ev"] == "ckpt"], TIMEOUT)
         self.assertEqual(d.stop(), 0, d.stderr())
 
+    def test_replaced_child_checkpoint_answered(self):
+        """A child that goes while its checkpoint is being written is
+        replaced; what the new child asks for meanwhile is answered once
+        that write is done."""
+        stream = self.create(1)
+        app = unique("mlrepl", self.server_name)
+        out = self.dir / "out"
+        out.mkdir()
+        db = self.dir / "leases.db"
+        exe = f"{sys.executable} {HERE / 'ml_raw.py'}"
+        d = self.start(self.env(ML_OUT=out, ML_MODES="ckptexit", ML_NO_PROBE=1),
+                       self.props(stream, app, exe, failoverTimeMillis=60000), "repl",
+                       xprops={"lease.store": f"sqlite:{db}"})
+        wait_for("the processor", lambda: [x for x in read_jsonl(f"{out}/log-*")
+                                           if x["ev"] == "initialize"], TIMEOUT)
+        import sqlite3
+        lock = sqlite3.connect(str(db), timeout=30, isolation_level=None)
+        lock.execute("BEGIN EXCLUSIVE")
+        try:
+            self.boto.put_record(StreamName=stream, Data=b"r1", PartitionKey="k")
+            # the first asks and goes; the second (same records) asks too
+            wait_for("two processors asking", lambda: len({
+                x["pid"] for x in read_jsonl(f"{out}/log-*") if x["ev"] == "ckpt-ask"}) == 2,
+                TIMEOUT)
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        wait_for("the second one answered", lambda: [
+            x for x in read_jsonl(f"{out}/log-*")
+            if x["ev"] == "ckpt" and x["mode"] == "good"], TIMEOUT)
+        self.assertEqual(d.stop(), 0, d.stderr())
+
     def test_store_errors_and_lost_lease(self):
         """ThrottlingException and KinesisClientLibDependencyException from
         a failing lease table; ShutdownException once the lease is gone,
