@@ -3,7 +3,7 @@
 the error cases of test_multilang.py.  Each process takes a number from
 ML_OUT/counter; children 1..3 misbehave (ML_MODES, comma-separated, in
 that order: "wrong", "exit", "silent", "garbage", "flood", "nockpt": never
-checkpoints, takes a second over each batch; "ckptexit": asks for a
+checkpoints, takes 0.3 s over each batch; "ckptexit": asks for a
 checkpoint and exits at once), the others behave.
 Every good child probes the checkpoint errors on its first batch and logs
 the daemon's answers; every record goes to ML_OUT/rec-PID.jsonl."""
@@ -118,7 +118,7 @@ while True:
             log(ev="probe", case="after-loss",
                 reply=checkpoint(last["sequenceNumber"], last["subSequenceNumber"]))
         if MODE == "nockpt":
-            time.sleep(1)  # slower than a checkpoint answer is read
+            time.sleep(0.3)  # slower than a checkpoint answer is read
         for i, r in enumerate(recs):
             if MODE == "exit" and i == len(recs) // 2:
                 RECS.flush()
