@@ -24,6 +24,12 @@
 /* Kinesis accepts at most 1 MiB of data plus partition key per record. */
 #define KN_AGG_RECORD_LIMIT (1024 * 1024)
 
+/* A partition key is 1 to 256 Unicode characters: an aggregate whose key
+ * table holds a longer one (characters counted as the bytes that do not
+ * continue a UTF-8 sequence, at most 4 bytes each) is corrupt. */
+#define KN_AGG_KEY_MAX_CHARS 256
+#define KN_AGG_KEY_MAX_BYTES (4 * KN_AGG_KEY_MAX_CHARS)
+
 /* Non-zero if data starts with the magic number (cheap; proves nothing). */
 int kn_agg_has_magic(const void *data, size_t len);
 
@@ -69,8 +75,9 @@ typedef struct kn_agg_result {
  * does not start with the magic number: the caller delivers it as a plain
  * record).  Returns KN_ERR__CORRUPT when data starts with the magic number
  * but is not a valid aggregate (MD5 mismatch, malformed protobuf, missing
- * required field, index outside its table, unreadable explicit hash key
- * under the range check); the KCL delivers such a record as a plain one,
+ * required field, index outside its table, a partition key over
+ * KN_AGG_KEY_MAX_CHARS, unreadable explicit hash key under the range
+ * check); the KCL delivers such a record as a plain one,
  * which is the caller's choice.  Returns KN_ERR__NOMEM on out-of-memory.
  * On any error b is left as it was and, when errp is not NULL, *errp gets
  * an error value saying what is wrong (the caller destroys it).

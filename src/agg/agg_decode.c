@@ -238,6 +238,24 @@ kn_err_t kn_agg_expand(kn_batch_t *b, void *data, size_t len, const char *seq,
                   m->n_explicit_hash_key_table);
     goto out;
   }
+  /* Every partition key within the service's bounds: longer ones cannot
+   * have been sent by a producer, and would cost every later step. */
+  for (size_t k = 0; k < m->n_partition_key_table; k++) {
+    const char *key = m->partition_key_table[k];
+    size_t bytes = strnlen(key, KN_AGG_KEY_MAX_BYTES + 1), chars = 0;
+    if (bytes > KN_AGG_KEY_MAX_BYTES) {
+      err = corrupt(errp, "partition key %zu has %zu bytes, over %d", k,
+                    strlen(key), KN_AGG_KEY_MAX_BYTES);
+      goto out;
+    }
+    for (size_t i = 0; i < bytes; i++)
+      chars += ((uint8_t)key[i] & 0xC0) != 0x80;
+    if (chars > KN_AGG_KEY_MAX_CHARS) {
+      err = corrupt(errp, "partition key %zu has %zu characters, over %d", k,
+                    chars, KN_AGG_KEY_MAX_CHARS);
+      goto out;
+    }
+  }
   res->aggregated = 1;
   res->n_user = m->n_records;
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "aws/creds_int.h"
+#include "aws/creds_provider.h"
 #include "aws/settings.h"
 #include "core/error.h"
 #include "util/clock.h"
@@ -52,30 +53,6 @@ static const struct step {
     {"EC2 instance metadata", kn_creds_from_imds},
 };
 #define CHAIN_LEN (sizeof(chain) / sizeof(chain[0]))
-
-/* The chain runs on a thread of the provider's own, never on a caller's:
- * callers (the I/O thread above all) read the cache, and when it needs a
- * refresh they ask for one and go on with the cached keys, or wait for
- * the result only if they have nothing usable. */
-struct kn_creds_provider {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;       /* the refresher's wake-up and every waiter's */
-  kn_creds_ctx_t ctx;        /* the refresher thread's only */
-  const struct step *winner; /* the refresher thread's only */
-  /* The rest under lock. */
-  kn_creds_t cached;    /* valid when cached.access_key_id is set */
-  kn_error_t *last_err; /* why the last fetch failed, until one works */
-  uint64_t done;        /* fetches finished, to tell waiters apart */
-  int want;             /* a fetch is asked for */
-  int busy;             /* a fetch is running */
-  int stop;
-  int started; /* the thread runs (started on first use) */
-  pthread_t thread;
-  int64_t next_attempt_mono_ms; /* earliest refresh while the cache is usable */
-  int64_t mono_ahead_ms; /* added to the monotonic clock (tests' advance) */
-  int mono_frozen;       /* tests: the clock moves by advance only */
-  int64_t mono_frozen_ms;
-};
 
 /* Lock held: the provider's monotonic clock. */
 static int64_t mono_ms(const kn_creds_provider_t *p) {
@@ -474,24 +451,4 @@ kn_error_t *kn_creds_get_nowait(kn_creds_provider_t *p, kn_creds_t *out,
   }
   pthread_mutex_unlock(&p->lock);
   return e;
-}
-
-void kn_creds_provider_advance(kn_creds_provider_t *p, int64_t ms) {
-  pthread_mutex_lock(&p->lock);
-  p->mono_ahead_ms += ms;
-  pthread_mutex_unlock(&p->lock);
-}
-
-void kn_creds_provider_freeze_clock(kn_creds_provider_t *p) {
-  pthread_mutex_lock(&p->lock);
-  if (!p->mono_frozen) p->mono_frozen_ms = kn_mono_ms();
-  p->mono_frozen = 1;
-  pthread_mutex_unlock(&p->lock);
-}
-
-uint64_t kn_creds_provider_fetches(kn_creds_provider_t *p) {
-  pthread_mutex_lock(&p->lock);
-  uint64_t n = p->done;
-  pthread_mutex_unlock(&p->lock);
-  return n;
 }

@@ -81,7 +81,7 @@ static int auth_header(kn_creds_ctx_t *ctx, char **line, kn_error_t **errp) {
       *errp = kn_error_new(KN_ERR__CREDENTIALS,
                            "container credentials: token file %s "
                            "(AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE): %s",
-                           file, rc ? strerror(rc) : "empty");
+                           file, rc ? kn_file_strerror(rc) : "empty");
       kn_buf_free(&b);
       return -1;
     }

@@ -156,15 +156,4 @@ kn_err_t kn_creds_http(kn_creds_ctx_t *ctx, const kn_http_req_t *req,
  * rest replaced by '?'.  Caller frees. */
 char *kn_creds_snippet(const char *p, size_t len, size_t max);
 
-/* For tests, which wait for events rather than for time to pass.  Moves
- * the provider's monotonic clock (the refresh interval and the wait after
- * a failed refresh) ms ahead of the real one. */
-void kn_creds_provider_advance(kn_creds_provider_t *p, int64_t ms);
-/* Stops that clock where it is: from then on only advance moves it, so a
- * slow test run cannot reach the next refresh by itself. */
-void kn_creds_provider_freeze_clock(kn_creds_provider_t *p);
-/* Fetches finished so far (each installed its credentials or its
- * failure before it counts). */
-uint64_t kn_creds_provider_fetches(kn_creds_provider_t *p);
-
 #endif

@@ -47,6 +47,8 @@ static int spawn(const char *command, child_t *c) {
   if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
       posix_spawn_file_actions_adddup2(&fa, po[1], 1) ||
       posix_spawn_file_actions_adddup2(&fa, pe[1], 2) ||
+      /* Nothing else: libcurl's sockets are not all close-on-exec. */
+      posix_spawn_file_actions_addclosefrom_np(&fa, 3) ||
       posix_spawnattr_setpgroup(&at, 0) ||
       posix_spawnattr_setsigmask(&at, &none) ||
       posix_spawnattr_setsigdefault(&at, &def) ||

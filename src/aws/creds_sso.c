@@ -6,8 +6,9 @@
  * SSO GetRoleCredentials with it.  A session's token that expires within
  * 15 minutes is refreshed through SSO-OIDC CreateToken when a refresh
  * token and a client registration are cached, and the cache file is
- * rewritten; a legacy token is never refreshed.  Tokens, client secrets and
- * credentials never appear in messages. */
+ * rewritten (flushed, under a lock beside it so that two processes do not
+ * both spend the refresh token); a legacy token is never refreshed.  Tokens,
+ * client secrets and credentials never appear in messages. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -15,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,6 +35,7 @@
 #define MAX_CACHE_FILE (64 * 1024)
 #define TOKEN_REFRESH_MS (15 * 60 * 1000)
 #define SSO_ATTEMPTS 3
+#define LOCK_WAIT_MS 30000
 
 typedef struct sso_conf {
   const char *profile;
@@ -153,8 +157,36 @@ static const char *jstr(json_t *o, const char *name) {
                                                     : NULL;
 }
 
-/* Writes doc to path through a temporary file and a rename, readable by
- * the owner only, as the AWS CLI keeps it. */
+/* Wipes every string inside v (tokens, client secrets) before jansson
+ * frees them. */
+static void wipe_json(json_t *v) {
+  if (json_is_string(v)) {
+    kn_secure_wipe((char *)(uintptr_t)json_string_value(v),
+                   json_string_length(v));
+  } else if (json_is_object(v)) {
+    const char *k;
+    json_t *x;
+    json_object_foreach(v, k, x) wipe_json(x);
+  } else if (json_is_array(v)) {
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) wipe_json(x);
+  }
+}
+
+static void free_json(json_t *v) {
+  if (v && v->refcount == 1) wipe_json(v);
+  json_decref(v);
+}
+
+/* Sets doc[name] to a new string, the old one wiped first. */
+static void set_secret(json_t *doc, const char *name, const char *value) {
+  wipe_json(json_object_get(doc, name));
+  json_object_set_new(doc, name, json_string(value));
+}
+
+/* Writes doc to path through a temporary file, flushed to the disk, and a
+ * rename, readable by the owner only, as the AWS CLI keeps it. */
 static int write_cache(const char *path, json_t *doc) {
   char *text = json_dumps(doc, JSON_COMPACT);
   char *tmp = kn_asprintf("%s.tmp-XXXXXX", path);
@@ -166,17 +198,61 @@ static int write_cache(const char *path, json_t *doc) {
       ssize_t w = 0;
       while (off < len && (w = write(fd, text + off, len - off)) > 0)
         off += (size_t)w;
-      int ok = off == len && fchmod(fd, 0600) == 0;
+      int ok = off == len && fchmod(fd, 0600) == 0 && fsync(fd) == 0;
       ok = close(fd) == 0 && ok;
-      if (ok && rename(tmp, path) == 0)
+      if (ok && rename(tmp, path) == 0) {
         rc = 0;
-      else
+        /* The rename itself, on the disk too. */
+        char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+        if (slash) {
+          *slash = '\0';
+          int dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+          if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+          }
+        }
+        free(dir);
+      } else {
         unlink(tmp);
+      }
     }
   }
   kn_secure_free_str(text);
   free(tmp);
   return rc;
+}
+
+/* Takes the lock beside the cache file (PATH.lock, flock) that keeps two
+ * processes from refreshing one token at once: a refresh token may be
+ * good for one use only.  Waits up to LOCK_WAIT_MS; the descriptor to
+ * unlock_cache(), or -1 when there is no lock (then the refresh goes on
+ * without it). */
+static int lock_cache(kn_creds_ctx_t *ctx, const sso_conf_t *c,
+                      const char *path) {
+  char *name = kn_asprintf("%s.lock", path);
+  int fd =
+      name ? open(name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+  free(name);
+  if (fd < 0) return -1;
+  for (int waited = 0;; waited += 50) {
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+    if (errno != EWOULDBLOCK && errno != EINTR) break;
+    if (waited >= LOCK_WAIT_MS) {
+      kn_warn(ctx->log, FAC,
+              "%s: another process has held the token cache's lock for %d "
+              "s: refreshing without it",
+              c->what, LOCK_WAIT_MS / 1000);
+      break;
+    }
+    kn_sleep_ms(50);
+  }
+  close(fd);
+  return -1;
+}
+
+static void unlock_cache(int fd) {
+  if (fd >= 0) close(fd); /* releases the flock */
 }
 
 /* SSO-OIDC CreateToken with the cached refresh token; on success updates
@@ -204,7 +280,7 @@ static int refresh_token(kn_creds_ctx_t *ctx, const sso_conf_t *c,
       json_pack("{s:s, s:s, s:s, s:s}", "clientId", cid, "clientSecret", cs,
                 "grantType", "refresh_token", "refreshToken", rt);
   char *body = req_doc ? json_dumps(req_doc, JSON_COMPACT) : NULL;
-  json_decref(req_doc);
+  free_json(req_doc);
   int rc = -1;
   if (url && body) {
     const char *headers[] = {"Content-Type: application/json",
@@ -238,10 +314,10 @@ static int refresh_token(kn_creds_ctx_t *ctx, const sso_conf_t *c,
         char exp[21];
         kn_iso8601_format(
             kn_wall_ms() + (int64_t)json_integer_value(ein) * 1000, exp);
-        json_object_set_new(doc, "accessToken", json_string(at));
+        set_secret(doc, "accessToken", at);
         json_object_set_new(doc, "expiresAt", json_string(exp));
         const char *nrt = jstr(r, "refreshToken");
-        if (nrt) json_object_set_new(doc, "refreshToken", json_string(nrt));
+        if (nrt) set_secret(doc, "refreshToken", nrt);
         rc = 0;
       } else {
         kn_warn(ctx->log, FAC,
@@ -249,7 +325,7 @@ static int refresh_token(kn_creds_ctx_t *ctx, const sso_conf_t *c,
                 "without accessToken or expiresIn",
                 c->what);
       }
-      json_decref(r);
+      free_json(r);
     }
     if (resp.body.p) kn_secure_wipe(resp.body.p, resp.body.len);
     kn_http_resp_clear(&resp);
@@ -257,6 +333,42 @@ static int refresh_token(kn_creds_ctx_t *ctx, const sso_conf_t *c,
   kn_secure_free_str(body);
   free(url);
   return rc;
+}
+
+/* Reads and checks the token cache at path into *doc; 0, or -1 with
+ * *errp. */
+static int read_cache(const sso_conf_t *c, const char *path, const char *shown,
+                      json_t **doc, int64_t *expires, kn_error_t **errp) {
+  kn_buf_t text = KN_BUF_INIT;
+  *doc = NULL;
+  int rc = kn_file_read(path, MAX_CACHE_FILE, &text);
+  if (rc == ENOENT) {
+    *errp =
+        kn_error_new(KN_ERR__CREDENTIALS, "%s: no cached token (%s): run `%s`",
+                     c->what, shown, c->login);
+  } else if (rc) {
+    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: cannot read %s: %s", c->what,
+                         shown, kn_file_strerror(rc));
+  } else {
+    json_error_t jerr;
+    *doc = json_loadb(text.p ? text.p : "", text.len, 0, &jerr);
+    const char *at = jstr(*doc, "accessToken"), *ea = jstr(*doc, "expiresAt");
+    if (!json_is_object(*doc) || !at || !ea || kn_iso8601_parse(ea, expires)) {
+      *errp = kn_error_new(
+          KN_ERR__CREDENTIALS,
+          "%s: %s is not a token cache (accessToken and expiresAt): run `%s`",
+          c->what, shown, c->login);
+      rc = -1;
+    }
+  }
+  if (text.p) kn_secure_wipe(text.p, text.len);
+  kn_buf_free(&text);
+  if (rc) {
+    free_json(*doc);
+    *doc = NULL;
+    return -1;
+  }
+  return 0;
 }
 
 /* The access token to use (a copy, caller wipes and frees), refreshed
@@ -269,45 +381,36 @@ static char *load_token(kn_creds_ctx_t *ctx, const sso_conf_t *c,
                          "%s: no home directory for ~/.aws/sso/cache", c->what);
     return NULL;
   }
-  char *shown = kn_path_display(path);
-  kn_buf_t text = KN_BUF_INIT;
+  char *disp = kn_path_display(path);
+  const char *shown = disp ? disp : path;
   json_t *doc = NULL;
   char *token = NULL;
-  int rc = kn_file_read(path, MAX_CACHE_FILE, &text);
-  if (rc == ENOENT) {
-    *errp =
-        kn_error_new(KN_ERR__CREDENTIALS, "%s: no cached token (%s): run `%s`",
-                     c->what, shown ? shown : path, c->login);
-    goto out;
-  }
-  if (rc) {
-    *errp = kn_error_new(KN_ERR__CREDENTIALS, "%s: cannot read %s: %s", c->what,
-                         shown ? shown : path, strerror(rc));
-    goto out;
-  }
-  json_error_t jerr;
-  doc = json_loadb(text.p ? text.p : "", text.len, 0, &jerr);
-  const char *at = jstr(doc, "accessToken"), *ea = jstr(doc, "expiresAt");
   int64_t expires = 0;
-  if (!json_is_object(doc) || !at || !ea || kn_iso8601_parse(ea, &expires)) {
-    *errp =
-        kn_error_new(KN_ERR__CREDENTIALS,
-                     "%s: %s is not a token cache (accessToken and expiresAt): "
-                     "run `%s`",
-                     c->what, shown ? shown : path, c->login);
-    goto out;
+  if (read_cache(c, path, shown, &doc, &expires, errp)) goto out;
+  if (c->session && expires - kn_wall_ms() < TOKEN_REFRESH_MS) {
+    /* Under the lock, and from the file as it is then: another process
+     * may have refreshed it meanwhile. */
+    int lock = lock_cache(ctx, c, path);
+    json_t *now = NULL;
+    kn_error_t *e = NULL;
+    if (read_cache(c, path, shown, &now, &expires, &e) == 0) {
+      free_json(doc);
+      doc = now;
+    }
+    kn_error_destroy(e);
+    if (expires - kn_wall_ms() < TOKEN_REFRESH_MS &&
+        refresh_token(ctx, c, doc) == 0) {
+      if (write_cache(path, doc))
+        kn_warn(ctx->log, FAC,
+                "%s: could not rewrite %s with the refreshed token", c->what,
+                shown);
+      else
+        kn_info(ctx->log, FAC, "%s: token refreshed", c->what);
+      kn_iso8601_parse(jstr(doc, "expiresAt"), &expires);
+    }
+    unlock_cache(lock);
   }
-  if (c->session && expires - kn_wall_ms() < TOKEN_REFRESH_MS &&
-      refresh_token(ctx, c, doc) == 0) {
-    if (write_cache(path, doc))
-      kn_warn(ctx->log, FAC,
-              "%s: could not rewrite %s with the refreshed token", c->what,
-              shown ? shown : path);
-    else
-      kn_info(ctx->log, FAC, "%s: token refreshed", c->what);
-    at = jstr(doc, "accessToken");
-    kn_iso8601_parse(jstr(doc, "expiresAt"), &expires);
-  }
+  const char *at = jstr(doc, "accessToken");
   if (expires <= kn_wall_ms()) {
     char when[21];
     *errp = kn_error_new(
@@ -327,10 +430,8 @@ static char *load_token(kn_creds_ctx_t *ctx, const sso_conf_t *c,
   if (!(token = strdup(at)))
     *errp = kn_error_new(KN_ERR__NOMEM, "out of memory");
 out:
-  json_decref(doc);
-  if (text.p) kn_secure_wipe(text.p, text.len);
-  kn_buf_free(&text);
-  free(shown);
+  free_json(doc);
+  free(disp);
   free(path);
   return token;
 }
@@ -358,7 +459,7 @@ static kn_creds_res_t parse_role_creds(const kn_http_resp_t *resp,
     out->expires_ms = (int64_t)json_integer_value(exp);
     r = KN_CREDS_FOUND;
   }
-  json_decref(doc);
+  free_json(doc);
   return r;
 }
 

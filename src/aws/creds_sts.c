@@ -284,7 +284,7 @@ kn_creds_res_t kn_creds_web_identity(kn_creds_ctx_t *ctx, const char *role_arn,
   if (rc || !token.len) {
     *errp =
         kn_error_new(KN_ERR__CREDENTIALS, "%s: web identity token file %s: %s",
-                     what, token_file, rc ? strerror(rc) : "empty");
+                     what, token_file, rc ? kn_file_strerror(rc) : "empty");
     goto out;
   }
   kn_str_trim(token.p);

@@ -35,7 +35,8 @@ static kn_error_t *load_file(const char *path, kn_ini_t **out) {
                      "%s: larger than %u bytes: not a config file", shown,
                      KN_AWS_PROFILE_MAX_FILE);
   } else if (rc) {
-    e = kn_error_new(KN_ERR__CONF, "cannot read %s: %s", shown, strerror(rc));
+    e = kn_error_new(KN_ERR__CONF, "cannot read %s: %s", shown,
+                     kn_file_strerror(rc));
   } else {
     e = kn_ini_parse(text.p ? text.p : "", text.len, shown, out);
     if (!*out && !e) e = kn_error_new(KN_ERR__NOMEM, "out of memory");

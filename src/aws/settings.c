@@ -180,6 +180,25 @@ static kn_error_t *check_endpoint(const char *svc, const source_t *src) {
                       svc, src->value, src->from, why);
 }
 
+/* The region of a stream ARN, arn:PARTITION:kinesis:REGION:ACCOUNT:
+ * stream/NAME, into region; -1 if arn is not one. */
+static int stream_arn_region(const char *arn, char *region, size_t size) {
+  const char *f[6], *p = arn;
+  for (int i = 0; i < 6; i++) {
+    f[i] = p;
+    if (i < 5 && !(p = strchr(p, ':'))) return -1;
+    if (i < 5) p++;
+  }
+  size_t n = (size_t)(f[4] - f[3] - 1);
+  if (!kn_str_has_prefix(f[2], "kinesis:") || n == 0 || n >= size ||
+      f[2] - f[1] < 2 || !kn_str_has_prefix(f[5], "stream/") || !f[5][7] ||
+      strchr(f[5] + 7, '/'))
+    return -1;
+  memcpy(region, f[3], n);
+  region[n] = '\0';
+  return 0;
+}
+
 static kn_error_t *resolve_region_endpoints(kn_aws_settings_t *s,
                                             const kn_conf_t *conf,
                                             const kn_aws_profile_t *pf) {
@@ -218,8 +237,25 @@ static kn_error_t *resolve_region_endpoints(kn_aws_settings_t *s,
     }
   }
 
+  /* A stream given by ARN names its region: calls must go there. */
+  const char *stream = prop(conf, "stream");
+  char arn_region[64] = "";
+  if (stream && kn_str_has_prefix(stream, "arn:") &&
+      stream_arn_region(stream, arn_region, sizeof(arn_region)))
+    return kn_error_new(KN_ERR__CONF,
+                        "stream \"%s\" is not a Kinesis stream ARN "
+                        "(arn:PARTITION:kinesis:REGION:ACCOUNT:stream/NAME)",
+                        stream);
+  const char *region_prop = prop(conf, "region");
+  if (arn_region[0] && region_prop && strcmp(region_prop, arn_region) != 0)
+    return kn_error_new(KN_ERR__CONF,
+                        "stream %s is in region %s, but the region property "
+                        "is %s",
+                        stream, arn_region, region_prop);
+
   source_t reg = {0};
-  if (!take(&reg, prop(conf, "region"), "property region") &&
+  if (!take(&reg, region_prop, "property region") &&
+      !take(&reg, arn_region[0] ? arn_region : NULL, "the stream's ARN") &&
       !take(&reg, env("AWS_REGION"), "AWS_REGION") &&
       !take(&reg, env("AWS_DEFAULT_REGION"), "AWS_DEFAULT_REGION") &&
       !take_profile(&reg, pf, "region")) {

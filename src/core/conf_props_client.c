@@ -5,8 +5,10 @@
 
 const kn_prop_t kn_props_client[] = {
     {"region", "client", KN_PROP_STR, NULL, 0, 0, NULL,
-     "AWS region. Default: AWS_REGION, AWS_DEFAULT_REGION, then the profile's "
-     "region; us-east-1 when an endpoint is set and no region is found."},
+     "AWS region. Default: the region of `stream` when it is an ARN, "
+     "AWS_REGION, AWS_DEFAULT_REGION, then the profile's region; us-east-1 "
+     "when an endpoint is set and no region is found. Set to another region "
+     "than a stream ARN's, it is an error."},
     {"profile", "client", KN_PROP_STR, NULL, 0, 0, NULL,
      "Profile of the shared config and credentials files. Default: "
      "AWS_PROFILE, AWS_DEFAULT_PROFILE, then \"default\". When set, as the "

@@ -5,8 +5,11 @@
 
 const kn_prop_t kn_props_consumer[] = {
     {"stream", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
-     "Name of the stream to read or write (required by the consumer and "
-     "the producer)."},
+     "Name or ARN (arn:PARTITION:kinesis:REGION:ACCOUNT:stream/NAME) of the "
+     "stream to read or write (required by the consumer and the producer). "
+     "With an ARN every call names the stream by its ARN (StreamARN: a "
+     "stream of another account, shared with a resource policy) and the "
+     "region is the ARN's."},
     {"shards", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
      "Comma-separated shard ids to read, without a lease store only; "
      "children of these shards are not followed. Default: every shard, "

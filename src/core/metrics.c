@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kn/metrics.h"
+#include "util/str.h"
 
 #define W "stream, app, worker"
 #define S "stream, app, worker, shard"
@@ -247,11 +248,22 @@ void kn_hist_observe(kn_hist_t *h, double seconds) {
 int kn_mw_label(kn_buf_t *b, const char *name, const char *value) {
   int rc = kn_buf_printf(b, "%s=\"", name);
   for (const char *p = value ? value : ""; *p; p++) {
-    if (*p == '\\')
+    unsigned char c = (unsigned char)*p;
+    if (c >= 0x80) {
+      /* UTF-8 as it is; a byte that starts no valid sequence becomes
+       * U+FFFD (Prometheus refuses a whole scrape for one bad label). */
+      size_t k = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+      if (k && strnlen(p, k) == k && kn_utf8_count(p, k) == 1) {
+        rc |= kn_buf_append(b, p, k);
+        p += k - 1;
+      } else {
+        rc |= kn_buf_append_str(b, "\xEF\xBF\xBD");
+      }
+    } else if (c == '\\')
       rc |= kn_buf_append_str(b, "\\\\");
-    else if (*p == '"')
+    else if (c == '"')
       rc |= kn_buf_append_str(b, "\\\"");
-    else if (*p == '\n')
+    else if (c == '\n')
       rc |= kn_buf_append_str(b, "\\n");
     else
       rc |= kn_buf_append_char(b, *p);

@@ -7,6 +7,7 @@
 #include "kn/client.h"
 #include "kn/leases.h"
 #include "lease/store.h"
+#include "lease/store_int.h"
 
 struct kn_lease_list_s {
   kn_lease_t *v;
@@ -36,7 +37,11 @@ kn_error_t *kn_leases_list(const kn_conf_t *conf, const char *store,
     if (!client) return kn_error_new(KN_ERR__CONF, "%s", errstr);
   }
   kn_error_t *err = NULL;
-  kn_lease_store_t *ls = kn_lease_store_open(store, client, &err);
+  /* A SQLite file is opened for reading: nothing is written to it. */
+  kn_lease_store_t *ls = strncmp(store, "sqlite:", 7) == 0
+                             ? kn_lease_store_sqlite_open_ro(
+                                   store + 7, KN_LEASE_SQLITE_BUSY_MS, &err)
+                             : kn_lease_store_open(store, client, &err);
   kn_lease_list_t *l = NULL;
   if (ls) {
     l = calloc(1, sizeof(*l));

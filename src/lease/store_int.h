@@ -20,6 +20,12 @@ kn_lease_store_t *kn_lease_store_memory_open(const char *name,
  * KN_ERR__IO.  path is copied. */
 kn_lease_store_t *kn_lease_store_sqlite_open(const char *path, long busy_ms,
                                              kn_error_t **errp);
+/* The same file for reading only (kn_leases_list): opened read-only, its
+ * journal mode and schema left as they are; a schema of another version
+ * than this library's, or none, is an error.  Only list and members may
+ * be called. */
+kn_lease_store_t *kn_lease_store_sqlite_open_ro(const char *path, long busy_ms,
+                                                kn_error_t **errp);
 
 /* The error for a failed condition, naming the store, the call and the
  * key. */

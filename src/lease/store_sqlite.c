@@ -922,8 +922,29 @@ static kn_error_t *prepare_schema(sql_store_t *s) {
   return NULL;
 }
 
-kn_lease_store_t *kn_lease_store_sqlite_open(const char *path, long busy_ms,
-                                             kn_error_t **errp) {
+/* A reading connection needs the current schema and changes nothing: no
+ * journal mode, no migration. */
+static kn_error_t *check_schema_ro(sql_store_t *s) {
+  int version = 0;
+  int rc = read_user_version(s, &version);
+  if (rc != SQLITE_OK) return sql_error(s, "open", NULL, rc);
+  if (version == 0)
+    return kn_error_new(KN_ERR_RESOURCE_NOT_FOUND, "no lease table in %s",
+                        s->head.name);
+  if (version != SCHEMA_VERSION)
+    return kn_error_new(KN_ERR__IO,
+                        "lease store %s: schema version %d, this library "
+                        "reads %d (%s)",
+                        s->head.name, version, SCHEMA_VERSION,
+                        version > SCHEMA_VERSION
+                            ? "upgrade libkinesis"
+                            : "a worker of this version brings the file up "
+                              "to date when it opens it");
+  return NULL;
+}
+
+static kn_lease_store_t *open_(const char *path, long busy_ms, int ro,
+                               kn_error_t **errp) {
   *errp = NULL;
   sql_store_t *s = calloc(1, sizeof(*s));
   char *label = kn_asprintf("sqlite:%s", path);
@@ -940,10 +961,23 @@ kn_lease_store_t *kn_lease_store_sqlite_open(const char *path, long busy_ms,
   /* NOMUTEX: the store's own mutex serializes use of the connection. */
   int rc = sqlite3_open_v2(
       path, &s->db,
-      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+      (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+          SQLITE_OPEN_NOMUTEX,
+      NULL);
   kn_error_t *err = NULL;
   if (rc != SQLITE_OK) {
     err = sql_error(s, "open", NULL, rc);
+  } else if (ro) {
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, (int)s->busy_ms);
+    rc = exec_retry(s, "PRAGMA query_only = 1");
+    err = rc != SQLITE_OK ? sql_error(s, "open", NULL, rc) : check_schema_ro(s);
+    if (err) {
+      sql_destroy(&s->head);
+      *errp = err;
+      return NULL;
+    }
+    return &s->head;
   } else if (sqlite3_db_readonly(s->db, "main") == 1) {
     err = kn_error_new(KN_ERR__IO,
                        "lease store %s: the file is read-only (a lease store "
@@ -970,4 +1004,14 @@ kn_lease_store_t *kn_lease_store_sqlite_open(const char *path, long busy_ms,
     return NULL;
   }
   return &s->head;
+}
+
+kn_lease_store_t *kn_lease_store_sqlite_open(const char *path, long busy_ms,
+                                             kn_error_t **errp) {
+  return open_(path, busy_ms, 0, errp);
+}
+
+kn_lease_store_t *kn_lease_store_sqlite_open_ro(const char *path, long busy_ms,
+                                                kn_error_t **errp) {
+  return open_(path, busy_ms, 1, errp);
 }

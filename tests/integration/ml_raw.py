@@ -2,7 +2,9 @@
 """A record processor speaking the MultiLangDaemon protocol directly, for
 the error cases of test_multilang.py.  Each process takes a number from
 ML_OUT/counter; children 1..3 misbehave (ML_MODES, comma-separated, in
-that order: "wrong", "exit", "silent", "garbage"), the others behave.
+that order: "wrong", "exit", "silent", "garbage", "flood", "nockpt": never
+checkpoints, takes 0.3 s over each batch; "ckptexit": asks for a
+checkpoint and exits at once), the others behave.
 Every good child probes the checkpoint errors on its first batch and logs
 the daemon's answers; every record goes to ML_OUT/rec-PID.jsonl."""
 import base64
@@ -70,7 +72,8 @@ while True:
     act = msg["action"]
     if act == "initialize":
         shard = msg["shardId"]
-        log(ev="initialize", seq=msg["sequenceNumber"], sub=msg["subSequenceNumber"])
+        log(ev="initialize", shard=shard, seq=msg["sequenceNumber"],
+            sub=msg["subSequenceNumber"])
         # Not allowed during initialize.
         log(ev="probe", case="initialize", reply=checkpoint("1", 0))
         send({"action": "status", "responseFor": "initialize"})
@@ -79,13 +82,32 @@ while True:
         batches += 1
         recs = msg["records"]
         if MODE == "garbage":
-            sys.stdout.write("this is not JSON\n\n{\"no\":\"action\"}\n")
+            # (with terminal escapes, which must not reach kncat's stderr)
+            sys.stdout.write("this is not JSON \x1b[2J\n\n{\"no\":\"action\"}\n")
             sys.stdout.flush()
+            sys.stderr.write("\x1b]0;title\x07 \x1b[31mred\x9b \u202ehidden\n")
+            sys.stderr.flush()
         if MODE == "wrong":
             send({"action": "status", "responseFor": "initialize"})
             time.sleep(30)
         if MODE == "silent":
             time.sleep(30)
+        if MODE == "flood" and recs:
+            # Checkpoints without reading a single answer (the daemon
+            # fails the child once its answers pile up).
+            last = recs[-1]
+            line = "\n" + json.dumps({"action": "checkpoint",
+                                      "sequenceNumber": last["sequenceNumber"],
+                                      "subSequenceNumber": last["subSequenceNumber"]})
+            log(ev="flooding")
+            try:
+                for _ in range(200):
+                    sys.stdout.write(line * 1000)
+                    sys.stdout.flush()
+            except BrokenPipeError:
+                pass
+            log(ev="flooded")
+            time.sleep(60)
         if MODE == "slow" and recs and batches == 1:
             # The test takes the lease away meanwhile.
             open(os.path.join(OUT, "slow.flag"), "w").write(shard)
@@ -95,6 +117,8 @@ while True:
             last = recs[-1]
             log(ev="probe", case="after-loss",
                 reply=checkpoint(last["sequenceNumber"], last["subSequenceNumber"]))
+        if MODE == "nockpt":
+            time.sleep(0.3)  # slower than a checkpoint answer is read
         for i, r in enumerate(recs):
             if MODE == "exit" and i == len(recs) // 2:
                 RECS.flush()
@@ -116,8 +140,17 @@ while True:
             if first is not last:
                 log(ev="probe", case="before-checkpoint",
                     reply=checkpoint(first["sequenceNumber"], first["subSequenceNumber"]))
-        elif recs and MODE != "slow":
+        elif recs and MODE == "ckptexit":
+            # Asks for a checkpoint and goes without waiting for the answer.
             last = recs[-1]
+            log(ev="ckpt-ask")
+            send({"action": "checkpoint", "sequenceNumber": last["sequenceNumber"],
+                  "subSequenceNumber": last["subSequenceNumber"]})
+            RECS.flush()
+            os._exit(0)
+        elif recs and MODE not in ("slow", "nockpt"):
+            last = recs[-1]
+            log(ev="ckpt-ask")
             log(ev="ckpt", reply=checkpoint(last["sequenceNumber"], last["subSequenceNumber"]))
         send({"action": "status", "responseFor": "processRecords"})
         continue

@@ -61,6 +61,8 @@ class Aws:
         self.refresh = {}     # refresh token -> (client id, client secret)
         self.container_token = "container-auth-token-Zq9"
         self.short_calls = 0
+        self.oidc_calls = 0   # CreateToken calls answered
+        self.oidc_delay = 0.0  # seconds each CreateToken is held
         self.sts = Responder(self.sts_handle, protocol="HTTP/1.1")
         self.sso = Responder(self.sso_handle, protocol="HTTP/1.1")
         self.oidc = Responder(self.oidc_handle, protocol="HTTP/1.1")
@@ -180,6 +182,8 @@ class Aws:
     def oidc_handle(self, req):
         if req["method"] != "POST" or req["path"] != "/token":
             return 404, {}, "{}"
+        self.oidc_calls += 1
+        time.sleep(self.oidc_delay)
         b = json.loads(req["body"] or "{}")
         client = self.refresh.get(b.get("refreshToken"))
         if b.get("grantType") != "refresh_token" or client != (
@@ -439,8 +443,8 @@ def fixtures(aws):
 
 
 def ours_only(aws, run):
-    """What botocore cannot be asked: refreshes over time, and the token
-    cache a refresh rewrites."""
+    """What botocore cannot be asked: refreshes over time, the token cache a
+    refresh rewrites, and two processes refreshing it at once."""
     # Role credentials near expiry are refreshed through the whole chain
     # (source profile, then AssumeRole) while the cached ones are used.
     fx = Fixture("refresh", credentials="[base]\naws_access_key_id = AKIDBASE\n"
@@ -469,6 +473,23 @@ def ours_only(aws, run):
             or os.stat(path).st_mode & 0o077):
         raise AssertionError("cache after refresh: %s" % {k: v for k, v in doc.items()
                                                           if "ecret" not in k})
+    aws.refresh[doc["refreshToken"]] = ("client-1", "client-secret-1")
+    # Two processes that find the token due at the same time refresh it
+    # once: the second waits for the first (a lock beside the cache file)
+    # and takes the token it wrote (a refresh token may be good only once).
+    env = run.setup(fx)
+    aws.oidc_calls, aws.oidc_delay = 0, 1.5
+    try:
+        procs = [subprocess.Popen([TOOL], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+    finally:
+        aws.oidc_delay = 0.0
+    gets = [o for o in outs if "get=" in o and "source=sso" in o]
+    if len(gets) != 2 or aws.oidc_calls != 1:
+        raise AssertionError("two processes refreshing: %d CreateToken calls, %d "
+                             "answers\n%s" % (aws.oidc_calls, len(gets), "\n".join(outs)))
+    doc = json.load(open(path))
     aws.refresh[doc["refreshToken"]] = ("client-1", "client-secret-1")
 
 

@@ -872,6 +872,35 @@ class Kinesalite(E2E, unittest.TestCase):
 class KinesisLocal(E2E, unittest.TestCase):
     server_cls = lab.KinesisLocal
 
+    def test_stream_arn(self):
+        """A stream named by its ARN (StreamARN on every call; kinesalite
+        knows no StreamARN): every command takes it, its region is used
+        over the environment's, and a region given that differs is an
+        error before any call."""
+        s = self.create(2)
+        arn = self.boto.describe_stream_summary(
+            StreamName=s)["StreamDescriptionSummary"]["StreamARN"]
+        region = arn.split(":")[3]
+        env = dict(self.env, AWS_REGION="eu-west-1" if region != "eu-west-1" else "us-west-2")
+        lines = b"".join(b"k%d\t%d\n" % (i, i) for i in range(20))
+        self.kncat("produce", arn, "-K", "\t", input=lines, env=env)
+        got = self.kncat("consume", arn, "-e", "-J", "-o", "trim_horizon", env=env)
+        self.assertEqual(sorted(json.loads(x)["data"] for x in got.stdout.decode().splitlines()),
+                         sorted(str(i) for i in range(20)))
+        self.assertEqual(len(self.kncat("list", arn, "-J", env=env).stdout.splitlines()), 2)
+        store = f"sqlite:{tempfile.mkdtemp(prefix='kn-arn-')}/l.db"
+        p = self.kncat("group", arn, "--app", "arn-app", "--leases", store, "-e", "-J",
+                       env=env)
+        self.assertEqual(len(p.stdout.splitlines()), 20)
+        for args in (["list", arn], ["consume", arn, "-e"]):
+            p = self.kncat("--region", "ap-south-1", *args, ok=False, env=env)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"is in region {region}, but the region property is ap-south-1",
+                          p.stderr.decode())
+        p = self.kncat("create", arn, ok=False, env=env)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("a stream is created by name", p.stderr.decode())
+
 
 def main():
     suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])

@@ -13,13 +13,14 @@ health endpoints through a lease-store outage and a fatal error.
   lease store has not answered for the grace period, /healthz stays 200;
   both 200 again after the outage; the store errors are counted.
 - Fatal error: the stream deleted under a worker: /healthz and /readyz
-  answer 503 with the reason while kncat lingers (--metrics-linger), and
-  kn_consumer_failed is 1.
+  answer 503 while kncat lingers (--metrics-linger), the reason in the log
+  only, and kn_consumer_failed is 1.
 - multilang serves the same metrics as group.
 - Fan-out (kinesis-local, HTTP/2): consume --efo has each shard's
   subscription state and counters.
 - consume and produce serve their metrics too, consume also while
-  scrapers hold every connection with half-sent requests; promtool check
+  scrapers from three addresses hold every connection they may with
+  half-sent requests (a probe from a fourth is answered); promtool check
   metrics passes on every document.
 
 Environment: KNCAT (the binary), KN_SOURCE_DIR.  Needs prometheus and
@@ -28,6 +29,7 @@ promtool (Debian's prometheus package; scripts/install-deps.sh).
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -113,6 +115,19 @@ class Served:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
+
+    def status_from(self, source: str, path: str) -> int | None:
+        """The status of GET path from the local address source (any of
+        127/8), or None when the server refused the connection."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10,
+                                          source_address=(source, 0))
+        try:
+            conn.request("GET", path)
+            return conn.getresponse().status
+        except OSError:
+            return None
+        finally:
+            conn.close()
 
     def signal(self, sig):
         if self.proc.poll() is None:
@@ -379,11 +394,14 @@ class Metrics(unittest.TestCase):
             t0 = time.monotonic()
             # (the shards are dropped at the same time: "taking leases" may
             # come first for a moment)
+            # (the reason goes to the log, not to the client)
             code, body = wait_for("not ready for the lease store",
-                                  lambda: (lambda r: r if "lease store" in r[1] else None)(
+                                  lambda: (lambda r: r if "lease store" in a.stderr()
+                                           and r[0] == 503 else None)(
                                       a.get("/readyz")), 60,
                                   lambda: a.get("/readyz"))
-            self.assertEqual(code, 503)
+            self.assertEqual(body, "not ready\n")
+            self.assertRegex(a.stderr(), r"metrics: /readyz: 503: .*lease store")
             # not before the grace period, counted from the last good call
             # sent (one at least every take interval)
             self.assertGreaterEqual(time.monotonic() - t0,
@@ -418,7 +436,8 @@ class Metrics(unittest.TestCase):
         code, body = wait_for("healthz 503 after the stream is gone",
                               lambda: (lambda r: r if r[0] == 503 else None)(
                                   a.get("/healthz")), 60, a.stderr)
-        self.assertIn("failed", body)
+        self.assertEqual(body, "not alive\n")
+        self.assertIn("metrics: /healthz: 503: failed", a.stderr())
         self.assertEqual(a.get("/readyz")[0], 503)
         _, text = a.get("/metrics")
         promtool_check(text)
@@ -482,33 +501,40 @@ class Metrics(unittest.TestCase):
         c = Served(self.env, "consume", stream, "-o", "trim_horizon",
                    name="consume")
         self.cleanup.append(c.stop)
-        # Hostile scrapers: more connections than the server serves, each
-        # sending half a request, and one that asks and never reads.  The
-        # records are read and written all the same.
+        # Hostile scrapers from three addresses: more connections than the
+        # server lets them hold (4 each, the others refused), each sending
+        # half a request, and one that asks and never reads.  The records
+        # are read and written all the same, and a probe from another
+        # address is answered meanwhile.
         socks = []
 
         def flood():
             for i in range(24):
                 try:
-                    so = socket.create_connection(("127.0.0.1", c.port), timeout=5)
+                    so = socket.create_connection(("127.0.0.1", c.port), timeout=5,
+                                                  source_address=(f"127.0.0.{2 + i % 3}", 0))
+                    so.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n" if i else
+                               b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 50)
                 except OSError:
-                    break
-                so.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n" if i else
-                           b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 50)
+                    continue
                 socks.append(so)
         self.cleanup.append(lambda: [so.close() for so in socks])
         flood()
+        self.assertEqual(c.status_from("127.0.0.9", "/healthz"), 200)
         wait_for("consume's output with the scrapers stalled",
                  lambda: c.stdout_lines() == 50, 60,
                  lambda: f"{c.stdout_lines()} lines")
-        # once they go, the endpoint serves again at once (more floods:
-        # connections left waiting by the first are not stuck)
+        # once they go, the endpoint serves them again (as soon as it has
+        # seen them close); more floods: connections left waiting by the
+        # first are not stuck
         for _ in range(3):
             for so in socks:
                 so.close()
             socks.clear()
-            self.assertEqual(c.get("/healthz")[0], 200)
+            wait_for("the endpoint serving the flood's addresses again",
+                     lambda: c.status_from("127.0.0.2", "/healthz") == 200, 30)
             flood()
+            self.assertEqual(c.status_from("127.0.0.9", "/healthz"), 200)
         for so in socks:
             so.close()
 

@@ -14,7 +14,11 @@
   malformed; a checkpoint inside an aggregated record is stored with its
   sub-sequence number; a wrong responseFor, garbage on stdout, an exit
   mid-batch and silence past timeoutInSeconds each cost a new child for
-  that shard only, and nothing is lost.
+  that shard only, and nothing is lost; the children's terminal escapes
+  do not reach kncat's stderr.
+- A processor that checkpoints without reading the answers is failed once
+  they pile up; a checkpoint the lease table is slow to take holds up no
+  other shard.
 - A processor that keeps failing makes the exit code 1; a bad properties
   file exits 2 naming the key and line.
 
@@ -354,6 +358,11 @@ class Base:
         self.assertIn("exited", err)
         self.assertIn("within timeoutInSeconds", err)
         self.assertIn("skipped a line from the record processor (not a JSON object)", err)
+        # The children's lines reach stderr without terminal controls.
+        for c in ("\x1b", "\x07", "\x9b", "\u202e"):
+            self.assertNotIn(c, err)
+        self.assertIn("\\x1b[31mred", err)
+        self.assertIn("this is not JSON \\x1b[2J", err)
         # Aggregated records, and checkpoints inside them.
         recs = read_jsonl(f"{out}/rec-*")
         self.assertTrue(any(r["sub"] > 0 for r in recs))
@@ -402,6 +411,103 @@ class Kinesalite(Base, unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn(b"line 4: failoverTimeMillis", p.stderr)
 
+
+    def test_unread_answers(self):
+        """A processor that checkpoints without reading its answers is
+        failed once they pile up, and replaced; the daemon's memory does
+        not grow with them."""
+        stream = self.create(1)
+        app = unique("mlflood", self.server_name)
+        out = self.dir / "out"
+        out.mkdir()
+        prod = Producer(self.boto, self.env(), stream, spread_keys(2, "f"))
+        prod.put_round()
+        exe = f"{sys.executable} {HERE / 'ml_raw.py'}"
+        d = self.start(self.env(ML_OUT=out, ML_MODES="flood", ML_NO_PROBE=1),
+                       self.props(stream, app, exe), "flood")
+        wait_for("the flooding processor failed",
+                 lambda: "does not read its standard input" in d.stderr(), TIMEOUT)
+        # Its first checkpoint was stored: its replacement gets what follows.
+        done = set(prod.sent)
+        prod.put_round()
+        wait_for("the next records processed by its replacement",
+                 lambda: prod.sent - done <= {
+                     r["data"] for r in read_jsonl(f"{out}/rec-*")}, TIMEOUT)
+        self.assertEqual(d.stop(), 0, d.stderr())
+        self.assertIn("flooding", [x["ev"] for x in read_jsonl(f"{out}/log-*")])
+
+    def test_slow_table_holds_up_no_other_shard(self):
+        """A checkpoint the lease table is slow to take holds up its own
+        child only: the other shard's records are delivered meanwhile (the
+        table here: a SQLite file another connection holds locked)."""
+        stream = self.create(2)
+        app = unique("mlslow", self.server_name)
+        out = self.dir / "out"
+        out.mkdir()
+        db = self.dir / "leases.db"
+        exe = f"{sys.executable} {HERE / 'ml_raw.py'}"
+        d = self.start(self.env(ML_OUT=out, ML_MODES="good,nockpt", ML_NO_PROBE=1),
+                       self.props(stream, app, exe, failoverTimeMillis=60000), "slow",
+                       xprops={"lease.store": f"sqlite:{db}"})
+
+        def inits():
+            got = {x["mode"]: x["shard"] for x in read_jsonl(f"{out}/log-*")
+                   if x["ev"] == "initialize"}
+            return got if len(got) == 2 else None
+        shard_of = wait_for("both processors", inits, TIMEOUT)
+        keys = dict(zip(sorted(self.shards(stream)), spread_keys(2, "t")))
+        import sqlite3
+        lock = sqlite3.connect(str(db), timeout=30, isolation_level=None)
+        lock.execute("BEGIN EXCLUSIVE")
+        try:
+            self.boto.put_record(StreamName=stream, Data=b"to-good",
+                                 PartitionKey=keys[shard_of["good"]])
+            wait_for("the checkpoint asked for", lambda: [
+                x for x in read_jsonl(f"{out}/log-*") if x["ev"] == "ckpt-ask"], TIMEOUT)
+            self.boto.put_record(StreamName=stream, Data=b"to-other",
+                                 PartitionKey=keys[shard_of["nockpt"]])
+            wait_for("the other shard's record", lambda: "to-other" in {
+                r["data"] for r in read_jsonl(f"{out}/rec-*")}, TIMEOUT)
+            # ... while the first checkpoint still waits for the table
+            self.assertFalse([x for x in read_jsonl(f"{out}/log-*") if x["ev"] == "ckpt"])
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        wait_for("the checkpoint answered", lambda: [
+            x for x in read_jsonl(f"{out}/log-*") if x["ev"] == "ckpt"], TIMEOUT)
+        self.assertEqual(d.stop(), 0, d.stderr())
+
+    def test_replaced_child_checkpoint_answered(self):
+        """A child that goes while its checkpoint is being written is
+        replaced; what the new child asks for meanwhile is answered once
+        that write is done."""
+        stream = self.create(1)
+        app = unique("mlrepl", self.server_name)
+        out = self.dir / "out"
+        out.mkdir()
+        db = self.dir / "leases.db"
+        exe = f"{sys.executable} {HERE / 'ml_raw.py'}"
+        d = self.start(self.env(ML_OUT=out, ML_MODES="ckptexit", ML_NO_PROBE=1),
+                       self.props(stream, app, exe, failoverTimeMillis=60000), "repl",
+                       xprops={"lease.store": f"sqlite:{db}"})
+        wait_for("the processor", lambda: [x for x in read_jsonl(f"{out}/log-*")
+                                           if x["ev"] == "initialize"], TIMEOUT)
+        import sqlite3
+        lock = sqlite3.connect(str(db), timeout=30, isolation_level=None)
+        lock.execute("BEGIN EXCLUSIVE")
+        try:
+            self.boto.put_record(StreamName=stream, Data=b"r1", PartitionKey="k")
+            # the first asks and goes; the second (same records) asks too
+            wait_for("two processors asking", lambda: len({
+                x["pid"] for x in read_jsonl(f"{out}/log-*") if x["ev"] == "ckpt-ask"}) == 2,
+                TIMEOUT)
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        wait_for("the second one answered", lambda: [
+            x for x in read_jsonl(f"{out}/log-*")
+            if x["ev"] == "ckpt" and x["mode"] == "good"], TIMEOUT)
+        self.assertEqual(d.stop(), 0, d.stderr())
 
     def test_store_errors_and_lost_lease(self):
         """ThrottlingException and KinesisClientLibDependencyException from

@@ -650,6 +650,18 @@ static void test_corrupt_truncated(void) {
   CHECK_CORRUPT(&m, UNPACKABLE);
 }
 
+/* m: the partition key table k0 (and k1 when not NULL), and one record of
+ * data "x" with key 0. */
+static void one_record_keys(pb_t *m, const char *k0, const char *k1) {
+  pb_t r = {.n = 0};
+  m->n = 0;
+  pb_str(m, 1, k0);
+  if (k1) pb_str(m, 1, k1);
+  pb_uint(&r, 1, 0);
+  pb_str(&r, 3, "x");
+  pb_record(m, &r);
+}
+
 static void test_corrupt_fields(void) {
   pb_t m, r;
 
@@ -693,6 +705,35 @@ static void test_corrupt_fields(void) {
   pb_str(&r, 3, "x");
   pb_record(&m, &r);
   CHECK_CORRUPT(&m, "explicit hash key index 0 outside the table of 0");
+
+  /* Partition keys longer than the service's 256 characters: a producer
+   * could not have sent them, and a consumer would carry them everywhere. */
+  char longkey[1100];
+  memset(longkey, 'k', 257);
+  longkey[257] = '\0';
+  one_record_keys(&m, "k0", longkey);
+  CHECK_CORRUPT(&m, "partition key 1 has 257 characters, over 256");
+  /* Counted in characters: 256 two-byte ones pass, 257 do not. */
+  for (int i = 0; i < 257; i++) memcpy(longkey + 2 * i, "\xc3\xa9", 2);
+  longkey[2 * 257] = '\0';
+  one_record_keys(&m, longkey, NULL);
+  CHECK_CORRUPT(&m, "partition key 0 has 257 characters, over 256");
+  longkey[2 * 256] = '\0';
+  one_record_keys(&m, longkey, NULL);
+  {
+    kn_batch_t *ok = kn_batch_new(NULL, NULL);
+    size_t len;
+    uint8_t *d = wrap(ok, m.b, m.n, &len);
+    kn_agg_result_t res;
+    KT_CHECK_INT(expand(ok, d, len, NULL, &res, NULL, 0), KN_ERR_NO_ERROR);
+    KT_CHECK(ok->n == 1 && strcmp(ok->recs[0].pkey, longkey) == 0);
+    kn_batch_destroy(ok);
+  }
+  /* Bytes that continue no character count too: at most 4 per character. */
+  memset(longkey, 0x80, 1025);
+  longkey[1025] = '\0';
+  one_record_keys(&m, longkey, NULL);
+  CHECK_CORRUPT(&m, "partition key 0 has 1025 bytes, over 1024");
 
   /* Huge indices and varints. */
   m.n = 0;

@@ -72,8 +72,28 @@ static const char *cycling(const char *body, const char *page) {
   return out;
 }
 
+/* Scenario 8: 50 stream consumers (On-Demand Advantage), 20 to a page. */
+static const char *fifty_consumers(const char *body) {
+  static __thread char out[8192];
+  int first = strstr(body, "\"p2\"") ? 40 : strstr(body, "\"p1\"") ? 20 : 0;
+  int n = snprintf(out, sizeof out, "{\"Consumers\":[");
+  for (int i = first; i < first + 20 && i < 50; i++)
+    n += snprintf(out + n, sizeof out - (size_t)n,
+                  "%s{\"ConsumerName\":\"c%d\",\"ConsumerARN\":\"arn:c%d\","
+                  "\"ConsumerStatus\":\"ACTIVE\","
+                  "\"ConsumerCreationTimestamp\":1.7E9}",
+                  i > first ? "," : "", i, i);
+  snprintf(out + n, sizeof out - (size_t)n, "]%s}",
+           first == 0    ? ",\"NextToken\":\"p1\""
+           : first == 20 ? ",\"NextToken\":\"p2\""
+                         : "");
+  return out;
+}
+
 static const char *answer(const char *action, const char *body, int *status) {
   *status = 200;
+  if (scenario == 8 && strcmp(action, "ListStreamConsumers") == 0)
+    return fifty_consumers(body);
   if (scenario >= 6 && strcmp(action, "ListShards") == 0)
     return cycling(body, "\"Shards\":[" SHARD("s9", "null", "0", "1") "]");
   if (scenario >= 6 && strcmp(action, "ListStreams") == 0)
@@ -225,6 +245,32 @@ static void test_list_shards_pages(void) {
   json_decref(r0);
   json_decref(r1);
 
+  /* A stream given by ARN: StreamARN on the first page only, the later
+   * ones again nothing but the token (the API reference: NextToken
+   * identifies the stream, StreamName, StreamARN and ShardFilter must not
+   * come with it). */
+  reset_records();
+  const char *arn = "arn:aws:kinesis:us-east-1:123456789012:stream/s";
+  e = kn_list_shards(kc, arn, KN_SHARD_FILTER_FROM_TIMESTAMP, NULL,
+                     1700000000000, &l);
+  KT_REQUIRE(e == NULL, kn_error_destroy(e), kn_client_destroy(kc));
+  KT_CHECK_INT(kn_shard_list_count(l), 3);
+  kn_shard_list_destroy(l);
+  KT_CHECK_INT(count_requests("ListShards"), 3);
+  for (int i = 0; i < 3; i++) {
+    json_t *r = request("ListShards", i);
+    if (i == 0) {
+      KT_CHECK_STR(kn_json_str(r, "StreamARN"), arn);
+      KT_CHECK(kn_json_str(r, "StreamName") == NULL);
+      KT_CHECK_STR(kn_json_str(kn_json_obj(r, "ShardFilter"), "Type"),
+                   "FROM_TIMESTAMP");
+    } else {
+      KT_CHECK_STR(kn_json_str(r, "NextToken"), i == 1 ? "t1" : "t2");
+      KT_CHECK(json_object_size(r) == 1);
+    }
+    json_decref(r);
+  }
+
   reset_records();
   scenario = 1;
   e = kn_list_shards(kc, "s", KN_SHARD_FILTER_NONE, NULL, 0, &l);
@@ -328,6 +374,17 @@ static void test_consumers_and_unsupported(void) {
   KT_CHECK_OK(kn_list_stream_consumers(kc, "arn:s", &l));
   KT_CHECK_INT(kn_stream_consumer_list_count(l), 1);
   KT_CHECK_INT(count_requests("ListStreamConsumers"), 2);
+  kn_stream_consumer_list_destroy(l);
+
+  /* 50 consumers (On-Demand Advantage): nothing stops at 20. */
+  reset_records();
+  scenario = 8;
+  KT_CHECK_OK(kn_list_stream_consumers(kc, "arn:s", &l));
+  KT_CHECK_INT(kn_stream_consumer_list_count(l), 50);
+  if (kn_stream_consumer_list_count(l) == 50)
+    KT_CHECK_STR(kn_stream_consumer_name(kn_stream_consumer_list_get(l, 49)),
+                 "c49");
+  KT_CHECK_INT(count_requests("ListStreamConsumers"), 3);
   kn_stream_consumer_list_destroy(l);
 
   scenario = 3;

@@ -1,6 +1,8 @@
 /* The credentials chain: order, static keys, credential_process, JSON and
  * XML documents, caching and refresh, errors.  Network providers are
  * covered by tests/integration/test_credentials.py. */
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "aws/xml_min.h"
 #include "core/conf.h"
 #include "core/error.h"
+#include "creds_hooks.h"
 #include "kt.h"
 #include "kt_aws.h"
 #include "util/clock.h"
@@ -191,6 +194,26 @@ static void test_corrupt_files(void) {
   KT_CHECK_INT(kn_error_code(e), KN_ERR__CONF);
   kn_error_destroy(e);
   kn_aws_settings_clear(&s);
+}
+
+/* A FIFO (or device) where a file is expected is refused at once: opening
+ * a FIFO without a writer would wait for one for ever. */
+static void test_not_regular(void) {
+  kt_aws_reset();
+  KT_REQUIRE(mkfifo(kt_path(".aws/credentials"), 0600) == 0);
+  kn_conf_t *c = kn_conf_new();
+  char err[256];
+  kn_conf_set(c, "region", "us-east-1", err, sizeof(err));
+  kn_aws_settings_t s;
+  kn_error_t *e = kn_aws_settings_load(&s, c, &quiet);
+  kn_conf_destroy(c);
+  KT_CHECK_MSG(e && strstr(kn_error_string(e),
+                           "cannot read ~/.aws/credentials: not a regular "
+                           "file"),
+               "got \"%s\"", e ? kn_error_string(e) : "(success)");
+  if (!e) kn_aws_settings_clear(&s);
+  kn_error_destroy(e);
+  remove(kt_path(".aws/credentials"));
 }
 
 static void test_roles(void) {
@@ -455,6 +478,24 @@ static void test_process(void) {
   EXPECT_ERR(NULL, KN_ERR__CREDENTIALS, "output larger than 65536 bytes");
   use_process(script("files/array.sh", "echo '[1]'"));
   EXPECT_ERR(NULL, KN_ERR__BAD_MSG, "expected a JSON object");
+
+  /* Only stdin, stdout and stderr reach the helper, though the process
+   * holds a descriptor without close-on-exec (libcurl's sockets are).  The
+   * helper lists its shell's descriptors on stderr, which the error then
+   * quotes. */
+  {
+    int leak = open("/dev/null", O_RDONLY);
+    KT_CHECK(leak > 2);
+    kt_write(".aws/config",
+             "[default]\ncredential_process = exec 1>&2; ls -m /proc/$$/fd; "
+             "exit 3\n");
+    const char *m = resolve(NULL, &c, &code);
+    const char *fds = "exited with status 3: 0, 1, 2";
+    KT_CHECK_MSG(m && strlen(m) > strlen(fds) &&
+                     !strcmp(m + strlen(m) - strlen(fds), fds),
+                 "got \"%s\"", m ? m : "(null)");
+    close(leak);
+  }
 
   /* Timeouts kill the whole process group, including what it started. */
   static const char *const kv[] = {"credential.process.timeout.ms", "300",
@@ -823,6 +864,7 @@ int main(void) {
   KT_RUN(test_chain_order);
   KT_RUN(test_static_details);
   KT_RUN(test_corrupt_files);
+  KT_RUN(test_not_regular);
   KT_RUN(test_roles);
   KT_RUN(test_container_config);
   KT_RUN(test_process);

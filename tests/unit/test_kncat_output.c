@@ -144,6 +144,27 @@ static void test_escape_terminal(void) {
   }
 }
 
+/* Text for a terminal (diagnostics quoting a record processor). */
+static void test_term_text(void) {
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
+      {"plain \"text\" \\ tab\tend", "plain \"text\" \\ tab\tend"},
+      {"a\x1b[2Jb\x07\x7f", "a\\x1b[2Jb\\x07\\x7f"},
+      {"\xC2\x9B"
+       "2J \xE2\x80\xAE",
+       "\\u009b2J \\u202e"},
+      {"caf\xC3\xA9 \xFF\xC3", "caf\xC3\xA9 \\xff\\xc3"},
+      {"\r\n", "\\x0d\\x0a"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char out[128];
+    size_t n = kc_term_text(out, cases[i].in, strlen(cases[i].in));
+    out[n] = '\0';
+    KT_CHECK_STR(out, cases[i].out);
+  }
+}
+
 static void test_escape_random(void) {
   static const uint8_t palette[] = {'a',  'Z',  ' ',  '~',  0x7f, '"',  '\\',
                                     '\n', 0,    0x1f, 0x80, 0xBF, 0xC2, 0xDF,
@@ -427,6 +448,7 @@ int main(void) {
   signal(SIGPIPE, SIG_IGN); /* a closed reader must be an EPIPE */
   KT_RUN(test_utf8_edges);
   KT_RUN(test_escape_terminal);
+  KT_RUN(test_term_text);
   KT_RUN(test_json_prefix_long);
   KT_RUN(test_escape_random);
   KT_RUN(test_base64);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kn/leases.h"
 #include "kt.h"
 #include "lease/store.h"
 #include "lease/store_int.h"
@@ -363,6 +364,65 @@ static void test_sqlite_migrate(void) {
   sqlite3_close(db);
 }
 
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *p = malloc(1 << 20);
+  *len = p ? fread(p, 1, 1 << 20, f) : 0;
+  fclose(f);
+  return p;
+}
+
+/* kn_leases_list (kncat leases) only reads: a file in another journal mode
+ * stays in it, an older schema is not migrated, nothing else is written. */
+static void test_sqlite_list_reads_only(void) {
+  char path[128];
+  path_in_dir(path, sizeof(path), "show.db");
+  kn_error_t *e = NULL;
+  kn_lease_store_destroy(kn_lease_store_sqlite_open(path, 1000, &e));
+  KT_CHECK(e == NULL);
+  kn_error_destroy(e);
+  sqlite3 *db = NULL;
+  KT_CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+  sql(db,
+      "PRAGMA journal_mode = DELETE; "
+      "INSERT INTO leases (leaseKey, leaseOwner, leaseCounter) "
+      "VALUES ('s1', 'w1', 3)");
+  sqlite3_close(db);
+  size_t n0 = 0, n1 = 0;
+  char *before = slurp(path, &n0);
+  char spec[160];
+  snprintf(spec, sizeof(spec), "sqlite:%s", path);
+  kn_lease_list_t *l = NULL;
+  e = kn_leases_list(NULL, spec, &l);
+  KT_CHECK_MSG(e == NULL, "%s", e ? kn_error_string(e) : "");
+  kn_error_destroy(e);
+  KT_CHECK_INT(kn_lease_list_count(l), 1);
+  if (kn_lease_list_count(l) == 1) {
+    KT_CHECK_STR(kn_lease_list_shard(l, 0), "s1");
+    KT_CHECK_STR(kn_lease_list_owner(l, 0), "w1");
+  }
+  kn_lease_list_destroy(l);
+  char *after = slurp(path, &n1);
+  KT_CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+  free(before);
+  free(after);
+
+  /* An older schema: refused as it is, not migrated. */
+  KT_CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+  sql(db, "PRAGMA user_version = 2");
+  sqlite3_close(db);
+  before = slurp(path, &n0);
+  e = kn_leases_list(NULL, spec, &l);
+  KT_CHECK(e && strstr(kn_error_string(e), "schema version 2"));
+  kn_error_destroy(e);
+  kn_lease_list_destroy(l);
+  after = slurp(path, &n1);
+  KT_CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+  free(before);
+  free(after);
+}
+
 /* A heartbeat while another connection holds the write lock: retriable,
  * nothing changed. */
 static void test_sqlite_heartbeat_locked(void) {
@@ -438,6 +498,7 @@ int main(void) {
   KT_RUN(test_sqlite_conformance);
   KT_RUN(test_sqlite_schema);
   KT_RUN(test_sqlite_migrate);
+  KT_RUN(test_sqlite_list_reads_only);
   KT_RUN(test_sqlite_heartbeat_locked);
   KT_RUN(test_sqlite_locked);
   KT_RUN(test_sqlite_unusable);

@@ -11,6 +11,7 @@
 #include "kn/consumer.h"
 #include "kn/producer.h"
 #include "kt.h"
+#include "util/str.h"
 #include "kt_aws.h"
 #include "kt_httpd.h"
 #include "kt_kinesis.h"
@@ -83,6 +84,26 @@ static void test_writer(void) {
       "# TYPE kn_consumer_shard_fanout_state gauge\n"
       "kn_consumer_shard_fanout_state{stream=\"a\\\"b\\\\c\\nd\",app=\"\","
       "shard=\"s-1\",state=\"streaming\"} 1\n");
+  kn_mw_free(&w);
+
+  /* Label values that are not UTF-8 (an app.name or worker.id from a byte
+   * string) get U+FFFD for each bad byte: Prometheus refuses the whole
+   * scrape otherwise. */
+  kn_buf_reset(&b);
+  const char *bad[] = {"app",
+                       "a\xff"
+                       "b\xc3",
+                       "worker", "\xe2\x82\xac\xed\xa0\x80", NULL};
+  kn_mw_init(&w, &b, bad);
+  kn_mw_family(&w, KN_M_S_RECORDS);
+  kn_mw_u64(&w, "shard", "s\x80", 1);
+  KT_CHECK(w.rc == 0);
+  KT_CHECK(kn_utf8_count(b.p, b.len) >= 0);
+  KT_CHECK(strstr(b.p,
+                  "{app=\"a\xef\xbf\xbd"
+                  "b\xef\xbf\xbd\","
+                  "worker=\"\xe2\x82\xac\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\","
+                  "shard=\"s\xef\xbf\xbd\"} 1\n") != NULL);
   kn_mw_free(&w);
 
   /* No labels at all; a histogram with cumulative buckets. */

@@ -104,6 +104,51 @@ static void test_region_precedence(void) {
   LOAD_ERR(&s, kv2, "(from property region)");
 }
 
+/* A stream given by ARN names its region: it wins over the environment
+ * and the profile; a region property that says otherwise is an error. */
+static void test_region_from_stream_arn(void) {
+  kn_aws_settings_t s;
+  kt_aws_reset();
+  kt_write(".aws/config", "[default]\nregion = eu-central-1\n");
+  setenv("AWS_REGION", "us-west-2", 1);
+  const char *kv[] = {
+      "stream", "arn:aws:kinesis:eu-west-2:123456789012:stream/orders", NULL};
+  LOAD_OK(&s, kv);
+  KT_CHECK_STR(s.region, "eu-west-2");
+  KT_CHECK_STR(s.kinesis_endpoint, "https://kinesis.eu-west-2.amazonaws.com");
+  kn_aws_settings_clear(&s);
+  const char *same[] = {"stream",
+                        "arn:aws:kinesis:eu-west-2:123456789012:stream/orders",
+                        "region", "eu-west-2", NULL};
+  LOAD_OK(&s, same);
+  KT_CHECK_STR(s.region, "eu-west-2");
+  kn_aws_settings_clear(&s);
+  const char *other[] = {"stream",
+                         "arn:aws:kinesis:eu-west-2:123456789012:stream/orders",
+                         "region", "us-east-1", NULL};
+  LOAD_ERR(&s, other,
+           "stream arn:aws:kinesis:eu-west-2:123456789012:stream/orders is in "
+           "region eu-west-2, but the region property is us-east-1");
+  const char *cn[] = {
+      "stream", "arn:aws-cn:kinesis:cn-north-1:123456789012:stream/s", NULL};
+  LOAD_OK(&s, cn);
+  KT_CHECK_STR(s.kinesis_endpoint,
+               "https://kinesis.cn-north-1.amazonaws.com.cn");
+  kn_aws_settings_clear(&s);
+  const char *bad[] = {"stream", "arn:aws:kinesis::123456789012:stream/s",
+                       NULL};
+  LOAD_ERR(&s, bad,
+           "stream \"arn:aws:kinesis::123456789012:stream/s\" is not a "
+           "Kinesis stream ARN (arn:PARTITION:kinesis:REGION:ACCOUNT:stream/"
+           "NAME)");
+  /* A stream name says nothing of the region. */
+  const char *name[] = {"stream", "orders", NULL};
+  LOAD_OK(&s, name);
+  KT_CHECK_STR(s.region, "us-west-2");
+  kn_aws_settings_clear(&s);
+  unsetenv("AWS_REGION");
+}
+
 static void test_region_default_with_endpoint(void) {
   kn_aws_settings_t s;
   kt_aws_reset();
@@ -550,6 +595,7 @@ static void test_profile_api(void) {
 
 int main(void) {
   KT_RUN(test_region_precedence);
+  KT_RUN(test_region_from_stream_arn);
   KT_RUN(test_region_default_with_endpoint);
   KT_RUN(test_profiles);
   KT_RUN(test_files);

@@ -96,7 +96,12 @@ static int run_create(kc_ctx_t *ctx, int argc, char **argv) {
   char *ops[1];
   int rc = parse(ctx, argc, argv, create_opts, &o, ops, 1, 1);
   if (rc != KC_GO_ON) return rc;
-  kn_client_t *kc = kc_client_new(ctx, &rc);
+  if (strncmp(ops[0], "arn:", 4) == 0)
+    return kc_usage_error(ctx,
+                          "a stream is created by name (CreateStream takes no "
+                          "ARN): \"%s\"",
+                          ops[0]);
+  kn_client_t *kc = kc_client_new(ctx, NULL, &rc);
   if (!kc) return rc;
   kn_error_t *err = kn_create_stream(kc, ops[0], (int)o.shards);
   if (err) {
@@ -136,7 +141,7 @@ static int run_delete(kc_ctx_t *ctx, int argc, char **argv) {
   char *ops[1];
   int rc = parse(ctx, argc, argv, delete_opts, &o, ops, 1, 1);
   if (rc != KC_GO_ON) return rc;
-  kn_client_t *kc = kc_client_new(ctx, &rc);
+  kn_client_t *kc = kc_client_new(ctx, ops[0], &rc);
   if (!kc) return rc;
   kn_error_t *err = kn_delete_stream(kc, ops[0], o.force);
   if (err) {
@@ -266,7 +271,7 @@ static int run_list(kc_ctx_t *ctx, int argc, char **argv) {
   char *ops[1];
   int rc = parse(ctx, argc, argv, list_opts, &o, ops, 0, 1);
   if (rc != KC_GO_ON) return rc;
-  kn_client_t *kc = kc_client_new(ctx, &rc);
+  kn_client_t *kc = kc_client_new(ctx, ops[0], &rc);
   if (!kc) return rc;
   rc = ops[0] ? list_shards(ctx, kc, ops[0], o.json)
               : list_streams(ctx, kc, o.json);
@@ -332,7 +337,7 @@ static int run_split(kc_ctx_t *ctx, int argc, char **argv) {
   char shard[128];
   if (kc_shard_id(ops[1], shard, sizeof(shard)))
     return kc_usage_error(ctx, "shard id too long");
-  kn_client_t *kc = kc_client_new(ctx, &rc);
+  kn_client_t *kc = kc_client_new(ctx, ops[0], &rc);
   if (!kc) return rc;
   char *ids[1] = {shard};
   rc = check_shards(ctx, kc, ops[0], ids, 1);
@@ -377,7 +382,7 @@ static int run_merge(kc_ctx_t *ctx, int argc, char **argv) {
   char a[128], b[128];
   if (kc_shard_id(ops[1], a, sizeof(a)) || kc_shard_id(ops[2], b, sizeof(b)))
     return kc_usage_error(ctx, "shard id too long");
-  kn_client_t *kc = kc_client_new(ctx, &rc);
+  kn_client_t *kc = kc_client_new(ctx, ops[0], &rc);
   if (!kc) return rc;
   char *ids[2] = {a, b};
   rc = check_shards(ctx, kc, ops[0], ids, 2);

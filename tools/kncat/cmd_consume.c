@@ -107,7 +107,7 @@ static int set(consume_t *c, const char *name, const char *value) {
  * message and exit 3 when one is missing. */
 static int check(consume_t *c, const char *stream) {
   int rc;
-  kn_client_t *kc = kc_client_new(c->ctx, &rc);
+  kn_client_t *kc = kc_client_new(c->ctx, stream, &rc);
   if (!kc) return rc;
   kn_shard_list_t *shards = NULL;
   kn_error_t *err =

@@ -264,7 +264,7 @@ static int run_efo(kc_ctx_t *ctx, int argc, char **argv) {
                           list ? "missing STREAM" : "missing STREAM or NAME");
   if (list && n > 2)
     return kc_usage_error(ctx, "unexpected argument \"%s\"", ops[2]);
-  kn_client_t *kc = kc_client_new(ctx, &rc);
+  kn_client_t *kc = kc_client_new(ctx, ops[1], &rc);
   if (!kc) return rc;
   char *arn = stream_arn(&e, kc, ops[1], &rc);
   if (arn) {

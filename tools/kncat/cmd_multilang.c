@@ -28,6 +28,7 @@
 #include "metrics_http.h"
 #include "multilang_child.h"
 #include "multilang_msg.h"
+#include "output.h"
 #include "multilang_props.h"
 #include "signals.h"
 
@@ -40,6 +41,12 @@
 #define MAX_LINE ((size_t)1 << 20)
 /* Encoded bytes of a batch buffered ahead of the pipe. */
 #define STREAM_AHEAD ((size_t)64 << 10)
+/* What may wait in a child's input when it asks for a checkpoint. */
+#define ANSWERS_MAX ((size_t)1 << 20)
+/* Checkpoints a child may ask for while one of its own is being written
+ * (a child waits for each answer: only one that does not read them gets
+ * near this). */
+#define HELD_MAX 256
 /* After its last message a child has this long to exit (or the shutdown
  * grace, if longer) before it is killed. */
 #define EXIT_GRACE_MS 5000
@@ -108,7 +115,8 @@ typedef enum ev_kind {
   EV_ACQUIRED,
   EV_LOST,
   EV_ENDED,
-  EV_HANDOFF
+  EV_HANDOFF,
+  EV_CKPT /* a checkpoint written (or not) by the checkpoint thread */
 } ev_kind_t;
 
 /* A hand-off the intake thread waits on (inside the lease callback, so the
@@ -130,6 +138,14 @@ typedef struct ev {
   int has_ckpt;
   kn_err_t reason; /* EV_LOST */
   handoff_t *hand; /* EV_HANDOFF */
+  /* EV_CKPT: a job of the checkpoint thread, then its outcome.  The
+   * shard object (sid) and the child (child_serial) that asked; the
+   * position to write (ckpt) and what the child asked (for the answer). */
+  long long sid, child_serial;
+  char asked[KC_ML_SEQ_MAX];
+  int has_asked;
+  int64_t asked_sub;
+  kn_error_t *err; /* the write's error; owned */
 } ev_t;
 
 /* ---- shards ---- */
@@ -174,6 +190,15 @@ typedef struct shard {
    * the read returns (the read owns the buffers until then). */
   int deferred;
   char deferred_why[512];
+  /* Checkpoints: sid names this shard object, child_serial its current
+   * child, for the answers of the checkpoint thread.  While a checkpoint
+   * of the shard is being written (ck_inflight), the child's further
+   * checkpoints wait in held (n_held of them; owned) to be answered in
+   * order. */
+  long long sid, child_serial;
+  int ck_inflight;
+  kc_ml_in_t *held;
+  size_t n_held;
 } shard_t;
 
 typedef struct ml {
@@ -190,6 +215,14 @@ typedef struct ml {
   size_t unsent;           /* [mu] bytes queued or unsent */
   int intake_stop;         /* [mu] */
   int intake_done;         /* [mu] the consumer failed */
+  /* the checkpoint thread: writes checkpoints in order, one at a time, so
+   * that a slow lease table holds up no other shard */
+  pthread_t ckpt;
+  int ckpt_started;
+  pthread_cond_t ck_cv;    /* a job, or stop */
+  ev_t *ck_head, *ck_tail; /* [mu] jobs (EV_CKPT) */
+  int ck_stop;             /* [mu] once the queue is empty */
+  long long serial;        /* sid and child_serial counter (main thread) */
   int wake[2];             /* pipe: wakes the main loop */
   /* state */
   int shutting_down;
@@ -218,12 +251,17 @@ static void logf_(ml_t *m, int notice, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void logf_(ml_t *m, int notice, const char *fmt, ...) {
   if (notice && m->ctx->quiet) return;
-  char buf[1024];
+  char buf[1024], shown[4 * sizeof(buf)];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  int n = vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
-  fprintf(stderr, "kncat: multilang: %s\n", buf);
+  size_t len = n < 0                     ? 0
+               : (size_t)n < sizeof(buf) ? (size_t)n
+                                         : sizeof(buf) - 1;
+  /* Lines may quote a record processor: no terminal controls. */
+  fprintf(stderr, "kncat: multilang: %.*s\n",
+          (int)kc_term_text(shown, buf, len), shown);
 }
 
 /* ---- intake thread ---- */
@@ -377,6 +415,36 @@ static void *intake_main(void *arg) {
   return NULL;
 }
 
+/* The checkpoint thread: each job is written, then handed back to the
+ * main loop as an event, in order. */
+static void *ckpt_main(void *arg) {
+  ml_t *m = arg;
+  pthread_mutex_lock(&m->mu);
+  for (;;) {
+    while (!m->ck_head && !m->ck_stop) pthread_cond_wait(&m->ck_cv, &m->mu);
+    ev_t *j = m->ck_head;
+    if (!j) break; /* stopped, nothing left */
+    m->ck_head = j->next;
+    if (!m->ck_head) m->ck_tail = NULL;
+    j->next = NULL;
+    pthread_mutex_unlock(&m->mu);
+    j->err =
+        kn_consumer_checkpoint_seq(m->kc, j->shard, j->ckpt.seq, j->ckpt.sub);
+    pthread_mutex_lock(&m->mu);
+    push_locked(m, j);
+  }
+  pthread_mutex_unlock(&m->mu);
+  return NULL;
+}
+
+static void free_ev(ml_t *m, ev_t *e) {
+  handoff_release(m, e->hand);
+  kn_batch_destroy(e->batch);
+  kn_error_destroy(e->err);
+  free(e->shard);
+  free(e);
+}
+
 static void unsent_sub(ml_t *m, size_t bytes) {
   pthread_mutex_lock(&m->mu);
   m->unsent = m->unsent > bytes ? m->unsent - bytes : 0;
@@ -461,6 +529,7 @@ static int start_child(ml_t *m, shard_t *s) {
   char err[256];
   kc_ml_child_init(&s->child);
   s->starting = 0;
+  s->child_serial = ++m->serial;
   if (kc_ml_child_spawn(&s->child, m->conf.argv, err, sizeof(err))) {
     fail_child(m, s, "%s", err);
     return -1;
@@ -480,6 +549,9 @@ static int start_child(ml_t *m, shard_t *s) {
 
 static void close_child(shard_t *s) {
   s->stream_it = NULL;
+  free(s->held); /* the child's waiting checkpoints go with it */
+  s->held = NULL;
+  s->n_held = 0;
   kc_ml_child_kill(&s->child);
   kc_ml_child_reap(&s->child, 1);
   kc_ml_child_free(&s->child);
@@ -547,6 +619,7 @@ static shard_t *shard_new(ml_t *m, const char *id) {
     return NULL;
   }
   kc_ml_child_init(&s->child);
+  s->sid = ++m->serial;
   s->next = m->shards;
   m->shards = s;
   return s;
@@ -707,21 +780,101 @@ static void on_checkpoint(ml_t *m, shard_t *s, const kc_ml_in_t *in) {
     else
       write = !s->has_ckpt || pos_cmp(&p, &s->ckpt) > 0;
   }
+  /* A child reads each answer before its next checkpoint: one that does
+   * not would grow its queue without end. */
+  if (s->child.wbuf.len > ANSWERS_MAX) {
+    fail_child(m, s,
+               "does not read its standard input (%zu KB waiting for it "
+               "when it asked for another checkpoint)",
+               s->child.wbuf.len >> 10);
+    return;
+  }
   if (write) {
-    kn_error_t *e = kn_consumer_checkpoint_seq(m->kc, s->id, p.seq, p.sub);
-    if (e) {
-      error = ckpt_error(e);
-      logf_(m, 1, "shard %s: checkpoint at %s/%llu: %s", s->id, p.seq,
-            (unsigned long long)p.sub, kn_error_string(e));
-      kn_error_destroy(e);
-    } else {
-      s->ckpt = p;
-      s->has_ckpt = 1;
-      release_upto(m, s, &p);
+    /* Written by the checkpoint thread; the child is answered when it is
+     * done (on_written), and its next checkpoints wait till then. */
+    ev_t *j = new_ev(EV_CKPT, s->id);
+    if (!j) {
+      fail_child(m, s, "out of memory");
+      return;
     }
+    j->sid = s->sid;
+    j->child_serial = s->child_serial;
+    j->ckpt = p;
+    j->has_asked = asked != NULL;
+    if (asked) snprintf(j->asked, sizeof(j->asked), "%s", asked);
+    j->asked_sub = asked_sub;
+    s->ck_inflight = 1;
+    pthread_mutex_lock(&m->mu);
+    if (m->ck_tail)
+      m->ck_tail->next = j;
+    else
+      m->ck_head = j;
+    m->ck_tail = j;
+    pthread_cond_signal(&m->ck_cv);
+    pthread_mutex_unlock(&m->mu);
+    return;
   }
   if (kc_ml_enc_checkpoint(&s->child.wbuf, asked, asked_sub, error))
     fail_child(m, s, "out of memory");
+}
+
+/* A checkpoint asked for by s's child: answered now, or once the one being
+ * written is done. */
+static void ask_checkpoint(ml_t *m, shard_t *s, const kc_ml_in_t *in) {
+  if (!s->ck_inflight) {
+    on_checkpoint(m, s, in);
+    return;
+  }
+  if (s->n_held == HELD_MAX) {
+    fail_child(m, s,
+               "does not read its standard input (%d checkpoints asked "
+               "for while the answer to an earlier one waited)",
+               HELD_MAX);
+    return;
+  }
+  if (!s->held && !(s->held = malloc(HELD_MAX * sizeof(*s->held)))) {
+    fail_child(m, s, "out of memory");
+    return;
+  }
+  s->held[s->n_held++] = *in;
+}
+
+/* The checkpoint thread is done with j: the shard's checkpoint moves, the
+ * child that asked (if it is still there) gets its answer, then the
+ * checkpoints it asked for meanwhile, in order. */
+static void on_written(ml_t *m, ev_t *j) {
+  shard_t *s = m->shards;
+  while (s && s->sid != j->sid) s = s->next;
+  if (!s) return; /* the shard is gone */
+  s->ck_inflight = 0;
+  const char *error = NULL;
+  if (j->err) {
+    error = ckpt_error(j->err);
+    logf_(m, 1, "shard %s: checkpoint at %s/%llu: %s", s->id, j->ckpt.seq,
+          (unsigned long long)j->ckpt.sub, kn_error_string(j->err));
+  } else if (!s->has_ckpt || pos_cmp(&j->ckpt, &s->ckpt) > 0) {
+    s->ckpt = j->ckpt;
+    s->has_ckpt = 1;
+    release_upto(m, s, &j->ckpt);
+  }
+  if (s->child.pid <= 0 || s->deferred) return;
+  /* The child that asked is answered; a child started since (the one that
+   * asked failed) is not, but what it asked for meanwhile is. */
+  if (s->child_serial == j->child_serial &&
+      kc_ml_enc_checkpoint(&s->child.wbuf, j->has_asked ? j->asked : NULL,
+                           j->asked_sub, error)) {
+    fail_child(m, s, "out of memory");
+    return;
+  }
+  size_t i = 0;
+  while (i < s->n_held && !s->ck_inflight && s->child.pid > 0) {
+    kc_ml_in_t in = s->held[i++];
+    on_checkpoint(m, s, &in);
+  }
+  if (s->held && i) {
+    memmove(s->held, s->held + i, (s->n_held - i) * sizeof(*s->held));
+    s->n_held -= i;
+  }
 }
 
 typedef struct line_ctx {
@@ -750,7 +903,7 @@ static void on_stdout_line(void *opaque, const char *line, size_t len) {
     return;
   }
   if (in.kind == KC_ML_IN_CHECKPOINT) {
-    on_checkpoint(m, s, &in);
+    ask_checkpoint(m, s, &in);
     return;
   }
   /* status */
@@ -777,7 +930,14 @@ static void on_stdout_line(void *opaque, const char *line, size_t len) {
 
 static void on_stderr_line(void *opaque, const char *line, size_t len) {
   line_ctx_t *lc = opaque;
-  fprintf(stderr, "%s: %.*s\n", lc->s->id, (int)len, line);
+  /* Copied a piece at a time: a line may be as long as MAX_LINE. */
+  char shown[4 * 4096];
+  fprintf(stderr, "%s: ", lc->s->id);
+  for (size_t at = 0; at < len; at += 4096) {
+    size_t n = len - at < 4096 ? len - at : 4096;
+    fwrite(shown, 1, kc_term_text(shown, line + at, n), stderr);
+  }
+  fputc('\n', stderr);
 }
 
 /* ---- events ---- */
@@ -785,6 +945,9 @@ static void on_stderr_line(void *opaque, const char *line, size_t len) {
 static void apply(ml_t *m, ev_t *e) {
   shard_t *s = e->shard ? find(m, e->shard) : NULL;
   switch (e->kind) {
+    case EV_CKPT:
+      on_written(m, e);
+      break;
     case EV_ACQUIRED:
       if (m->shutting_down) break;
       if (s) { /* a lease lost unnoticed: the new tenure replaces it */
@@ -903,6 +1066,7 @@ static int loop(ml_t *m) {
     for (ev_t *e = evs, *nx; e; e = nx) {
       nx = e->next;
       apply(m, e);
+      kn_error_destroy(e->err);
       free(e->shard);
       free(e);
     }
@@ -1150,13 +1314,15 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
   pthread_mutex_init(&m.mu, NULL);
   pthread_cond_init(&m.cv, NULL);
   pthread_cond_init(&m.hand_cv, NULL);
+  pthread_cond_init(&m.ck_cv, NULL);
   m.last_status_ms = now_ms();
   m.next_status = m.last_status_ms + STATUS_EVERY_MS;
   kc_noticef(ctx, "%s: stream %s, %s, record processor %s", m.conf.app,
              m.conf.stream,
              m.conf.retrieval == KC_ML_RETRIEVAL_FANOUT ? "fan-out" : "polling",
              m.conf.argv[0]);
-  if (pthread_create(&m.intake, NULL, intake_main, &m)) {
+  m.ckpt_started = pthread_create(&m.ckpt, NULL, ckpt_main, &m) == 0;
+  if (!m.ckpt_started || pthread_create(&m.intake, NULL, intake_main, &m)) {
     kc_errorf(ctx, "cannot start a thread");
     rc = KC_EXIT_RUNTIME;
   } else {
@@ -1174,6 +1340,19 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
     if (m.ever_failing && lr == 0)
       kc_errorf(ctx, "a record processor kept failing (see above)");
   }
+  /* The checkpoints asked for are written (the children asked before
+   * they went), then the thread ends. */
+  if (m.ckpt_started) {
+    pthread_mutex_lock(&m.mu);
+    m.ck_stop = 1;
+    pthread_cond_signal(&m.ck_cv);
+    pthread_mutex_unlock(&m.mu);
+    pthread_join(m.ckpt, NULL);
+  }
+  for (ev_t *e = m.ck_head, *nx; e; e = nx) { /* never started */
+    nx = e->next;
+    free_ev(&m, e);
+  }
   /* Whatever is left: children killed, events dropped. */
   while (m.shards) {
     shard_t *s = m.shards;
@@ -1182,10 +1361,7 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
   }
   for (ev_t *e = m.ev_head, *nx; e; e = nx) {
     nx = e->next;
-    handoff_release(&m, e->hand);
-    kn_batch_destroy(e->batch);
-    free(e->shard);
-    free(e);
+    free_ev(&m, e);
   }
   kn_error_t *ce = kn_consumer_close(m.kc);
   if (ce) {
@@ -1201,6 +1377,7 @@ static int run_multilang(kc_ctx_t *ctx, int argc, char **argv) {
   pthread_mutex_destroy(&m.mu);
   pthread_cond_destroy(&m.cv);
   pthread_cond_destroy(&m.hand_cv);
+  pthread_cond_destroy(&m.ck_cv);
   close(m.wake[0]);
   close(m.wake[1]);
   kc_ml_conf_free(&m.conf);

@@ -409,7 +409,7 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
   kn_conf_t *conf = NULL;
   /* The stream is checked first so that a typo fails before input is
    * read, with its own exit code. */
-  kn_client_t *kc = kc_client_new(ctx, &rc);
+  kn_client_t *kc = kc_client_new(ctx, stream, &rc);
   if (!kc) goto out;
   rc = check_stream(ctx, kc, stream);
   kn_client_destroy(kc);

@@ -96,9 +96,10 @@ int kc_cmd_parse(kc_ctx_t *ctx, int argc, char **argv,
                  int *n_operands,
                  int (*on_opt)(void *st, int id, const char *arg), void *st);
 
-/* Creates the client from ctx->conf; on failure prints the reason and
- * returns NULL with *rc set. */
-kn_client_t *kc_client_new(const kc_ctx_t *ctx, int *rc);
+/* Creates the client from ctx->conf for calls on stream (may be NULL; an
+ * ARN is set as the stream property, so that its region is used); on
+ * failure prints the reason and returns NULL with *rc set. */
+kn_client_t *kc_client_new(const kc_ctx_t *ctx, const char *stream, int *rc);
 
 /* ---- cmd_efo.c: the enhanced fan-out options of consume and group ---- */
 

@@ -38,8 +38,9 @@ static const char global_help[] =
     "                   the metrics of --metrics as Markdown\n"
     "  --metrics HOST:PORT  group, consume, produce, multilang: serve "
     "/metrics\n"
-    "                   (Prometheus), /healthz and /readyz there; port 0\n"
-    "                   picks a free port (printed on stderr)\n"
+    "                   (Prometheus), /healthz and /readyz there (:PORT is\n"
+    "                   loopback; 0.0.0.0:PORT or [::]:PORT every address);\n"
+    "                   port 0 picks a free port (printed on stderr)\n"
     "  --metrics-linger S  keep serving S seconds after the command ends\n"
     "  -v               more logging: -v info, -vv debug (log.level 6, 7)\n"
     "  -q               quiet: only errors on stderr\n"
@@ -162,8 +163,12 @@ int kc_cmd_parse(kc_ctx_t *ctx, int argc, char **argv, const kc_opt_t *opts,
   return KC_GO_ON;
 }
 
-kn_client_t *kc_client_new(const kc_ctx_t *ctx, int *rc) {
+kn_client_t *kc_client_new(const kc_ctx_t *ctx, const char *stream, int *rc) {
   char errstr[512] = "";
+  /* A stream ARN names the region (the library's settings read it). */
+  if (stream && strncmp(stream, "arn:", 4) == 0 &&
+      (*rc = set_prop(ctx, "stream", stream)) != KC_GO_ON)
+    return NULL;
   kn_client_t *client = kn_client_new(ctx->conf, errstr, sizeof(errstr));
   if (!client) {
     kc_errorf(ctx, "cannot set up the client: %s",

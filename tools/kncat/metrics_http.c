@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,22 +14,50 @@
 
 #include "signals.h"
 
-/* Connections at once, and how long an idle one is kept: enough for a few
- * scrapers and probes, few enough that a flood costs little. */
+/* Connections at once, from one address, how long an idle one is kept
+ * and how long one request may take in all (from the connection, or the
+ * end of the previous request on it, to the end of its answer): enough
+ * for a few scrapers and probes, few enough that a flood costs little and
+ * that clients sending a byte now and then cannot keep the slots. */
 #define MAX_CONNECTIONS 16
+#define MAX_PER_ADDRESS 4
 #define CONNECTION_TIMEOUT_S 10
+#define REQUEST_DEADLINE_MS 10000
+#define REAP_EVERY_MS 500
 #define FIRST_BUFFER (64 * 1024)
+
+/* A connection the server holds; in kc_metrics.conns. */
+typedef struct conn {
+  struct conn *prev, *next;
+  int fd;
+  int64_t deadline_ms; /* monotonic */
+  int cut;             /* shut down at its deadline */
+} conn_t;
 
 struct kc_metrics {
   struct MHD_Daemon *d;
   int port;
-  pthread_mutex_t mu; /* guards everything below */
+  pthread_mutex_t mu; /* guards everything below, up to cmu */
   kn_consumer_t *kc;  /* attached, or NULL */
   kn_producer_t *kp;
   char *last; /* the document rendered at detach, or NULL */
   size_t last_len;
-  char why[256]; /* why not alive once detached */
+  char why[256];       /* why not alive once detached */
+  char told[2][320];   /* the reasons last logged for /healthz, /readyz */
+  pthread_mutex_t cmu; /* guards conns and stop */
+  pthread_cond_t cv;   /* signals stop */
+  conn_t *conns;       /* owned here; added and removed by the server's
+                        * thread, shut down by the reaper's */
+  int stop;
+  pthread_t reaper;
+  int reaper_started;
 };
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ---- answers ---- */
 
@@ -65,29 +94,41 @@ static char *render_locked(kc_metrics_t *m, size_t *len) {
   return NULL;
 }
 
-/* 200 or 503 with the reason; which: 'h' for /healthz, 'r' for /readyz. */
+/* Non-zero if alive (which 'h', /healthz) or ready ('r', /readyz); the
+ * reason when not, into reason.  mu held. */
 static int health_locked(kc_metrics_t *m, int which, char *reason,
                          size_t size) {
+  reason[0] = '\0';
   if (m->kc) {
     kn_consumer_health_t h;
     kn_consumer_health(m->kc, &h);
     int ok = which == 'h' ? h.alive : h.ready;
-    snprintf(reason, size, "%s\n", ok && which == 'h' ? "ok" : h.reason);
+    if (!ok) snprintf(reason, size, "%s", h.reason);
     return ok;
   }
   if (m->kp) {
     int ready = 0;
     int alive = kn_producer_alive(m->kp, &ready);
     int ok = which == 'h' ? alive : ready;
-    snprintf(reason, size, "%s\n",
-             ok      ? "ok"
-             : alive ? "the shard map is not "
-                       "loaded yet"
-                     : "closing");
+    if (!ok)
+      snprintf(reason, size, "%s",
+               alive ? "the shard map is not loaded yet" : "closing");
     return ok;
   }
-  snprintf(reason, size, "%s\n", m->why[0] ? m->why : "not started");
+  snprintf(reason, size, "%s", m->why[0] ? m->why : "not started");
   return 0;
+}
+
+/* The reason goes to the log, once for each change: it may name roles,
+ * accounts, paths or a credential helper's words, which are not for
+ * whoever can reach the port.  mu held. */
+static void tell_locked(kc_metrics_t *m, int which, const char *reason) {
+  char *told = m->told[which == 'h' ? 0 : 1];
+  if (!strcmp(told, reason)) return;
+  snprintf(told, sizeof(m->told[0]), "%s", reason);
+  if (reason[0])
+    fprintf(stderr, "kncat: metrics: /%s: 503: %s\n",
+            which == 'h' ? "healthz" : "readyz", reason);
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
@@ -119,6 +160,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
   (void)version;
   (void)upload;
   kc_metrics_t *m = cls;
+  /* Other methods are refused as soon as the headers are in, their body
+   * unread (and the connection then closed). */
+  if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+      strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+    char *body = strdup("GET only\n");
+    if (!body) return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+      free(body);
+      return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            "text/plain; charset=utf-8");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+    MHD_destroy_response(r);
+    return ret;
+  }
   /* Answer once the headers are in; a body is not wanted. */
   if (!*state) {
     *state = m;
@@ -128,9 +189,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     *upload_size = 0;
     return MHD_YES;
   }
-  if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
-      strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-    return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only\n");
   if (strcmp(url, "/metrics") == 0) {
     size_t len = 0;
     pthread_mutex_lock(&m->mu);
@@ -144,17 +202,93 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     char reason[320];
     pthread_mutex_lock(&m->mu);
     int ok = health_locked(m, url[1], reason, sizeof(reason));
+    tell_locked(m, url[1], reason);
     pthread_mutex_unlock(&m->mu);
-    return text(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, reason);
+    return text(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                ok              ? "ok\n"
+                : url[1] == 'h' ? "not alive\n"
+                                : "not ready\n");
   }
   if (strcmp(url, "/") == 0)
     return text(c, MHD_HTTP_OK, "kncat: /metrics /healthz /readyz\n");
   return text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
+/* ---- connections and their deadline ---- */
+
+/* The server's thread: a connection starts (its deadline is set) or is
+ * closed (forgotten, before libmicrohttpd closes its descriptor: so the
+ * reaper, under cmu, only ever shuts down a descriptor still open). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+  kc_metrics_t *m = cls;
+  pthread_mutex_lock(&m->cmu);
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    conn_t *k = info ? calloc(1, sizeof(*k)) : NULL;
+    if (k) { /* out of memory: this one has the idle time-out only */
+      k->fd = info->connect_fd;
+      k->deadline_ms = mono_ms() + REQUEST_DEADLINE_MS;
+      k->next = m->conns;
+      if (m->conns) m->conns->prev = k;
+      m->conns = k;
+    }
+    *ctx = k;
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *ctx) {
+    conn_t *k = *ctx;
+    if (k->prev)
+      k->prev->next = k->next;
+    else
+      m->conns = k->next;
+    if (k->next) k->next->prev = k->prev;
+    free(k);
+    *ctx = NULL;
+  }
+  pthread_mutex_unlock(&m->cmu);
+}
+
+/* The server's thread: a request is answered; the next on the connection
+ * has a deadline of its own. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode toe) {
+  (void)state;
+  (void)toe;
+  kc_metrics_t *m = cls;
+  const union MHD_ConnectionInfo *info =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  pthread_mutex_lock(&m->cmu);
+  conn_t *k = info ? info->socket_context : NULL;
+  if (k && !k->cut) k->deadline_ms = mono_ms() + REQUEST_DEADLINE_MS;
+  pthread_mutex_unlock(&m->cmu);
+}
+
+/* The reaper's thread: shuts down connections past their deadline;
+ * libmicrohttpd then sees them end and closes them. */
+static void *reaper_main(void *arg) {
+  kc_metrics_t *m = arg;
+  pthread_mutex_lock(&m->cmu);
+  while (!m->stop) {
+    int64_t now = mono_ms();
+    for (conn_t *k = m->conns; k; k = k->next)
+      if (!k->cut && now >= k->deadline_ms) {
+        shutdown(k->fd, SHUT_RDWR);
+        k->cut = 1;
+      }
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += REAP_EVERY_MS * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(&m->cv, &m->cmu, &until);
+  }
+  pthread_mutex_unlock(&m->cmu);
+  return NULL;
+}
+
 /* ---- the server ---- */
 
-/* HOST:PORT into host (empty: every address) and port. */
+/* HOST:PORT into host and port; an empty host is loopback. */
 static int split_addr(const char *addr, char *host, size_t size, long *port) {
   const char *colon = strrchr(addr, ':');
   if (!colon) return -1;
@@ -167,10 +301,19 @@ static int split_addr(const char *addr, char *host, size_t size, long *port) {
   if (hl >= size) return -1;
   memcpy(host, h, hl);
   host[hl] = '\0';
+  if (!hl) snprintf(host, size, "127.0.0.1");
   char *end;
   *port = strtol(colon + 1, &end, 10);
   if (colon[1] == '\0' || *end || *port < 0 || *port > 65535) return -1;
   return 0;
+}
+
+static void free_metrics(kc_metrics_t *m) {
+  pthread_mutex_destroy(&m->mu);
+  pthread_mutex_destroy(&m->cmu);
+  pthread_cond_destroy(&m->cv);
+  free(m->last);
+  free(m);
 }
 
 kc_metrics_t *kc_metrics_open(const char *addr, char *err, size_t size) {
@@ -188,7 +331,7 @@ kc_metrics_t *kc_metrics_open(const char *addr, char *err, size_t size) {
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   char ps[16];
   snprintf(ps, sizeof(ps), "%ld", port);
-  int gai = getaddrinfo(host[0] ? host : NULL, ps, &hints, &ai);
+  int gai = getaddrinfo(host, ps, &hints, &ai);
   if (gai || !ai) {
     snprintf(err, size, "--metrics %s: %s", addr, gai_strerror(gai));
     return NULL;
@@ -200,12 +343,23 @@ kc_metrics_t *kc_metrics_open(const char *addr, char *err, size_t size) {
     return NULL;
   }
   pthread_mutex_init(&m->mu, NULL);
+  pthread_mutex_init(&m->cmu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&m->cv, &ca);
+  pthread_condattr_destroy(&ca);
   /* poll(), not epoll: with epoll this libmicrohttpd (0.9.75) stopped
    * accepting once the connection limit had been reached, until a
    * time-out freed a slot. */
   unsigned flags = MHD_USE_POLL_INTERNAL_THREAD;
-  if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-  /* The server's thread takes no SIGINT or SIGTERM: they must interrupt
+  if (ai->ai_family == AF_INET6) {
+    /* [::] is every address, IPv4 ones too. */
+    const struct sockaddr_in6 *a6 = (const void *)ai->ai_addr;
+    flags |= IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? MHD_USE_DUAL_STACK
+                                                     : MHD_USE_IPv6;
+  }
+  /* The server's threads take no SIGINT or SIGTERM: they must interrupt
    * the main thread's blocking reads. */
   sigset_t block, old;
   sigemptyset(&block);
@@ -213,32 +367,25 @@ kc_metrics_t *kc_metrics_open(const char *addr, char *err, size_t size) {
   sigaddset(&block, SIGTERM);
   sigaddset(&block, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &block, &old);
-  if (host[0]) {
-    m->d = MHD_start_daemon(
-        flags, (uint16_t)port, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR,
-        ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-        MHD_OPTION_END);
-  } else {
-    /* Every address: IPv6 and IPv4 on one socket, or IPv4 alone on a host
-     * without IPv6. */
-    for (int v6 = 1; v6 >= 0 && !m->d; v6--)
-      m->d = MHD_start_daemon(
-          (flags & ~(unsigned)MHD_USE_IPv6) | (v6 ? MHD_USE_DUAL_STACK : 0),
-          (uint16_t)port, NULL, NULL, on_request, m,
-          MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
-          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-          MHD_OPTION_END);
-  }
+  m->d = MHD_start_daemon(
+      flags, (uint16_t)port, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR,
+      ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MAX_PER_ADDRESS,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, m, MHD_OPTION_END);
+  if (m->d)
+    m->reaper_started = pthread_create(&m->reaper, NULL, reaper_main, m) == 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   freeaddrinfo(ai);
-  if (!m->d) {
+  if (!m->d || !m->reaper_started) {
     snprintf(err, size,
-             "--metrics %s: cannot listen there (in use, or not "
-             "an address of this host)",
+             m->d ? "--metrics %s: cannot start a thread"
+                  : "--metrics %s: cannot listen there (in use, or not "
+                    "an address of this host)",
              addr);
-    pthread_mutex_destroy(&m->mu);
-    free(m);
+    if (m->d) MHD_stop_daemon(m->d);
+    free_metrics(m);
     return NULL;
   }
   const union MHD_DaemonInfo *info =
@@ -279,10 +426,13 @@ void kc_metrics_detach(kc_metrics_t *m, const char *why) {
 
 void kc_metrics_close(kc_metrics_t *m) {
   if (!m) return;
-  MHD_stop_daemon(m->d);
-  pthread_mutex_destroy(&m->mu);
-  free(m->last);
-  free(m);
+  pthread_mutex_lock(&m->cmu);
+  m->stop = 1;
+  pthread_cond_signal(&m->cv);
+  pthread_mutex_unlock(&m->cmu);
+  pthread_join(m->reaper, NULL);
+  MHD_stop_daemon(m->d); /* closes (and so forgets) every connection */
+  free_metrics(m);
 }
 
 /* ---- for commands ---- */
@@ -302,9 +452,8 @@ int kc_metrics_start(kc_ctx_t *ctx) {
   split_addr(ctx->metrics_addr, host, sizeof(host), &port);
   int v6 = strchr(host, ':') != NULL;
   fprintf(stderr, "kncat: %s: metrics on http://%s%s%s:%d/metrics\n",
-          ctx->cmd ? ctx->cmd->name : "kncat", v6 ? "[" : "",
-          host[0] ? host : "0.0.0.0", v6 ? "]" : "",
-          kc_metrics_port(ctx->metrics));
+          ctx->cmd ? ctx->cmd->name : "kncat", v6 ? "[" : "", host,
+          v6 ? "]" : "", kc_metrics_port(ctx->metrics));
   fflush(stderr);
   return KC_GO_ON;
 }

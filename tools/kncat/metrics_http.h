@@ -3,7 +3,8 @@
  * thread of its own.  Scrapers never touch the consuming or producing
  * thread: a request only copies the library's counters (under its lock,
  * briefly); a slow or hostile client ties up one of a few connections of
- * this thread, with a time-out.
+ * this thread, with a time-out and a deadline (enforced by a second thread
+ * that shuts down the connections past it).
  *
  * A command supports --metrics by calling kc_metrics_start() before it
  * creates its consumer or producer, attaching it, and detaching it before
@@ -22,8 +23,11 @@ typedef struct kc_metrics kc_metrics_t;
 
 /* The server alone. */
 
-/* Listens on addr ("HOST:PORT", "[V6]:PORT" or ":PORT" for every address;
- * port 0 picks a free one).  NULL with a reason in err on failure. */
+/* Listens on addr only: "HOST:PORT", "[V6]:PORT", ":PORT" for loopback
+ * (127.0.0.1); every address only when asked for ("0.0.0.0:PORT", or
+ * "[::]:PORT" for IPv6 and IPv4); port 0 picks a free one.  NULL with a
+ * reason in err on failure.  At most 16 connections, 4 from one address;
+ * each request has 10 s in all; the reasons behind 503s go to stderr. */
 kc_metrics_t *kc_metrics_open(const char *addr, char *err, size_t size);
 /* The port listened on. */
 int kc_metrics_port(const kc_metrics_t *m);

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "signals.h"
+
 extern char **environ;
 
 void kc_ml_child_init(kc_ml_child_t *c) {
@@ -36,6 +38,8 @@ int kc_ml_child_spawn(kc_ml_child_t *c, char *const argv[], char *err,
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, er[1], 2);
+  /* Nothing else: libcurl's sockets are not all close-on-exec. */
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   posix_spawnattr_init(&attr);
   /* Own process group; default signal handling and an empty mask (kncat
    * ignores SIGPIPE, the child should not inherit that). */
@@ -60,6 +64,7 @@ int kc_ml_child_spawn(kc_ml_child_t *c, char *const argv[], char *err,
     goto done_pipes;
   }
   c->pid = pid;
+  kc_signals_track_group(pid);
   c->in_fd = in[1];
   c->out_fd = out[0];
   c->err_fd = er[0];
@@ -108,13 +113,20 @@ static void emit_lines(kc_ml_buf_t *buf, size_t max_line,
     char *nl = memchr(buf->p + start, '\n', buf->len - start);
     if (!nl) break;
     size_t n = (size_t)(nl - (buf->p + start));
-    on_line(opaque, buf->p + start, n > max_line ? max_line : n);
+    if (buf->skip_line) /* the end of a line already passed on, cut */
+      buf->skip_line = 0;
+    else
+      on_line(opaque, buf->p + start, n > max_line ? max_line : n);
     start += n + 1;
   }
   kc_ml_buf_consume(buf, start);
-  if (buf->len > max_line) { /* no newline in sight: cut it */
+  if (buf->skip_line) {
+    buf->len = 0;
+  } else if (buf->len > max_line) { /* no newline in sight: cut it, and
+                                     * drop the rest up to its newline */
     on_line(opaque, buf->p, max_line);
     buf->len = 0;
+    buf->skip_line = 1;
   }
 }
 
@@ -164,6 +176,10 @@ int kc_ml_child_reap(kc_ml_child_t *c, int block) {
   while (r < 0 && errno == EINTR);
   if (r == c->pid || (r < 0 && errno == ECHILD)) {
     c->status = r == c->pid ? st : 0;
+    /* What it started goes with it.  The group's id is not reused while
+     * the group has members, so this reaches only the child's. */
+    kill(-c->pid, SIGKILL);
+    kc_signals_untrack_group(c->pid);
     c->pid = 0;
     return 1;
   }

@@ -30,16 +30,17 @@ int kc_ml_child_flush(kc_ml_child_t *c);
 void kc_ml_child_close_stdin(kc_ml_child_t *c);
 /* Reads what is available on *fd into buf and calls on_line for each
  * whole line (without its newline; a line longer than max_line is cut
- * there).  Returns 0, 1 at end of file (*fd is then closed and set to
- * -1; a last partial line is passed on), or -1 on a read error. */
+ * there, the rest of it dropped).  Returns 0, 1 at end of file (*fd is then
+ * closed and set to -1; a last partial line is passed on), or -1 on a read
+ * error. */
 int kc_ml_child_read(int *fd, kc_ml_buf_t *buf, size_t max_line,
                      void (*on_line)(void *opaque, const char *line,
                                      size_t len),
                      void *opaque);
 /* SIGKILL to the child's process group. */
 void kc_ml_child_kill(kc_ml_child_t *c);
-/* Non-zero once the child has exited (reaped now or before); with block,
- * waits for it. */
+/* Non-zero once the child has exited (reaped now or before; whatever is
+ * left of its process group is then killed); with block, waits for it. */
 int kc_ml_child_reap(kc_ml_child_t *c, int block);
 /* Closes the descriptors and frees the buffers; the process is left as it
  * is (kill and reap first). */

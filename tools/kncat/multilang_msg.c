@@ -51,27 +51,7 @@ static int put_str(kc_ml_buf_t *b, const char *s) {
   if (reserve(b, 6 * n + 2)) return -1;
   char *d = b->p + b->len;
   *d++ = '"';
-  const uint8_t *u = (const uint8_t *)s;
-  while (n) {
-    char *e = kc_json_escape(d, u, n);
-    if (e) {
-      d = e;
-      break;
-    }
-    /* The longest valid prefix, the slow way (keys are short), then one
-     * byte replaced. */
-    size_t ok = 0;
-    for (size_t k = n; k > 0; k--)
-      if (kc_utf8_valid(u, k)) {
-        ok = k;
-        break;
-      }
-    d = kc_json_escape(d, u, ok);
-    memcpy(d, "\\ufffd", 6);
-    d += 6;
-    u += ok + 1;
-    n -= ok + 1;
-  }
+  d = kc_json_text(d, (const uint8_t *)s, n, "\\ufffd");
   *d++ = '"';
   b->len = (size_t)(d - b->p);
   return 0;
@@ -172,7 +152,8 @@ static int hex4(const char *s, unsigned *out) {
 }
 
 /* A string at r->s (the opening quote); its value, truncated to cap - 1
- * bytes, into dst (may be NULL); *too_long when truncated.  -1 if
+ * bytes, into dst (may be NULL); *too_long when truncated or holding a NUL
+ * (which would end it early): the value cannot be taken as it is.  -1 if
  * malformed. */
 static int str(rd_t *r, char *dst, size_t cap, int *too_long) {
   if (r->s >= r->end || *r->s != '"') return -1;
@@ -248,6 +229,7 @@ static int str(rd_t *r, char *dst, size_t cap, int *too_long) {
           return -1;
       }
     }
+    if (tn == 1 && tmp[0] == '\0' && too_long) *too_long = 1;
     if (dst) {
       if (n + tn < cap) {
         memcpy(dst + n, tmp, tn);
@@ -415,10 +397,13 @@ int kc_ml_decode(const char *line, size_t len, kc_ml_in_t *o, char *why,
         rc = skip(&r, 0);
       }
     } else if (!strcmp(key, "responseFor")) {
+      int bad = 0;
       if (r.s < r.end && *r.s == '"')
-        rc = str(&r, o->response_for, sizeof(o->response_for), NULL);
+        rc = str(&r, o->response_for, sizeof(o->response_for), &bad);
       else
         rc = skip(&r, 0);
+      if (bad) /* names no action */
+        snprintf(o->response_for, sizeof(o->response_for), "%s", "(invalid)");
     } else if (!strcmp(key, "sequenceNumber")) {
       rc = get_seq(&r, o);
     } else if (!strcmp(key, "subSequenceNumber")) {

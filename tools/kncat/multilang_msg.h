@@ -11,10 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A growing output buffer; p is owned (kc_ml_buf_free). */
+/* A growing output buffer; p is owned (kc_ml_buf_free).  skip_line: read
+ * buffers only, the rest of a line cut at its cap is being dropped. */
 typedef struct kc_ml_buf {
   char *p;
   size_t len, cap;
+  int skip_line;
 } kc_ml_buf_t;
 
 void kc_ml_buf_free(kc_ml_buf_t *b);

@@ -151,6 +151,25 @@ int kc_utf8_valid(const uint8_t *s, size_t n) {
 
 static const char hexdig[] = "0123456789abcdef";
 
+/* If the valid UTF-8 sequence s (k bytes) is a C1 control or a direction
+ * override, which terminals act on (of U+0080..U+009F, U+200E..U+206F),
+ * writes it as a \\u escape and returns the end; else NULL. */
+static inline char *escape_control(char *d, const uint8_t *s, size_t k) {
+  uint8_t c = s[0];
+  if ((k == 2 && c == 0xC2 && s[1] < 0xA0) ||
+      (k == 3 && c == 0xE2 &&
+       ((s[1] == 0x80 &&
+         (s[2] == 0x8E || s[2] == 0x8F || (s[2] >= 0xAA && s[2] <= 0xAE))) ||
+        (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9)))) {
+    unsigned u =
+        k == 2 ? s[1] : 0x2000u | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
+    memcpy(d, "\\u", 2);
+    for (int i = 0; i < 4; i++) d[2 + i] = hexdig[(u >> (12 - 4 * i)) & 15];
+    return d + 6;
+  }
+  return NULL;
+}
+
 /* Escapes one character at s (a byte, or a whole UTF-8 sequence); NULL if
  * s starts no valid sequence. */
 static inline char *escape_unit(char *d, const uint8_t **sp,
@@ -161,19 +180,8 @@ static inline char *escape_unit(char *d, const uint8_t **sp,
     size_t k = utf8_seq(s, end);
     if (!k) return NULL;
     *sp = s + k;
-    /* C1 controls and direction overrides, which terminals act on, as
-     * \u escapes (of U+0080..U+009F, U+200E..U+206F). */
-    if ((k == 2 && c == 0xC2 && s[1] < 0xA0) ||
-        (k == 3 && c == 0xE2 &&
-         ((s[1] == 0x80 &&
-           (s[2] == 0x8E || s[2] == 0x8F || (s[2] >= 0xAA && s[2] <= 0xAE))) ||
-          (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9)))) {
-      unsigned u =
-          k == 2 ? s[1] : 0x2000u | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
-      memcpy(d, "\\u", 2);
-      for (int i = 0; i < 4; i++) d[2 + i] = hexdig[(u >> (12 - 4 * i)) & 15];
-      return d + 6;
-    }
+    char *e = escape_control(d, s, k);
+    if (e) return e;
     memcpy(d, s, k); /* JSON carries UTF-8 as is */
     return d + k;
   }
@@ -320,15 +328,13 @@ static inline char *put_u64(char *d, uint64_t v) {
 
 #define LIT(d, s) (memcpy((d), (s), sizeof(s) - 1), (d) + sizeof(s) - 1)
 
-/* Escapes text known to be short and normally valid (keys, names); an
- * invalid byte becomes U+FFFD so the line stays valid JSON. */
-static char *put_text(char *d, const char *text) {
-  const uint8_t *s = (const uint8_t *)text;
-  size_t n = strlen(text);
+char *kc_json_text(char *d, const uint8_t *s, size_t n, const char *repl) {
+  size_t repl_len = strlen(repl);
   for (;;) {
     char *e = kc_json_escape(d, s, n);
     if (e) return e;
-    /* Find how much was valid, copy that, replace one byte, go on. */
+    /* Find how much was valid, copy that, replace one byte, go on: each
+     * byte is looked at a bounded number of times, whatever the input. */
     size_t ok = 0;
     while (ok < n) {
       size_t k = s[ok] < 0x80 ? 1 : utf8_seq(s + ok, s + n);
@@ -336,10 +342,42 @@ static char *put_text(char *d, const char *text) {
       ok += k;
     }
     d = kc_json_escape(d, s, ok);
-    d = LIT(d, "\xEF\xBF\xBD");
+    memcpy(d, repl, repl_len);
+    d += repl_len;
     s += ok + 1;
     n -= ok + 1;
   }
+}
+
+size_t kc_term_text(char *dst, const void *src, size_t n) {
+  const uint8_t *s = src, *end = s + n;
+  char *d = dst;
+  while (s < end) {
+    uint8_t c = *s;
+    size_t k = c < 0x80 ? 1 : utf8_seq(s, end);
+    char *e = k > 1 ? escape_control(d, s, k) : NULL;
+    if (e) {
+      d = e;
+    } else if (k > 1 || (c >= 0x20 && c < 0x7F) || c == '\t') {
+      memcpy(d, s, k);
+      d += k;
+    } else { /* controls, DEL, bytes that are not UTF-8 */
+      k = 1;
+      d[0] = '\\';
+      d[1] = 'x';
+      d[2] = hexdig[c >> 4];
+      d[3] = hexdig[c & 15];
+      d += 4;
+    }
+    s += k;
+  }
+  return (size_t)(d - dst);
+}
+
+/* Escapes text (keys, names); an invalid byte becomes U+FFFD so the line
+ * stays valid JSON. */
+static char *put_text(char *d, const char *text) {
+  return kc_json_text(d, (const uint8_t *)text, strlen(text), "\xEF\xBF\xBD");
 }
 
 void kc_json_str(FILE *fp, const char *s) {

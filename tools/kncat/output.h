@@ -74,6 +74,16 @@ int kc_out_raw_record(kc_out_t *o, const char *key, const char *key_delim,
  * no overlong forms, no surrogates, nothing above U+10FFFF) and returns
  * NULL then; otherwise returns the end of the output. */
 char *kc_json_escape(char *dst, const uint8_t *src, size_t n);
+/* As kc_json_escape, but each byte that is not part of valid UTF-8 becomes
+ * repl (a NUL-terminated string of at most 6 bytes, valid inside a JSON
+ * string, such as "\\ufffd"); linear in n whatever the input.  Returns the
+ * end of the output. */
+char *kc_json_text(char *dst, const uint8_t *src, size_t n, const char *repl);
+/* src as a terminal may show it, into dst (room for 4 * n bytes): control
+ * characters, DEL and bytes that are not UTF-8 as \\xNN, C1 controls and
+ * direction overrides as \\uNNNN, the rest as it is.  Returns the length
+ * written (no NUL). */
+size_t kc_term_text(char *dst, const void *src, size_t n);
 /* Non-zero if src is valid UTF-8 (same rules). */
 int kc_utf8_valid(const uint8_t *src, size_t n);
 

@@ -6,6 +6,27 @@
 
 static volatile sig_atomic_t received;
 static pthread_t main_thread;
+/* Process groups of children to kill when a second signal ends kncat; 0:
+ * a free slot.  Written by the main thread only, read by the handler,
+ * which runs on it too. */
+#define MAX_GROUPS 8192
+static volatile sig_atomic_t groups[MAX_GROUPS];
+
+void kc_signals_track_group(int pgid) {
+  for (int i = 0; i < MAX_GROUPS; i++)
+    if (!groups[i]) {
+      groups[i] = pgid;
+      return;
+    }
+}
+
+void kc_signals_untrack_group(int pgid) {
+  for (int i = 0; i < MAX_GROUPS; i++)
+    if (groups[i] == pgid) {
+      groups[i] = 0;
+      return;
+    }
+}
 
 static void on_stop(int sig) {
   /* The library's threads may catch the signal; pass it to the main
@@ -15,6 +36,8 @@ static void on_stop(int sig) {
     return;
   }
   if (received) { /* second request: give up on the clean stop */
+    for (int i = 0; i < MAX_GROUPS; i++)
+      if (groups[i] > 0) kill(-(pid_t)groups[i], SIGKILL);
     signal(sig, SIG_DFL);
     raise(sig);
     return;
