@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kn/conf.h"
+#include "kn/consumer.h"
 #include "kn/error.h"
 #include "kn/export.h"
 #include "kn/position.h"
@@ -71,6 +73,29 @@ KN_API kn_error_t *kn_snapshot_encode(const kn_snapshot_t *s, void **out,
  * what is wrong. */
 KN_API kn_error_t *kn_snapshot_decode(const void *p, size_t len,
                                       kn_snapshot_t **out);
+
+/* ---- The consumer without a lease store ---- */
+
+/* Where each shard starts, for a consumer without a lease store: a shard
+ * finished in s is not read (its children are ready), a shard with a
+ * position resumes there, and a shard absent from s was born after it
+ * and starts at TRIM_HORIZON.  An empty snapshot leaves
+ * initial.position in force.  s is copied (into the `start.positions`
+ * property); the caller keeps ownership. */
+KN_API kn_err_t kn_conf_set_start_snapshot(kn_conf_t *conf,
+                                           const kn_snapshot_t *s, char *errstr,
+                                           size_t errstr_size);
+
+/* The positions of a consumer without a lease store, consistent with
+ * every batch kn_consumer_poll() has returned: each shard resumes right
+ * after the last record returned (or where it started, when none was),
+ * and shards whose every record has been returned are finished, with the
+ * children the consumer knows.  Shards not read (`shards`) are left out.
+ * A shard started at LATEST that has returned nothing is at LATEST: to
+ * resume without skipping what arrives meanwhile, replace it with
+ * AT_TIMESTAMP of the time the consumer started (as kncat does).
+ * *out is a new snapshot the caller owns.  Any thread. */
+KN_API kn_error_t *kn_consumer_snapshot(kn_consumer_t *kc, kn_snapshot_t **out);
 
 #ifdef __cplusplus
 }
