@@ -111,7 +111,9 @@ KN_API kn_err_t kn_enumerator_reader_left(kn_enumerator_t *en,
                                           const char *reader_id);
 
 /* reader_id read shard_id to its end.  children (borrowed; NULL when the
- * reader does not know them) join the graph as a listing would add them.
+ * reader does not know them) join the graph as a listing would add them;
+ * one with a parent the enumerator has never seen waits for a listing
+ * (the other parent of a merge may be younger than the last listing).
  * A report about a shard already finished is harmless (readers announce
  * finished shards again after a restore).  KN_ERR__NOT_FOUND for a shard
  * never seen. */

@@ -167,6 +167,10 @@ int kn_enum_parents_done(const kn_enumerator_t *en, const eshard_t *s) {
     if (!ps[i]) continue;
     long p = kn_enum_find(en, ps[i]);
     if (p >= 0 && en->shards[p].state != ST_FINISHED) return 0;
+    /* An unknown parent has aged out only if a listing that shows the
+     * child lacks it: a child known from ChildShards alone may have a
+     * parent (the other one of a merge) born since the last listing. */
+    if (p < 0 && !s->listed) return 0;
   }
   return 1;
 }

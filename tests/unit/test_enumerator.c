@@ -4,6 +4,7 @@
  * restore to an enumerator doing exactly what the original does. */
 #include <stdlib.h>
 
+#include "kinesis/hashkey.h"
 #include "kinesis/shard.h"
 #include "kn/enumerator.h"
 #include "kt.h"
@@ -545,6 +546,341 @@ static void test_snapshot_corrupt(void) {
   free(b);
 }
 
+/* ---- random runs against a model ---- */
+
+#define RM_SHARDS 64
+#define RM_READERS 4
+
+typedef struct rm_shard {
+  int exists, open, aged; /* in the stream; open; aged out of listings */
+  int parent, adj;        /* or -1 */
+  kn_u128_t start, end;
+  int finished; /* reported finished, or aged out unheld */
+  int holder;   /* reader reading it, or -1 */
+  int revoked;  /* a REVOKE came: waits to be handed back */
+  int assigns;  /* ASSIGN actions seen */
+} rm_shard_t;
+
+typedef struct rm {
+  rm_shard_t s[RM_SHARDS];
+  int n;
+  int joined[RM_READERS];
+  uint64_t rnd;
+  int violations;
+} rm_t;
+
+static const char *rm_reader(int r) {
+  static const char *names[RM_READERS] = {"ra", "rb", "rc", "rd"};
+  return names[r];
+}
+
+static int rm_reader_ix(const char *id) {
+  for (int r = 0; r < RM_READERS; r++)
+    if (strcmp(rm_reader(r), id) == 0) return r;
+  return -1;
+}
+
+static void rm_dec(kn_u128_t v, char *buf) {
+  buf[kn_u128_format(v, buf)] = '\0';
+}
+
+static int rm_new_shard(rm_t *m, int parent, int adj, kn_u128_t a,
+                        kn_u128_t b) {
+  if (m->n >= RM_SHARDS) return -1;
+  rm_shard_t *x = &m->s[m->n];
+  memset(x, 0, sizeof(*x));
+  x->exists = x->open = 1;
+  x->parent = parent;
+  x->adj = adj;
+  x->start = a;
+  x->end = b;
+  x->holder = -1;
+  return m->n++;
+}
+
+static kn_shard_list_t *rm_list(rm_t *m, int only) {
+  kn_shard_list_t *l = kn_shard_list_new();
+  for (int i = 0; l && i < m->n; i++) {
+    rm_shard_t *x = &m->s[i];
+    if (!x->exists || x->aged || (only >= 0 && i != only)) continue;
+    char hs[48], he[48], id[32], p[32], a[32];
+    rm_dec(x->start, hs);
+    rm_dec(x->end, he);
+    snprintf(id, sizeof(id), "%s", sid(i));
+    snprintf(p, sizeof(p), "%s", x->parent >= 0 ? sid(x->parent) : "");
+    snprintf(a, sizeof(a), "%s", x->adj >= 0 ? sid(x->adj) : "");
+    kn_shard_desc_t d = {
+        id,  x->parent >= 0 ? p : NULL, x->adj >= 0 ? a : NULL, hs, he,
+        "1", x->open ? NULL : "9"};
+    kn_shard_list_add(l, &d);
+  }
+  return l;
+}
+
+/* A parent in the model that is neither finished nor aged out. */
+static int rm_parent_open(const rm_t *m, int p) {
+  return p >= 0 && !m->s[p].finished && !m->s[p].aged;
+}
+
+static void rm_take(rm_t *m, kn_enumerator_t *en) {
+  kn_enum_action_t a;
+  while (kn_enumerator_next_action(en, &a)) {
+    int i = atoi(a.shard_id + 8), r = rm_reader_ix(a.reader_id);
+    rm_shard_t *x = &m->s[i];
+    if (r < 0 || !m->joined[r]) m->violations++;
+    if (a.kind == KN_ENUM_ASSIGN) {
+      /* Never twice at once, never a finished shard, parents first. */
+      if (x->holder >= 0 || x->finished || rm_parent_open(m, x->parent) ||
+          rm_parent_open(m, x->adj)) {
+        m->violations++;
+        fprintf(stderr,
+                "bad assign of %d to %s (holder %d fin %d; parents %d %d, "
+                "enumerator says %d %d)\n",
+                i, a.reader_id, x->holder, x->finished, x->parent, x->adj,
+                x->parent >= 0 ? (int)st(en, x->parent) : -1,
+                x->adj >= 0 ? (int)st(en, x->adj) : -1);
+      }
+      x->holder = r;
+      x->revoked = 0;
+      x->assigns++;
+    } else {
+      if (x->holder != r) m->violations++;
+      x->revoked = 1;
+    }
+  }
+}
+
+/* The enumerator agrees with the model about every shard. */
+static void rm_agree(rm_t *m, kn_enumerator_t *en) {
+  for (int i = 0; i < m->n; i++) {
+    rm_shard_t *x = &m->s[i];
+    char who[KN_ENUM_ID_MAX];
+    kn_enum_shard_state_t st =
+        kn_enumerator_shard_state(en, sid(i), who, sizeof(who));
+    int ok;
+    if (x->finished)
+      ok = st == KN_ENUM_FINISHED || st == KN_ENUM_UNKNOWN;
+    else if (x->holder >= 0)
+      ok = (st == KN_ENUM_ASSIGNED || st == KN_ENUM_REVOKING) &&
+           strcmp(who, rm_reader(x->holder)) == 0;
+    else
+      ok = st != KN_ENUM_ASSIGNED && st != KN_ENUM_FINISHED;
+    if (!ok) {
+      m->violations++;
+      fprintf(stderr, "shard %d: model fin %d holder %d, enumerator %d %s\n", i,
+              x->finished, x->holder, (int)st, who);
+    }
+  }
+}
+
+static int rm_pick(rm_t *m, int n) {
+  return (int)(kt_rand(&m->rnd) % (uint64_t)n);
+}
+
+static void rm_step(rm_t *m, kn_enumerator_t **enp, int64_t now) {
+  kn_enumerator_t *en = *enp;
+  int op = rm_pick(m, 11), i = rm_pick(m, m->n), r = rm_pick(m, RM_READERS);
+  rm_shard_t *x = &m->s[i];
+  switch (op) {
+    case 0: { /* split */
+      kn_u128_t mid;
+      if (!x->open || kn_u128_midpoint(x->start, x->end, &mid) ||
+          m->n + 2 > RM_SHARDS)
+        break;
+      x->open = 0;
+      rm_new_shard(m, i, -1, x->start, kn_u128_sub(mid, kn_u128_make(0, 1)));
+      rm_new_shard(m, i, -1, mid, x->end);
+      break;
+    }
+    case 1: { /* merge with the open shard right above */
+      if (!x->open || m->n + 1 > RM_SHARDS) break;
+      for (int j = 0; j < m->n; j++) {
+        rm_shard_t *y = &m->s[j];
+        if (j != i && y->open &&
+            kn_u128_eq(y->start, kn_u128_add(x->end, kn_u128_make(0, 1)))) {
+          x->open = y->open = 0;
+          rm_new_shard(m, i, j, x->start, y->end);
+          break;
+        }
+      }
+      break;
+    }
+    case 2: { /* a listing */
+      kn_shard_list_t *l = rm_list(m, -1);
+      if (l) kn_enumerator_shards(en, l, now);
+      kn_shard_list_destroy(l);
+      /* Shards aged out unheld count as finished once a listing shows
+       * it (held ones: when their reader reports them). */
+      for (int j = 0; j < m->n; j++)
+        if (m->s[j].aged && m->s[j].holder < 0) m->s[j].finished = 1;
+      break;
+    }
+    case 3: /* a closed shard ages out, after its parents */
+      if (!x->open && !x->aged && (x->parent < 0 || m->s[x->parent].aged) &&
+          (x->adj < 0 || m->s[x->adj].aged))
+        x->aged = 1;
+      break;
+    case 4:
+    case 5: /* the holder reads a closed (or aged) shard to its end */
+      if (x->holder >= 0 && !x->revoked && (!x->open || x->aged)) {
+        kn_shard_list_t *kids = NULL;
+        if (rm_pick(m, 2)) { /* with ChildShards */
+          kids = kn_shard_list_new();
+          for (int j = 0; kids && j < m->n; j++)
+            if (m->s[j].parent == i || m->s[j].adj == i) {
+              kn_shard_list_t *one = rm_list(m, j);
+              if (one && kn_shard_list_count(one))
+                kn_shard_list_add(
+                    kids,
+                    &(kn_shard_desc_t){
+                        kn_shard_id(kn_shard_list_get(one, 0)),
+                        kn_shard_parent_id(kn_shard_list_get(one, 0)),
+                        kn_shard_adjacent_parent_id(kn_shard_list_get(one, 0)),
+                        kn_shard_hash_key_start(kn_shard_list_get(one, 0)),
+                        kn_shard_hash_key_end(kn_shard_list_get(one, 0)), "1",
+                        NULL});
+              kn_shard_list_destroy(one);
+            }
+        }
+        if (kn_enumerator_finished(en, rm_reader(x->holder), sid(i), kids) ==
+            KN_ERR_NO_ERROR) {
+          x->finished = 1;
+          x->holder = -1;
+        }
+        kn_shard_list_destroy(kids);
+      }
+      break;
+    case 6: /* a reader joins */
+      if (!m->joined[r] && !kn_enumerator_reader_joined(en, rm_reader(r)))
+        m->joined[r] = 1;
+      break;
+    case 7: /* a reader leaves; the application hands its shards back */
+      if (!m->joined[r]) break;
+      kn_enumerator_reader_left(en, rm_reader(r));
+      m->joined[r] = 0;
+      for (int j = 0; j < m->n; j++)
+        if (m->s[j].holder == r) {
+          m->s[j].holder = -1;
+          m->s[j].revoked = 0;
+          if (rm_pick(m, 2)) {
+            kn_position_t p;
+            kn_position_after(&p, "12345", (uint64_t)j);
+            kn_enumerator_shard_returned(en, sid(j), &p);
+          }
+        }
+      break;
+    case 8: /* rebalance */
+      kn_enumerator_rebalance(en);
+      break;
+    case 9: /* a revoked shard comes back */
+      for (int j = 0; j < m->n; j++)
+        if (m->s[j].revoked && m->s[j].holder >= 0) {
+          kn_enumerator_shard_returned(en, sid(j), NULL);
+          m->s[j].holder = -1;
+          m->s[j].revoked = 0;
+          break;
+        }
+      break;
+    case 10: { /* a restart from a snapshot */
+      void *b = NULL;
+      size_t n = 0;
+      kn_enumerator_t *r2 = NULL;
+      kn_error_t *e = kn_enumerator_snapshot(en, &b, &n);
+      if (!e)
+        e = kn_enumerator_restore(b, n, (kn_assigner_t)rm_pick(m, 3), &r2);
+      if (!e && r2) {
+        kn_enumerator_destroy(en);
+        *enp = en = r2;
+      }
+      kn_error_destroy(e);
+      free(b);
+      break;
+    }
+  }
+  rm_take(m, *enp);
+}
+
+/* Random splits, merges, expiries, readers coming and going, rebalances
+ * and restarts from snapshots: no shard is ever given to two readers,
+ * none before its parents are done, none after it is finished; in the
+ * end every shard gets read. */
+static void test_random_runs(void) {
+  long shards = 0, assigns = 0, moved = 0;
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    rm_t m;
+    memset(&m, 0, sizeof(m));
+    m.rnd = seed * 0x9e3779b97f4a7c15ull;
+    kn_enumerator_t *en = kn_enumerator_new(NULL, (kn_assigner_t)(seed % 3));
+    if (!en) return;
+    int first = rm_new_shard(&m, -1, -1, kn_u128_make(0, 0),
+                             kn_u128_make(UINT64_MAX, UINT64_MAX >> 1));
+    rm_new_shard(&m, -1, -1, kn_u128_make(UINT64_MAX, (UINT64_MAX >> 1) + 1),
+                 kn_u128_make(UINT64_MAX, UINT64_MAX));
+    (void)first;
+    int64_t now = 0;
+    for (int k = 0; k < 300; k++) {
+      rm_step(&m, &en, now += 1000);
+      rm_agree(&m, en);
+    }
+    /* The end: one reader, everything closed, read to the end. */
+    if (!m.joined[0] && !kn_enumerator_reader_joined(en, rm_reader(0)))
+      m.joined[0] = 1;
+    for (int r = 1; r < RM_READERS; r++)
+      if (m.joined[r]) {
+        kn_enumerator_reader_left(en, rm_reader(r));
+        m.joined[r] = 0;
+        for (int j = 0; j < m.n; j++)
+          if (m.s[j].holder == r) {
+            m.s[j].holder = -1;
+            m.s[j].revoked = 0;
+          }
+      }
+    for (int j = 0; j < m.n; j++) {
+      m.s[j].open = 0;
+      if (m.s[j].revoked) {
+        kn_enumerator_shard_returned(en, sid(j), NULL);
+        m.s[j].holder = -1;
+        m.s[j].revoked = 0;
+      }
+    }
+    kn_shard_list_t *l = rm_list(&m, -1);
+    if (l) kn_enumerator_shards(en, l, now += 1000);
+    kn_shard_list_destroy(l);
+    for (int j = 0; j < m.n; j++)
+      if (m.s[j].aged && m.s[j].holder < 0) m.s[j].finished = 1;
+    rm_take(&m, en);
+    for (int round = 0; round < RM_SHARDS + 2; round++) {
+      for (int j = 0; j < m.n; j++)
+        if (m.s[j].holder == 0 &&
+            !kn_enumerator_finished(en, rm_reader(0), sid(j), NULL)) {
+          m.s[j].finished = 1;
+          m.s[j].holder = -1;
+        }
+      rm_take(&m, en);
+    }
+    rm_agree(&m, en);
+    int unread = 0;
+    for (int j = 0; j < m.n; j++) unread += !m.s[j].finished;
+    KT_CHECK_MSG(unread == 0, "seed %" PRIu64 ": %d shards never read", seed,
+                 unread);
+    KT_CHECK_MSG(m.violations == 0, "seed %" PRIu64 ": %d violations", seed,
+                 m.violations);
+    shards += m.n;
+    for (int j = 0; j < m.n; j++) {
+      assigns += m.s[j].assigns;
+      moved += m.s[j].assigns > 1;
+    }
+    kn_enumerator_destroy(en);
+  }
+  /* The runs did reshard, assign and move shards between readers. */
+  if (getenv("KT_VERBOSE"))
+    fprintf(stderr, "%ld shards, %ld assignments, %ld moved\n", shards, assigns,
+            moved);
+  KT_CHECK(shards > 200 * 8);
+  KT_CHECK(assigns > shards);
+  KT_CHECK(moved > 200);
+}
+
 int main(void) {
   KT_RUN(test_split_merge_expired);
   KT_RUN(test_expired_parents);
@@ -557,5 +893,6 @@ int main(void) {
   KT_RUN(test_restore_any_step);
   KT_RUN(test_snapshot_pending_actions);
   KT_RUN(test_snapshot_corrupt);
+  KT_RUN(test_random_runs);
   return KT_DONE();
 }
