@@ -72,8 +72,10 @@ def main():
     c = statistics.median(cpu["consumer"])
     r = statistics.median(cpu["reader"])
     print(f"payload {mb:.1f} MB, {a.rounds} rounds, medians (CPU s/MB):")
-    print(f"  consumer (kncat consume's path)  {c:.4f}")
-    print(f"  enumerator + stream reader       {r:.4f}")
+    print(f"  consumer (kncat consume's path)  {c:.5f}  rounds "
+          + " ".join(f"{x:.5f}" for x in cpu["consumer"]))
+    print(f"  enumerator + stream reader       {r:.5f}  rounds "
+          + " ".join(f"{x:.5f}" for x in cpu["reader"]))
     print(f"  ratio roles / consumer           {r / c:.2f}")
     return 0
 

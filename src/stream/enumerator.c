@@ -1,10 +1,12 @@
 /* kn_enumerator_t: the shard graph and its events.  Pure: no clock, no
  * thread, no I/O (the listing is in enum_sync.c). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kinesis/shard.h"
 #include "stream/enum_int.h"
+#include "util/str.h"
 
 #define ID_MAX (KN_ENUM_ID_MAX - 1)
 
@@ -53,42 +55,30 @@ void kn_enumerator_set_sync_interval(kn_enumerator_t *en, int64_t interval_ms) {
   en->interval_ms = interval_ms > 0 ? interval_ms : 1;
 }
 
-/* Binary search over sorted strings reached by get(i). */
-static long search(size_t n, const char *id,
-                   const char *(*get)(const void *, size_t), const void *arr,
-                   size_t *at) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(get(arr, mid), id);
-    if (c == 0) {
-      *at = mid;
-      return (long)mid;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  *at = lo;
-  return -1;
+/* Index of id in the sorted shards or readers, or -1; *at gets where it
+ * would go. */
+static long find_shard(const kn_enumerator_t *en, const char *id, size_t *at) {
+  int found;
+  *at = kn_sorted_find(en->shards, en->n_shards, sizeof(eshard_t),
+                       offsetof(eshard_t, id), id, &found);
+  return found ? (long)*at : -1;
 }
 
-static const char *shard_key(const void *arr, size_t i) {
-  return ((const eshard_t *)arr)[i].id;
-}
-static const char *reader_key(const void *arr, size_t i) {
-  return ((char *const *)arr)[i];
+static long find_reader(const kn_enumerator_t *en, const char *id, size_t *at) {
+  int found;
+  *at =
+      kn_sorted_find(en->readers, en->n_readers, sizeof(char *), 0, id, &found);
+  return found ? (long)*at : -1;
 }
 
 long kn_enum_find(const kn_enumerator_t *en, const char *id) {
   size_t at;
-  return id ? search(en->n_shards, id, shard_key, en->shards, &at) : -1;
+  return id ? find_shard(en, id, &at) : -1;
 }
 
 long kn_enum_reader(const kn_enumerator_t *en, const char *id) {
   size_t at;
-  return id ? search(en->n_readers, id, reader_key, en->readers, &at) : -1;
+  return id ? find_reader(en, id, &at) : -1;
 }
 
 static char *dup_or_null(const char *s, int *oom) {
@@ -113,7 +103,7 @@ long kn_enum_add(kn_enumerator_t *en, const char *id, const char *parent,
       kn_u128_parse(hk_end, strlen(hk_end), &s.end))
     return -2;
   size_t at;
-  if (search(en->n_shards, id, shard_key, en->shards, &at) >= 0) return -2;
+  if (find_shard(en, id, &at) >= 0) return -2;
   if (en->n_shards == en->cap_shards) {
     size_t cap = en->cap_shards ? en->cap_shards * 2 : 16;
     eshard_t *v = realloc(en->shards, cap * sizeof(*v));
@@ -143,8 +133,7 @@ long kn_enum_add(kn_enumerator_t *en, const char *id, const char *parent,
 kn_err_t kn_enum_add_reader(kn_enumerator_t *en, const char *id) {
   if (!valid_id(id)) return KN_ERR__INVALID_ARG;
   size_t at;
-  if (search(en->n_readers, id, reader_key, en->readers, &at) >= 0)
-    return KN_ERR_NO_ERROR;
+  if (find_reader(en, id, &at) >= 0) return KN_ERR_NO_ERROR;
   if (en->n_readers == en->cap_readers) {
     size_t cap = en->cap_readers ? en->cap_readers * 2 : 8;
     char **v = realloc(en->readers, cap * sizeof(*v));

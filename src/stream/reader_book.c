@@ -1,8 +1,11 @@
 /* The stream reader's bookkeeping (pure). */
 #include "stream/reader_book.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/str.h"
 
 void kn_rbook_init(kn_rbook_t *b) {
   memset(b, 0, sizeof(*b));
@@ -16,21 +19,8 @@ void kn_rbook_free(kn_rbook_t *b) {
 }
 
 static size_t locate(const kn_rbook_t *b, const char *id, int *found) {
-  size_t lo = 0, hi = b->n;
-  *found = 0;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(b->v[mid].id, id);
-    if (c == 0) {
-      *found = 1;
-      return mid;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return kn_sorted_find(b->v, b->n, sizeof(*b->v), offsetof(kn_rb_shard_t, id),
+                        id, found);
 }
 
 kn_rb_shard_t *kn_rbook_find(kn_rbook_t *b, const char *id) {

@@ -2,11 +2,13 @@
  * (docs/STREAM_PROCESSING.md). */
 #include "kn/snapshot.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "stream/wire.h"
+#include "util/str.h"
 
 typedef struct entry {
   char *id;
@@ -46,21 +48,8 @@ void kn_snapshot_destroy(kn_snapshot_t *s) {
 
 /* Index of id, or where it would go (*found 0). */
 static size_t locate(const kn_snapshot_t *s, const char *id, int *found) {
-  size_t lo = 0, hi = s->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(s->v[mid].id, id);
-    if (c == 0) {
-      *found = 1;
-      return mid;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  *found = 0;
-  return lo;
+  return kn_sorted_find(s->v, s->n, sizeof(*s->v), offsetof(entry_t, id), id,
+                        found);
 }
 
 long kn_snapshot_find(const kn_snapshot_t *s, const char *id) {

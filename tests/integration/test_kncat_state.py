@@ -20,79 +20,24 @@ import time
 import unittest
 from pathlib import Path
 
-SOURCE_DIR = Path(os.environ.get("KN_SOURCE_DIR",
-                                 Path(__file__).resolve().parents[2]))
-KNCAT = os.environ.get("KNCAT", str(SOURCE_DIR / "build" / "kncat"))
-sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
-import lab  # noqa: E402
-
-TIMEOUT = 120
-KEYS = [f"k{i}" for i in range(12)]
+from reshardkit import KNCAT, TIMEOUT, Reshard, lab, main
 
 
-class State:
-    """Mixed into one TestCase per server."""
-
-    server_cls = None
-    counter = 0
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = cls.server_cls().start()
-        cls.env = lab.env_for(kinesis=cls.server)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
+class State(Reshard):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory(prefix="kncat-state-")
         self.addCleanup(self.dir.cleanup)
         self.file = os.path.join(self.dir.name, "state")
-        self.n = 0
-
-    def kncat(self, *args, input=None, ok=True):
-        p = subprocess.run([KNCAT, *args], input=input, capture_output=True,
-                           env=self.env, timeout=TIMEOUT)
-        if ok:
-            self.assertEqual(p.returncode, 0,
-                             f"kncat {' '.join(args)}: {p.stderr.decode(errors='replace')}")
-        return p
-
-    def create(self, shards):
-        State.counter += 1
-        s = f"kncat-state-{os.getpid()}-{State.counter}"
-        self.kncat("create", s, "--shards", str(shards))
-        return s
-
-    def produce(self, s, count):
-        lines = []
-        for _ in range(count):
-            lines.append(f"{KEYS[self.n % len(KEYS)]}:{self.n}".encode())
-            self.n += 1
-        self.kncat("produce", s, "-K", ":", input=b"\n".join(lines) + b"\n")
-
-    def shards(self, s):
-        p = self.kncat("list", s, "-J")
-        return [json.loads(line) for line in p.stdout.decode().splitlines()]
 
     def consume(self, s, *extra):
         p = self.kncat("consume", s, "-J", "--state", self.file, *extra)
         return [json.loads(line) for line in p.stdout.decode().splitlines()]
 
     def check_order(self, s, runs):
-        """Within each run, a parent's records come before its children's;
-        across runs, every key's values rise."""
-        graph = {x["shard"]: x for x in self.shards(s)}
+        """Within each run, parents before children; across runs, every
+        key's values rise."""
         for recs in runs:
-            first_at, last_at = {}, {}
-            for i, r in enumerate(recs):
-                first_at.setdefault(r["shard"], i)
-                last_at[r["shard"]] = i
-            for sid, x in graph.items():
-                for parent in (x["parent"], x["adjacent_parent"]):
-                    if parent in last_at and sid in first_at:
-                        self.assertLess(last_at[parent], first_at[sid], (parent, sid))
+            self.check_parents_first(s, [r["shard"] for r in recs])
         per_key = {}
         for recs in runs:
             for r in recs:
@@ -113,8 +58,7 @@ class State:
         self.kncat("split", s, "0")
         self.produce(s, 100)
         runs.append(self.consume(s, "-c", "90"))
-        kids = [x["shard"] for x in self.shards(s)
-                if x["parent"] == "shardId-000000000000"]
+        kids = self.children(s, "shardId-000000000000")
         self.assertEqual(len(kids), 2)
         self.kncat("merge", s, kids[0], kids[1])
         self.produce(s, 100)
@@ -212,17 +156,5 @@ class KinesisLocal(State, unittest.TestCase):
     server_cls = lab.KinesisLocal
 
 
-def main():
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    if len(sys.argv) > 1:
-        suite = unittest.defaultTestLoader.loadTestsFromNames(sys.argv[1:],
-                                                              sys.modules[__name__])
-    result = unittest.TextTestRunner(verbosity=2).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if result.wasSuccessful() else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.modules[__name__]))
