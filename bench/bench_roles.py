@@ -10,7 +10,11 @@ one kinesalite stream by
 
 on the same stream (100,000 records of 1000 bytes on 4 shards by
 default), in interleaved rounds in one run, with the medians and the
-ratio roles / consumer.  Target: the roles cost no more CPU per MB.
+ratio roles / consumer.  Each round also drains a stream a tenth that
+size, so that the cost of one more MB (the difference of the two runs
+over the difference of their payloads) is told apart from the cost of
+starting (clients, threads, first listings).  Target: the roles cost no
+more CPU per MB.
 
   python3 bench/bench_roles.py [--build DIR] [--records N] [--rounds R]
                                [--quick]"""
@@ -53,30 +57,46 @@ def main():
     kncat = os.path.join(a.build, "kncat")
     with lab.Kinesalite() as k:
         env = lab.env_for(kinesis=k)
-        subprocess.run([kncat, "create", STREAM, "--shards", "4"], env=env,
-                       check=True)
+        sizes = {STREAM: a.records, STREAM + "-small": a.records // 10}
         body = b"x" * 990
-        data = b"".join(b"k%d:%07d%s\n" % (i % 97, i, body)
-                        for i in range(a.records))
-        subprocess.run([kncat, "produce", STREAM, "-K", ":", "-q"], input=data,
-                       env=env, check=True)
-        cpu = {"consumer": [], "reader": []}
+        for name, count in sizes.items():
+            subprocess.run([kncat, "create", name, "--shards", "4"], env=env,
+                           check=True)
+            data = b"".join(b"k%d:%07d%s\n" % (i % 97, i, body)
+                            for i in range(count))
+            subprocess.run([kncat, "produce", name, "-K", ":", "-q"],
+                           input=data, env=env, check=True)
+        total = {"consumer": [], "reader": []}
+        marginal = {"consumer": [], "reader": []}
         mb = None
         for _ in range(a.rounds):
             for mode in ("consumer", "reader"):
-                s, n, nbytes = run([reader, mode, STREAM, str(a.records)], env)
-                if n != a.records:
-                    raise SystemExit(f"{mode}: {n} records, not {a.records}")
-                mb = nbytes / 1e6
-                cpu[mode].append(s / mb)
-    c = statistics.median(cpu["consumer"])
-    r = statistics.median(cpu["reader"])
-    print(f"payload {mb:.1f} MB, {a.rounds} rounds, medians (CPU s/MB):")
-    print(f"  consumer (kncat consume's path)  {c:.5f}  rounds "
-          + " ".join(f"{x:.5f}" for x in cpu["consumer"]))
-    print(f"  enumerator + stream reader       {r:.5f}  rounds "
-          + " ".join(f"{x:.5f}" for x in cpu["reader"]))
-    print(f"  ratio roles / consumer           {r / c:.2f}")
+                got = {}
+                for name, count in sizes.items():
+                    s, n, nbytes = run([reader, mode, name, str(count)], env)
+                    if n != count:
+                        raise SystemExit(f"{mode}: {n} records, not {count}")
+                    got[name] = (s, nbytes / 1e6)
+                (s_big, mb), (s_small, mb_small) = got[STREAM], got[STREAM + "-small"]
+                total[mode].append(s_big / mb)
+                marginal[mode].append((s_big - s_small) / (mb - mb_small))
+
+    def line(label, xs):
+        return (f"  {label:<34}{statistics.median(xs):.5f}  rounds "
+                + " ".join(f"{x:.5f}" for x in xs))
+
+    print(f"payload {mb:.1f} MB (and {mb / 10:.1f} MB), {a.rounds} rounds, "
+          "medians (CPU s/MB):")
+    print("whole run")
+    print(line("consumer (kncat consume's path)", total["consumer"]))
+    print(line("enumerator + stream reader", total["reader"]))
+    print("one more MB (start-up left out)")
+    print(line("consumer (kncat consume's path)", marginal["consumer"]))
+    print(line("enumerator + stream reader", marginal["reader"]))
+    rt = statistics.median(total["reader"]) / statistics.median(total["consumer"])
+    rm = (statistics.median(marginal["reader"])
+          / statistics.median(marginal["consumer"]))
+    print(f"ratio roles / consumer: whole run {rt:.2f}, per MB {rm:.2f}")
     return 0
 
 

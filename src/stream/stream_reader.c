@@ -17,9 +17,8 @@
 #include "util/log.h"
 
 struct kn_stream_reader_s {
-  kn_conf_t *conf;     /* owned: the application's, with our callback */
-  char *stream;        /* owned */
-  kn_client_t *client; /* owned: listings before each start */
+  kn_conf_t *conf; /* owned: the application's, with our callback */
+  char *stream;    /* owned */
   kn_logger_t log;
   kn_rbook_t book;
   kn_consumer_t *kc; /* owned; NULL while no shard is active */
@@ -57,17 +56,12 @@ kn_stream_reader_t *kn_stream_reader_new(const kn_conf_t *conf, char *errstr,
   kn_rbook_init(&r->book);
   kn_conf_logger(r->conf, &r->log, "reader");
   kn_conf_set_shard_ended_cb(r->conf, on_ended, r);
-  if (!(r->client = kn_client_new(r->conf, errstr, errstr_size))) {
-    kn_stream_reader_destroy(r);
-    return NULL;
-  }
   return r;
 }
 
 void kn_stream_reader_destroy(kn_stream_reader_t *r) {
   if (!r) return;
   kn_consumer_destroy(r->kc);
-  kn_client_destroy(r->client);
   kn_rbook_free(&r->book);
   kn_error_destroy(r->fatal);
   kn_conf_destroy(r->conf);
@@ -122,11 +116,17 @@ kn_err_t kn_stream_reader_restore(kn_stream_reader_t *r,
   return KN_ERR_NO_ERROR;
 }
 
-/* Active shards the stream no longer lists have aged out: finished. */
+/* Active shards the stream no longer lists have aged out: finished.  The
+ * client lives for this listing only: restarts are rare, and an idle
+ * client would cost its I/O thread all the time. */
 static kn_error_t *drop_gone(kn_stream_reader_t *r) {
+  char errstr[512] = "";
+  kn_client_t *client = kn_client_new(r->conf, errstr, sizeof(errstr));
+  if (!client) return kn_error_new(KN_ERR__FAIL, "%s", errstr);
   kn_shard_list_t *list = NULL;
-  kn_error_t *err = kn_list_shards(r->client, r->stream, KN_SHARD_FILTER_NONE,
-                                   NULL, 0, &list);
+  kn_error_t *err =
+      kn_list_shards(client, r->stream, KN_SHARD_FILTER_NONE, NULL, 0, &list);
+  kn_client_destroy(client);
   if (err) return kn_error_prefix(err, "stream \"%s\": ListShards", r->stream);
   for (size_t i = 0; i < r->book.n; i++) {
     kn_rb_shard_t *s = &r->book.v[i];
