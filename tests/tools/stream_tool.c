@@ -37,12 +37,12 @@ static kn_enumerator_t *en;
 static FILE *out;
 static int64_t checkpoint_id;
 
-static void die(const char *what, const char *why) {
+__attribute__((noreturn)) static void die(const char *what, const char *why) {
   fprintf(stderr, "stream_tool: %s: %s\n", what, why);
   exit(1);
 }
 
-static void die_err(const char *what, kn_error_t *e) {
+__attribute__((noreturn)) static void die_err(const char *what, kn_error_t *e) {
   die(what, e ? kn_error_string(e) : "?");
 }
 
@@ -108,7 +108,7 @@ static long restore(const char *state_path, kn_position_t *initial) {
     en = kn_enumerator_new(initial, KN_ASSIGN_SHARD_COUNT);
     return -1;
   }
-  uint32_t hi, lo, count, n;
+  uint32_t hi = 0, lo = 0, count = 0, n = 0;
   if (get_u32(f, &hi) || get_u32(f, &lo) || get_u32(f, &count) || count < 1)
     die(state_path, "bad state");
   unsigned char *b = NULL;
