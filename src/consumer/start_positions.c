@@ -23,7 +23,14 @@ kn_error_t *kn_start_positions_load(kn_consumer_t *kc, kn_snapshot_t **out) {
   kn_error_t *err = len < 0 ? kn_error_new(KN_ERR__CONF, "not base64")
                             : kn_snapshot_decode(bytes, (size_t)len, &s);
   free(bytes);
-  if (err) return kn_error_prefix(err, "property %s", PROP);
+  if (err && kn_error_code(err) != KN_ERR__NOMEM) {
+    /* Bad configuration, whatever is wrong with the bytes. */
+    kn_error_t *conf = kn_error_new(KN_ERR__CONF, "property %s: %s", PROP,
+                                    kn_error_string(err));
+    kn_error_destroy(err);
+    return conf;
+  }
+  if (err) return err;
   if (kn_snapshot_count(s) == 0) {
     kn_snapshot_destroy(s);
     s = NULL;

@@ -132,6 +132,12 @@ class State(Reshard):
             self.assertEqual(p.stdout, b"", what)
             self.assertIn(b"not a kncat state file", p.stderr, what)
             self.assertEqual(Path(self.file).read_bytes(), data, what)
+        # The library's property, given bytes that are no snapshot: a
+        # configuration error too.
+        p = self.kncat("consume", s, "-e", "-X", "start.positions=aGVsbG8=",
+                       ok=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(b"start.positions", p.stderr)
         # A directory where no file can be made: exit 2 too.
         p = self.kncat("consume", s, "-e", "--state",
                        os.path.join(self.dir.name, "no", "such", "dir", "f"), ok=False)
