@@ -15,7 +15,9 @@
  * returned are fetched again).
  *
  * Threads: one application thread calls it; the reading itself runs on
- * the library's threads, and callbacks set on the conf run inside poll. */
+ * the library's threads, and callbacks set on the conf (log, statistics)
+ * run inside poll.  A shard-ended callback on the conf is replaced by the
+ * reader's own: kn_stream_reader_take_finished() reports those shards. */
 #ifndef KN_STREAM_READER_H
 #define KN_STREAM_READER_H
 
