@@ -140,6 +140,7 @@ struct kn_cc {
   int64_t hb_at, beat;
   int64_t bump_pending; /* epoch bumps not yet written */
   int64_t member_until; /* reading stops then without a heartbeat */
+  int64_t fence_told;   /* the last FENCE (INT64_MAX: none) */
   int close_beat;       /* the closing heartbeat was sent */
   kn_mview_t view;
   int scanned;          /* a take round since the first heartbeat */
@@ -180,8 +181,8 @@ const char *kn_cc_op_name(kn_cc_op_t op) {
       "LIST_LEASES", "LIST_SHARDS",  "CREATE",    "TAKE",         "RENEW",
       "CHECKPOINT",  "RELEASE",      "REMOVE",    "SET_CHILDREN", "GET",
       "HANDOFF",     "HANDOFF_DONE", "HEARTBEAT", "START",        "STOP",
-      "EXTEND",      "DONE",         "YIELD",     "REPLY",        "FATAL",
-      "CLOSED",      "LOG"};
+      "EXTEND",      "FENCE",        "DONE",      "YIELD",        "REPLY",
+      "FATAL",       "CLOSED",       "LOG"};
   return (unsigned)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
 }
 
@@ -541,6 +542,7 @@ kn_cc_t *kn_cc_new(const kn_cc_cfg_t *cfg, int64_t now_ms) {
   c->sync_at = now_ms;
   c->take_at = now_ms;
   c->mb_on = cfg->members;
+  c->fence_told = INT64_MAX;
   c->hb_at = now_ms;
   c->beat = cfg->beat_base;
   kn_mview_init(&c->view);
@@ -773,6 +775,18 @@ static int64_t next_beat_ms(const kn_cc_t *c, int64_t now) {
   return c->cfg.renew_ms;
 }
 
+/* Readers judge the heartbeat deadline themselves (FENCE), so that a
+ * driver busy elsewhere cannot keep them going past it. */
+static void tell_fence(kn_cc_t *c) {
+  int64_t t = c->mb_on && c->mb_ok ? c->member_until : INT64_MAX;
+  if (t == c->fence_told) return;
+  cc_act_t *x = cc_push(&c->q, KN_CC_FENCE);
+  if (!x) return;
+  x->a.tenure = -1;
+  x->a.until_ms = t;
+  c->fence_told = t;
+}
+
 void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                         const kn_members_t *m, int64_t sent, int64_t now) {
   cc_retire(&c->q);
@@ -811,6 +825,7 @@ void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
       c->take_at = min64(c->take_at, now);
     run_pending(c, now);
   }
+  tell_fence(c);
   if (c->closing || c->fatal) {
     c->hb_at = sent + c->cfg.renew_ms;
     pump_all(c, now);

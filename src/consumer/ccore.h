@@ -123,6 +123,10 @@ typedef enum kn_cc_op {
   KN_CC_START,  /* start reading shard `key` for tenure at `start` */
   KN_CC_STOP,   /* stop reading `key` (tenure ended); reason */
   KN_CC_EXTEND, /* `key` may be read until until_ms (tenure) */
+  KN_CC_FENCE,  /* no tenure may be read past until_ms (the heartbeat
+                   deadline: others may count this worker dead then);
+                   INT64_MAX: no such limit.  Readers honour the earlier
+                   of it and their tenure's until_ms. */
   KN_CC_DONE,   /* `key` is finished: SHARD_END written, released */
   KN_CC_YIELD,  /* stop reading `key` (tenure): it is handed to
                    old_owner (the next owner).  Queued records are
@@ -165,7 +169,7 @@ typedef struct kn_cc_action {
   size_t state_len;
   char *const *children; /* SET_CHILDREN */
   size_t n_children;
-  int64_t until_ms;           /* START, EXTEND */
+  int64_t until_ms;           /* START, EXTEND, FENCE */
   int64_t beat, leases, bump; /* HEARTBEAT */
   char *const *forget;        /* HEARTBEAT: members to forget */
   size_t n_forget;

@@ -197,6 +197,7 @@ kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
   pthread_mutex_init(&kc->mu, NULL);
   kn_cond_init(&kc->poll_cv);
   kn_cond_init(&kc->ctl_cv);
+  kc->readers = &kn_poll_reader_ops;
   kc->conf = conf ? kn_conf_dup(conf) : kn_conf_new();
   if (!kc->conf) {
     snprintf(errstr, errstr_size, "out of memory");
@@ -205,6 +206,7 @@ kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
   kn_conf_logger(kc->conf, &kc->log, "consumer");
   if (load_cfg(kc, errstr, errstr_size)) goto fail;
   if (kn_efo_conf(kc, errstr, errstr_size)) goto fail;
+  if (kc->efo) kc->readers = &kn_efo_reader_ops;
   kc->client = kn_client_new(kc->conf, errstr, errstr_size);
   if (!kc->client) goto fail;
   kc->loop = kc->client->loop;
@@ -221,29 +223,6 @@ static int leases_on(const kn_consumer_t *kc) {
 }
 
 /* ---- application events ---- */
-
-void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,
-                         const char *shard_id, int64_t token, kn_err_t reason,
-                         void *state, size_t state_len) {
-  kn_app_ev_t *e = calloc(1, sizeof(*e));
-  if (e) e->shard_id = strdup(shard_id);
-  if (!e || !e->shard_id) {
-    free(e);
-    free(state);
-    return; /* the callback is informational; reading goes on */
-  }
-  e->kind = kind;
-  e->token = token;
-  e->reason = reason;
-  e->state = state;
-  e->state_len = state_len;
-  if (kc->ev_tail)
-    kc->ev_tail->next = e;
-  else
-    kc->ev_head = e;
-  kc->ev_tail = e;
-  pthread_cond_signal(&kc->poll_cv);
-}
 
 static void app_event_free(kn_app_ev_t *e) {
   free(e->shard_id);

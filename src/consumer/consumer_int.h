@@ -188,8 +188,11 @@ typedef struct kn_ctl_msg {
   struct kn_store_job *job;  /* STORE_DONE: owned by the message */
 } kn_ctl_msg_t;
 
+struct kn_reader_ops;
+
 struct kn_consumer_s {
-  kn_conf_t *conf; /* owned copy */
+  kn_conf_t *conf;                     /* owned copy */
+  const struct kn_reader_ops *readers; /* polling or fan-out; fixed */
   kn_logger_t log;
   kn_client_t *client; /* owned: settings, credentials, loop, svc */
   kn_loop_t *loop;     /* borrowed from client */
@@ -235,6 +238,9 @@ struct kn_consumer_s {
   kn_app_ev_t *ev_head, *ev_tail; /* [mu] */
 
   pthread_t control_thread;
+  /* Control thread: the fan-out checks' own thread (NULL without
+   * fan-out), so that the control thread never waits for Kinesis. */
+  struct kn_store_pool *efo_pool;
   int control_started;
   /* CLOSE, allocated with the thread: the thread is joined on it, so
    * posting it must not fail. */
@@ -287,8 +293,11 @@ void kn_delivery_purge(kn_consumer_t *kc, kn_cshard_t *cs);
 /* Everything read to its current end and handed out. */
 int kn_delivery_caught_up(kn_consumer_t *kc);
 
-/* control.c */
+/* control.c: the control thread */
 int kn_control_start(kn_consumer_t *kc, char *errstr, size_t size);
+void kn_control_stop(kn_consumer_t *kc);
+
+/* mailbox.c: the control thread's queue and the application's events */
 /* Posts a message (takes ownership of err and children). mu NOT held. */
 void kn_control_post(kn_consumer_t *kc, kn_ctl_kind_t kind, kn_cshard_t *cs,
                      kn_error_t *err, kn_shard_list_t *children);
@@ -296,16 +305,6 @@ void kn_control_post(kn_consumer_t *kc, kn_ctl_kind_t kind, kn_cshard_t *cs,
 void kn_control_post_locked(kn_consumer_t *kc, kn_ctl_kind_t kind,
                             kn_cshard_t *cs, kn_error_t *err,
                             kn_shard_list_t *children);
-void kn_control_stop(kn_consumer_t *kc);
-/* Whether the stream still exists (a shard missing from it has aged out);
- * a missing stream makes the consumer fail.  Control thread; blocks. */
-int kn_control_stream_exists(kn_consumer_t *kc);
-
-/* Queues an application event (takes ownership of state).  mu held. */
-void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,
-                         const char *shard_id, int64_t token, kn_err_t reason,
-                         void *state, size_t state_len);
-
 /* As kn_control_post for a reader's report of the tenure it was started
  * for (SHARD_ENDED, SHARD_GONE, LEASE_EXPIRED, EFO_CHECK). */
 void kn_control_post_tenure(kn_consumer_t *kc, kn_ctl_kind_t kind,
@@ -315,6 +314,16 @@ void kn_control_post_tenure(kn_consumer_t *kc, kn_ctl_kind_t kind,
  * mu held. */
 void kn_control_post_msg_locked(kn_consumer_t *kc, kn_ctl_msg_t *m);
 void kn_control_msg_free(kn_ctl_msg_t *m);
+/* The consumer fails with err (taken; the first failure stays) and the
+ * application's poll wakes to say so.  mu NOT held. */
+void kn_consumer_set_fatal(kn_consumer_t *kc, kn_error_t *err);
+int kn_consumer_is_fatal(kn_consumer_t *kc); /* mu NOT held */
+/* Queues an application event (takes ownership of state).  mu held. */
+void kn_app_event_locked(kn_consumer_t *kc, kn_app_ev_kind_t kind,
+                         const char *shard_id, int64_t token, kn_err_t reason,
+                         void *state, size_t state_len);
+
+/* shard_table.c: a shard's state */
 /* Lease mode: non-zero when cs's time is up (lease_until_ms passed).
  * mu held. */
 int kn_lease_expired_locked(const kn_cshard_t *cs, int64_t now_ms);
@@ -322,19 +331,33 @@ int kn_lease_expired_locked(const kn_cshard_t *cs, int64_t now_ms);
  * a lease store.  mu held. */
 int64_t kn_cshard_tenure_locked(const kn_cshard_t *cs);
 
-/* driver.c: lease mode on the control thread, until CLOSE. */
-void kn_driver_run(kn_consumer_t *kc);
-
 /* stats.c: runs the statistics callback when it is due (poll thread). */
 void kn_stats_maybe_emit(kn_consumer_t *kc);
 
-/* reader.c */
-/* Starts a reader for cs at cs->start (I/O thread work is posted).  Any
- * thread but the I/O thread.  Returns 0 or -1 (out of memory). */
-int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs);
-/* Stops and frees cs's reader and waits until the I/O thread has let go of
- * it.  Any thread but the I/O thread; cs->reader is NULL afterwards. */
-void kn_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs);
+/* Readers: polling (reader.c) or fan-out (reader_efo.c), chosen when the
+ * consumer is made; the rest of the consumer reaches them through this
+ * table only. */
+struct kn_reader_ops {
+  /* Starts a reader for cs at cs->start (I/O thread work is posted).  Any
+   * thread but the I/O thread.  Returns 0 or -1 (out of memory). */
+  int (*start)(kn_consumer_t *kc, kn_cshard_t *cs);
+  /* Stops and frees cs's reader and waits until the I/O thread has let go
+   * of it.  Any thread but the I/O thread. */
+  void (*stop)(kn_consumer_t *kc, kn_cshard_t *cs);
+  /* cs's reader waited for room and may go on.  mu held. */
+  void (*resume_locked)(kn_consumer_t *kc, kn_cshard_t *cs);
+};
+extern const struct kn_reader_ops kn_poll_reader_ops; /* reader.c */
+extern const struct kn_reader_ops kn_efo_reader_ops;  /* reader_efo.c */
+
+static inline int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
+  return kc->readers->start(kc, cs);
+}
+static inline void kn_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
+  kc->readers->stop(kc, cs);
+}
+
+/* delivery.c: room in the buffers */
 /* The application made room in cs's buffer: wake its reader.  mu held. */
 void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs);
 /* Room came back in the total budget (a poll, a purge, a response smaller

@@ -122,3 +122,38 @@ void kn_delivery_queue(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
   free(e);
   free(end);
 }
+
+/* ---- room for the readers ---- */
+
+void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
+  if (!cs->paused || (!cs->reader && !cs->efo_reader)) return;
+  /* Resume once half the room is free, not at the first byte, so a full
+   * shard alternates between large responses rather than tiny ones. */
+  if (cs->buffered_records > kc->cfg.max_records / 2 ||
+      cs->buffered_bytes > kc->cfg.max_bytes / 2 ||
+      kc->total_bytes > kc->cfg.max_total_bytes / 2)
+    return;
+  cs->paused = 0;
+  kc->n_paused--;
+  kc->readers->resume_locked(kc, cs);
+}
+
+void kn_readers_wake_locked(kn_consumer_t *kc) {
+  if (kc->n_paused == 0 || kc->total_bytes > kc->cfg.max_total_bytes / 2 ||
+      kc->n_shards == 0)
+    return;
+  /* The first reader woken takes room first: start after the one that
+   * was first last time, so that no shard waits behind the others for
+   * ever. */
+  size_t n = kc->n_shards, start = kc->wake_next % n;
+  int first = 1;
+  for (size_t k = 0; k < n && kc->n_paused > 0; k++) {
+    kn_cshard_t *cs = kc->shards[(start + k) % n];
+    int was_paused = cs->paused;
+    kn_reader_wake_locked(kc, cs);
+    if (first && was_paused && !cs->paused) {
+      kc->wake_next = (start + k + 1) % n;
+      first = 0;
+    }
+  }
+}

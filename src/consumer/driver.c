@@ -1,23 +1,26 @@
-/* Lease mode: the control thread runs the coordination core (ccore.h).
+/* Lease mode (control_mode.h): the thin threaded shell around the drive
+ * (drive.h).
  *
- * The thread owns the core and every shard's reading state.  It waits
- * for a message or for the core's next due time, feeds what happened to
- * the core as events -- store results, reader reports with the tenure
- * they were started for, the application's progress and checkpoint
- * requests, the time -- and carries out the actions the core returns:
- * store calls and listings go to the store threads (store_pool.c), whose
- * results come back as messages; readers are started and stopped here;
- * the application hears of leases through its events and replies.
+ * The control thread owns the drive.  Its loop (control.c) hands it what
+ * happened -- store results,
+ * reader reports with the tenure they were started for, the
+ * application's progress and checkpoint requests, the time.  The drive's
+ * operations are carried out here: store calls and listings go to the
+ * store threads (store_pool.c), whose results come back as messages;
+ * readers are started, stopped and given their deadlines; the
+ * application hears of leases through its events and replies.
  *
  * Apart from opening the store at start, nothing here waits for the
  * lease store, so renewals are sent on time whatever a slow call is
- * doing.  (The fan-out checks still ask Kinesis from this thread, as they
- * did before.) */
+ * doing, and the fan-out checks run on a thread of their own; readers and
+ * poll judge their deadlines themselves all the same. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "consumer/ccore.h"
 #include "consumer/consumer_int.h"
+#include "consumer/control_mode.h"
+#include "consumer/drive.h"
 #include "consumer/efo.h"
 #include "consumer/metrics.h"
 #include "consumer/shard_table.h"
@@ -35,45 +38,14 @@
 
 typedef struct drv {
   kn_consumer_t *kc;
-  kn_cc_t *cc; /* NULL when the start failed */
+  kn_drive_t *dr; /* NULL when the start failed */
   kn_store_pool_t *pool;
   kn_shard_list_t *listing; /* the last good ListShards */
-  kn_ckpt_req_t *reqs;      /* handed to the core, not yet answered */
-  kn_err_t verdict;         /* code of the last non-retriable failure */
   int close_asked;          /* CLOSE came */
-  int close_started;        /* kn_cc_close called, or the core failed */
-  int cc_closed;            /* the core said CLOSED */
   int64_t close_deadline;
-  /* Extensions that came after the shard's time had run out: told to the
-   * core as expiries once the actions in hand are done. */
-  struct late {
-    char *key;
-    int64_t tenure;
-  } * late;
-  size_t n_late, cap_late;
 } drv_t;
 
-static void drain(drv_t *d);
-
-static void set_fatal(kn_consumer_t *kc, kn_error_t *err) {
-  pthread_mutex_lock(&kc->mu);
-  if (!kc->fatal) {
-    kc->fatal = err;
-    err = NULL;
-  }
-  pthread_cond_broadcast(&kc->poll_cv);
-  pthread_mutex_unlock(&kc->mu);
-  kn_error_destroy(err);
-}
-
-static int is_fatal(kn_consumer_t *kc) {
-  pthread_mutex_lock(&kc->mu);
-  int f = kc->fatal != NULL;
-  pthread_mutex_unlock(&kc->mu);
-  return f;
-}
-
-static int live(const drv_t *d) { return d->cc && !d->cc_closed; }
+static int live(const drv_t *d) { return kn_drive_live(d->dr); }
 
 /* ---- application checkpoint requests ---- */
 
@@ -85,19 +57,10 @@ static void answer(kn_consumer_t *kc, kn_ckpt_req_t *req, kn_error_t *err) {
   pthread_mutex_unlock(&kc->mu);
 }
 
-static void unlink_req(drv_t *d, kn_ckpt_req_t *req) {
-  for (kn_ckpt_req_t **pp = &d->reqs; *pp; pp = &(*pp)->next)
-    if (*pp == req) {
-      *pp = req->next;
-      req->next = NULL;
-      return;
-    }
-}
-
 static kn_error_t *closed_error(kn_consumer_t *kc, const char *shard) {
-  return kn_error_new(KN_ERR__LEASE_LOST,
-                      "shard %s: the consumer %s; checkpoint not written",
-                      shard, is_fatal(kc) ? "has failed" : "is closing");
+  return kn_error_new(
+      KN_ERR__LEASE_LOST, "shard %s: the consumer %s; checkpoint not written",
+      shard, kn_consumer_is_fatal(kc) ? "has failed" : "is closing");
 }
 
 /* ---- starting and stopping shards ---- */
@@ -142,16 +105,32 @@ static kn_cshard_t *find(kn_consumer_t *kc, const char *key) {
   return cs;
 }
 
-/* Stops the reader of the tenure a names and drops what it queued (never
+/* ---- the drive's operations ---- */
+
+static int64_t op_now(void *env) {
+  (void)env;
+  return kn_mono_ms();
+}
+
+static int op_submit(void *env, const kn_cc_action_t *a) {
+  drv_t *d = env;
+  kn_store_job_t *j = kn_store_job_new(a);
+  if (!j) return -1;
+  kn_store_pool_submit(d->pool, j);
+  return 0;
+}
+
+/* Stops the reader of (key, tenure) and drops what it queued (never
  * handed out: the next owner reads it from the checkpoint).  Returns the
  * shard with mu held, or NULL (mu not held) when the tenure is not this
  * shard's any more. */
-static kn_cshard_t *stop_reader_locked(drv_t *d, const kn_cc_action_t *a) {
+static kn_cshard_t *stop_reader_locked(drv_t *d, const char *key,
+                                       int64_t tenure) {
   kn_consumer_t *kc = d->kc;
-  kn_cshard_t *cs = find(kc, a->key);
+  kn_cshard_t *cs = find(kc, key);
   if (!cs) return NULL;
   pthread_mutex_lock(&kc->mu);
-  int ours = cs->fencing_token == a->tenure;
+  int ours = cs->fencing_token == tenure;
   pthread_mutex_unlock(&kc->mu);
   if (!ours) return NULL;
   kn_reader_stop(kc, cs);
@@ -163,37 +142,70 @@ static kn_cshard_t *stop_reader_locked(drv_t *d, const kn_cc_action_t *a) {
 }
 
 /* The tenure ended (lost, expired, closing). */
-static void stop_shard(drv_t *d, const kn_cc_action_t *a) {
+static void stop_shard(drv_t *d, const char *key, int64_t tenure,
+                       kn_err_t reason) {
   kn_consumer_t *kc = d->kc;
-  kn_cshard_t *cs = stop_reader_locked(d, a);
+  kn_cshard_t *cs = stop_reader_locked(d, key, tenure);
   if (!cs) return;
-  kc->lstats.lost += a->reason == KN_ERR__LEASE_LOST;
+  kc->lstats.lost += reason == KN_ERR__LEASE_LOST;
   cs->fencing_token = -1;
   cs->lease_until_ms = 0;
   cs->view.held = 0;
-  kn_app_event_locked(kc, KN_APP_EV_LOST, cs->id, 0, a->reason, NULL, 0);
+  kn_app_event_locked(kc, KN_APP_EV_LOST, cs->id, 0, reason, NULL, 0);
   pthread_mutex_unlock(&kc->mu);
   /* The core has said why (KN_CC_LOG). */
   kn_dbg(&kc->log, "COORD", "shard %s: stopped reading it (%s)", cs->id,
-         kn_err2str(a->reason));
+         kn_err2str(reason));
 }
 
 /* The shard is asked for by another worker: the application hears of it
  * in its next poll, finishes what it was handed, and the driver is told
  * (KN_CTL_YIELDED).  The tenure stays until then: the application may
  * still checkpoint. */
-static void yield_shard(drv_t *d, const kn_cc_action_t *a) {
+static void yield_shard(drv_t *d, const char *key, int64_t tenure,
+                        const char *next_owner) {
   kn_consumer_t *kc = d->kc;
-  kn_cshard_t *cs = stop_reader_locked(d, a);
+  kn_cshard_t *cs = stop_reader_locked(d, key, tenure);
   if (!cs) return;
-  kn_app_event_locked(kc, KN_APP_EV_HANDOFF, cs->id, a->tenure, KN_ERR__HANDOFF,
+  kn_app_event_locked(kc, KN_APP_EV_HANDOFF, cs->id, tenure, KN_ERR__HANDOFF,
                       NULL, 0);
   pthread_mutex_unlock(&kc->mu);
   kn_dbg(&kc->log, "COORD", "shard %s: stopped reading it for %s", cs->id,
-         a->old_owner ? a->old_owner : "another worker");
+         next_owner ? next_owner : "another worker");
 }
 
-static void start_shard(drv_t *d, const kn_cc_action_t *a) {
+static void done_shard(drv_t *d, const char *key, int64_t tenure) {
+  kn_consumer_t *kc = d->kc;
+  kn_cshard_t *cs = find(kc, key);
+  if (!cs) return;
+  pthread_mutex_lock(&kc->mu);
+  int other = cs->fencing_token >= 0 && cs->fencing_token != tenure;
+  pthread_mutex_unlock(&kc->mu);
+  if (other) return;
+  kn_reader_stop(kc, cs); /* it stopped at the end already */
+  pthread_mutex_lock(&kc->mu);
+  cs->state = KN_CS_DONE;
+  cs->fencing_token = -1;
+  cs->lease_until_ms = 0;
+  cs->view.held = 0;
+  view_ckpt_locked(cs, KN_CKPT_SHARD_END, 0);
+  pthread_mutex_unlock(&kc->mu);
+}
+
+static void op_stop(void *env, const char *key, int64_t tenure,
+                    kn_drive_stop_t why, kn_err_t reason,
+                    const char *next_owner) {
+  drv_t *d = env;
+  if (why == KN_DRIVE_LOST)
+    stop_shard(d, key, tenure, reason);
+  else if (why == KN_DRIVE_YIELD)
+    yield_shard(d, key, tenure, next_owner);
+  else
+    done_shard(d, key, tenure);
+}
+
+static int op_start(void *env, const kn_cc_action_t *a) {
+  drv_t *d = env;
   kn_consumer_t *kc = d->kc;
   const kn_lease_t *l = a->lease;
   const kn_shard_t *s =
@@ -206,11 +218,7 @@ static void start_shard(drv_t *d, const kn_cc_action_t *a) {
         l && l->n_parents > 1 ? l->parents[1] : NULL, l ? l->hash_start : NULL,
         l ? l->hash_end : NULL, s && !kn_shard_is_open(s));
   pthread_mutex_unlock(&kc->mu);
-  if (!cs) {
-    set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory taking shard %s",
-                               a->key));
-    return;
-  }
+  if (!cs) return -1;
   /* A reader of an earlier tenure would have been stopped first; never
    * let two run. */
   kn_reader_stop(kc, cs);
@@ -234,180 +242,65 @@ static void start_shard(drv_t *d, const kn_cc_action_t *a) {
   kn_app_event_locked(kc, KN_APP_EV_ACQUIRED, cs->id, a->tenure,
                       KN_ERR_NO_ERROR, state, state ? l->pending_state_len : 0);
   pthread_mutex_unlock(&kc->mu);
-  if (kn_reader_start(kc, cs))
-    set_fatal(kc, kn_error_new(KN_ERR__NOMEM,
-                               "out of memory starting shard "
-                               "%s",
-                               cs->id));
+  return kn_reader_start(kc, cs);
 }
 
-static void extend_shard(drv_t *d, const kn_cc_action_t *a) {
+static void op_deadline(void *env, const char *key, int64_t tenure,
+                        int64_t until_ms) {
+  drv_t *d = env;
   kn_consumer_t *kc = d->kc;
-  kn_cshard_t *cs = find(kc, a->key);
-  if (!cs) return;
-  int64_t now = kn_mono_ms();
-  pthread_mutex_lock(&kc->mu);
-  int ours = cs->fencing_token == a->tenure;
-  /* Once the time has run out poll may have dropped records: the tenure
-   * must end, not go on past a gap. */
-  int late = ours && kn_lease_expired_locked(cs, now);
-  if (ours && !late && a->until_ms > cs->lease_until_ms)
-    cs->lease_until_ms = a->until_ms;
-  pthread_mutex_unlock(&kc->mu);
-  if (!late) return;
-  if (d->n_late == d->cap_late) {
-    size_t cap = d->cap_late ? d->cap_late * 2 : 8;
-    struct late *v = realloc(d->late, cap * sizeof(*v));
-    if (!v) return; /* the reader or the core's own deadline stops it */
-    d->late = v;
-    d->cap_late = cap;
-  }
-  char *key = strdup(a->key);
-  if (!key) return;
-  d->late[d->n_late].key = key;
-  d->late[d->n_late++].tenure = a->tenure;
-}
-
-static void done_shard(drv_t *d, const kn_cc_action_t *a) {
-  kn_consumer_t *kc = d->kc;
-  kn_cshard_t *cs = find(kc, a->key);
+  kn_cshard_t *cs = find(kc, key);
   if (!cs) return;
   pthread_mutex_lock(&kc->mu);
-  int other = cs->fencing_token >= 0 && cs->fencing_token != a->tenure;
-  pthread_mutex_unlock(&kc->mu);
-  if (other) return;
-  kn_reader_stop(kc, cs); /* it stopped at the end already */
-  pthread_mutex_lock(&kc->mu);
-  cs->state = KN_CS_DONE;
-  cs->fencing_token = -1;
-  cs->lease_until_ms = 0;
-  cs->view.held = 0;
-  view_ckpt_locked(cs, KN_CKPT_SHARD_END, 0);
+  if (cs->fencing_token == tenure) cs->lease_until_ms = until_ms;
   pthread_mutex_unlock(&kc->mu);
 }
 
-/* ---- actions ---- */
-
-static void submit(drv_t *d, const kn_cc_action_t *a) {
-  kn_store_job_t *j = kn_store_job_new(a);
-  if (!j) {
-    /* The core would wait for the answer for ever: it stops. */
-    set_fatal(d->kc, kn_error_new(KN_ERR__NOMEM, "out of memory"));
-    kn_cc_fail(d->cc);
-    return;
-  }
-  kn_store_pool_submit(d->pool, j);
+static void op_reply(void *env, void *r, kn_err_t code, const char *msg) {
+  drv_t *d = env;
+  kn_ckpt_req_t *req = r;
+  kn_error_t *err = NULL;
+  if (code == KN_ERR__LEASE_LOST && !msg)
+    err = closed_error(d->kc, req->cs->id);
+  else if (code != KN_ERR_NO_ERROR)
+    err = kn_error_new(code, "%s", msg ? msg : kn_err2str(code));
+  answer(d->kc, req, err);
 }
 
-/* Carries out one action. */
-static void act(drv_t *d, const kn_cc_action_t *a) {
-  kn_consumer_t *kc = d->kc;
-  int keyed = a->op != KN_CC_LIST_LEASES && a->op != KN_CC_LIST_SHARDS &&
-              a->op != KN_CC_CREATE && a->op != KN_CC_HEARTBEAT &&
-              a->op < KN_CC_REPLY;
-  if ((keyed && !a->key) || (a->op == KN_CC_CREATE && !a->lease)) {
-    /* The core ran out of memory copying the shard id or the lease. */
-    set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory (%s)",
-                               kn_cc_op_name(a->op)));
-    kn_cc_fail(d->cc);
-    return;
-  }
-  switch (a->op) {
-    case KN_CC_LIST_LEASES:
-    case KN_CC_LIST_SHARDS:
-    case KN_CC_CREATE:
-    case KN_CC_TAKE:
-    case KN_CC_RENEW:
-    case KN_CC_CHECKPOINT:
-    case KN_CC_RELEASE:
-    case KN_CC_REMOVE:
-    case KN_CC_SET_CHILDREN:
-    case KN_CC_GET:
-    case KN_CC_HANDOFF:
-    case KN_CC_HANDOFF_DONE:
-    case KN_CC_HEARTBEAT:
-      submit(d, a);
-      break;
-    case KN_CC_YIELD:
-      yield_shard(d, a);
-      break;
-    case KN_CC_START:
-      start_shard(d, a);
-      break;
-    case KN_CC_STOP:
-      stop_shard(d, a);
-      break;
-    case KN_CC_EXTEND:
-      extend_shard(d, a);
-      break;
-    case KN_CC_DONE:
-      done_shard(d, a);
-      break;
-    case KN_CC_REPLY: {
-      kn_ckpt_req_t *req = a->req;
-      if (!req) break;
-      unlink_req(d, req);
-      kn_error_t *err = NULL;
-      if (a->reason != KN_ERR_NO_ERROR)
-        err = kn_error_new(a->reason, "%s",
-                           a->err_msg ? a->err_msg : kn_err2str(a->reason));
-      answer(kc, req, err);
-      break;
-    }
-    case KN_CC_FATAL: {
-      kn_err_t code = a->reason != KN_ERR_NO_ERROR    ? a->reason
-                      : d->verdict != KN_ERR_NO_ERROR ? d->verdict
-                                                      : KN_ERR__FAIL;
-      kn_error_t *err =
-          kn_error_new(code, "%s", a->err_msg ? a->err_msg : kn_err2str(code));
-      set_fatal(kc, err);   /* the application is told */
-      d->close_started = 1; /* the core releases its leases itself */
-      break;
-    }
-    case KN_CC_CLOSED:
-      d->cc_closed = 1;
-      /* None is left with a core that stopped short (out of memory). */
-      while (d->reqs) {
-        kn_ckpt_req_t *req = d->reqs;
-        d->reqs = req->next;
-        answer(kc, req, closed_error(kc, req->cs->id));
-      }
-      break;
-    case KN_CC_LOG: {
-      const char *msg = a->err_msg ? a->err_msg : "";
-      if (a->level >= KN_CC_LOG_WARN)
-        kn_warn(&kc->log, "COORD", "%s", msg);
-      else if (a->level == KN_CC_LOG_INFO)
-        kn_info(&kc->log, "COORD", "%s", msg);
-      else
-        kn_dbg(&kc->log, "COORD", "%s", msg);
-      break;
-    }
-  }
+static void op_fatal(void *env, kn_err_t code, const char *msg) {
+  drv_t *d = env;
+  kn_consumer_set_fatal(
+      d->kc, kn_error_new(code, "%s", msg)); /* the application is told */
 }
+
+static void op_log(void *env, int level, const char *msg) {
+  drv_t *d = env;
+  if (level >= KN_CC_LOG_WARN)
+    kn_warn(&d->kc->log, "COORD", "%s", msg);
+  else if (level == KN_CC_LOG_INFO)
+    kn_info(&d->kc->log, "COORD", "%s", msg);
+  else
+    kn_dbg(&d->kc->log, "COORD", "%s", msg);
+}
+
+static const kn_drive_ops_t drive_ops = {
+    .now = op_now,
+    .submit = op_submit,
+    .start = op_start,
+    .stop = op_stop,
+    .deadline = op_deadline,
+    .reply = op_reply,
+    .fatal = op_fatal,
+    .log = op_log,
+};
 
 static void publish(drv_t *d) {
   kn_consumer_t *kc = d->kc;
+  if (!d->dr) return;
   pthread_mutex_lock(&kc->mu);
-  kc->taker_idle = kn_cc_idle(d->cc);
-  kc->synced = kn_cc_synced(d->cc);
+  kc->taker_idle = kn_cc_idle(kn_drive_core(d->dr));
+  kc->synced = kn_cc_synced(kn_drive_core(d->dr));
   pthread_mutex_unlock(&kc->mu);
-}
-
-/* Runs every action the core has decided.  An action may feed the core
- * an event of its own (an extension that came too late), so the loop
- * goes on until none is left. */
-static void drain(drv_t *d) {
-  kn_cc_action_t a;
-  for (;;) {
-    while (kn_cc_next(d->cc, &a))
-      if (!d->cc_closed) act(d, &a); /* nothing after CLOSED */
-    if (!d->n_late) break;
-    struct late l = d->late[--d->n_late];
-    if (live(d)) kn_cc_shard_expired(d->cc, l.key, l.tenure, kn_mono_ms());
-    free(l.key);
-  }
-  publish(d);
 }
 
 /* ---- results of store calls ---- */
@@ -468,42 +361,36 @@ static void note_listing(drv_t *d, kn_store_job_t *j) {
 static void stream_checked(drv_t *d, kn_store_job_t *j);
 
 static void store_done(drv_t *d, kn_store_job_t *j) {
+  if (j->efo_check) return; /* nothing for the drive */
   if (j->stream_check) {
     stream_checked(d, j);
     return;
   }
-  int64_t now = kn_mono_ms();
   count_store(d, j);
   log_store(d, j);
-  if (j->err && !kn_error_is_retriable(j->err) &&
-      kn_error_code(j->err) != KN_ERR_CONDITIONAL_CHECK_FAILED)
-    d->verdict = kn_error_code(j->err);
-  if (!live(d)) return;
-  switch (j->op) {
-    case KN_CC_LIST_LEASES:
-      kn_cc_leases_done(d->cc, j->id, j->err, j->leases, j->n_leases, now);
-      break;
-    case KN_CC_LIST_SHARDS:
-      if (!j->err) note_listing(d, j);
-      kn_cc_shards_done(d->cc, j->id, j->err, j->shards, j->n_shards, now);
-      if (!j->err) {
-        kn_shard_list_destroy(d->listing);
-        d->listing = j->list; /* j->shards pointed into it: not used again */
-        j->list = NULL;
-      }
-      break;
-    case KN_CC_GET:
-      kn_cc_lease_got(d->cc, j->id, j->err, j->err ? NULL : &j->got, now);
-      break;
-    case KN_CC_HEARTBEAT:
-      kn_cc_members_done(d->cc, j->id, j->err, &j->members, j->sent_ms, now);
-      break;
-    default:
-      kn_cc_store_done(d->cc, j->id, j->err, j->new_counter, j->handoff_to,
-                       j->sent_ms, now);
-      break;
+  if (j->op == KN_CC_LIST_SHARDS && !j->err) {
+    note_listing(d, j);
+    /* Leases started by this listing look their shards up in it;
+     * j->shards still points into it. */
+    kn_shard_list_destroy(d->listing);
+    d->listing = j->list;
+    j->list = NULL;
   }
-  drain(d);
+  kn_drive_result_t r = {
+      .id = j->id,
+      .op = j->op,
+      .err = j->err,
+      .leases = j->leases,
+      .n_leases = j->n_leases,
+      .shards = j->shards,
+      .n_shards = j->n_shards,
+      .got = &j->got,
+      .members = &j->members,
+      .new_counter = j->new_counter,
+      .handoff_to = j->handoff_to,
+      .sent_ms = j->sent_ms,
+  };
+  kn_drive_result(d->dr, &r);
 }
 
 /* ---- messages ---- */
@@ -532,9 +419,8 @@ static void shard_ended(drv_t *d, kn_ctl_msg_t *m) {
     v[i].hash_end = kn_shard_hash_key_end(s);
     v[i].closed = !kn_shard_is_open(s);
   }
-  kn_cc_shard_ended(d->cc, m->cs->id, m->tenure, v, n, kn_mono_ms());
+  kn_drive_shard_ended(d->dr, m->cs->id, m->tenure, v, n);
   free(v);
-  drain(d);
 }
 
 /* A reader found its shard missing: gone past retention if the stream is
@@ -548,7 +434,7 @@ static void shard_gone(drv_t *d, kn_ctl_msg_t *m) {
   if (!live(d)) return;
   kn_store_job_t *j = kn_store_job_stream_check(m->cs, m->tenure);
   if (!j) {
-    set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory"));
+    kn_consumer_set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory"));
     return;
   }
   kn_store_pool_submit(d->pool, j);
@@ -557,9 +443,10 @@ static void shard_gone(drv_t *d, kn_ctl_msg_t *m) {
 static void stream_checked(drv_t *d, kn_store_job_t *j) {
   kn_consumer_t *kc = d->kc;
   if (j->err && kn_error_code(j->err) == KN_ERR_RESOURCE_NOT_FOUND) {
-    set_fatal(kc, kn_error_prefix(j->err, "stream \"%s\"", kc->stream));
+    kn_consumer_set_fatal(kc,
+                          kn_error_prefix(j->err, "stream \"%s\"", kc->stream));
     j->err = NULL;
-    return; /* handle() closes the core */
+    return; /* handle() closes the drive */
   }
   /* The stream is there (or cannot be asked now, which is taken as
    * there, as before): the shard has aged out of retention and nothing
@@ -567,46 +454,19 @@ static void stream_checked(drv_t *d, kn_store_job_t *j) {
   if (j->err)
     kn_dbg(&kc->log, "CONTROL", "stream \"%s\": %s", kc->stream,
            kn_error_string(j->err));
-  if (!live(d)) return;
-  kn_cc_shard_gone(d->cc, j->cs->id, j->tenure, kn_mono_ms());
-  drain(d);
+  kn_drive_shard_gone(d->dr, j->cs->id, j->tenure);
 }
 
-static void checkpoint_req(drv_t *d, kn_ckpt_req_t *req) {
+static kn_cc_pos_t cc_pos(const kn_pos_t *p) {
+  return (kn_cc_pos_t){p->seq, (int64_t)p->subseq};
+}
+
+static void handle(void *arg, kn_ctl_msg_t *m) {
+  drv_t *d = arg;
+  if (!d) return;
   kn_consumer_t *kc = d->kc;
-  if (!live(d) || d->close_started) {
-    answer(kc, req, closed_error(kc, req->cs->id));
-    return;
-  }
-  req->next = d->reqs;
-  d->reqs = req;
-  kn_cc_pos_t p = {req->pos.seq, (int64_t)req->pos.subseq};
-  kn_cc_checkpoint(d->cc, req->cs->id, &p, req->prepare, req->state,
-                   req->state_len, req, kn_mono_ms());
-  drain(d);
-}
-
-static void progress(drv_t *d, kn_ctl_msg_t *m) {
-  if (!live(d)) return;
-  int64_t now = kn_mono_ms();
-  kn_cc_pos_t p = {m->pos.seq, (int64_t)m->pos.subseq};
+  kn_cc_pos_t p = cc_pos(&m->pos);
   const kn_cc_pos_t *pp = m->pos.seq[0] ? &p : NULL;
-  if (m->kind == KN_CTL_DELIVERED)
-    kn_cc_delivered(d->cc, m->cs->id, m->tenure, pp, m->end, now);
-  else if (pp)
-    kn_cc_processed(d->cc, m->cs->id, m->tenure, pp, now);
-  drain(d);
-}
-
-static void begin_close(drv_t *d) {
-  if (!live(d) || d->close_started) return;
-  d->close_started = 1;
-  kn_cc_close(d->cc, kn_mono_ms());
-  drain(d);
-}
-
-static void handle(drv_t *d, kn_ctl_msg_t *m) {
-  kn_consumer_t *kc = d->kc;
   switch (m->kind) {
     case KN_CTL_SHARD_ENDED:
       shard_ended(d, m);
@@ -615,54 +475,38 @@ static void handle(drv_t *d, kn_ctl_msg_t *m) {
       shard_gone(d, m);
       break;
     case KN_CTL_LEASE_EXPIRED:
-      if (live(d)) {
-        kn_cc_shard_expired(d->cc, m->cs->id, m->tenure, kn_mono_ms());
-        drain(d);
-      }
-      break;
-    case KN_CTL_FATAL:
-      kn_err_log(&kc->log, "CONTROL", "%s", kn_error_string(m->err));
-      set_fatal(kc, m->err);
-      m->err = NULL;
-      break;
-    case KN_CTL_EFO_CHECK:
-      kn_efo_check(kc, m->cs, m->tenure, m->err);
+      kn_drive_expired(d->dr, m->cs->id, m->tenure);
       break;
     case KN_CTL_DELIVERED:
+      kn_drive_delivered(d->dr, m->cs->id, m->tenure, pp, m->end);
+      break;
     case KN_CTL_PROCESSED:
-      progress(d, m);
+      kn_drive_processed(d->dr, m->cs->id, m->tenure, pp);
       break;
     case KN_CTL_YIELDED:
-      if (live(d)) {
-        kn_cc_pos_t p = {m->pos.seq, (int64_t)m->pos.subseq};
-        kn_cc_yielded(d->cc, m->cs->id, m->tenure, m->pos.seq[0] ? &p : NULL,
-                      kn_mono_ms());
-        drain(d);
-      }
+      kn_drive_yielded(d->dr, m->cs->id, m->tenure, pp);
       break;
-    case KN_CTL_CHECKPOINT:
-      checkpoint_req(d, m->req);
+    case KN_CTL_CHECKPOINT: {
+      kn_ckpt_req_t *req = m->req;
+      kn_cc_pos_t rp = cc_pos(&req->pos);
       m->req = NULL;
+      if (!d->dr)
+        answer(kc, req, closed_error(kc, req->cs->id));
+      else
+        kn_drive_checkpoint(d->dr, req->cs->id, &rp, req->prepare, req->state,
+                            req->state_len, req);
       break;
+    }
     case KN_CTL_STORE_DONE:
       store_done(d, m->job);
       break;
-    case KN_CTL_CLOSE:
-      if (!d->close_asked) {
-        d->close_asked = 1;
-        /* Bounded: a store that does not answer must not hold up the
-         * application's close for longer than a lease lasts. */
-        d->close_deadline = kn_mono_ms() + kc->lease.duration_ms;
-      }
-      begin_close(d);
-      break;
-    case KN_CTL_SHARD_DONE:
-    case KN_CTL_RESYNC:
+    default: /* FATAL, EFO_CHECK and CLOSE are the loop's */
       break;
   }
   /* A failure from elsewhere (a reader, fan-out, memory): stop reading
    * and hand the leases back at once, so other workers go on. */
-  if (is_fatal(kc)) begin_close(d);
+  if (kn_consumer_is_fatal(kc)) kn_drive_close(d->dr);
+  publish(d);
 }
 
 /* ---- start and end ---- */
@@ -711,12 +555,12 @@ static kn_error_t *start(drv_t *d) {
       .scan_ms = kc->lease.scan_ms,
       .beat_base = (int64_t)(kn_rand_u64() >> 2),
   };
-  d->cc = kn_cc_new(&cfg, kn_mono_ms());
-  if (!d->cc) return kn_error_new(KN_ERR__NOMEM, "out of memory");
+  d->dr = kn_drive_new(&cfg, &drive_ops, d);
+  if (!d->dr) return kn_error_new(KN_ERR__NOMEM, "out of memory");
   return NULL;
 }
 
-/* Answers whatever is left: requests still queued or with the core. */
+/* Answers whatever is left: requests still queued or with the drive. */
 static void finish(drv_t *d) {
   kn_consumer_t *kc = d->kc;
   pthread_mutex_lock(&kc->mu);
@@ -736,76 +580,85 @@ static void finish(drv_t *d) {
     kc->ctl_pending--;
     pthread_mutex_unlock(&kc->mu);
   }
-  while (d->reqs) {
-    kn_ckpt_req_t *req = d->reqs;
-    d->reqs = req->next;
-    answer(kc, req, closed_error(kc, req->cs->id));
-  }
   /* Calls still running finish first; their results are dropped. */
   kn_store_pool_destroy(d->pool);
   d->pool = NULL;
-  if (d->close_asked && !d->cc_closed && d->cc)
+  if (d->close_asked && live(d))
     kn_warn(&kc->log, "COORD",
             "closing: the lease store did not answer "
             "within %lld ms; leases not released expire on their own",
             (long long)kc->lease.duration_ms);
-  kn_cc_destroy(d->cc);
-  d->cc = NULL;
+  kn_drive_destroy(d->dr); /* answers the requests it holds */
+  d->dr = NULL;
   kn_shard_list_destroy(d->listing);
   d->listing = NULL;
-  free(d->late);
 }
 
-void kn_driver_run(kn_consumer_t *kc) {
-  drv_t d;
-  memset(&d, 0, sizeof(d));
-  d.kc = kc;
+static void *lease_start(kn_consumer_t *kc) {
+  drv_t *d = calloc(1, sizeof(*d));
+  if (!d) {
+    kn_consumer_set_fatal(kc, kn_error_new(KN_ERR__NOMEM, "out of memory"));
+    return NULL;
+  }
+  d->kc = kc;
   pthread_mutex_lock(&kc->mu);
   kc->ctl_open = 1;
   pthread_mutex_unlock(&kc->mu);
-  if (!is_fatal(kc)) { /* fan-out setup may have failed */
-    kn_error_t *err = start(&d);
+  if (!kn_consumer_is_fatal(kc)) { /* fan-out setup may have failed */
+    kn_error_t *err = start(d);
     if (err) {
-      set_fatal(kc, err);
-      kn_cc_destroy(d.cc);
-      d.cc = NULL;
+      kn_consumer_set_fatal(kc, err);
+      kn_drive_destroy(d->dr);
+      d->dr = NULL;
     }
   }
-  if (d.cc) {
-    kn_cc_tick(d.cc, kn_mono_ms());
-    drain(&d);
-  }
-  for (;;) {
-    if (d.close_asked && (!live(&d) || kn_mono_ms() >= d.close_deadline)) break;
-    pthread_mutex_lock(&kc->mu);
-    while (!kc->ctl_head) {
-      int64_t due = live(&d) ? kn_cc_wake_ms(d.cc) : INT64_MAX;
-      if (d.close_asked && d.close_deadline < due) due = d.close_deadline;
-      int64_t now = kn_mono_ms();
-      if (due <= now) break;
-      if (due - now > 60000) due = now + 60000;
-      kn_cond_wait_until(&kc->ctl_cv, &kc->mu, due);
-    }
-    kn_ctl_msg_t *msgs = kc->ctl_head;
-    kc->ctl_head = kc->ctl_tail = NULL;
-    pthread_mutex_unlock(&kc->mu);
-
-    while (msgs) {
-      kn_ctl_msg_t *m = msgs;
-      msgs = m->next;
-      handle(&d, m);
-      kn_control_msg_free(m);
-      pthread_mutex_lock(&kc->mu);
-      kc->ctl_pending--;
-      pthread_mutex_unlock(&kc->mu);
-    }
-    if (live(&d)) {
-      int64_t now = kn_mono_ms();
-      if (now >= kn_cc_wake_ms(d.cc)) {
-        kn_cc_tick(d.cc, now);
-        drain(&d);
-      }
-    }
-  }
-  finish(&d);
+  return d;
 }
+
+static int64_t lease_due(void *arg) {
+  drv_t *d = arg;
+  if (!d) return INT64_MAX;
+  int64_t due = kn_drive_wake_ms(d->dr);
+  if (d->close_asked && d->close_deadline < due) due = d->close_deadline;
+  return due;
+}
+
+static void lease_tick(void *arg) {
+  drv_t *d = arg;
+  if (!d || kn_mono_ms() < kn_drive_wake_ms(d->dr)) return;
+  kn_drive_tick(d->dr);
+  publish(d);
+}
+
+static void lease_close(void *arg) {
+  drv_t *d = arg;
+  if (!d) return;
+  d->close_asked = 1;
+  /* Bounded: a store that does not answer must not hold up the
+   * application's close for longer than a lease lasts. */
+  d->close_deadline = kn_mono_ms() + d->kc->lease.duration_ms;
+  kn_drive_close(d->dr);
+  publish(d);
+}
+
+static int lease_done(void *arg) {
+  drv_t *d = arg;
+  return !d || !live(d) || kn_mono_ms() >= d->close_deadline;
+}
+
+static void lease_finish(void *arg) {
+  drv_t *d = arg;
+  if (!d) return;
+  finish(d);
+  free(d);
+}
+
+const kn_ctl_mode_t kn_lease_mode = {
+    .start = lease_start,
+    .handle = handle,
+    .due = lease_due,
+    .tick = lease_tick,
+    .close = lease_close,
+    .done = lease_done,
+    .finish = lease_finish,
+};

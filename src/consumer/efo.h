@@ -41,7 +41,8 @@ typedef struct kn_efo {
   int64_t in_use_poll_ms;
   int64_t register_timeout_ms;
 
-  /* Control thread only. */
+  /* The fan-out check thread only (kc->efo_pool; the control thread
+   * before it starts, in kn_efo_setup, and after it ends). */
   char *stream_arn;         /* NULL until needed */
   uint64_t verified_gen;    /* generation last seen ACTIVE ... */
   int64_t verified_ms;      /* ... and when (monotonic; 0: never) */
@@ -79,24 +80,22 @@ void kn_efo_close(kn_consumer_t *kc);
 /* Makes the consumer fail with err (taken). */
 void kn_efo_fail(kn_consumer_t *kc, kn_error_t *err);
 
-/* ---- efo_check.c (control thread) ---- */
+/* ---- efo_check.c (the fan-out check thread) ---- */
 
 /* Handles KN_CTL_EFO_CHECK: cs NULL lists shards for the idle readers;
  * otherwise the subscription of cs's reader of `tenure` met
  * ResourceNotFound (err). */
 void kn_efo_check(kn_consumer_t *kc, kn_cshard_t *cs, int64_t tenure,
                   const kn_error_t *err);
+
+/* ---- reader_efo.c ---- */
+
 /* A reader went idle on a shard not known closed: queue a listing unless
  * one is pending or the last is recent.  mu held. */
 void kn_efo_request_listing_locked(kn_consumer_t *kc);
 
-/* ---- reader_efo.c ---- */
-
-/* As kn_reader_start / kn_reader_stop / kn_reader_wake_locked, which
- * call these when fan-out is on. */
-int kn_efo_reader_start(kn_consumer_t *kc, kn_cshard_t *cs);
-void kn_efo_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs);
-void kn_efo_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs);
+/* The fan-out readers' operations are kn_efo_reader_ops
+ * (consumer_int.h). */
 /* The control thread is done checking: subscribe again soon (after a
  * new registration, or a ResourceNotFound that did not hold up).  mu
  * held. */

@@ -24,20 +24,9 @@
 #include "util/clock.h"
 #include "util/str.h"
 
-#define KN_EFO_LIST_MIN_MS 2000
 /* How long a check's findings are reused by the next checks (a deleted
  * consumer makes every reader report at once). */
 #define KN_EFO_CHECK_CACHE_MS 5000
-
-void kn_efo_request_listing_locked(kn_consumer_t *kc) {
-  kn_efo_t *efo = kc->efo;
-  if (efo->list_pending) return;
-  if (efo->list_last_ms &&
-      kn_mono_ms() - efo->list_last_ms < KN_EFO_LIST_MIN_MS)
-    return;
-  efo->list_pending = 1;
-  kn_control_post_locked(kc, KN_CTL_EFO_CHECK, NULL, NULL, NULL);
-}
 
 /* A new listing into efo->listing; marks the closed shards. */
 static kn_error_t *list_now(kn_consumer_t *kc) {

@@ -441,8 +441,7 @@ static kn_reader_t *reader_new(kn_consumer_t *kc, kn_cshard_t *cs,
   return r;
 }
 
-int kn_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
-  if (kc->efo) return kn_efo_reader_start(kc, cs);
+static int poll_start(kn_consumer_t *kc, kn_cshard_t *cs) {
   int resume =
       cs->start.type == KN_ITER_AT_SEQUENCE_NUMBER && cs->start.has_subseq;
   pthread_mutex_lock(&kc->mu);
@@ -476,8 +475,7 @@ static void reader_teardown(void *arg) {
   free(r);
 }
 
-void kn_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
-  if (kc->efo) kn_efo_reader_stop(kc, cs); /* then a polling one, if any */
+static void poll_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
   pthread_mutex_lock(&kc->mu);
   kn_reader_t *r = cs->reader;
   cs->reader = NULL; /* no wake-up is posted for r after this */
@@ -501,21 +499,15 @@ static void reader_wake(void *arg) {
   reader_next(r);
 }
 
-void kn_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
-  if (!cs->paused || (!cs->reader && !cs->efo_reader)) return;
-  /* Resume once half the room is free, not at the first byte, so a full
-   * shard alternates between large responses rather than tiny ones. */
-  if (cs->buffered_records > kc->cfg.max_records / 2 ||
-      cs->buffered_bytes > kc->cfg.max_bytes / 2 ||
-      kc->total_bytes > kc->cfg.max_total_bytes / 2)
-    return;
-  cs->paused = 0;
-  kc->n_paused--;
-  if (cs->efo_reader)
-    kn_efo_reader_wake_locked(kc, cs);
-  else
-    kn_loop_post(kc->loop, reader_wake, cs->reader);
+static void poll_resume_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
+  if (cs->reader) kn_loop_post(kc->loop, reader_wake, cs->reader);
 }
+
+const struct kn_reader_ops kn_poll_reader_ops = {
+    .start = poll_start,
+    .stop = poll_stop,
+    .resume_locked = poll_resume_locked,
+};
 
 /* ---- owned by a fan-out reader ---- */
 
@@ -538,24 +530,4 @@ void kn_poll_reader_free(kn_reader_t *r, int on_loop) {
   kn_kreq_forget(r->call);
   free(r->iterator);
   free(r);
-}
-
-void kn_readers_wake_locked(kn_consumer_t *kc) {
-  if (kc->n_paused == 0 || kc->total_bytes > kc->cfg.max_total_bytes / 2 ||
-      kc->n_shards == 0)
-    return;
-  /* The first reader woken takes room first: start after the one that
-   * was first last time, so that no shard waits behind the others for
-   * ever. */
-  size_t n = kc->n_shards, start = kc->wake_next % n;
-  int first = 1;
-  for (size_t k = 0; k < n && kc->n_paused > 0; k++) {
-    kn_cshard_t *cs = kc->shards[(start + k) % n];
-    int was_paused = cs->paused;
-    kn_reader_wake_locked(kc, cs);
-    if (first && was_paused && !cs->paused) {
-      kc->wake_next = (start + k + 1) % n;
-      first = 0;
-    }
-  }
 }

@@ -29,7 +29,7 @@
  * - After a resubscription, records at or below the last one queued are
  *   dropped, so a server whose continuation lags cannot cause duplicates.
  *
- * A reader is freed only by kn_efo_reader_stop(), which cancels its call
+ * A reader is freed only by the stop operation, which cancels its call
  * and timers: no callback of a stopped reader ever runs. */
 #include <stdlib.h>
 #include <string.h>
@@ -437,7 +437,7 @@ static void subscribe(kn_efo_reader_t *r) {
   }
   char *arn = room ? kn_strdup0(kc->efo->consumer_arn) : NULL;
   pthread_mutex_unlock(&kc->mu);
-  if (!room) return; /* kn_efo_reader_wake_locked() resumes us */
+  if (!room) return; /* the resume operation wakes us */
   if (!arn) { /* not registered (the consumer closed during registration) */
     schedule(r, 1000);
     return;
@@ -506,7 +506,22 @@ static void check_connections_locked(kn_consumer_t *kc) {
           efo->readers, st->http.max_connections);
 }
 
-int kn_efo_reader_start(kn_consumer_t *kc, kn_cshard_t *cs) {
+/* Idle subscriptions ask the control side for a ListShards (at most
+ * every KN_EFO_LIST_MIN_MS): kinesis-local never ends a subscription at
+ * the end of a closed shard (efo_check.c). */
+#define KN_EFO_LIST_MIN_MS 2000
+
+void kn_efo_request_listing_locked(kn_consumer_t *kc) {
+  kn_efo_t *efo = kc->efo;
+  if (efo->list_pending) return;
+  if (efo->list_last_ms &&
+      kn_mono_ms() - efo->list_last_ms < KN_EFO_LIST_MIN_MS)
+    return;
+  efo->list_pending = 1;
+  kn_control_post_locked(kc, KN_CTL_EFO_CHECK, NULL, NULL, NULL);
+}
+
+static int efo_start(kn_consumer_t *kc, kn_cshard_t *cs) {
   kn_efo_reader_t *r = calloc(1, sizeof(*r));
   if (!r) return -1;
   r->kc = kc;
@@ -548,7 +563,7 @@ static void teardown(void *arg) {
   free(r);
 }
 
-void kn_efo_reader_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
+static void efo_stop(kn_consumer_t *kc, kn_cshard_t *cs) {
   pthread_mutex_lock(&kc->mu);
   kn_efo_reader_t *r = cs->efo_reader;
   cs->efo_reader = NULL; /* nothing is posted for r after this */
@@ -585,9 +600,22 @@ static void wake(void *arg) {
   if (r->state == EFO_ROOM) subscribe(r);
 }
 
-void kn_efo_reader_wake_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
+static void efo_resume_locked(kn_consumer_t *kc, kn_cshard_t *cs) {
   if (cs->efo_reader) kn_loop_post(kc->loop, wake, cs->efo_reader);
 }
+
+/* A polling reader of cs, if any, goes too (the fan-out reader's own
+ * GetRecords finisher is freed with it). */
+static void efo_stop_all(kn_consumer_t *kc, kn_cshard_t *cs) {
+  efo_stop(kc, cs);
+  kn_poll_reader_ops.stop(kc, cs);
+}
+
+const struct kn_reader_ops kn_efo_reader_ops = {
+    .start = efo_start,
+    .stop = efo_stop_all,
+    .resume_locked = efo_resume_locked,
+};
 
 static void retry(void *arg) {
   kn_efo_reader_t *r = arg;

@@ -89,3 +89,11 @@ void kn_shard_table_clear(kn_consumer_t *kc) {
   kc->shards = NULL;
   kc->n_shards = kc->cap_shards = 0;
 }
+
+int kn_lease_expired_locked(const kn_cshard_t *cs, int64_t now_ms) {
+  return cs->lease_until_ms && now_ms >= cs->lease_until_ms;
+}
+
+int64_t kn_cshard_tenure_locked(const kn_cshard_t *cs) {
+  return cs->fencing_token > 0 ? cs->fencing_token : 0;
+}

@@ -12,57 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "consumer/ccore.h"
 #include "consumer/consumer_int.h"
-#include "lease/lease.h"
-
-typedef struct kn_store_job {
-  struct kn_store_job *next; /* the pool's queue */
-  /* Not for the core: does the stream still exist (DescribeStreamSummary)
-   * now that the reader of (cs, tenure) found its shard missing?  op is
-   * then KN_CC_LOG, which is no store call. */
-  int stream_check;
-  kn_cshard_t *cs;
-  /* The call (copied from the action). */
-  kn_cc_op_t op;
-  uint64_t id;
-  char *key;
-  int64_t tenure;
-  int64_t counter;
-  char *old_owner;  /* TAKE; NULL: a free lease */
-  int steal;        /* TAKE: a steal (for the metrics) */
-  kn_lease_t lease; /* CREATE */
-  char *checkpoint; /* CHECKPOINT */
-  int64_t subseq;
-  char *pending;
-  int64_t pending_subseq;
-  void *state;
-  size_t state_len;
-  char **children; /* SET_CHILDREN; HEARTBEAT: the members to forget */
-  size_t n_children;
-  int64_t beat, n_held, bump; /* HEARTBEAT */
-  /* The outcome. */
-  int64_t sent_ms; /* monotonic ms when the call began */
-  int64_t took_us;
-  kn_error_t *err; /* owned */
-  int64_t new_counter;
-  char *handoff_to;     /* RENEW, CHECKPOINT: a hand-off asked for; owned */
-  kn_lease_t got;       /* GET: the lease (owned) */
-  kn_members_t members; /* HEARTBEAT: owned */
-  kn_lease_t *leases;   /* LIST_LEASES: owned */
-  size_t n_leases;
-  kn_shard_list_t *list; /* LIST_SHARDS: owned ... */
-  kn_cc_shard_t *shards; /* ... and a view pointing into it */
-  size_t n_shards;
-} kn_store_job_t;
-
-/* A job for a store action (LIST_LEASES .. HEARTBEAT, LIST_SHARDS),
- * copied; NULL on out-of-memory. */
-kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a);
-/* A stream check for cs's reader of `tenure`; NULL on out-of-memory. */
-kn_store_job_t *kn_store_job_stream_check(kn_cshard_t *cs, int64_t tenure);
-/* Accepts NULL. */
-void kn_store_job_free(kn_store_job_t *j);
+#include "consumer/store_job.h"
 
 typedef struct kn_store_pool kn_store_pool_t;
 

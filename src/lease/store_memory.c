@@ -68,6 +68,14 @@ static kn_lease_t *find_actual(mem_table_t *t, const char *key, int64_t counter,
   return a && strcmp(a, owner) == 0 ? l : NULL;
 }
 
+/* A change without an owner: refused, as the SQLite and DynamoDB stores
+ * do. */
+static kn_error_t *no_owner(const kn_lease_store_t *ls, const char *op,
+                            const char *key) {
+  return kn_error_new(KN_ERR__INVALID_ARG, "lease store %s: %s %s: no owner",
+                      ls->name, op, key);
+}
+
 static kn_error_t *mem_ensure_table(kn_lease_store_t *ls) { return NULL; }
 
 static kn_error_t *mem_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
@@ -179,6 +187,7 @@ static kn_error_t *mem_renew(kn_lease_store_t *ls, const char *key,
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
   *handoff_to = NULL;
+  if (!owner) return no_owner(ls, "renew", key);
   pthread_mutex_lock(&t->lock);
   kn_lease_t *l = find_actual(t, key, counter, owner);
   if (l) {
@@ -197,6 +206,7 @@ static kn_error_t *mem_release(kn_lease_store_t *ls, const char *key,
                                int64_t *new_counter) {
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
+  if (!owner) return no_owner(ls, "release", key);
   pthread_mutex_lock(&t->lock);
   kn_lease_t *l = find_actual(t, key, counter, owner);
   if (l) {
@@ -221,6 +231,7 @@ static kn_error_t *mem_checkpoint(kn_lease_store_t *ls, const char *key,
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
   *handoff_to = NULL;
+  if (!owner) return no_owner(ls, "checkpoint", key);
   /* Allocate first so that a failure changes nothing. */
   char *cp = kn_strdup0(checkpoint), *pc = kn_strdup0(pending);
   void *st = NULL;
@@ -301,8 +312,9 @@ static kn_error_t *mem_handoff_done(kn_lease_store_t *ls, const char *key,
                                     int64_t *new_counter) {
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
+  if (!owner) return no_owner(ls, "handoff_done", key);
   pthread_mutex_lock(&t->lock);
-  kn_lease_t *l = owner ? find_if(t, key, counter, 0, NULL) : NULL;
+  kn_lease_t *l = find_if(t, key, counter, 0, NULL);
   if (l && l->checkpoint_owner && strcmp(l->checkpoint_owner, owner) == 0) {
     free(l->checkpoint_owner);
     l->checkpoint_owner = NULL;

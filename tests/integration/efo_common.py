@@ -18,13 +18,12 @@ sys.path.insert(0, os.path.join(SRC, "tests", "lab"))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402,F401
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runkit  # noqa: E402
+
 BUILD = os.environ.get("KN_BUILD_DIR", os.path.join(SRC, "build"))
 TOOL = os.environ.get("EFO_TOOL") or os.path.join(BUILD, "tests", "tools", "efo_tool")
 KEYS = 13
-
-
-def sanitizer_report(text):
-    return "Sanitizer" in text or "runtime error:" in text
 
 
 class Stream:
@@ -194,9 +193,7 @@ class Consumer:
             raise AssertionError("%s did not exit\n%s" % (self.name, self.stderr_tail()))
         self.t_out.join(10)
         self.t_err.join(10)
-        text = "\n".join(self.err_lines)
-        if sanitizer_report(text):
-            raise AssertionError("%s: sanitizer report\n%s" % (self.name, text[-6000:]))
+        runkit.check_clean("\n".join(self.err_lines), self.name, tail=6000)
         return rc
 
     def stop(self):

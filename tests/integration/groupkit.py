@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+import runkit
+
 
 _counter = 0
 
@@ -68,10 +70,10 @@ def unique(prefix: str, what: str) -> str:
 
 def run_kncat(kncat: str, env: dict, *args, ok: bool = True, timeout=120,
               input=None) -> subprocess.CompletedProcess:
-    """Runs kncat to its end; with ok, a non-zero exit raises
-    AssertionError with its stderr."""
-    p = subprocess.run([kncat, *map(str, args)], env=env, input=input,
-                       capture_output=True, timeout=timeout)
+    """Runs kncat to its end (runkit.kncat: a sanitizer report raises
+    AssertionError); with ok, so does a non-zero exit, with its stderr."""
+    p = runkit.kncat(*args, kncat=kncat, env=env, input=input, text=False,
+                     timeout=timeout)
     if ok and p.returncode != 0:
         raise AssertionError(f"kncat {' '.join(map(str, args))}: exit "
                              f"{p.returncode}: {p.stderr.decode(errors='replace')}")
@@ -201,6 +203,11 @@ class Worker:
         except OSError:
             return ""
 
+    def check_clean(self):
+        """Raises AssertionError if the worker's stderr holds a sanitizer
+        report (runkit.check_clean)."""
+        runkit.check_clean(self.stderr(), f"worker {self.wid}")
+
 
 class Producer(threading.Thread):
     """Puts rounds of records with boto3 until stopped: each round is one
@@ -316,8 +323,8 @@ def is_open(shard: dict) -> bool:
 
 
 def leases_json(kncat: str, env: dict, app: str, store: str) -> list[dict]:
-    p = subprocess.run([kncat, "leases", app, "--leases", store, "-J"],
-                       env=env, capture_output=True, timeout=60)
+    p = runkit.kncat("leases", app, "--leases", store, "-J", kncat=kncat,
+                     env=env, text=False, timeout=60)
     if p.returncode != 0:
         raise RuntimeError(f"kncat leases: exit {p.returncode}: "
                            f"{p.stderr.decode(errors='replace')}")

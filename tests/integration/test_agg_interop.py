@@ -26,6 +26,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import runkit  # noqa: E402
 SOURCE_DIR = os.environ.get("KN_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
 BUILD_DIR = os.environ.get("KN_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 AGG_TOOL = os.environ.get("AGG_TOOL", os.path.join(BUILD_DIR, "tests", "tools", "agg_tool"))
@@ -120,7 +122,7 @@ def run_node(job):
 def tool_deaggregate(datas):
     """Each Kinesis record's data -> ("ok", [user records]) / ("plain",) / ("corrupt", msg)."""
     inp = "".join(token(d) + "\n" for d in datas).encode()
-    out = subprocess.run([AGG_TOOL, "deaggregate"], input=inp, capture_output=True, check=True)
+    out = runkit.run([AGG_TOOL, "deaggregate"], input=inp, text=False, check=True)
     lines = out.stdout.decode().split("\n")
     answers, i = [], 0
     while len(answers) < len(datas):
@@ -151,8 +153,8 @@ def tool_aggregate(cases, max_bytes):
                                        "-" if u["ehk"] is None else token(u["ehk"].encode()),
                                        token(u["data"])))
         inp.append("\n")
-    out = subprocess.run([AGG_TOOL, "aggregate", str(max_bytes)], input="".join(inp).encode(),
-                         capture_output=True, check=True)
+    out = runkit.run([AGG_TOOL, "aggregate", str(max_bytes)], input="".join(inp).encode(),
+                     text=False, check=True)
     result, current = [], []
     for line in out.stdout.decode().split("\n")[:-1]:
         if not line:

@@ -13,7 +13,6 @@ every case passes and prints "N passed, M failed"."""
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +22,9 @@ SRC = os.environ.get("KN_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "lab"))
 import lab  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runkit  # noqa: E402
 
 TOOL = os.environ.get("CLIENT_TOOL") or os.path.join(
     os.environ.get("KN_BUILD_DIR", "build"), "tests", "tools", "client_tool")
@@ -47,10 +49,7 @@ class Tool:
 
     def __call__(self, *args, check=True):
         cmd = [TOOL] + self.extra + [str(a) for a in args]
-        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True,
-                           timeout=300)
-        if "Sanitizer" in p.stderr or "runtime error:" in p.stderr:
-            raise RuntimeError("%s: sanitizer report\n%s" % (" ".join(cmd[:6]), p.stderr[-4000:]))
+        p = runkit.run(cmd, env=self.env, timeout=300)
         if p.returncode == 2 or not p.stdout.strip():
             raise RuntimeError("%s: exit %d\n%s%s" % (" ".join(cmd[:6]), p.returncode,
                                                      p.stdout[-2000:], p.stderr[-2000:]))

@@ -11,12 +11,12 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import traceback
 import urllib.parse
 
+import runkit
 from credkit import Responder, iso, sha
 
 TOOL = os.environ.get("CREDS_TOOL") or os.path.join(
@@ -53,8 +53,7 @@ class Lab:
         return e
 
     def run(self, env, *args):
-        p = subprocess.run([TOOL, *args], env=env, capture_output=True, text=True,
-                           timeout=60)
+        p = runkit.run([TOOL, *args], env=env, timeout=60)
         gets, error = [], None
         for line in p.stdout.splitlines():
             if line.startswith("get="):

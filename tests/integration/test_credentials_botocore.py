@@ -33,6 +33,7 @@ import time
 import traceback
 import urllib.parse
 
+import runkit
 from credkit import Responder, iso, sha
 
 TOOL = os.environ.get("CREDS_TOOL") or os.path.join(
@@ -297,7 +298,7 @@ class Run:
         args = [TOOL, "-X", "log.level=7"]
         if fx.profile:
             args += ["-X", "profile=" + fx.profile]
-        p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+        p = runkit.run(args, env=env, timeout=120)
         out = p.stdout + p.stderr
         for line in p.stdout.splitlines():
             if line.startswith("get="):
@@ -447,8 +448,7 @@ def ours_only(aws, run):
                  config="[profile short]\nrole_arn = arn:aws:iam::1:role/short\n"
                  "source_profile = base\n", env={"AWS_PROFILE": "short"})
     env = run.setup(fx)
-    p = subprocess.run([TOOL, "--gets", "4", "--interval-ms", "1200"], env=env,
-                       capture_output=True, text=True, timeout=120)
+    p = runkit.run([TOOL, "--gets", "4", "--interval-ms", "1200"], env=env, timeout=120)
     ids = [dict(kv.split("=", 1) for kv in line.split(" "))["akid"]
            for line in p.stdout.splitlines() if line.startswith("get=")]
     if len(ids) != 4 or ids[0] != ids[1] or len(set(ids)) < 2 or aws.short_calls < 2:

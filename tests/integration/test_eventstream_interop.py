@@ -17,8 +17,10 @@ KN_SOURCE_DIR; the codec comes from KN_SOURCE_DIR/tests/lab/node_modules or
 import os
 import random
 import struct
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runkit  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("KN_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
@@ -54,7 +56,7 @@ ENV = dict(os.environ, NODE_PATH=node_modules())
 
 
 def run(cmd, data=None):
-    p = subprocess.run(cmd, input=data, stdout=subprocess.PIPE, env=ENV)
+    p = runkit.run(cmd, input=data, text=False, env=ENV)
     return p.returncode, p.stdout
 
 

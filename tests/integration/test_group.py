@@ -63,6 +63,7 @@ from groupkit import (LabServers, KCL_TYPES, Producer, Worker, create_kcl_table,
                       read_stream, run_kncat, scan_table, spread_keys,
                       test_failed, wait_for)
 import groupkit  # noqa: E402
+import runkit  # noqa: E402
 
 # Short leases keep the suite quick; the take-over bounds below follow
 # from them.
@@ -137,6 +138,9 @@ class GroupBase:
                 tail = "\n".join(w.stderr().splitlines()[-25:])
                 print(f"--- worker {w.wid} exit {w.proc.returncode} stderr "
                       f"tail:\n{tail}", file=sys.stderr)
+        else:
+            for w in self.workers:
+                w.check_clean()
 
     # -- helpers --
 
@@ -392,7 +396,8 @@ class GroupBase:
         self.check_delivery(workers, stored, killed, kill_snap)
         for w in workers:
             self.assertEqual(w.bad_lines, 0, w.wid)
-            self.assertNotRegex(w.stderr(), r"ERROR|assert|Sanitizer", w.wid)
+            self.assertNotRegex(w.stderr(), r"ERROR|assert", w.wid)
+            w.check_clean()
 
     def open_by_hash(self, stream):
         return sorted((s for s in list_shards(self.boto, stream) if is_open(s)),
@@ -584,6 +589,7 @@ class GroupBase:
                     p.kill()
                     out, err = p.communicate()
                     self.fail(f"kncat {args[0]} hung after a stalled reader")
+            runkit.check_clean(err, f"kncat {args[0]}")
             self.assertEqual(p.returncode, 0, err)
             self.assertEqual(len(out.splitlines()), 1600, args[0])
 

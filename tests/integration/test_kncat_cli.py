@@ -29,16 +29,20 @@ sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import runkit  # noqa: E402
+
 COMMANDS = ["create", "delete", "list", "split", "merge", "produce", "consume",
             "group", "leases", "efo"]
 TIMEOUT = 120
 
 
-def run(args, *, env=None, input=None, timeout=TIMEOUT):
-    """Runs kncat; returns CompletedProcess with bytes stdout/stderr."""
-    return subprocess.run([KNCAT, *args], input=input, capture_output=True,
-                          env=env if env is not None else os.environ,
-                          timeout=timeout)
+def run(args, *, env=None, input=None, timeout=TIMEOUT, **kwargs):
+    """Runs kncat (runkit: a sanitizer report fails the test); returns
+    CompletedProcess with bytes stdout/stderr."""
+    return runkit.kncat(*args, kncat=KNCAT, input=input, text=False,
+                        env=env if env is not None else os.environ,
+                        timeout=timeout, **kwargs)
 
 
 def err_lines(p):
@@ -167,9 +171,7 @@ class Args(unittest.TestCase):
             for store, path in ((f"sqlite:{d}/x.db", f"{d}/x.db"),
                                 (None, "app.leases.db")):
                 args = ["leases", "app"] + (["--leases", store] if store else [])
-                p = subprocess.run([KNCAT, *args], capture_output=True, cwd=d,
-                                   env={"PATH": os.environ.get("PATH", "")},
-                                   timeout=TIMEOUT)
+                p = run(args, cwd=d, env={"PATH": os.environ.get("PATH", "")})
                 self.assertEqual(p.returncode, 3, p.stderr)
                 self.assertIn(f"no lease table at {path}", p.stderr.decode())
                 self.assertEqual(os.listdir(d), [])
@@ -442,9 +444,8 @@ class E2E:
             s = self.create(1)
             with open(f.name, "rb", buffering=0) as stdin:
                 stdin.seek(skip)
-                p = subprocess.run([KNCAT, "produce", s, "-K", ":", "-k", "dk"],
-                                   stdin=stdin, capture_output=True, env=self.env,
-                                   timeout=TIMEOUT)
+                p = run(["produce", s, "-K", ":", "-k", "dk"], stdin=stdin,
+                        env=self.env)
             self.assertEqual(p.returncode, 5, p.stderr)
             self.assertEqual(sent(s), want[1:])
 

@@ -18,8 +18,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from efo_common import (SRC, Producer, Stream, Suite, check_complete,  # noqa: E402
-                        check_key_order, check_once, check_parents_first, lab,
-                        sanitizer_report)
+                        check_key_order, check_once, check_parents_first, lab)
+import runkit  # noqa: E402
 
 KNCAT = os.environ.get("KNCAT") or os.path.join(
     os.environ.get("KN_BUILD_DIR", os.path.join(SRC, "build")), "kncat")
@@ -34,6 +34,7 @@ class Kncat:
 
     def __init__(self, url, *args, tls=False):
         cmd = [KNCAT] + (["--no-verify-ssl"] if tls else []) + list(args)
+        self.args = list(args)
         self.p = subprocess.Popen(cmd, env=lab.env_for(kinesis=url),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines, self.err = [], []
@@ -56,8 +57,7 @@ class Kncat:
             raise AssertionError("kncat did not exit:\n" + "\n".join(self.err[-40:]))
         for t in self.pumps:  # read to the end of its output
             t.join(30)
-        if sanitizer_report("\n".join(self.err)):
-            raise AssertionError("sanitizer report:\n" + "\n".join(self.err[-80:]))
+        runkit.check_clean("\n".join(self.err), "kncat " + " ".join(self.args[:3]))
         return rc
 
     def kill(self):
@@ -68,11 +68,7 @@ class Kncat:
 
 def kncat(url, *args, tls=False, timeout=180):
     cmd = [KNCAT] + (["--no-verify-ssl"] if tls else []) + list(args)
-    p = subprocess.run(cmd, env=lab.env_for(kinesis=url), capture_output=True, text=True,
-                       timeout=timeout)
-    if sanitizer_report(p.stderr):
-        raise AssertionError("sanitizer report:\n" + p.stderr[-4000:])
-    return p
+    return runkit.run(cmd, env=lab.env_for(kinesis=url), timeout=timeout)
 
 
 class Cases:

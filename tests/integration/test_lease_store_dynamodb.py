@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 from groupkit import KCL_TYPES  # noqa: E402
+import runkit  # noqa: E402
 
 TOOL = os.environ.get("LEASE_TOOL")
 KNCAT = os.environ.get("KNCAT")
@@ -55,8 +56,7 @@ def check(cond, what):
 
 def tool(env, *args, timeout=300):
     """Runs lease_tool; returns (exit code, stdout)."""
-    r = subprocess.run([TOOL, *map(str, args)], env=env, capture_output=True,
-                       text=True, timeout=timeout)
+    r = runkit.run([TOOL, *args], env=env, timeout=timeout)
     if r.returncode not in (0, 1):
         print(r.stderr, file=sys.stderr)
     return r.returncode, r.stdout.strip()
@@ -83,8 +83,7 @@ def tool_json(env, *args):
 
 def conformance(env, spec, *opts):
     t0 = time.monotonic()
-    r = subprocess.run([TOOL, *opts, "conformance", spec], env=env,
-                       capture_output=True, text=True, timeout=600)
+    r = runkit.run([TOOL, *opts, "conformance", spec], env=env, timeout=600)
     check(r.returncode == 0,
           f"conformance {spec}: {r.stdout.strip()}\n{r.stderr[-3000:]}")
     print(f"conformance {spec}: {r.stdout.strip()} "
@@ -415,9 +414,8 @@ def membership(d, env, db):
         for store in (spec, f"sqlite:{db}"):
             tool_json(env, "heartbeat", store, "it-k1", 4, 2, 0)
             before = tool_json(env, "heartbeat", store, "it-k1", 5, 2, 0)
-            r = subprocess.run([KNCAT, "leases", "app", "--leases", store, "-J"],
-                               env=env, capture_output=True, text=True,
-                               timeout=60)
+            r = runkit.kncat("leases", "app", "--leases", store, "-J",
+                             kncat=KNCAT, env=env, timeout=60)
             rows = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
             members = [x for x in rows if "worker" in x]
             check(r.returncode == 0 and {"worker": "it-k1", "leases": 2,
@@ -426,9 +424,8 @@ def membership(d, env, db):
                                                                len(members)]),
                   f"kncat leases -J {store}: {r.returncode} {r.stdout[-500:]}"
                   f" {r.stderr}")
-            r = subprocess.run([KNCAT, "leases", "app", "--leases", store],
-                               env=env, capture_output=True, text=True,
-                               timeout=60)
+            r = runkit.kncat("leases", "app", "--leases", store, kncat=KNCAT,
+                             env=env, timeout=60)
             lines = r.stdout.splitlines()
             tail = lines[lines.index("") + 1:] if "" in lines else []
             check(r.returncode == 0 and tail
@@ -439,9 +436,8 @@ def membership(d, env, db):
             # the same heartbeat again: anything kncat wrote would show
             after = tool_json(env, "heartbeat", store, "it-k1", 5, 2, 0)
             check(after == before, f"kncat leases wrote: {before} {after}")
-        r = subprocess.run([KNCAT, "leases", "bare_app", "--leases",
-                            "dynamodb:bare_app", "-J"], env=env,
-                           capture_output=True, text=True, timeout=60)
+        r = runkit.kncat("leases", "bare_app", "--leases", "dynamodb:bare_app",
+                         "-J", kncat=KNCAT, env=env, timeout=60)
         check(r.returncode == 0 and r.stdout == "",
               f"kncat leases without membership: {r.returncode} {r.stdout}"
               f" {r.stderr}")

@@ -52,6 +52,7 @@ import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 from groupkit import (LabServers, Producer, leases_json, list_shards, run_kncat,  # noqa: E402
                       spread_keys, unique, wait_for)
+import runkit  # noqa: E402
 
 DURATION_MS = 4000
 RENEW_MS = 1000
@@ -125,6 +126,7 @@ class Served:
             rc = self.proc.wait()
         self.err.close()
         self.out.close()
+        runkit.check_clean(self.stderr(), "kncat --metrics")
         return rc
 
     def stop(self) -> int:

@@ -45,6 +45,7 @@ sys.path.insert(0, str(HERE))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 from groupkit import LabServers, spread_keys, test_failed, unique, wait_for  # noqa: E402
+import runkit  # noqa: E402
 
 TMP = Path(tempfile.mkdtemp(prefix="kn-multilang-"))
 SERVERS = LabServers(TMP)
@@ -119,9 +120,9 @@ class Producer(threading.Thread):
         data = {f"{k}:{r}": k for k in self.keys}
         if r % 3 == 0:
             text = "".join(f"{k}\t{d}\n" for d, k in data.items())
-            p = subprocess.run([KNCAT, "produce", self.stream, "-K", "\t",
-                                "--aggregate"], env=self.env, input=text.encode(),
-                               capture_output=True, timeout=60)
+            p = runkit.kncat("produce", self.stream, "-K", "\t", "--aggregate",
+                             kncat=KNCAT, env=self.env, input=text.encode(),
+                             text=False, timeout=60)
             if p.returncode != 0:
                 raise RuntimeError(p.stderr.decode())
         else:
@@ -175,6 +176,9 @@ class Base:
                 tail = "\n".join(d.stderr().splitlines()[-40:])
                 print(f"--- {d.name} exit {d.proc.returncode} ({d.err_path}):\n"
                       f"{tail}", file=sys.stderr)
+        else:
+            for d in self.daemons:
+                runkit.check_clean(d.stderr(), d.name)
 
     def env(self, **extra):
         env = lab.env_for(kinesis=self.server, dynamodb=self.dynalite)
@@ -393,8 +397,8 @@ class Kinesalite(Base, unittest.TestCase):
         bad = self.dir / "bad.properties"
         bad.write_text("executableName = x\napplicationName = a\nstreamName = s\n"
                        "failoverTimeMillis = soon\n")
-        p = subprocess.run([KNCAT, "multilang", str(bad)], env=self.env(),
-                           capture_output=True, timeout=30)
+        p = runkit.kncat("multilang", str(bad), kncat=KNCAT, env=self.env(),
+                         text=False, timeout=30)
         self.assertEqual(p.returncode, 2)
         self.assertIn(b"line 4: failoverTimeMillis", p.stderr)
 

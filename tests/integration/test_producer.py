@@ -29,6 +29,9 @@ sys.path.insert(0, os.path.join(SRC, "tests", "lab"))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runkit  # noqa: E402
+
 BUILD = os.environ.get("KN_BUILD_DIR", os.path.join(SRC, "build"))
 TOOL = os.environ.get("PRODUCER_TOOL") or os.path.join(BUILD, "tests", "tools", "producer_tool")
 
@@ -37,10 +40,7 @@ FAST = ["-X", "retry.backoff.ms=20", "-X", "retry.backoff.max.ms=200"]
 
 
 def run_tool(env, *args, timeout=300):
-    p = subprocess.run([TOOL] + [str(a) for a in args], env=env,
-                       capture_output=True, text=True, timeout=timeout)
-    if "Sanitizer" in p.stderr or "runtime error:" in p.stderr:
-        raise AssertionError("sanitizer report:\n" + p.stderr[-4000:])
+    p = runkit.run([TOOL, *args], env=env, timeout=timeout)
     lines = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
     return p.returncode, lines, p.stderr
 
@@ -172,6 +172,7 @@ class Suite:
         p.stdin.write("go\n")
         p.stdin.flush()
         out, err = p.communicate(timeout=300)
+        runkit.check_clean(err, "producer_tool produce")
         assert p.returncode == 0, err[-3000:]
         lines = [json.loads(x) for x in head + out.splitlines()]
         reports, summary = lines[:-1], lines[-1]["summary"]

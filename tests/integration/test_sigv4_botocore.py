@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import random
-import subprocess
 import sys
 from unittest import mock
 from urllib.parse import quote
@@ -36,6 +35,9 @@ from urllib.parse import quote
 import botocore.auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runkit  # noqa: E402
 
 FIXED_SEED = 20150830
 FIXED_COUNT = 1500
@@ -334,8 +336,7 @@ def find_tool():
 def run_tool(tool, requests):
     lines = "".join(json.dumps(tool_input(r), ensure_ascii=False) + "\n"
                     for r in requests)
-    proc = subprocess.run([tool], input=lines.encode("utf-8"),
-                          capture_output=True, timeout=300)
+    proc = runkit.run([tool], input=lines.encode("utf-8"), text=False, timeout=300)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr.decode("utf-8", "replace"))
         sys.exit(f"FAIL: sigv4_tool exited with {proc.returncode}")

@@ -209,10 +209,48 @@ static void partial_descendant(sim_t *s) {
   for (int k = 0; k <= 9; k++) s->sh[3].rec[k].required = 0;
 }
 
+/* (8) A worker's heartbeats fail (its membership writes throttled) while
+ * its lease renewals succeed, and before its heartbeat deadline its
+ * control thread is busy for two lease durations (a store answer or a
+ * fan-out check that takes that long); its readers and its application go
+ * on.  The other worker counts it dead and takes its leases: its readers
+ * must have stopped by then, at the heartbeat deadline they judge
+ * themselves, not at the lease's. */
+static int64_t slow_control_from(sim_t *s) { return st(s)->creates_failed; }
+static int slow_control_fail(sim_t *s, const sim_call_t *c) {
+  /* for 40 s: long enough to outlast the stall, then they succeed again */
+  if (c->w != 0 || c->op != KN_CC_HEARTBEAT || !slow_control_from(s) ||
+      s->now < slow_control_from(s) || s->now >= slow_control_from(s) + 40000)
+    return 0;
+  s->had_fault = 1;
+  return 1;
+}
+static void slow_control_step(sim_t *s, int64_t step) {
+  if (step == 0) {
+    st(s)->creates_failed = (int)s->now; /* heartbeats fail from now on */
+    sim_push(s, s->now + s->cfg.duration_ms / 2, EV_SCRIPT, -1, 0, 1, 0, NULL);
+  } else if (s->wk[0].alive) {
+    sim_worker_stall(s, 0, 0, 2 * s->cfg.duration_ms + 5000);
+  }
+}
+static const sim_scenario_ops_t slow_control_ops = {
+    .step = slow_control_step, .fail_call = slow_control_fail};
+static void slow_control(sim_t *s) {
+  base(s, 2);
+  s->cfg.members = 1;
+  s->cfg.renew_ms = 2000;
+  uint64_t half = UINT64_MAX / 2;
+  sim_shard_add(s, -1, -1, 0, half - 1);
+  sim_shard_add(s, -1, -1, half, UINT64_MAX);
+  sim_push(s, sim_range(&s->rng, 20000, 30000), EV_SCRIPT, -1, 0, 0, 0, NULL);
+  s->sc = &slow_control_ops;
+}
+
 static const struct {
   const char *name;
   void (*setup)(sim_t *s);
 } scenarios[] = {
+    {"slow_control", slow_control},
     {"split_chain", split_chain},
     {"partial_table", partial_table},
     {"late_end", late_end},
@@ -224,7 +262,7 @@ static const struct {
 
 const char *sim_scenario_names(void) {
   return "split_chain partial_table late_end merge_parent slow_scan "
-         "parent_gone partial_descendant";
+         "parent_gone partial_descendant slow_control";
 }
 
 int sim_scenario_setup(sim_t *s, const char *name) {

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "consumer/ccore.h"
+#include "consumer/drive.h"
 #include "kn/error.h"
 #include "lease/lease.h"
 
@@ -47,7 +48,8 @@ typedef enum sim_ev_kind {
   EV_APPEND,       /* producer: records appended */
   EV_FAULT,        /* a random fault or reshard */
   EV_RESTART,      /* worker w comes back */
-  EV_SCRIPT        /* scenario step a */
+  EV_SCRIPT,       /* scenario step a */
+  EV_CTL           /* a message to worker w's busy control thread (p) */
 } sim_ev_kind_t;
 
 typedef struct sim_ev {
@@ -182,7 +184,17 @@ typedef sim_proc_t sim_yield_t;
 typedef struct sim_worker {
   char id[8];
   int alive, inc;
-  kn_cc_t *cc;
+  /* The consumer's own driver (consumer/drive.h) and the core in it; its
+   * operations are carried out against the simulated world. */
+  kn_drive_t *dr;
+  struct sim_env {
+    struct sim *s;
+    int w;
+  } env;
+  int crashed;          /* killed between two actions: the rest are lost */
+  int dying;            /* being torn down: operations do nothing */
+  int64_t stall_until;  /* virtual time: the control thread is busy */
+  int ctl_pending;      /* messages waiting for it (EV_CTL) */
   int64_t off;          /* its monotonic clock = virtual time + off */
   int64_t frozen_until; /* virtual time */
   int64_t tick_at;      /* virtual time of the scheduled tick, or -1 */
@@ -302,6 +314,8 @@ void sim_trace_msg(sim_t *s, int w, const char *msg);
 void sim_violate(sim_t *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sim_free(sim_t *s);
+/* Frees what an event owns (a store call, a message). */
+void sim_ev_free(const sim_ev_t *ev);
 
 /* sim_store.c: the table, with store.h's conditions.  Returns 0 or a
  * kn_err_t (KN_ERR_CONDITIONAL_CHECK_FAILED). */
@@ -328,8 +342,16 @@ size_t sim_start_index(const sim_t *s, int i, const char *ckpt);
 void sim_worker_start(sim_t *s, int w);
 void sim_worker_kill(sim_t *s, int w);
 void sim_worker_close(sim_t *s, int w); /* graceful: kn_cc_close */
-void sim_worker_drain(sim_t *s, int w);
+/* After an event handed to w's drive: a crash between its actions, the
+ * end of a close, the next tick. */
+void sim_worker_after(sim_t *s, int w);
+/* Destroys w's drive without carrying out anything more. */
+void sim_worker_drop_drive(sim_t *s, int w);
 void sim_worker_event(sim_t *s, const sim_ev_t *ev);
+/* w stops for `ms`: the whole process (freeze: every event waits, its
+ * clock jumps) or only its control thread (readers and the application
+ * go on).  Its tenures count as cut short by it. */
+void sim_worker_stall(sim_t *s, int w, int freeze, int64_t ms);
 /* A store call of w on key failed or was slow (key NULL: a listing):
  * duplicates after it are the store's doing. */
 void sim_flag_store_fault(sim_t *s, int w, const char *key);

@@ -1,6 +1,7 @@
 /* The invariants: fencing, order and duplicates at every delivery and
  * every write that lands; no loss, checkpoints, liveness and balance at
  * the end of a run. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "kinesis/seqnum.h"
@@ -37,6 +38,13 @@ void sim_check_delivery(sim_t *s, int w, const sim_reader_t *r, size_t idx) {
   if (sim_wnow(s, w) >= r->until_ms)
     sim_violate(s, "w%d tenure %lld of %s delivered past its until_ms", w,
                 (long long)r->tenure, h->id);
+  if (h->cur_tenure > r->tenure && h->cur_ten_w != w)
+    sim_violate(s,
+                "two readers: w%d tenure %lld of %s delivers record %lld at "
+                "%lld ms, after w%d's take (tenure %lld) landed at %lld ms",
+                w, (long long)r->tenure, h->id, (long long)rec->rid,
+                (long long)s->now, h->cur_ten_w, (long long)h->cur_tenure,
+                (long long)h->cur_take_t);
   if (h->cur_tenure > r->tenure && s->now - h->cur_take_t > s->cfg.duration_ms)
     sim_violate(s,
                 "fencing: w%d tenure %lld of %s delivers record %lld at %lld "
@@ -290,7 +298,7 @@ void sim_check_end(sim_t *s) {
   }
   for (int w = 0; w < s->n_wk; w++) {
     if (!s->wk[w].alive) continue;
-    size_t n = kn_cc_held(s->wk[w].cc);
+    size_t n = kn_cc_held(kn_drive_core(s->wk[w].dr));
     alive++;
     if (n < held_min) held_min = n;
     if (n > held_max) held_max = n;

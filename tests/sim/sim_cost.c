@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "consumer/ccore.h"
-#include "consumer/store_pool.h"
+#include "consumer/store_job.h"
 #include "core/error.h"
 #include "lease/store.h"
 #include "sim.h"
@@ -37,7 +37,13 @@ typedef struct cev {
 
 typedef struct cworker {
   char id[64];
-  kn_cc_t *cc;
+  kn_drive_t *dr; /* the consumer's driver, with the core inside */
+  struct cenv {
+    struct cost *s;
+    int w;
+  } env;
+  char **yields; /* hand-offs the application answers next: key, tenure */
+  size_t n_yields;
   int alive;
   uint64_t gen;      /* incarnation: events of an earlier one are dropped */
   uint64_t tick_gen; /* the tick scheduled last */
@@ -165,15 +171,13 @@ static double lease_size(cost_t *s, const char *key) {
 /* ---- the store calls, counted ---- */
 
 static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
-  kn_lease_store_t *ls = s->ls;
-  const kn_lease_store_ops_t *o = ls->ops;
   counts_t *c = &s->cnt;
   double before = 0;
   j->sent_ms = s->now;
   if (j->key && j->op != KN_CC_GET) before = lease_size(s, j->key);
+  kn_store_job_apply(s->ls, worker, j); /* what the store threads run */
   switch (j->op) {
     case KN_CC_LIST_LEASES: {
-      j->err = o->list(ls, &j->leases, &j->n_leases);
       double b = 0;
       for (size_t i = 0; i < j->n_leases; i++) b += item_bytes(&j->leases[i]);
       c->items_read += (double)j->n_leases;
@@ -182,56 +186,19 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
       return;
     }
     case KN_CC_GET:
-      j->err = o->get(ls, j->key, &j->got);
       c->items_read += 1;
       c->rcu += ceil((j->err ? 100 : item_bytes(&j->got)) / 4096);
       c->gets++;
       return;
     case KN_CC_HEARTBEAT:
-      j->err = o->heartbeat
-                   ? o->heartbeat(ls, worker, j->beat, j->n_held, j->bump,
-                                  j->children, j->n_children, &j->members)
-                   : kn_error_new(KN_ERR__UNSUPPORTED, "no members");
       if (!j->err) {
         c->items_written += 1;
         c->wcu += ceil(members_bytes(&j->members) / 1024);
       }
       c->heartbeats++;
       return;
-    case KN_CC_CREATE:
-      j->err = o->create(ls, &j->lease);
-      break;
-    case KN_CC_TAKE:
-      j->err = o->take(ls, j->key, j->counter, j->old_owner, worker,
-                       &j->new_counter);
-      break;
-    case KN_CC_RENEW:
-      j->err = o->renew(ls, j->key, j->counter, worker, &j->new_counter,
-                        &j->handoff_to);
-      break;
-    case KN_CC_CHECKPOINT:
-      j->err = o->checkpoint(ls, j->key, j->counter, worker, j->checkpoint,
-                             j->subseq, j->pending, j->pending_subseq, j->state,
-                             j->state_len, &j->new_counter, &j->handoff_to);
-      break;
-    case KN_CC_RELEASE:
-      j->err = o->release(ls, j->key, j->counter, worker, &j->new_counter);
-      break;
-    case KN_CC_REMOVE:
-      j->err = o->remove(ls, j->key, j->counter);
-      break;
-    case KN_CC_SET_CHILDREN:
-      j->err = o->set_children(ls, j->key, j->children, j->n_children);
-      break;
-    case KN_CC_HANDOFF:
-      j->err = o->handoff(ls, j->key, j->counter, j->old_owner, worker);
-      break;
-    case KN_CC_HANDOFF_DONE:
-      j->err = o->handoff_done(ls, j->key, j->counter, worker, &j->new_counter);
-      break;
     default:
-      j->err = kn_error_new(KN_ERR__FAIL, "not a store call");
-      return;
+      break;
   }
   double after = j->key ? lease_size(s, j->key) : 0;
   c->items_written += 1;
@@ -239,103 +206,137 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
   c->writes++;
 }
 
-/* ---- workers ---- */
+/* ---- workers: the drive's operations ---- */
 
-static void drain(cost_t *s, int w);
+static void after(cost_t *s, int w);
+
+static int64_t op_now(void *env) { return ((struct cenv *)env)->s->now; }
+
+static int op_submit(void *env, const kn_cc_action_t *a) {
+  struct cenv *e = env;
+  cost_t *s = e->s;
+  kn_store_job_t *j = kn_store_job_new(a);
+  if (!j) return -1;
+  push(s, s->now + latency(s), a->op == KN_CC_LIST_SHARDS ? C_REPLY : C_APPLY,
+       e->w, s->w[e->w].gen, j);
+  return 0;
+}
+
+/* No records here: readers are not simulated. */
+static int op_start(void *env, const kn_cc_action_t *a) {
+  (void)env, (void)a;
+  return 0;
+}
+
+static void op_stop(void *env, const char *key, int64_t tenure,
+                    kn_drive_stop_t why, kn_err_t reason,
+                    const char *next_owner) {
+  struct cenv *e = env;
+  cworker_t *k = &e->s->w[e->w];
+  (void)reason, (void)next_owner;
+  if (why != KN_DRIVE_YIELD) return;
+  /* the application is done at once: answered once the drive returns */
+  k->yields = realloc(k->yields, (k->n_yields + 2) * sizeof(*k->yields));
+  if (!k->yields) abort();
+  k->yields[k->n_yields++] = kn_strdup0(key);
+  k->yields[k->n_yields++] = kn_asprintf("%lld", (long long)tenure);
+}
+
+static void op_deadline(void *env, const char *key, int64_t tenure,
+                        int64_t until_ms) {
+  (void)env, (void)key, (void)tenure, (void)until_ms;
+}
+
+static void op_reply(void *env, void *req, kn_err_t code, const char *msg) {
+  (void)env, (void)req, (void)code, (void)msg;
+}
+
+static void op_fatal(void *env, kn_err_t code, const char *msg) {
+  struct cenv *e = env;
+  fprintf(stderr, "kn_sim --cost: %s: %s: %s\n", e->s->w[e->w].id,
+          kn_err2name(code), msg);
+  exit(1);
+}
+
+static void op_log(void *env, int level, const char *msg) {
+  struct cenv *e = env;
+  (void)level;
+  if (e->s->verbose)
+    fprintf(stderr, "%9.3f %s %s\n", (double)e->s->now / 1000, e->s->w[e->w].id,
+            msg);
+}
+
+static const kn_drive_ops_t cost_ops = {
+    .now = op_now,
+    .submit = op_submit,
+    .start = op_start,
+    .stop = op_stop,
+    .deadline = op_deadline,
+    .reply = op_reply,
+    .fatal = op_fatal,
+    .log = op_log,
+};
 
 static void start_worker(cost_t *s, int w) {
   cworker_t *k = &s->w[w];
   kn_cc_cfg_t cfg = s->cfg;
   cfg.worker = k->id;
   cfg.beat_base = (int64_t)(sim_rand(&s->rng) >> 2);
-  k->cc = kn_cc_new(&cfg, s->now);
-  if (!k->cc) {
-    fprintf(stderr, "kn_sim --cost: kn_cc_new failed\n");
+  k->env.s = s;
+  k->env.w = w;
+  k->dr = kn_drive_new(&cfg, &cost_ops, &k->env);
+  if (!k->dr) {
+    fprintf(stderr, "kn_sim --cost: kn_drive_new failed\n");
     exit(1);
   }
   k->alive = 1;
   k->gen++;
   k->tick_at = -1;
-  kn_cc_tick(k->cc, s->now);
-  drain(s, w);
+  kn_drive_tick(k->dr);
+  after(s, w);
 }
 
 static void kill_worker(cost_t *s, int w) {
   cworker_t *k = &s->w[w];
-  kn_cc_destroy(k->cc);
-  k->cc = NULL;
+  kn_drive_destroy(k->dr);
+  k->dr = NULL;
   k->alive = 0;
   k->gen++;
 }
 
-static void drain(cost_t *s, int w) {
+/* After an event handed to w's drive: the hand-offs it asked for are
+ * answered, then the next tick. */
+static void after(cost_t *s, int w) {
   cworker_t *k = &s->w[w];
-  kn_cc_action_t a;
-  char **yields = NULL; /* key, then tenure as text: answered after */
-  size_t n_y = 0;
-  while (kn_cc_next(k->cc, &a)) {
-    if (kn_cc_op_is_call(a.op)) {
-      kn_store_job_t *j = kn_store_job_new(&a);
-      if (!j) abort();
-      push(s, s->now + latency(s),
-           a.op == KN_CC_LIST_SHARDS ? C_REPLY : C_APPLY, w, k->gen, j);
-      continue;
-    }
-    switch (a.op) {
-      case KN_CC_YIELD:
-        yields = realloc(yields, (n_y + 2) * sizeof(*yields));
-        if (!yields) abort();
-        yields[n_y++] = kn_strdup0(a.key);
-        yields[n_y++] = kn_asprintf("%lld", (long long)a.tenure);
-        break;
-      case KN_CC_FATAL:
-        fprintf(stderr, "kn_sim --cost: %s: %s\n", k->id, a.err_msg);
-        exit(1);
-      case KN_CC_LOG:
-        if (s->verbose)
-          fprintf(stderr, "%9.3f %s %s\n", (double)s->now / 1000, k->id,
-                  a.err_msg);
-        break;
-      default:
-        break;
-    }
+  while (k->n_yields) {
+    char *tenure = k->yields[--k->n_yields];
+    char *key = k->yields[--k->n_yields];
+    kn_drive_yielded(k->dr, key, atoll(tenure), NULL);
+    free(key);
+    free(tenure);
   }
-  for (size_t i = 0; i < n_y; i += 2) {
-    kn_cc_yielded(k->cc, yields[i], atoll(yields[i + 1]), NULL, s->now);
-    free(yields[i]);
-    free(yields[i + 1]);
-  }
-  free(yields);
-  if (n_y) {
-    drain(s, w);
-    return;
-  }
-  int64_t wake = kn_cc_wake_ms(k->cc);
+  int64_t wake = kn_drive_wake_ms(k->dr);
   if (wake == INT64_MAX || wake == k->tick_at) return;
   k->tick_at = wake < s->now ? s->now : wake;
   push(s, k->tick_at, C_TICK, w, ++k->tick_gen, NULL);
 }
 
 static void reply(cost_t *s, cworker_t *k, kn_store_job_t *j) {
-  switch (j->op) {
-    case KN_CC_LIST_LEASES:
-      kn_cc_leases_done(k->cc, j->id, j->err, j->leases, j->n_leases, s->now);
-      break;
-    case KN_CC_LIST_SHARDS:
-      kn_cc_shards_done(k->cc, j->id, NULL, s->listing, (size_t)s->shards,
-                        s->now);
-      break;
-    case KN_CC_GET:
-      kn_cc_lease_got(k->cc, j->id, j->err, j->err ? NULL : &j->got, s->now);
-      break;
-    case KN_CC_HEARTBEAT:
-      kn_cc_members_done(k->cc, j->id, j->err, &j->members, j->sent_ms, s->now);
-      break;
-    default:
-      kn_cc_store_done(k->cc, j->id, j->err, j->new_counter, j->handoff_to,
-                       j->sent_ms, s->now);
-      break;
-  }
+  kn_drive_result_t r = {
+      .id = j->id,
+      .op = j->op,
+      .err = j->err,
+      .leases = j->leases,
+      .n_leases = j->n_leases,
+      .shards = s->listing,
+      .n_shards = (size_t)s->shards,
+      .got = &j->got,
+      .members = &j->members,
+      .new_counter = j->new_counter,
+      .handoff_to = j->handoff_to,
+      .sent_ms = j->sent_ms,
+  };
+  kn_drive_result(k->dr, &r);
 }
 
 /* ---- phases ---- */
@@ -363,7 +364,7 @@ static int held_by_live(cost_t *s, int w, int *by_w) {
 
 static int all_idle(cost_t *s) {
   for (int k = 0; k < s->n_w; k++)
-    if (s->w[k].alive && !kn_cc_idle(s->w[k].cc)) return 0;
+    if (s->w[k].alive && !kn_cc_idle(kn_drive_core(s->w[k].dr))) return 0;
   return 1;
 }
 
@@ -377,8 +378,8 @@ static void run_until(cost_t *s, int64_t end, int (*stop)(cost_t *, int),
       case C_TICK:
         if (k->alive && e.gen == k->tick_gen) {
           k->tick_at = -1;
-          kn_cc_tick(k->cc, s->now);
-          drain(s, e.w);
+          kn_drive_tick(k->dr);
+          after(s, e.w);
         }
         break;
       case C_APPLY:
@@ -388,7 +389,7 @@ static void run_until(cost_t *s, int64_t end, int (*stop)(cost_t *, int),
       case C_REPLY:
         if (k->alive && e.gen == k->gen) {
           reply(s, k, e.job);
-          drain(s, e.w);
+          after(s, e.w);
         }
         kn_store_job_free(e.job);
         break;
@@ -543,7 +544,10 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   print_counts("join", &c2, &c3, 60, shards, extra);
   printf("}\n");
 
-  for (int w = 0; w <= workers; w++) kn_cc_destroy(s.w[w].cc);
+  for (int w = 0; w <= workers; w++) {
+    kn_drive_destroy(s.w[w].dr);
+    free(s.w[w].yields);
+  }
   cev_t e;
   while (pop(&s, &e)) kn_store_job_free(e.job);
   free(s.heap);

@@ -54,7 +54,7 @@ static int pick_alive(sim_t *s) {
 
 static void random_fault(sim_t *s) {
   int w = pick_alive(s);
-  int kind = (int)sim_range(&s->rng, 0, s->o.faults >= 2 ? 4 : 0);
+  int kind = (int)sim_range(&s->rng, 0, s->o.faults >= 2 ? 5 : 0);
   int64_t d = s->cfg.duration_ms;
   if (w < 0) return;
   switch (kind) {
@@ -68,19 +68,14 @@ static void random_fault(sim_t *s) {
       sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0, 0,
                NULL);
       break;
-    case 1: { /* freeze longer than a lease duration */
-      sim_worker_t *k = &s->wk[w];
-      k->frozen_until = s->now + sim_range(&s->rng, d + 1000, 2 * d + 5000);
-      for (size_t i = 0; i < k->n_rd; i++)
-        s->ten[k->rd[i].ten].flags |= TEN_FROZEN;
-      for (size_t i = 0; i < s->n_ten; i++)
-        if (s->ten[i].w == w && s->ten[i].inc == k->inc &&
-            !(s->ten[i].flags & (TEN_RELEASED | TEN_DONE)))
-          s->ten[i].flags |= TEN_FROZEN;
-      s->had_fault = 1;
-      sim_trace(s, w, "freeze", NULL, k->frozen_until, 0);
+    case 1: /* freeze longer than a lease duration */
+      sim_worker_stall(s, w, 1, sim_range(&s->rng, d + 1000, 2 * d + 5000));
       break;
-    }
+    case 5: /* the control thread busy (a slow store answer, a fan-out
+               check) from a renewal interval to two lease durations */
+      sim_worker_stall(s, w, 0,
+                       sim_range(&s->rng, s->cfg.renew_ms, 2 * d + 5000));
+      break;
     case 2:
     case 3: /* partition from the store */
       s->had_fault = 1;

@@ -49,8 +49,10 @@ void sim_init(sim_t *s, const sim_opts_t *o) {
   if (s->o.topology == SIM_TOPO_RANDOM)
     s->o.topology = (int)sim_range(&s->rng, SIM_TOPO_STATIC, SIM_TOPO_IDLE);
   s->n_wk = o->workers;
-  for (int w = 0; w < s->n_wk; w++) {
+  /* Every slot has its id: a scenario may run more workers than drawn. */
+  for (int w = 0; w < SIM_MAX_WORKERS; w++)
     snprintf(s->wk[w].id, sizeof(s->wk[w].id), "w%d", w);
+  for (int w = 0; w < s->n_wk; w++) {
     s->wk[w].auto_ckpt = !sim_chance(&s->rng, 150);
     s->wk[w].tick_at = -1;
   }
@@ -121,8 +123,7 @@ int sim_run(sim_t *s) {
   sim_ev_t ev;
   while (!s->violated && sim_pop(s, &ev)) {
     if (ev.t > s->end && !s->faults_on) {
-      if (ev.kind == EV_STORE_APPLY || ev.kind == EV_STORE_REPLY)
-        sim_call_free(ev.p);
+      sim_ev_free(&ev);
       continue;
     }
     s->now = ev.t;

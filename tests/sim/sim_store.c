@@ -103,9 +103,34 @@ static void heartbeat(sim_t *s, sim_call_t *c) {
   c->members.n = (size_t)s->n_mb;
 }
 
+/* Non-zero: arguments the SQLite and DynamoDB stores refuse with
+ * KN_ERR__INVALID_ARG before they look at any condition (a lease without
+ * a key, a change without an owner).  A heartbeat's worker id must also
+ * fit in sim_member_t. */
+static int bad_args(const sim_t *s, const sim_call_t *c) {
+  switch (c->op) {
+    case KN_CC_CREATE:
+      return !c->lease.key || !*c->lease.key;
+    case KN_CC_TAKE:
+    case KN_CC_RENEW:
+    case KN_CC_RELEASE:
+    case KN_CC_CHECKPOINT:
+    case KN_CC_HANDOFF_DONE:
+      return !c->owner;
+    case KN_CC_HANDOFF:
+      return !c->owner || !c->old_owner;
+    case KN_CC_HEARTBEAT:
+      return !c->owner || !*c->owner ||
+             strlen(c->owner) >= sizeof(s->mb[0].worker);
+    default:
+      return 0;
+  }
+}
+
 kn_err_t sim_store_apply(sim_t *s, sim_call_t *c) {
   kn_lease_t *l = NULL;
   int i;
+  if (bad_args(s, c)) return KN_ERR__INVALID_ARG;
   switch (c->op) {
     case KN_CC_LIST_LEASES:
       c->n_list = s->n_table;
@@ -145,7 +170,7 @@ kn_err_t sim_store_apply(sim_t *s, sim_call_t *c) {
       return 0;
     case KN_CC_HANDOFF:
       l = find_if(s, c->key, c->counter, 1, c->old_owner);
-      if (!l || !c->old_owner || l->checkpoint_owner) return CCF;
+      if (!l || l->checkpoint_owner) return CCF;
       set_str(&l->owner, c->owner);
       set_str(&l->checkpoint_owner, c->old_owner);
       return 0;

@@ -117,18 +117,23 @@ void sim_violate(sim_t *s, const char *fmt, ...) {
   sim_trace(s, -1, "VIOLATION", NULL, 0, 0);
 }
 
+void sim_ev_free(const sim_ev_t *ev) {
+  if (ev->kind == EV_STORE_APPLY || ev->kind == EV_STORE_REPLY)
+    sim_call_free(ev->p);
+  else if (ev->kind == EV_CTL)
+    free(ev->p);
+}
+
 void sim_free(sim_t *s) {
   for (int w = 0; w < s->n_wk; w++) {
     sim_worker_t *k = &s->wk[w];
-    kn_cc_destroy(k->cc);
+    sim_worker_drop_drive(s, w);
     free(k->rd);
     free(k->proc);
     free(k->yields);
   }
   sim_ev_t ev;
-  while (sim_pop(s, &ev))
-    if (ev.kind == EV_STORE_APPLY || ev.kind == EV_STORE_REPLY)
-      sim_call_free(ev.p);
+  while (sim_pop(s, &ev)) sim_ev_free(&ev);
   free(s->heap);
   kn_lease_array_free(s->table, s->n_table);
   for (int i = 0; i < s->n_sh; i++) free(s->sh[i].rec);

@@ -1,8 +1,10 @@
-/* Workers: a real coordination core each, the actions it returns carried
- * out against the simulated store and stream, simulated readers (batches
- * from the lease's checkpoint, the reading deadline, the shard's end) and
- * the simulated application (polls, processed positions, checkpoints). */
+/* Workers: the consumer's own driver each (consumer/drive.h, with the
+ * real coordination core inside), its operations carried out against the
+ * simulated store and stream, simulated readers (batches from the lease's
+ * checkpoint, the reading deadline, the shard's end) and the simulated
+ * application (polls, processed positions, checkpoints). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,9 +14,33 @@
 
 int64_t sim_wnow(const sim_t *s, int w) { return s->now + s->wk[w].off; }
 
+static const kn_drive_ops_t *drive_ops(void);
+
+/* Messages to the control thread (see post()). */
+enum {
+  CTL_DELIVERED,
+  CTL_PROCESSED,
+  CTL_YIELDED,
+  CTL_CHECKPOINT,
+  CTL_EXPIRED,
+  CTL_GONE,
+  CTL_CLOSE
+};
+typedef struct sim_ctl {
+  int what;
+  char key[24];
+  int64_t tenure;
+  char seq[32]; /* "" for none */
+  int end;
+  uint64_t req;
+} sim_ctl_t;
+
+static void post(sim_t *s, int w, int what, const char *key, int64_t tenure,
+                 const char *seq, int end, uint64_t req);
+
 static void schedule_tick(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
-  int64_t wake = kn_cc_wake_ms(k->cc);
+  int64_t wake = kn_drive_wake_ms(k->dr);
   if (wake == INT64_MAX) return;
   int64_t t = wake - k->off;
   if (t < s->now) t = s->now;
@@ -33,20 +59,33 @@ void sim_worker_start(sim_t *s, int w) {
   k->tick_at = -1;
   k->frozen_until = 0;
   k->off = sim_range(&s->rng, 1000, 100000000);
+  k->crashed = k->dying = 0;
+  k->stall_until = 0;
+  k->ctl_pending = 0;
+  k->env.s = s;
+  k->env.w = w;
   kn_cc_cfg_t cfg = s->cfg;
   cfg.worker = k->id;
   cfg.auto_checkpoint = k->auto_ckpt;
   cfg.beat_base = (int64_t)(sim_rand(&s->rng) >> 2);
-  k->cc = kn_cc_new(&cfg, sim_wnow(s, w));
+  k->dr = kn_drive_new(&cfg, drive_ops(), &k->env);
   sim_trace(s, w, "start", NULL, k->inc, k->auto_ckpt);
-  if (!k->cc) {
-    sim_violate(s, "kn_cc_new refused a valid configuration");
+  if (!k->dr) {
+    sim_violate(s, "kn_drive_new refused a valid configuration");
     k->alive = 0;
     return;
   }
   sim_push(s, s->now + sim_range(&s->rng, 10, 300), EV_POLL, w, k->inc, 0, 0,
            NULL);
-  sim_worker_drain(s, w);
+  sim_worker_after(s, w);
+}
+
+void sim_worker_drop_drive(sim_t *s, int w) {
+  sim_worker_t *k = &s->wk[w];
+  k->dying = 1; /* the requests it answers go nowhere */
+  kn_drive_destroy(k->dr);
+  k->dr = NULL;
+  k->dying = 0;
 }
 
 static void remove_reader(sim_worker_t *k, size_t i) {
@@ -60,8 +99,7 @@ void sim_worker_kill(sim_t *s, int w) {
   k->n_rd = 0;
   k->n_proc = 0;
   k->n_yields = 0;
-  kn_cc_destroy(k->cc);
-  k->cc = NULL;
+  sim_worker_drop_drive(s, w);
   k->alive = 0;
   k->inc++;
   k->tick_at = -1;
@@ -72,6 +110,21 @@ static void app_checkpoint(sim_t *s, int w, const char *key, const char *seq,
                            int64_t last);
 static void answer_yields(sim_t *s, int w);
 
+void sim_worker_stall(sim_t *s, int w, int freeze, int64_t ms) {
+  sim_worker_t *k = &s->wk[w];
+  if (freeze)
+    k->frozen_until = s->now + ms;
+  else if (s->now + ms > k->stall_until)
+    k->stall_until = s->now + ms;
+  for (size_t i = 0; i < k->n_rd; i++) s->ten[k->rd[i].ten].flags |= TEN_FROZEN;
+  for (size_t i = 0; i < s->n_ten; i++)
+    if (s->ten[i].w == w && s->ten[i].inc == k->inc &&
+        !(s->ten[i].flags & (TEN_RELEASED | TEN_DONE)))
+      s->ten[i].flags |= TEN_FROZEN;
+  s->had_fault = 1;
+  sim_trace(s, w, freeze ? "freeze" : "stall", NULL, s->now + ms, 0);
+}
+
 void sim_worker_close(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
   if (!k->alive || k->closing) return;
@@ -81,12 +134,10 @@ void sim_worker_close(sim_t *s, int w) {
   /* The application is done with what it was handed: with
    * auto-checkpoint closing says so (kn_consumer_close); with its own
    * checkpoints it writes them first. */
-  int64_t now = sim_wnow(s, w);
   if (k->auto_ckpt) {
-    for (size_t i = 0; i < k->n_proc; i++) {
-      kn_cc_pos_t pos = {k->proc[i].seq, 0};
-      kn_cc_processed(k->cc, k->proc[i].key, k->proc[i].tenure, &pos, now);
-    }
+    for (size_t i = 0; i < k->n_proc; i++)
+      post(s, w, CTL_PROCESSED, k->proc[i].key, k->proc[i].tenure,
+           k->proc[i].seq, 0, 0);
     k->n_proc = 0;
   } else {
     for (size_t i = 0; i < k->n_rd; i++) {
@@ -97,8 +148,8 @@ void sim_worker_close(sim_t *s, int w) {
     }
   }
   answer_yields(s, w);
-  kn_cc_close(k->cc, now);
-  sim_worker_drain(s, w);
+  post(s, w, CTL_CLOSE, "", -1, NULL, 0, 0);
+  sim_worker_after(s, w);
 }
 
 /* After CLOSED: nothing is read any more and, unless the store failed
@@ -115,18 +166,19 @@ static void closed(sim_t *s, int w) {
     k->close_fault = 1;
   for (size_t t = 0; t < s->n_ten && !k->close_fault; t++) {
     /* A tenure dropped at the very moment of the close (a freeze ended
-     * both) is not the close's to release either. */
+     * both) is not the close's to release either; nor one whose control
+     * thread stalled past its heartbeat deadline (the core then gives the
+     * lease up without a write: others may already count it dead). */
     if (s->ten[t].w != w || s->ten[t].inc != k->inc ||
         (s->ten[t].end_t >= 0 && s->ten[t].end_t < k->close_t) ||
-        (s->ten[t].flags & TEN_DROPPED))
+        (s->ten[t].flags & (TEN_DROPPED | TEN_FROZEN)))
       continue;
     int li = sim_store_find(s, s->sh[s->ten[t].shard].id);
     const kn_lease_t *l = li >= 0 ? &s->table[li] : NULL;
     if (l && l->owner && strcmp(l->owner, k->id) == 0)
       sim_violate(s, "w%d: CLOSED but still owns the lease of %s", w, l->key);
   }
-  kn_cc_destroy(k->cc);
-  k->cc = NULL;
+  sim_worker_drop_drive(s, w);
   k->alive = 0;
   k->inc++;
   k->tick_at = -1;
@@ -248,112 +300,168 @@ static void start_reader(sim_t *s, int w, const kn_cc_action_t *a) {
            r->serial, 0, NULL);
 }
 
-static void end_tenure(sim_t *s, int w, const kn_cc_action_t *a, int flag) {
+static void end_tenure(sim_t *s, int w, const char *key, int64_t tenure,
+                       int flag) {
   sim_worker_t *k = &s->wk[w];
   size_t i;
-  sim_reader_t *r = find_reader(k, a->key, a->tenure, &i);
+  sim_reader_t *r = find_reader(k, key, tenure, &i);
   if (!r) return;
   s->ten[r->ten].flags |= flag;
   s->ten[r->ten].end_t = s->now;
   remove_reader(k, i);
 }
 
-static void handle(sim_t *s, int w, const kn_cc_action_t *a) {
+/* ---- the drive's operations ---- */
+
+#define ENV_WORKER(env, s, w, k) \
+  struct sim_env *e_ = (env);    \
+  sim_t *s = e_->s;              \
+  int w = e_->w;                 \
+  sim_worker_t *k = &s->wk[w];
+
+/* A crash between two actions of one decision: what the drive asks after
+ * it is lost; the worker dies once the drive returns. */
+static int gone(sim_t *s, sim_worker_t *k) {
+  if (k->dying || k->crashed) return 1;
+  if (s->faults_on && s->o.faults >= 1 && sim_chance(&s->rng, 2)) {
+    k->crashed = 1;
+    return 1;
+  }
+  return 0;
+}
+
+static int64_t op_now(void *env) {
+  ENV_WORKER(env, s, w, k);
+  (void)k;
+  return sim_wnow(s, w);
+}
+
+static int op_submit(void *env, const kn_cc_action_t *a) {
+  ENV_WORKER(env, s, w, k);
+  if (gone(s, k)) return 0;
+  if (a->op != KN_CC_LIST_SHARDS) {
+    store_call(s, w, a);
+    return 0;
+  }
+  int fail = s->faults_on && s->o.faults >= 2 && sim_chance(&s->rng, 30);
+  sim_trace(s, w, "LIST_SHARDS", NULL, (int64_t)a->id, 0);
+  sim_push(s, s->now + sim_latency(s), EV_SHARDS_REPLY, w, k->inc,
+           (int64_t)a->id, fail, NULL);
+  return 0;
+}
+
+static int op_start(void *env, const kn_cc_action_t *a) {
+  ENV_WORKER(env, s, w, k);
+  if (!gone(s, k)) start_reader(s, w, a);
+  return 0;
+}
+
+static void yield_reader(sim_t *s, int w, const char *key, int64_t tenure) {
   sim_worker_t *k = &s->wk[w];
   sim_reader_t *r;
-  switch (a->op) {
-    case KN_CC_LIST_LEASES:
-    case KN_CC_CREATE:
-    case KN_CC_TAKE:
-    case KN_CC_RENEW:
-    case KN_CC_CHECKPOINT:
-    case KN_CC_RELEASE:
-    case KN_CC_REMOVE:
-    case KN_CC_SET_CHILDREN:
-    case KN_CC_GET:
-    case KN_CC_HANDOFF:
-    case KN_CC_HANDOFF_DONE:
-    case KN_CC_HEARTBEAT:
-      store_call(s, w, a);
+  sim_trace(s, w, "YIELD", key, tenure, 0);
+  if (!(r = find_reader(k, key, tenure, NULL))) return;
+  if (k->n_yields == k->cap_yields) {
+    k->cap_yields = k->cap_yields ? k->cap_yields * 2 : 8;
+    k->yields = realloc(k->yields, k->cap_yields * sizeof(*k->yields));
+    if (!k->yields) abort();
+  }
+  sim_yield_t *y = &k->yields[k->n_yields++];
+  memcpy(y->key, r->key, sizeof(y->key));
+  y->tenure = r->tenure;
+  y->seq[0] = 0;
+  /* manual checkpoints: what the application has not checkpointed
+   * yet is checkpointed when it answers */
+  if (r->last >= 0 && (k->auto_ckpt || r->last > r->ckpted))
+    memcpy(y->seq, s->sh[r->shard].rec[r->last].seq, sizeof(y->seq));
+  end_tenure(s, w, key, tenure, TEN_STOPPED);
+}
+
+static void op_stop(void *env, const char *key, int64_t tenure,
+                    kn_drive_stop_t why, kn_err_t reason,
+                    const char *next_owner) {
+  ENV_WORKER(env, s, w, k);
+  (void)next_owner;
+  if (gone(s, k)) return;
+  switch (why) {
+    case KN_DRIVE_YIELD:
+      yield_reader(s, w, key, tenure);
       break;
-    case KN_CC_YIELD: {
-      size_t i;
-      sim_trace(s, w, "YIELD", a->key, a->tenure, 0);
-      if (!(r = find_reader(k, a->key, a->tenure, &i))) break;
-      if (k->n_yields == k->cap_yields) {
-        k->cap_yields = k->cap_yields ? k->cap_yields * 2 : 8;
-        k->yields = realloc(k->yields, k->cap_yields * sizeof(*k->yields));
-        if (!k->yields) abort();
-      }
-      sim_yield_t *y = &k->yields[k->n_yields++];
-      memcpy(y->key, r->key, sizeof(y->key));
-      y->tenure = r->tenure;
-      y->seq[0] = 0;
-      /* manual checkpoints: what the application has not checkpointed
-       * yet is checkpointed when it answers */
-      if (r->last >= 0 && (k->auto_ckpt || r->last > r->ckpted))
-        memcpy(y->seq, s->sh[r->shard].rec[r->last].seq, sizeof(y->seq));
-      end_tenure(s, w, a, TEN_STOPPED);
-      break;
-    }
-    case KN_CC_LIST_SHARDS: {
-      int fail = s->faults_on && s->o.faults >= 2 && sim_chance(&s->rng, 30);
-      sim_trace(s, w, "LIST_SHARDS", NULL, (int64_t)a->id, 0);
-      sim_push(s, s->now + sim_latency(s), EV_SHARDS_REPLY, w, k->inc,
-               (int64_t)a->id, fail, NULL);
-      break;
-    }
-    case KN_CC_START:
-      start_reader(s, w, a);
-      break;
-    case KN_CC_STOP:
-      sim_trace(s, w, "STOP", a->key, a->tenure, a->reason);
-      end_tenure(s, w, a,
-                 TEN_STOPPED | (a->reason == KN_ERR__LEASE_LOST ||
-                                        a->reason == KN_ERR__TIMED_OUT
+    case KN_DRIVE_LOST:
+      sim_trace(s, w, "STOP", key, tenure, reason);
+      end_tenure(s, w, key, tenure,
+                 TEN_STOPPED | (reason == KN_ERR__LEASE_LOST ||
+                                        reason == KN_ERR__TIMED_OUT
                                     ? TEN_DROPPED
                                     : 0));
       break;
-    case KN_CC_EXTEND:
-      if ((r = find_reader(k, a->key, a->tenure, NULL)))
-        r->until_ms = a->until_ms;
-      break;
-    case KN_CC_DONE:
-      sim_trace(s, w, "DONE", a->key, a->tenure, 0);
-      end_tenure(s, w, a, TEN_DONE);
-      break;
-    case KN_CC_REPLY:
-      sim_trace(s, w, "REPLY", a->key, (int64_t)(uintptr_t)a->req, a->reason);
-      if (a->reason) k->ckpt_retry = 1;
-      break;
-    case KN_CC_FATAL:
-      sim_violate(s, "w%d: FATAL: %s", w, a->err_msg ? a->err_msg : "?");
-      break;
-    case KN_CC_CLOSED:
-      sim_trace(s, w, "CLOSED", NULL, 0, 0);
-      if (k->closing) k->closed = 1;
-      break;
-    case KN_CC_LOG:
-      if (a->level >= KN_CC_LOG_INFO) sim_trace_msg(s, w, a->err_msg);
+    case KN_DRIVE_DONE:
+      sim_trace(s, w, "DONE", key, tenure, 0);
+      end_tenure(s, w, key, tenure, TEN_DONE);
       break;
   }
 }
 
-void sim_worker_drain(sim_t *s, int w) {
+static void op_deadline(void *env, const char *key, int64_t tenure,
+                        int64_t until_ms) {
+  ENV_WORKER(env, s, w, k);
+  sim_reader_t *r;
+  if (gone(s, k)) return;
+  if ((r = find_reader(k, key, tenure, NULL))) r->until_ms = until_ms;
+}
+
+static void op_reply(void *env, void *req, kn_err_t code, const char *msg) {
+  ENV_WORKER(env, s, w, k);
+  (void)msg;
+  if (gone(s, k)) return;
+  sim_trace(s, w, "REPLY", NULL, (int64_t)(uintptr_t)req, code);
+  if (code) k->ckpt_retry = 1;
+}
+
+static void op_fatal(void *env, kn_err_t code, const char *msg) {
+  ENV_WORKER(env, s, w, k);
+  (void)k;
+  sim_violate(s, "w%d: FATAL (%s): %s", w, kn_err2name(code), msg);
+}
+
+static void op_log(void *env, int level, const char *msg) {
+  ENV_WORKER(env, s, w, k);
+  if (gone(s, k)) return;
+  if (level >= KN_CC_LOG_INFO) sim_trace_msg(s, w, msg);
+}
+
+static const kn_drive_ops_t sim_drive_ops = {
+    .now = op_now,
+    .submit = op_submit,
+    .start = op_start,
+    .stop = op_stop,
+    .deadline = op_deadline,
+    .reply = op_reply,
+    .fatal = op_fatal,
+    .log = op_log,
+};
+
+static const kn_drive_ops_t *drive_ops(void) { return &sim_drive_ops; }
+
+void sim_worker_after(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
-  kn_cc_action_t a;
-  while (k->alive && k->cc && !k->closed && kn_cc_next(k->cc, &a)) {
-    handle(s, w, &a);
-    /* a crash between two actions of one decision */
-    if (s->faults_on && s->o.faults >= 1 && sim_chance(&s->rng, 2)) {
-      sim_worker_kill(s, w);
-      s->had_fault = 1;
-      sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0, 0,
-               NULL);
+  if (!k->alive || !k->dr) return;
+  if (k->crashed) {
+    sim_worker_kill(s, w);
+    s->had_fault = 1;
+    sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0, 0,
+             NULL);
+    return;
+  }
+  if (kn_drive_closed(k->dr)) {
+    sim_trace(s, w, "CLOSED", NULL, 0, 0);
+    if (k->closing) {
+      k->closed = 1;
+      closed(s, w);
+      return;
     }
   }
-  if (k->alive && k->closed) closed(s, w);
-  if (k->alive && k->cc) schedule_tick(s, w);
+  schedule_tick(s, w);
 }
 
 /* A failed write for a held lease may cost that tenure its checkpoint or
@@ -415,18 +523,78 @@ static void store_reply(sim_t *s, int w, sim_call_t *c) {
     else if (strcmp(k->slow_take, c->key) == 0)
       k->slow_take[0] = 0;
   }
-  if (c->op == KN_CC_LIST_LEASES)
-    kn_cc_leases_done(k->cc, c->id, err, err ? NULL : c->list,
-                      err ? 0 : c->n_list, now);
-  else if (c->op == KN_CC_HEARTBEAT)
-    kn_cc_members_done(k->cc, c->id, err, err ? NULL : &c->members, c->sent_ms,
-                       now);
-  else if (c->op == KN_CC_GET)
-    kn_cc_lease_got(k->cc, c->id, err, err ? NULL : &c->got, now);
-  else
-    kn_cc_store_done(k->cc, c->id, err, err ? 0 : c->new_counter,
-                     err ? NULL : c->handoff_to, c->sent_ms, now);
+  kn_drive_result_t res = {
+      .id = c->id,
+      .op = c->op,
+      .err = err,
+      .leases = c->list,
+      .n_leases = c->n_list,
+      .got = &c->got,
+      .members = &c->members,
+      .new_counter = c->new_counter,
+      .handoff_to = c->handoff_to,
+      .sent_ms = c->sent_ms,
+  };
+  kn_drive_result(k->dr, &res);
   kn_error_destroy(err);
+}
+
+/* ---- messages to the control thread ----
+ *
+ * Readers and the application reach the drive through the control
+ * thread's queue.  While that thread is busy (a stall: a slow store
+ * answer, a fan-out check) they wait in order; readers and polls go on,
+ * judging their deadlines themselves. */
+static int stalled(const sim_t *s, const sim_worker_t *k) {
+  return s->now < k->stall_until || k->ctl_pending;
+}
+
+static void run_ctl(sim_t *s, int w, const sim_ctl_t *m) {
+  sim_worker_t *k = &s->wk[w];
+  kn_cc_pos_t pos = {m->seq, 0};
+  const kn_cc_pos_t *pp = m->seq[0] ? &pos : NULL;
+  switch (m->what) {
+    case CTL_DELIVERED:
+      kn_drive_delivered(k->dr, m->key, m->tenure, pp, m->end);
+      break;
+    case CTL_PROCESSED:
+      kn_drive_processed(k->dr, m->key, m->tenure, pp);
+      break;
+    case CTL_YIELDED:
+      kn_drive_yielded(k->dr, m->key, m->tenure, pp);
+      break;
+    case CTL_CHECKPOINT:
+      kn_drive_checkpoint(k->dr, m->key, pp, 0, NULL, 0,
+                          (void *)(uintptr_t)m->req);
+      break;
+    case CTL_EXPIRED:
+      kn_drive_expired(k->dr, m->key, m->tenure);
+      break;
+    case CTL_GONE:
+      kn_drive_shard_gone(k->dr, m->key, m->tenure);
+      break;
+    case CTL_CLOSE:
+      kn_drive_close(k->dr);
+      break;
+  }
+}
+
+static void post(sim_t *s, int w, int what, const char *key, int64_t tenure,
+                 const char *seq, int end, uint64_t req) {
+  sim_worker_t *k = &s->wk[w];
+  sim_ctl_t m = {.what = what, .tenure = tenure, .end = end, .req = req};
+  snprintf(m.key, sizeof(m.key), "%s", key);
+  snprintf(m.seq, sizeof(m.seq), "%s", seq ? seq : "");
+  if (!stalled(s, k)) {
+    run_ctl(s, w, &m);
+    return;
+  }
+  sim_ctl_t *p = malloc(sizeof(*p));
+  if (!p) abort();
+  *p = m;
+  k->ctl_pending++;
+  sim_push(s, s->now > k->stall_until ? s->now : k->stall_until, EV_CTL, w,
+           k->inc, 0, 0, p);
 }
 
 static void reader_step(sim_t *s, int w, int64_t serial) {
@@ -447,7 +615,7 @@ static void reader_step(sim_t *s, int w, int64_t serial) {
     s->ten[r->ten].end_t = s->now;
     remove_reader(k, i);
     sim_trace(s, w, "shard_expired", key, tenure, 0);
-    kn_cc_shard_expired(k->cc, key, tenure, now);
+    post(s, w, CTL_EXPIRED, key, tenure, NULL, 0, 0);
     return;
   }
   sim_shard_t *h = &s->sh[r->shard];
@@ -460,7 +628,7 @@ static void reader_step(sim_t *s, int w, int64_t serial) {
     s->ten[r->ten].end_t = s->now;
     remove_reader(k, i);
     sim_trace(s, w, "shard_gone", key, tenure, 0);
-    kn_cc_shard_gone(k->cc, key, tenure, now);
+    post(s, w, CTL_GONE, key, tenure, NULL, 0, 0);
     return;
   }
   sim_check_reading(s, w, r);
@@ -473,11 +641,10 @@ static void reader_step(sim_t *s, int w, int64_t serial) {
   }
   int end = h->closed && r->next >= h->n;
   if (take || end) {
-    kn_cc_pos_t pos = {r->last >= 0 ? h->rec[r->last].seq : NULL, 0};
     sim_trace(s, w, end ? "delivered_end" : "delivered", r->key, r->tenure,
               (int64_t)take);
-    kn_cc_delivered(k->cc, r->key, r->tenure, r->last >= 0 ? &pos : NULL, end,
-                    now);
+    post(s, w, CTL_DELIVERED, r->key, r->tenure,
+         r->last >= 0 ? h->rec[r->last].seq : NULL, end, 0);
     if (take && k->auto_ckpt) {
       if (k->n_proc == k->cap_proc) {
         k->cap_proc = k->cap_proc ? k->cap_proc * 2 : 8;
@@ -513,17 +680,15 @@ static void ended(sim_t *s, int w, int shard, int ten) {
       sim_shard_desc(s, s->sh[shard].children[j], &ch[n++]);
   t->flags |= TEN_ENDED;
   sim_trace(s, w, "shard_ended", s->sh[shard].id, t->tenure, (int64_t)n);
-  kn_cc_shard_ended(k->cc, s->sh[shard].id, t->tenure, ch, n, sim_wnow(s, w));
+  kn_drive_shard_ended(k->dr, s->sh[shard].id, t->tenure, ch, n);
 }
 
 static void app_checkpoint(sim_t *s, int w, const char *key, const char *seq,
                            int64_t last) {
   sim_worker_t *k = &s->wk[w];
-  kn_cc_pos_t pos = {seq, 0};
   k->reqs++;
   sim_trace(s, w, "app_checkpoint", key, (int64_t)k->reqs, last);
-  kn_cc_checkpoint(k->cc, key, &pos, 0, NULL, 0, (void *)(uintptr_t)k->reqs,
-                   sim_wnow(s, w));
+  post(s, w, CTL_CHECKPOINT, key, -1, seq, 0, k->reqs);
 }
 
 /* The hand-offs asked since the last poll: the application is done with
@@ -532,23 +697,20 @@ static void answer_yields(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
   for (size_t i = 0; i < k->n_yields; i++) {
     sim_yield_t *y = &k->yields[i];
-    kn_cc_pos_t pos = {y->seq, 0};
     if (!k->auto_ckpt && y->seq[0]) app_checkpoint(s, w, y->key, y->seq, -1);
     sim_trace(s, w, "yielded", y->key, y->tenure, 0);
-    kn_cc_yielded(k->cc, y->key, y->tenure,
-                  k->auto_ckpt && y->seq[0] ? &pos : NULL, sim_wnow(s, w));
+    post(s, w, CTL_YIELDED, y->key, y->tenure, k->auto_ckpt ? y->seq : NULL, 0,
+         0);
   }
   k->n_yields = 0;
 }
 
 static void poll(sim_t *s, int w) {
   sim_worker_t *k = &s->wk[w];
-  int64_t now = sim_wnow(s, w);
   if (k->auto_ckpt) {
-    for (size_t i = 0; i < k->n_proc; i++) {
-      kn_cc_pos_t pos = {k->proc[i].seq, 0};
-      kn_cc_processed(k->cc, k->proc[i].key, k->proc[i].tenure, &pos, now);
-    }
+    for (size_t i = 0; i < k->n_proc; i++)
+      post(s, w, CTL_PROCESSED, k->proc[i].key, k->proc[i].tenure,
+           k->proc[i].seq, 0, 0);
     k->n_proc = 0;
     answer_yields(s, w);
   } else {
@@ -560,12 +722,8 @@ static void poll(sim_t *s, int w) {
       for (size_t i = 0; i < k->n_rd; i++) {
         sim_reader_t *r = &k->rd[i];
         if (r->last < 0 || (r->last <= r->ckpted && !retry)) continue;
-        kn_cc_pos_t pos = {s->sh[r->shard].rec[r->last].seq, 0};
         r->ckpted = r->last;
-        k->reqs++;
-        sim_trace(s, w, "app_checkpoint", r->key, (int64_t)k->reqs, r->last);
-        kn_cc_checkpoint(k->cc, r->key, &pos, 0, NULL, 0,
-                         (void *)(uintptr_t)k->reqs, now);
+        app_checkpoint(s, w, r->key, s->sh[r->shard].rec[r->last].seq, r->last);
       }
   }
   sim_push(s, s->now + sim_range(&s->rng, 50, 500), EV_POLL, w, k->inc, 0, 0,
@@ -576,7 +734,7 @@ void sim_worker_event(sim_t *s, const sim_ev_t *ev) {
   int w = ev->w;
   sim_worker_t *k = &s->wk[w];
   if (!k->alive || ev->inc != k->inc) {
-    if (ev->kind == EV_STORE_REPLY) sim_call_free(ev->p);
+    sim_ev_free(ev);
     return;
   }
   if (s->now < k->frozen_until) {
@@ -591,29 +749,48 @@ void sim_worker_event(sim_t *s, const sim_ev_t *ev) {
     }
     return;
   }
+  if (s->now < k->stall_until &&
+      (ev->kind == EV_TICK || ev->kind == EV_STORE_REPLY ||
+       ev->kind == EV_SHARDS_REPLY || ev->kind == EV_ENDED ||
+       ev->kind == EV_CTL)) {
+    /* the control thread is busy: its work waits, readers go on */
+    if (ev->kind == EV_TICK) {
+      if (ev->a != k->tick_at) return;
+      k->tick_at = k->stall_until;
+    }
+    sim_push(s, k->stall_until, ev->kind, w, ev->inc,
+             ev->kind == EV_TICK ? k->stall_until : ev->a, ev->b, ev->p);
+    return;
+  }
   switch (ev->kind) {
     case EV_TICK:
       if (ev->a != k->tick_at) return;
       k->tick_at = -1;
-      kn_cc_tick(k->cc, sim_wnow(s, w));
+      kn_drive_tick(k->dr);
+      break;
+    case EV_CTL:
+      k->ctl_pending--;
+      run_ctl(s, w, ev->p);
+      free(ev->p);
       break;
     case EV_STORE_REPLY:
       store_reply(s, w, ev->p);
       sim_call_free(ev->p);
       break;
     case EV_SHARDS_REPLY: {
-      kn_cc_shard_t *v;
-      size_t n;
+      kn_drive_result_t res = {.id = (uint64_t)ev->a, .op = KN_CC_LIST_SHARDS};
+      kn_cc_shard_t *v = NULL;
+      kn_error_t *err = NULL;
       sim_trace(s, w, "shards_done", NULL, ev->a, ev->b);
-      if (ev->b) {
-        kn_error_t *err = kn_error_new(KN_ERR_LIMIT_EXCEEDED, "simulated");
-        kn_cc_shards_done(k->cc, (uint64_t)ev->a, err, NULL, 0, sim_wnow(s, w));
-        kn_error_destroy(err);
-      } else {
-        sim_list_shards(s, &v, &n);
-        kn_cc_shards_done(k->cc, (uint64_t)ev->a, NULL, v, n, sim_wnow(s, w));
-        free(v);
-      }
+      if (ev->b)
+        err = kn_error_new(KN_ERR_LIMIT_EXCEEDED, "simulated");
+      else
+        sim_list_shards(s, &v, &res.n_shards);
+      res.err = err;
+      res.shards = v;
+      kn_drive_result(k->dr, &res);
+      kn_error_destroy(err);
+      free(v);
       break;
     }
     case EV_READER:
@@ -628,5 +805,5 @@ void sim_worker_event(sim_t *s, const sim_ev_t *ev) {
     default:
       break;
   }
-  sim_worker_drain(s, w);
+  sim_worker_after(s, w);
 }

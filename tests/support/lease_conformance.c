@@ -491,6 +491,38 @@ static void case_checkpoint_handoff(kn_lease_store_t *ls, const char *prefix) {
   }
 }
 
+/* What every store refuses before it looks at the table: a lease without
+ * a key, a change without an owner, a hand-off without either owner.
+ * Nothing changes. */
+static void case_bad_args(kn_lease_store_t *ls, const char *prefix) {
+  char key[256], empty[] = "";
+  kn_lease_t l, got;
+  int64_t c = -1;
+  char *to = unset;
+  base_lease(&l, empty);
+  FAILS(ls->ops->create(ls, &l), KN_ERR__INVALID_ARG);
+  if (make(ls, prefix, "bad-args", key, sizeof(key))) return;
+  OK(ls->ops->take(ls, key, 0, NULL, "w1", &c));
+  FAILS(ls->ops->renew(ls, key, 1, NULL, &c, &to), KN_ERR__INVALID_ARG);
+  KT_CHECK(to == NULL);
+  to = unset;
+  FAILS(
+      ls->ops->checkpoint(ls, key, 1, NULL, "5", 0, NULL, 0, NULL, 0, &c, &to),
+      KN_ERR__INVALID_ARG);
+  KT_CHECK(to == NULL);
+  FAILS(ls->ops->release(ls, key, 1, NULL, &c), KN_ERR__INVALID_ARG);
+  FAILS(ls->ops->handoff(ls, key, 1, NULL, "w2"), KN_ERR__INVALID_ARG);
+  FAILS(ls->ops->handoff(ls, key, 1, "w1", NULL), KN_ERR__INVALID_ARG);
+  FAILS(ls->ops->handoff_done(ls, key, 1, NULL, &c), KN_ERR__INVALID_ARG);
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK_STR(got.owner, "w1");
+    KT_CHECK(got.checkpoint_owner == NULL);
+    KT_CHECK_STR(got.checkpoint, KN_CKPT_TRIM_HORIZON);
+    KT_CHECK_INT(got.counter, 1);
+    kn_lease_clear(&got);
+  }
+}
+
 /* Attributes other KCL versions wrote survive every change. */
 static void case_extra_kept(kn_lease_store_t *ls, const char *prefix) {
   char key[256];
@@ -865,6 +897,7 @@ int kn_lc_run(const kn_lc_target_t *t, const char *prefix, int *checks) {
     RUN(case_handoff(ls, prefix));
     RUN(case_checkpoint_handoff(ls, prefix));
     RUN(case_extra_kept(ls, prefix));
+    RUN(case_bad_args(ls, prefix));
     RUN(case_list(ls, prefix, t->many));
     RUN(case_members(t, ls, prefix));
     RUN(case_race(t, ls, prefix));

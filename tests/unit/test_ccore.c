@@ -1,10 +1,13 @@
-/* The coordination core: its planners, and one or two workers driven step
- * by step against a table kept here with the stores' conditional rules. */
+/* The coordination core: its planners and its raw interface, then one or
+ * two workers -- the lease-mode driver with the core inside
+ * (consumer/drive.h) -- driven step by step against the memory lease store
+ * (tests/support/drive_rig.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "consumer/ccore.h"
 #include "core/error.h"
+#include "drive_rig.h"
 #include "kt.h"
 
 /* ---- planners ---- */
@@ -206,239 +209,7 @@ static void test_family_read(void) {
   free(r);
 }
 
-/* ---- a table with the stores' rules ---- */
-
-#define MAXL 16
-typedef struct table {
-  kn_lease_t v[MAXL];
-  size_t n;
-  kn_member_t mb[4]; /* the membership */
-  size_t n_mb;
-  int64_t epoch;
-} table_t;
-
-/* The heartbeat of store.h: sets worker's row, adds bump, answers all
- * (the rows' names are borrowed by the answer). */
-static void beat(table_t *t, const kn_cc_action_t *a, const char *worker,
-                 kn_members_t *out) {
-  size_t i = 0;
-  while (i < t->n_mb && strcmp(t->mb[i].worker, worker) != 0) i++;
-  if (i == t->n_mb) {
-    t->mb[t->n_mb++].worker = (char *)worker;
-    for (size_t k = i; k > 0 && strcmp(t->mb[k - 1].worker, worker) > 0; k--) {
-      kn_member_t x = t->mb[k];
-      t->mb[k] = t->mb[k - 1];
-      t->mb[k - 1] = x;
-      i = k - 1;
-    }
-  }
-  t->mb[i].beat = a->beat;
-  t->mb[i].leases = a->leases;
-  t->epoch += a->bump;
-  out->v = t->mb;
-  out->n = t->n_mb;
-  out->epoch = t->epoch;
-}
-
-static kn_lease_t *tfind(table_t *t, const char *key) {
-  /* An action without its key is the core's fault: no lease matches. */
-  if (!key) return NULL;
-  for (size_t i = 0; i < t->n; i++)
-    if (strcmp(t->v[i].key, key) == 0) return &t->v[i];
-  return NULL;
-}
-
-/* The lease of key; an empty one when the table has none (a case read
- * after a failed allocation), so that checks fail instead of crashing. */
-static kn_lease_t *tget(table_t *t, const char *key) {
-  static kn_lease_t none;
-  kn_lease_t *l = tfind(t, key);
-  memset(&none, 0, sizeof(none));
-  return l ? l : &none;
-}
-
-static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
-
-/* Applies a store action; returns the error (NULL: done).  *to: a
- * renewal's hand-off (borrowed from the table). */
-static kn_error_t *apply(table_t *t, const kn_cc_action_t *a,
-                         const char *worker, int64_t *counter,
-                         const char **to) {
-  kn_lease_t *l = a->key ? tfind(t, a->key) : NULL;
-  kn_error_t *cond = kn_error_new(KN_ERR_CONDITIONAL_CHECK_FAILED, "cond");
-  switch (a->op) {
-    case KN_CC_CREATE:
-      /* Never without its lease (the core drops the action instead). */
-      KT_CHECK(a->lease != NULL);
-      if (!a->lease) {
-        kn_error_destroy(cond);
-        return kn_error_new(KN_ERR__NOMEM, "create without a lease");
-      }
-      if (tfind(t, a->lease->key)) return cond;
-      kn_lease_copy(&t->v[t->n++], a->lease);
-      break;
-    case KN_CC_TAKE:
-      if (!l || l->counter != a->counter || !same(l->owner, a->old_owner))
-        return cond;
-      free(l->owner);
-      l->owner = strdup(worker);
-      free(l->checkpoint_owner);
-      l->checkpoint_owner = NULL;
-      *counter = ++l->counter;
-      break;
-    case KN_CC_HANDOFF:
-      if (!l || l->counter != a->counter || !same(l->owner, a->old_owner) ||
-          l->checkpoint_owner)
-        return cond;
-      l->checkpoint_owner = l->owner;
-      l->owner = strdup(worker);
-      break;
-    case KN_CC_HANDOFF_DONE:
-      if (!l || l->counter != a->counter || !same(l->checkpoint_owner, worker))
-        return cond;
-      free(l->checkpoint_owner);
-      l->checkpoint_owner = NULL;
-      *counter = ++l->counter;
-      break;
-    case KN_CC_RENEW:
-    case KN_CC_RELEASE:
-    case KN_CC_CHECKPOINT:
-      if (!l || l->counter != a->counter ||
-          !same(kn_lease_actual_owner(l), worker))
-        return cond;
-      if (a->op != KN_CC_RELEASE && l->checkpoint_owner) *to = l->owner;
-      if (a->op == KN_CC_RELEASE) {
-        free(l->owner);
-        l->owner = NULL;
-        free(l->checkpoint_owner);
-        l->checkpoint_owner = NULL;
-      }
-      if (a->op == KN_CC_CHECKPOINT && a->checkpoint) {
-        free(l->checkpoint);
-        l->checkpoint = dup0(a->checkpoint);
-        l->checkpoint_subseq = a->subseq;
-      }
-      *counter = ++l->counter;
-      break;
-    case KN_CC_REMOVE:
-      if (!l || l->counter != a->counter) return cond;
-      kn_lease_clear(l);
-      *l = t->v[--t->n];
-      break;
-    default:
-      break;
-  }
-  kn_error_destroy(cond);
-  return NULL;
-}
-
-/* What a worker's driver saw. */
-typedef struct seen {
-  int start, stop, extend, done, closed, fatal, replies, yield;
-  int lists, beats; /* LIST_LEASES and HEARTBEAT calls */
-  int64_t beat_ms;  /* the last heartbeat written */
-  int64_t tenure;
-  kn_err_t stop_reason, reply_code;
-  char started[64];
-  char start_ckpt[64];
-} seen_t;
-
-static kn_cc_shard_t g_shards[8];
-static size_t g_n_shards;
-/* Heartbeats of g_fail_beat_of fail with g_fail_beat when set. */
-static kn_error_t *g_fail_beat;
-static const char *g_fail_beat_of;
-
-/* Carries out every queued action at once, answering store calls from t,
- * until the core has nothing more to say. */
-static void run(kn_cc_t *c, table_t *t, const char *worker, int64_t now,
-                seen_t *s, const kn_error_t *fail_renew) {
-  kn_cc_action_t a;
-  for (int guard = 0; guard < 1000 && kn_cc_next(c, &a); guard++) {
-    int64_t counter = 0;
-    kn_error_t *err = NULL;
-    switch (a.op) {
-      case KN_CC_LIST_SHARDS:
-        kn_cc_shards_done(c, a.id, NULL, g_shards, g_n_shards, now);
-        break;
-      case KN_CC_LIST_LEASES:
-        s->lists++;
-        kn_cc_leases_done(c, a.id, NULL, t->v, t->n, now);
-        break;
-      case KN_CC_HEARTBEAT: {
-        kn_members_t m;
-        s->beats++;
-        if (g_fail_beat && strcmp(worker, g_fail_beat_of) == 0) {
-          kn_cc_members_done(c, a.id, g_fail_beat, NULL, now, now);
-          break;
-        }
-        s->beat_ms = now;
-        beat(t, &a, worker, &m);
-        kn_cc_members_done(c, a.id, NULL, &m, now, now);
-        break;
-      }
-      case KN_CC_GET: {
-        kn_lease_t *l = tfind(t, a.key);
-        kn_error_t *nf = l ? NULL : kn_error_new(KN_ERR__NOT_FOUND, "gone");
-        kn_cc_lease_got(c, a.id, nf, l, now);
-        kn_error_destroy(nf);
-        break;
-      }
-      case KN_CC_CREATE:
-      case KN_CC_TAKE:
-      case KN_CC_RENEW:
-      case KN_CC_CHECKPOINT:
-      case KN_CC_RELEASE:
-      case KN_CC_REMOVE:
-      case KN_CC_SET_CHILDREN:
-      case KN_CC_HANDOFF:
-      case KN_CC_HANDOFF_DONE: {
-        const char *to = NULL;
-        if (a.op == KN_CC_RENEW && fail_renew)
-          err = kn_error_copy(fail_renew);
-        else
-          err = apply(t, &a, worker, &counter, &to);
-        char *to_copy = dup0(to);
-        kn_cc_store_done(c, a.id, err, counter, to_copy, now, now);
-        free(to_copy);
-        kn_error_destroy(err);
-        break;
-      }
-      case KN_CC_START:
-        s->start++;
-        s->tenure = a.tenure;
-        snprintf(s->started, sizeof(s->started), "%s", a.key);
-        snprintf(s->start_ckpt, sizeof(s->start_ckpt), "%s",
-                 a.lease && a.lease->checkpoint ? a.lease->checkpoint : "");
-        break;
-      case KN_CC_YIELD:
-        s->yield++;
-        break;
-      case KN_CC_STOP:
-        s->stop++;
-        s->stop_reason = a.reason;
-        break;
-      case KN_CC_EXTEND:
-        s->extend++;
-        break;
-      case KN_CC_DONE:
-        s->done++;
-        break;
-      case KN_CC_REPLY:
-        s->replies++;
-        s->reply_code = a.reason;
-        break;
-      case KN_CC_FATAL:
-        s->fatal++;
-        break;
-      case KN_CC_CLOSED:
-        s->closed++;
-        break;
-      default:
-        break;
-    }
-  }
-}
+/* ---- the raw core ---- */
 
 static kn_cc_cfg_t cfg_for(const char *worker) {
   kn_cc_cfg_t cfg = {
@@ -447,275 +218,17 @@ static kn_cc_cfg_t cfg_for(const char *worker) {
   return cfg;
 }
 
-static void table_free(table_t *t) {
-  for (size_t i = 0; i < t->n; i++) kn_lease_clear(&t->v[i]);
-  t->n = 0;
-}
-
-static void test_worker_life(void) {
-  g_shards[0] = sh("s0", NULL, NULL, 0);
-  g_n_shards = 1;
-  table_t t = {0};
-  seen_t s = {0};
-  kn_cc_cfg_t cfg = cfg_for("w1");
-  KT_CHECK(kn_cc_new(&(kn_cc_cfg_t){"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1, 0,
-                                    0, 0, 0},
-                     0) == NULL); /* the lease would expire between renewals */
-  kn_cc_t *c = kn_cc_new(&cfg, 0);
-  KT_CHECK(c != NULL);
-  kn_cc_tick(c, 0);
-  run(c, &t, "w1", 0, &s, NULL);
-  KT_CHECK(t.n == 1 && kn_cc_synced(c));
-  kn_cc_tick(c, 1);
-  run(c, &t, "w1", 1, &s, NULL);
-  KT_CHECK(s.start == 1 && same(s.started, "s0") && s.tenure == 1);
-  KT_CHECK(kn_cc_held(c) == 1);
-  /* Renewed on time: the deadline moves. */
-  kn_cc_tick(c, 3001);
-  run(c, &t, "w1", 3001, &s, NULL);
-  KT_CHECK(t.v[0].counter == 2 && s.extend == 1);
-  /* Records handed out and processed: the flush checkpoints them, in
-   * place of the next renewal (one write per renewal interval). */
-  kn_cc_pos_t p = {"100", 0};
-  kn_cc_delivered(c, "s0", 1, &p, 0, 3100);
-  kn_cc_processed(c, "s0", 1, &p, 3100);
-  kn_cc_tick(c, 4001);
-  run(c, &t, "w1", 4001, &s, NULL);
-  KT_CHECK(t.v[0].counter == 2 && !same(t.v[0].checkpoint, "100"));
-  kn_cc_tick(c, 6001);
-  run(c, &t, "w1", 6001, &s, NULL);
-  KT_CHECK(t.v[0].checkpoint && same(t.v[0].checkpoint, "100"));
-  KT_CHECK(t.v[0].counter == 3);
-  /* A report of another tenure changes nothing. */
-  kn_cc_shard_ended(c, "s0", 7, NULL, 0, 6100);
-  kn_cc_shard_expired(c, "s0", 7, 6100);
-  run(c, &t, "w1", 6100, &s, NULL);
-  KT_CHECK(s.stop == 0 && kn_cc_held(c) == 1);
-  /* The store unreachable: reading stops at the deadline. */
-  kn_error_t *down = kn_error_new(KN_ERR__TRANSPORT, "unreachable");
-  int64_t now = 6100;
-  while (s.stop == 0 && now < 30000) {
-    now = kn_cc_wake_ms(c);
-    if (now == INT64_MAX) break; /* stopped: out of memory under torture */
-    kn_cc_tick(c, now);
-    run(c, &t, "w1", now, &s, down);
-  }
-  kn_error_destroy(down);
-  KT_REQUIRE(now != INT64_MAX, kn_cc_destroy(c), table_free(&t));
-  KT_CHECK(s.stop == 1 && s.stop_reason == KN_ERR__TIMED_OUT);
-  KT_CHECK(now >= 6001 + 10000 - 1500 && now < 6001 + 10000);
-  /* The next take round takes it back under a new tenure. */
-  kn_cc_tick(c, now + 2000);
-  run(c, &t, "w1", now + 2000, &s, NULL);
-  KT_CHECK(s.start == 2 && s.tenure > 1);
-  int64_t t2 = s.tenure;
-  /* A late "ended" of the first tenure does not stop the second. */
-  kn_cc_shard_ended(c, "s0", 1, NULL, 0, now + 2100);
-  run(c, &t, "w1", now + 2100, &s, NULL);
-  KT_CHECK(s.stop == 1);
-  /* Close: final checkpoint, release, CLOSED. */
-  kn_cc_pos_t q = {"200", 3};
-  kn_cc_delivered(c, "s0", t2, &q, 0, now + 2200);
-  kn_cc_processed(c, "s0", t2, &q, now + 2200);
-  kn_cc_close(c, now + 2300);
-  run(c, &t, "w1", now + 2300, &s, NULL);
-  KT_CHECK(s.closed == 1 && s.stop == 2 && s.stop_reason == KN_ERR__DESTROY);
-  KT_CHECK(t.v[0].owner == NULL && same(t.v[0].checkpoint, "200") &&
-           t.v[0].checkpoint_subseq == 3);
-  kn_cc_destroy(c);
-  table_free(&t);
-}
-
-/* Another worker takes the lease: the next renewal is refused and the
- * shard stops; manual checkpoints are answered. */
-static void test_lost_and_manual(void) {
-  g_shards[0] = sh("s0", NULL, NULL, 1);
-  g_n_shards = 1;
-  table_t t = {0};
-  seen_t s = {0};
-  kn_cc_cfg_t cfg = cfg_for("w1");
-  cfg.auto_checkpoint = 0;
-  kn_cc_t *c = kn_cc_new(&cfg, 0);
-  kn_cc_tick(c, 0);
-  run(c, &t, "w1", 0, &s, NULL);
-  kn_cc_tick(c, 1);
-  run(c, &t, "w1", 1, &s, NULL);
-  KT_CHECK(s.start == 1);
-  /* The end is handed out, but the last record is not checkpointed yet:
-   * no SHARD_END. */
-  kn_cc_pos_t p = {"50", 0};
-  kn_cc_shard_ended(c, "s0", s.tenure, NULL, 0, 10);
-  kn_cc_delivered(c, "s0", s.tenure, &p, 1, 10);
-  run(c, &t, "w1", 10, &s, NULL);
-  KT_CHECK(same(t.v[0].checkpoint, KN_CKPT_TRIM_HORIZON));
-  int token = 0;
-  kn_cc_checkpoint(c, "s0", &p, 0, NULL, 0, &token, 20);
-  run(c, &t, "w1", 20, &s, NULL);
-  KT_CHECK(s.replies == 1 && s.reply_code == KN_ERR_NO_ERROR);
-  KT_CHECK(same(t.v[0].checkpoint, KN_CKPT_SHARD_END));
-  KT_CHECK(s.done == 1 && t.v[0].owner == NULL);
-  kn_cc_checkpoint(c, "s0", &p, 0, NULL, 0, &token, 30);
-  run(c, &t, "w1", 30, &s, NULL);
-  KT_CHECK(s.replies == 2 && s.reply_code == KN_ERR__LEASE_LOST);
-  kn_cc_destroy(c);
-  table_free(&t);
-
-  /* Stolen: w2 wrote the lease; w1's renewal is refused. */
-  g_shards[0] = sh("s0", NULL, NULL, 0);
-  memset(&s, 0, sizeof(s));
-  c = kn_cc_new(&cfg, 0);
-  kn_cc_tick(c, 0);
-  run(c, &t, "w1", 0, &s, NULL);
-  kn_cc_tick(c, 1);
-  run(c, &t, "w1", 1, &s, NULL);
-  KT_REQUIRE(t.n == 1, kn_cc_destroy(c), table_free(&t));
-  free(t.v[0].owner);
-  t.v[0].owner = strdup("w2");
-  t.v[0].counter++;
-  kn_cc_tick(c, 3001);
-  run(c, &t, "w1", 3001, &s, NULL);
-  KT_CHECK(s.stop == 1 && s.stop_reason == KN_ERR__LEASE_LOST);
-  KT_CHECK(kn_cc_held(c) == 0);
-  kn_cc_destroy(c);
-  table_free(&t);
-}
-
-/* Worker w1 alone on two shards, holding both. */
-static kn_cc_t *two_shard_worker(table_t *t, seen_t *s) {
-  g_shards[0] = sh("s0", NULL, NULL, 0);
-  g_shards[1] = sh("s1", NULL, NULL, 0);
-  g_n_shards = 2;
-  kn_cc_cfg_t cfg = cfg_for("w1");
-  kn_cc_t *c1 = kn_cc_new(&cfg, 0);
-  kn_cc_tick(c1, 0);
-  run(c1, t, "w1", 0, s, NULL);
-  kn_cc_tick(c1, 1);
-  run(c1, t, "w1", 1, s, NULL);
-  return c1;
-}
-
-/* A worker joins: the lease it balances to is asked for, handed over at
- * the last record the first worker's application was handed, and read on
- * from there -- nothing twice.  The first worker's application answers
- * late: the lease waits for it. */
-static void test_handoff(void) {
-  table_t t = {0};
-  seen_t s1 = {0}, s2 = {0};
-  kn_cc_cfg_t c2cfg = cfg_for("w2");
-  kn_cc_t *c1 = two_shard_worker(&t, &s1);
-  KT_CHECK(kn_cc_held(c1) == 2 && s1.start == 2);
-  kn_lease_t *l0 = tget(&t, "s0"), *l1 = tget(&t, "s1");
-  kn_cc_pos_t p = {"500", 2};
-  kn_cc_delivered(c1, "s0", l0->counter, &p, 0, 10);
-  kn_cc_delivered(c1, "s1", l1->counter, &p, 0, 10);
-  /* w2 joins and asks for one lease (the counter does not move). */
-  kn_cc_t *c2 = kn_cc_new(&c2cfg, 100);
-  kn_cc_tick(c2, 100);
-  run(c2, &t, "w2", 100, &s2, NULL);
-  kn_cc_tick(c2, 101);
-  run(c2, &t, "w2", 101, &s2, NULL);
-  const char *asked = tget(&t, "s0")->checkpoint_owner ? "s0" : "s1";
-  kn_lease_t *la = tget(&t, asked);
-  KT_CHECK_STR(la->owner, "w2");
-  KT_CHECK_STR(la->checkpoint_owner, "w1");
-  KT_CHECK(s2.start == 0 && kn_cc_held(c2) == 0 && !kn_cc_idle(c2));
-  /* w2 watches; nothing is handed over yet. */
-  kn_cc_tick(c2, 700);
-  run(c2, &t, "w2", 700, &s2, NULL);
-  KT_CHECK(s2.start == 0);
-  /* w1's next renewal learns it: it stops reading the shard. */
-  kn_cc_tick(c1, 3001);
-  run(c1, &t, "w1", 3001, &s1, NULL);
-  KT_CHECK(s1.yield == 1 && s1.stop == 0);
-  KT_CHECK_STR(tget(&t, asked)->checkpoint_owner, "w1");
-  /* Meanwhile it renews the lease and waits for its application. */
-  kn_cc_tick(c1, 6002);
-  run(c1, &t, "w1", 6002, &s1, NULL);
-  KT_CHECK_STR(tget(&t, asked)->checkpoint_owner, "w1");
-  kn_cc_tick(c2, 6003);
-  run(c2, &t, "w2", 6003, &s2, NULL);
-  KT_CHECK(s2.start == 0);
-  /* The application is done with what it was handed: exactly that is
-   * checkpointed and the lease passed on. */
-  kn_cc_yielded(c1, asked, 1 /* the tenure: the take's counter */, &p, 6100);
-  run(c1, &t, "w1", 6100, &s1, NULL);
-  la = tget(&t, asked);
-  KT_CHECK(la->checkpoint_owner == NULL);
-  KT_CHECK_STR(la->owner, "w2");
-  KT_CHECK_STR(la->checkpoint, "500");
-  KT_CHECK_INT(la->checkpoint_subseq, 2);
-  KT_CHECK(kn_cc_held(c1) == 1);
-  /* w2 sees it passed on and starts after that record. */
-  kn_cc_tick(c2, 6600);
-  run(c2, &t, "w2", 6600, &s2, NULL);
-  KT_CHECK(s2.start == 1 && same(s2.started, asked));
-  KT_CHECK_STR(s2.start_ckpt, "500");
-  KT_CHECK(kn_cc_held(c2) == 1);
-  /* A later renewal of w1 for that lease is refused, never reaches it. */
-  KT_CHECK_STR(tget(&t, asked)->owner, "w2");
-  kn_cc_destroy(c1);
-  kn_cc_destroy(c2);
-  table_free(&t);
-}
-
-/* A group stopped as a whole: the asker closes, then the owner.  The
- * owner releases the lease it was asked for instead of passing it on to a
- * worker that is gone, where it would stay until it expired. */
-static void test_handoff_closing(void) {
-  table_t t = {0};
-  seen_t s1 = {0}, s2 = {0};
-  kn_cc_cfg_t c2cfg = cfg_for("w2");
-  kn_cc_t *c1 = two_shard_worker(&t, &s1);
-  KT_REQUIRE(c1 && kn_cc_held(c1) == 2, kn_cc_destroy(c1), table_free(&t));
-  kn_cc_t *c2 = kn_cc_new(&c2cfg, 100);
-  KT_REQUIRE(c2, kn_cc_destroy(c1), table_free(&t));
-  kn_cc_tick(c2, 100);
-  run(c2, &t, "w2", 100, &s2, NULL);
-  kn_cc_tick(c2, 101);
-  run(c2, &t, "w2", 101, &s2, NULL);
-  const char *asked = tget(&t, "s0")->checkpoint_owner ? "s0" : "s1";
-  KT_CHECK_STR(tget(&t, asked)->owner, "w2");
-  kn_cc_tick(c1, 3001);
-  run(c1, &t, "w1", 3001, &s1, NULL);
-  KT_CHECK(s1.yield == 1);
-  kn_cc_close(c2, 3100);
-  run(c2, &t, "w2", 3100, &s2, NULL);
-  kn_cc_close(c1, 3200);
-  run(c1, &t, "w1", 3200, &s1, NULL);
-  for (size_t i = 0; i < t.n; i++) {
-    KT_CHECK(t.v[i].owner == NULL);
-    KT_CHECK(t.v[i].checkpoint_owner == NULL);
-  }
-  kn_cc_destroy(c1);
-  kn_cc_destroy(c2);
-  table_free(&t);
-}
-
-/* The owner asked never answers (a KCL 2.x worker, or one that froze):
- * after a lease duration without a renewal the lease is taken anyway. */
-static void test_handoff_silent_owner(void) {
-  table_t t = {0};
-  seen_t s1 = {0}, s2 = {0};
-  kn_cc_cfg_t c2cfg = cfg_for("w2");
-  kn_cc_t *c1 = two_shard_worker(&t, &s1);
-  kn_cc_destroy(c1); /* gone without a word; its renewals stop */
-  kn_cc_t *c2 = kn_cc_new(&c2cfg, 100);
-  kn_cc_tick(c2, 100);
-  run(c2, &t, "w2", 100, &s2, NULL);
-  kn_cc_tick(c2, 101);
-  run(c2, &t, "w2", 101, &s2, NULL);
-  KT_CHECK(s2.start == 0);
-  for (int64_t now = 500; now < 12000; now += 500) {
-    kn_cc_tick(c2, now);
-    run(c2, &t, "w2", now, &s2, NULL);
-  }
-  KT_CHECK(s2.start >= 1);
-  KT_CHECK(kn_cc_held(c2) >= 1);
-  for (size_t i = 0; i < t.n; i++)
-    KT_CHECK(!t.v[i].checkpoint_owner || !same(t.v[i].owner, "w2"));
-  kn_cc_destroy(c2);
-  table_free(&t);
-  (void)s1;
+/* A renew interval of 2/3 of the lease duration or more is refused: the
+ * lease would expire between two renewals. */
+static void test_refused_config(void) {
+  kn_cc_cfg_t bad = {"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1, 0, 0, 0, 0};
+  KT_CHECK(kn_cc_new(&bad, 0) == NULL);
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  KT_REQUIRE(kn_rig_open(&r) == 0);
+  KT_ALWAYS(kn_rig_start(&r, &w, &bad) != 0); /* nor by the drive */
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
 }
 
 /* A first sync that fails retriably is retried; a verdict is fatal. */
@@ -747,6 +260,442 @@ static void test_first_sync_errors(void) {
   kn_cc_destroy(c);
 }
 
+/* ---- workers: the drive against the memory lease store ---- */
+
+/* Answers w's calls; the drive never loops, whatever allocation fails. */
+static void run(kn_rig_worker_t *w) {
+  if (kn_rig_run(w)) KT_ALWAYS(!"the drive went on calling");
+}
+
+static void tick(kn_rig_worker_t *w, int64_t now) {
+  if (kn_rig_tick(w, now)) KT_ALWAYS(!"the drive went on calling");
+}
+
+/* Sets the clock for the events that follow (never back). */
+static void at(kn_rig_t *r, int64_t now) {
+  if (now > r->now) r->now = now;
+}
+
+/* The store's lease of key (a zeroed one when it has none). */
+static const kn_lease_t *L(kn_rig_t *r, const char *key) {
+  return kn_rig_lease(r, key);
+}
+
+static size_t n_leases(kn_rig_t *r) {
+  const kn_lease_t *v;
+  return kn_rig_list(r, &v);
+}
+
+static size_t held(const kn_rig_worker_t *w) {
+  return w->d ? kn_cc_held(kn_drive_core(w->d)) : 0;
+}
+
+static const kn_cc_t *core(const kn_rig_worker_t *w) {
+  return kn_drive_core(w->d);
+}
+
+/* A rig on the listing shards (borrowed) and worker w on it with cfg (its
+ * id as cfg->worker), at time 0.  Returns 0, or -1 with nothing left to
+ * free (out of memory). */
+static int rig_with(kn_rig_t *r, kn_rig_worker_t *w,
+                    const kn_cc_shard_t *shards, size_t n,
+                    const kn_cc_cfg_t *cfg) {
+  if (kn_rig_open(r)) return -1;
+  r->shards = shards;
+  r->n_shards = n;
+  if (kn_rig_start(r, w, cfg)) {
+    kn_rig_close(r);
+    return -1;
+  }
+  return 0;
+}
+
+static kn_cc_shard_t g_one[1];
+
+/* Worker w1 alone on shard s0 (closed: it has ended), with cfg_for's
+ * configuration but auto_checkpoint; it has synced and taken the lease.
+ * Returns 0, or -1 with nothing left to free. */
+static int one_shard_worker(kn_rig_t *r, kn_rig_worker_t *w, int closed,
+                            int auto_checkpoint) {
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  cfg.auto_checkpoint = auto_checkpoint;
+  g_one[0] = sh("s0", NULL, NULL, closed);
+  if (rig_with(r, w, g_one, 1, &cfg)) return -1;
+  tick(w, 0);
+  tick(w, 1);
+  if (w->s.start == 1) return 0;
+  kn_rig_kill(w);
+  kn_rig_close(r);
+  return -1;
+}
+
+/* A worker's life: sync, take, renew, checkpoint, lose the store, take
+ * back, close. */
+static void test_worker_life(void) {
+  kn_cc_shard_t shards[] = {sh("s0", NULL, NULL, 0)};
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  KT_REQUIRE(rig_with(&r, &w, shards, 1, &cfg) == 0);
+  tick(&w, 0);
+  KT_CHECK(n_leases(&r) == 1 && kn_cc_synced(core(&w)));
+  tick(&w, 1);
+  KT_CHECK(w.s.start == 1 && same(w.s.started, "s0") && w.s.tenure == 1);
+  KT_CHECK(held(&w) == 1);
+  KT_CHECK(w.s.until > 1 && w.s.until <= 1 + 10000);
+  /* Renewed on time: the deadline moves. */
+  int64_t until = w.s.until;
+  tick(&w, 3001);
+  KT_CHECK(L(&r, "s0")->counter == 2 && w.s.deadline == 1);
+  KT_CHECK(w.s.until > until);
+  KT_CHECK(kn_drive_deadline(w.d, "s0", 1) == w.s.until);
+  /* Records handed out and processed: the flush checkpoints them, in
+   * place of the next renewal (one write per renewal interval). */
+  kn_cc_pos_t p = {"100", 0};
+  at(&r, 3100);
+  kn_drive_delivered(w.d, "s0", 1, &p, 0);
+  kn_drive_processed(w.d, "s0", 1, &p);
+  run(&w);
+  tick(&w, 4001);
+  KT_CHECK(L(&r, "s0")->counter == 2 && !same(L(&r, "s0")->checkpoint, "100"));
+  tick(&w, 6001);
+  KT_CHECK(L(&r, "s0")->checkpoint && same(L(&r, "s0")->checkpoint, "100"));
+  KT_CHECK(L(&r, "s0")->counter == 3);
+  /* A report of another tenure changes nothing. */
+  at(&r, 6100);
+  kn_drive_shard_ended(w.d, "s0", 7, NULL, 0);
+  kn_drive_expired(w.d, "s0", 7);
+  run(&w);
+  KT_CHECK(w.s.stop == 0 && held(&w) == 1);
+  /* The store unreachable: reading stops at the deadline, which the
+   * reader was told. */
+  kn_error_t *down = kn_error_new(KN_ERR__TRANSPORT, "unreachable");
+  r.fail_renew = down;
+  int64_t now = 6100;
+  while (w.s.stop == 0 && now < 30000) {
+    now = kn_drive_wake_ms(w.d);
+    if (now == INT64_MAX) break; /* stopped: out of memory under torture */
+    tick(&w, now);
+  }
+  r.fail_renew = NULL;
+  kn_error_destroy(down);
+  KT_REQUIRE(now != INT64_MAX, kn_rig_kill(&w), kn_rig_close(&r));
+  KT_CHECK(w.s.stop == 1 && w.s.stop_reason == KN_ERR__TIMED_OUT);
+  KT_CHECK(now >= 6001 + 10000 - 1500 && now < 6001 + 10000);
+  KT_CHECK(w.s.until <= now); /* the reader had stopped on its own */
+  /* The next take round takes it back under a new tenure. */
+  tick(&w, now + 2000);
+  KT_CHECK(w.s.start == 2 && w.s.tenure > 1);
+  int64_t t2 = w.s.tenure;
+  /* A late "ended" of the first tenure does not stop the second. */
+  at(&r, now + 2100);
+  kn_drive_shard_ended(w.d, "s0", 1, NULL, 0);
+  run(&w);
+  KT_CHECK(w.s.stop == 1);
+  /* Close: final checkpoint, release, closed. */
+  kn_cc_pos_t q = {"200", 3};
+  at(&r, now + 2200);
+  kn_drive_delivered(w.d, "s0", t2, &q, 0);
+  kn_drive_processed(w.d, "s0", t2, &q);
+  run(&w);
+  at(&r, now + 2300);
+  kn_drive_close(w.d);
+  run(&w);
+  KT_CHECK(kn_drive_closed(w.d) && w.s.stop == 2 &&
+           w.s.stop_reason == KN_ERR__DESTROY);
+  KT_CHECK(L(&r, "s0")->owner == NULL && same(L(&r, "s0")->checkpoint, "200") &&
+           L(&r, "s0")->checkpoint_subseq == 3);
+  KT_CHECK(w.s.fatal == 0);
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
+}
+
+/* A renewal answered after the reader's deadline passed does not give it
+ * a later one (poll may have dropped records meanwhile): the tenure ends,
+ * and the lease is taken back under a new one. */
+static void test_late_renewal(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  KT_REQUIRE(one_shard_worker(&r, &w, 0, 1) == 0);
+  int64_t until = w.s.until, counter = L(&r, "s0")->counter;
+  /* The renewal is sent on time; its answer comes once the deadline has
+   * passed. */
+  at(&r, 3001);
+  kn_drive_tick(w.d);
+  int renewing = 0;
+  for (kn_store_job_t *j = w.head; j; j = j->next)
+    renewing += j->op == KN_CC_RENEW;
+  KT_CHECK(renewing == 1);
+  at(&r, until);
+  run(&w);
+  KT_CHECK(L(&r, "s0")->counter > counter); /* written all the same */
+  KT_CHECK(w.s.deadline == 0 && w.s.until == until);
+  KT_CHECK(w.s.stop == 1 && w.s.stop_reason == KN_ERR__TIMED_OUT);
+  KT_CHECK(kn_drive_deadline(w.d, "s0", 1) == -1 && held(&w) == 0);
+  /* The next take round takes it back. */
+  tick(&w, until + 2000);
+  KT_CHECK(w.s.start == 2 && w.s.tenure > 1);
+  KT_CHECK(kn_drive_deadline(w.d, "s0", w.s.tenure) == w.s.until);
+  KT_CHECK(w.s.until > until + 2000);
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
+}
+
+/* Checkpoint requests are answered whatever happens: at once when the
+ * worker is closing, with LEASE_LOST when the drive is destroyed before
+ * the store answered. */
+static void test_requests_answered(void) {
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  cfg.auto_checkpoint = 0;
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  KT_REQUIRE(one_shard_worker(&r, &w, 0, 0) == 0);
+  kn_cc_pos_t p = {"70", 1};
+  int token = 0;
+  at(&r, 10);
+  kn_drive_delivered(w.d, "s0", w.s.tenure, &p, 0);
+  kn_drive_checkpoint(w.d, "s0", &p, 0, NULL, 0, &token);
+  KT_CHECK(w.s.replies == 0 && w.head); /* the write is on its way */
+  kn_rig_kill(&w);                      /* ... and never answered */
+  KT_CHECK(w.s.replies == 1 && w.s.reply_code == KN_ERR__LEASE_LOST);
+  KT_CHECK(!same(L(&r, "s0")->checkpoint, "70"));
+  /* A second run of the worker: asked while it closes, answered at once. */
+  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
+  tick(&w, 20);
+  tick(&w, 10021); /* the first run's lease expired */
+  KT_REQUIRE(w.s.start == 1, kn_rig_kill(&w), kn_rig_close(&r));
+  at(&r, 10030);
+  kn_drive_close(w.d);
+  KT_CHECK(kn_drive_stopping(w.d));
+  kn_drive_checkpoint(w.d, "s0", &p, 0, NULL, 0, &token);
+  KT_CHECK(w.s.replies == 1 && w.s.reply_code == KN_ERR__LEASE_LOST);
+  run(&w);
+  KT_CHECK(kn_drive_closed(w.d) && w.s.replies == 1);
+  KT_CHECK(L(&r, "s0")->owner == NULL);
+  kn_rig_kill(&w);
+  KT_CHECK(w.s.replies == 1);
+  kn_rig_close(&r);
+}
+
+/* Another worker takes the lease: the next renewal is refused and the
+ * shard stops; manual checkpoints are answered. */
+static void test_lost_and_manual(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  KT_REQUIRE(one_shard_worker(&r, &w, 1, 0) == 0); /* w.s.start == 1 */
+  /* The end is handed out, but the last record is not checkpointed yet:
+   * no SHARD_END. */
+  kn_cc_pos_t p = {"50", 0};
+  at(&r, 10);
+  kn_drive_shard_ended(w.d, "s0", w.s.tenure, NULL, 0);
+  kn_drive_delivered(w.d, "s0", w.s.tenure, &p, 1);
+  run(&w);
+  KT_CHECK(same(L(&r, "s0")->checkpoint, KN_CKPT_TRIM_HORIZON));
+  int token = 0;
+  at(&r, 20);
+  kn_drive_checkpoint(w.d, "s0", &p, 0, NULL, 0, &token);
+  run(&w);
+  KT_CHECK(w.s.replies == 1 && w.s.reply_code == KN_ERR_NO_ERROR);
+  KT_CHECK(same(L(&r, "s0")->checkpoint, KN_CKPT_SHARD_END));
+  KT_CHECK(w.s.done == 1 && L(&r, "s0")->owner == NULL);
+  at(&r, 30);
+  kn_drive_checkpoint(w.d, "s0", &p, 0, NULL, 0, &token);
+  run(&w);
+  KT_CHECK(w.s.replies == 2 && w.s.reply_code == KN_ERR__LEASE_LOST);
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
+
+  /* Stolen: w2 takes the lease; w1's renewal is refused. */
+  KT_REQUIRE(one_shard_worker(&r, &w, 0, 0) == 0);
+  KT_REQUIRE(n_leases(&r) == 1, kn_rig_kill(&w), kn_rig_close(&r));
+  int64_t counter;
+  KT_CHECK_OK(
+      r.ls->ops->take(r.ls, "s0", L(&r, "s0")->counter, "w1", "w2", &counter));
+  tick(&w, 3001);
+  KT_CHECK(w.s.stop == 1 && w.s.stop_reason == KN_ERR__LEASE_LOST);
+  KT_CHECK(held(&w) == 0);
+  KT_CHECK_STR(L(&r, "s0")->owner, "w2");
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
+}
+
+/* The first sync through the drive: a listing that fails retriably is
+ * retried; a stream that is not there is fatal, and the worker closes. */
+static void test_first_sync_errors_drive(void) {
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  KT_REQUIRE(rig_with(&r, &w, NULL, 0, &cfg) == 0);
+  kn_error_t *refused = kn_error_new(KN_ERR__TRANSPORT, "connection refused");
+  kn_error_t *gone = kn_error_new(KN_ERR_RESOURCE_NOT_FOUND, "not found");
+  r.fail_list = refused;
+  tick(&w, 0);
+  r.fail_list = NULL;
+  int64_t wake = kn_drive_wake_ms(w.d);
+  KT_CHECK(w.s.lists == 1 && w.s.fatal == 0 && !kn_drive_closed(w.d));
+  KT_CHECK(wake > 0 && wake <= 1000);
+  r.fail_shards = gone;
+  tick(&w, wake);
+  r.fail_shards = NULL;
+  KT_CHECK(w.s.lists == 2);
+  KT_CHECK(w.s.fatal == 1 && w.s.fatal_code == KN_ERR_RESOURCE_NOT_FOUND);
+  KT_CHECK(kn_drive_closed(w.d) && !kn_drive_live(w.d));
+  KT_CHECK(kn_drive_verdict(w.d) == KN_ERR_RESOURCE_NOT_FOUND);
+  KT_CHECK(n_leases(&r) == 0 && w.s.start == 0);
+  kn_error_destroy(refused);
+  kn_error_destroy(gone);
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
+}
+
+/* ---- hand-offs ---- */
+
+static kn_cc_shard_t g_two[2];
+
+/* Worker w1 alone on two shards, holding both.  Returns 0 or -1 (out of
+ * memory). */
+static int two_shard_worker(kn_rig_t *r, kn_rig_worker_t *w) {
+  g_two[0] = sh("s0", NULL, NULL, 0);
+  g_two[1] = sh("s1", NULL, NULL, 0);
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  if (rig_with(r, w, g_two, 2, &cfg)) return -1;
+  tick(w, 0);
+  tick(w, 1);
+  return 0;
+}
+
+/* At 100, worker w2 joins w1 (of two_shard_worker) and asks for one of
+ * its leases.  Returns the lease's key, or NULL when w2 cannot start (w1
+ * and the rig are then freed). */
+static const char *w2_joins(kn_rig_t *r, kn_rig_worker_t *w1,
+                            kn_rig_worker_t *w2) {
+  kn_cc_cfg_t cfg = cfg_for("w2");
+  at(r, 100);
+  if (kn_rig_start(r, w2, &cfg)) {
+    kn_rig_kill(w1);
+    kn_rig_close(r);
+    return NULL;
+  }
+  tick(w2, 100);
+  tick(w2, 101);
+  return L(r, "s0")->checkpoint_owner ? "s0" : "s1";
+}
+
+/* A worker joins: the lease it balances to is asked for, handed over at
+ * the last record the first worker's application was handed, and read on
+ * from there -- nothing twice.  The first worker's application answers
+ * late: the lease waits for it. */
+static void test_handoff(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w1, w2;
+  KT_REQUIRE(two_shard_worker(&r, &w1) == 0);
+  KT_CHECK(held(&w1) == 2 && w1.s.start == 2);
+  kn_cc_pos_t p = {"500", 2};
+  at(&r, 10);
+  kn_drive_delivered(w1.d, "s0", L(&r, "s0")->counter, &p, 0);
+  kn_drive_delivered(w1.d, "s1", L(&r, "s1")->counter, &p, 0);
+  run(&w1);
+  /* w2 joins and asks for one lease (the counter does not move). */
+  const char *asked = w2_joins(&r, &w1, &w2);
+  KT_REQUIRE(asked);
+  const kn_lease_t *la = L(&r, asked);
+  KT_CHECK_STR(la->owner, "w2");
+  KT_CHECK_STR(la->checkpoint_owner, "w1");
+  KT_CHECK(la->counter == 1);
+  KT_CHECK(w2.s.start == 0 && held(&w2) == 0 && !kn_cc_idle(core(&w2)));
+  /* w2 watches; nothing is handed over yet. */
+  tick(&w2, 700);
+  KT_CHECK(w2.s.start == 0);
+  /* w1's next renewal learns it: it stops reading the shard. */
+  tick(&w1, 3001);
+  KT_CHECK(w1.s.yield == 1 && w1.s.stop == 0);
+  KT_CHECK_STR(w1.s.next_owner, "w2");
+  KT_CHECK_STR(L(&r, asked)->checkpoint_owner, "w1");
+  /* Meanwhile it renews the lease and waits for its application. */
+  tick(&w1, 6002);
+  KT_CHECK_STR(L(&r, asked)->checkpoint_owner, "w1");
+  tick(&w2, 6003);
+  KT_CHECK(w2.s.start == 0);
+  /* The application is done with what it was handed: exactly that is
+   * checkpointed and the lease passed on. */
+  at(&r, 6100);
+  kn_drive_yielded(w1.d, asked, 1 /* the tenure: the take's counter */, &p);
+  run(&w1);
+  la = L(&r, asked);
+  KT_CHECK(la->checkpoint_owner == NULL);
+  KT_CHECK_STR(la->owner, "w2");
+  KT_CHECK_STR(la->checkpoint, "500");
+  KT_CHECK_INT(la->checkpoint_subseq, 2);
+  KT_CHECK(held(&w1) == 1);
+  /* w2 sees it passed on and starts after that record. */
+  tick(&w2, 6600);
+  KT_CHECK(w2.s.start == 1 && same(w2.s.started, asked));
+  KT_CHECK_STR(w2.s.start_ckpt, "500");
+  KT_CHECK(held(&w2) == 1);
+  /* A later renewal of w1 for that lease is refused, never reaches it. */
+  KT_CHECK_STR(L(&r, asked)->owner, "w2");
+  KT_CHECK(w1.s.fatal == 0 && w2.s.fatal == 0);
+  kn_rig_kill(&w1);
+  kn_rig_kill(&w2);
+  kn_rig_close(&r);
+}
+
+/* A group stopped as a whole: the asker closes, then the owner.  The
+ * owner releases the lease it was asked for instead of passing it on to a
+ * worker that is gone, where it would stay until it expired. */
+static void test_handoff_closing(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w1, w2;
+  KT_REQUIRE(two_shard_worker(&r, &w1) == 0);
+  KT_REQUIRE(held(&w1) == 2, kn_rig_kill(&w1), kn_rig_close(&r));
+  const char *asked = w2_joins(&r, &w1, &w2);
+  KT_REQUIRE(asked);
+  KT_CHECK_STR(L(&r, asked)->owner, "w2");
+  tick(&w1, 3001);
+  KT_CHECK(w1.s.yield == 1);
+  at(&r, 3100);
+  kn_drive_close(w2.d);
+  run(&w2);
+  at(&r, 3200);
+  kn_drive_close(w1.d);
+  run(&w1);
+  const kn_lease_t *v;
+  size_t n = kn_rig_list(&r, &v);
+  KT_CHECK(n == 2);
+  for (size_t i = 0; i < n; i++) {
+    KT_CHECK(v[i].owner == NULL);
+    KT_CHECK(v[i].checkpoint_owner == NULL);
+  }
+  KT_CHECK(kn_drive_closed(w1.d) && kn_drive_closed(w2.d));
+  kn_rig_kill(&w1);
+  kn_rig_kill(&w2);
+  kn_rig_close(&r);
+}
+
+/* The owner asked never answers (a KCL 2.x worker, or one that froze):
+ * after a lease duration without a renewal the lease is taken anyway. */
+static void test_handoff_silent_owner(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w1, w2;
+  kn_cc_cfg_t c2cfg = cfg_for("w2");
+  KT_REQUIRE(two_shard_worker(&r, &w1) == 0);
+  kn_rig_kill(&w1); /* gone without a word; its renewals stop */
+  at(&r, 100);
+  KT_REQUIRE(kn_rig_start(&r, &w2, &c2cfg) == 0, kn_rig_close(&r));
+  tick(&w2, 100);
+  tick(&w2, 101);
+  KT_CHECK(w2.s.start == 0);
+  for (int64_t now = 500; now < 12000; now += 500) tick(&w2, now);
+  KT_CHECK(w2.s.start >= 1);
+  KT_CHECK(held(&w2) >= 1);
+  const kn_lease_t *v;
+  size_t n = kn_rig_list(&r, &v);
+  for (size_t i = 0; i < n; i++)
+    KT_CHECK(!v[i].checkpoint_owner || !same(v[i].owner, "w2"));
+  kn_rig_kill(&w2);
+  kn_rig_close(&r);
+}
+
 /* ---- membership ---- */
 
 static kn_cc_cfg_t members_cfg(const char *worker) {
@@ -760,107 +709,150 @@ static kn_cc_cfg_t members_cfg(const char *worker) {
 }
 
 /* Steps the live workers every 250 ms from *now to until. */
-static void steps(table_t *t, kn_cc_t **c, const char **w, seen_t *s, int n,
-                  int64_t *now, int64_t until) {
+static void steps(kn_rig_worker_t *w, int n, int64_t *now, int64_t until) {
   for (; *now < until; *now += 250)
-    for (int i = 0; i < n; i++) {
-      if (!c[i]) continue;
-      kn_cc_tick(c[i], *now);
-      run(c[i], t, w[i], *now, &s[i], NULL);
-    }
+    for (int i = 0; i < n; i++)
+      if (w[i].d) tick(&w[i], *now);
 }
 
-/* Two workers on four shards: balanced, then settled, they write
- * heartbeats and renewals and list the lease table no more. */
-static void members_pair(table_t *t, kn_cc_t **c, seen_t *s, int64_t *now) {
-  const char *w[2] = {"w1", "w2"};
-  for (int i = 0; i < 4; i++) {
-    static const char *ids[4] = {"s0", "s1", "s2", "s3"};
-    g_shards[i] = sh(ids[i], NULL, NULL, 0);
-  }
-  g_n_shards = 4;
+static kn_cc_shard_t g_four[4];
+
+/* Two workers on four shards (answers: their applications answer
+ * hand-overs at once), at time 0.  Returns 0 or -1 (out of memory: nothing
+ * is left to free). */
+static int members_start(kn_rig_t *r, kn_rig_worker_t *w, int64_t *now,
+                         int answers) {
+  static const char *ids[4] = {"s0", "s1", "s2", "s3"};
+  for (int i = 0; i < 4; i++) g_four[i] = sh(ids[i], NULL, NULL, 0);
   kn_cc_cfg_t c1 = members_cfg("w1"), c2 = members_cfg("w2");
-  c[0] = kn_cc_new(&c1, 0);
-  c[1] = kn_cc_new(&c2, 0);
+  if (rig_with(r, &w[0], g_four, 4, &c1)) return -1;
+  if (kn_rig_start(r, &w[1], &c2)) {
+    kn_rig_kill(&w[0]);
+    kn_rig_close(r);
+    return -1;
+  }
+  w[0].answer_yields = w[1].answer_yields = answers;
   *now = 0;
-  steps(t, c, w, s, 2, now, 60000);
+  return 0;
+}
+
+/* The same two, balanced, then settled: they write heartbeats and
+ * renewals and list the lease table no more.  Their applications never
+ * answer a hand-over: the leases change hands when it times out. */
+static int members_pair(kn_rig_t *r, kn_rig_worker_t *w, int64_t *now) {
+  if (members_start(r, w, now, 0)) return -1;
+  steps(w, 2, now, 60000);
+  return 0;
+}
+
+static void members_end(kn_rig_t *r, kn_rig_worker_t *w) {
+  kn_rig_kill(&w[0]);
+  kn_rig_kill(&w[1]);
+  kn_rig_close(r);
 }
 
 static void test_members_settled(void) {
-  table_t t = {0};
-  seen_t s[2] = {{0}, {0}};
-  kn_cc_t *c[2];
+  kn_rig_t r;
+  kn_rig_worker_t w[2];
   int64_t now;
-  const char *w[2] = {"w1", "w2"};
-  members_pair(&t, c, s, &now);
-  KT_CHECK(kn_cc_held(c[0]) == 2 && kn_cc_held(c[1]) == 2);
-  KT_CHECK(kn_cc_members(c[0]) == 2 && kn_cc_members(c[1]) == 2);
-  KT_CHECK(kn_cc_is_leader(c[0]) && !kn_cc_is_leader(c[1]));
-  int lists[2] = {s[0].lists, s[1].lists}, beats = s[0].beats;
-  steps(&t, c, w, s, 2, &now, 360000);
+  KT_REQUIRE(members_pair(&r, w, &now) == 0);
+  KT_CHECK(held(&w[0]) == 2 && held(&w[1]) == 2);
+  KT_REQUIRE(w[0].d && w[1].d, members_end(&r, w));
+  KT_CHECK(kn_cc_members(core(&w[0])) == 2 && kn_cc_members(core(&w[1])) == 2);
+  KT_CHECK(kn_cc_is_leader(core(&w[0])) && !kn_cc_is_leader(core(&w[1])));
+  int lists[2] = {w[0].s.lists, w[1].s.lists}, beats = w[0].s.beats;
+  steps(w, 2, &now, 360000);
   /* Five minutes: not one listing of the lease table, a heartbeat every
    * renewal interval. */
-  KT_CHECK_INT(s[0].lists, lists[0]);
-  KT_CHECK_INT(s[1].lists, lists[1]);
-  KT_CHECK(s[0].beats - beats >= 70 && s[0].beats - beats <= 80);
-  KT_CHECK(kn_cc_held(c[0]) == 2 && kn_cc_held(c[1]) == 2);
-  kn_cc_destroy(c[0]);
-  kn_cc_destroy(c[1]);
-  table_free(&t);
+  KT_CHECK_INT(w[0].s.lists, lists[0]);
+  KT_CHECK_INT(w[1].s.lists, lists[1]);
+  KT_CHECK(w[0].s.beats - beats >= 70 && w[0].s.beats - beats <= 80);
+  KT_CHECK(held(&w[0]) == 2 && held(&w[1]) == 2);
+  members_end(&r, w);
+}
+
+/* The same, their applications answering hand-overs at once: the
+ * second worker is handed its share within a few renewal intervals, not
+ * when a hand-over times out, and no write is refused. */
+static void test_members_handoff_answered(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w[2];
+  int64_t now, balanced = -1;
+  KT_REQUIRE(members_start(&r, w, &now, 1) == 0);
+  for (; now < 60000; now += 250) {
+    for (int i = 0; i < 2; i++)
+      if (w[i].d) tick(&w[i], now);
+    if (balanced < 0 && held(&w[0]) == 2 && held(&w[1]) == 2) balanced = now;
+  }
+  /* Asked at the first take round, learnt at the owner's next renewal,
+   * passed on: two renewal intervals and a take round at most, where a
+   * hand-over times out after 30 s. */
+  KT_CHECK(balanced >= 0 && balanced <= 2 * 4000 + 2000);
+  KT_CHECK(held(&w[0]) == 2 && held(&w[1]) == 2);
+  KT_CHECK(w[0].s.yield == 2 && w[1].s.start == 2);
+  KT_CHECK(w[0].s.refused == 0 && w[1].s.refused == 0);
+  KT_CHECK(w[0].s.stop == 0 && w[1].s.stop == 0);
+  members_end(&r, w);
 }
 
 /* A worker dies: its leases are taken a lease duration after its last
  * heartbeat, not before, and soon after. */
 static void test_members_death(void) {
-  table_t t = {0};
-  seen_t s[2] = {{0}, {0}};
-  kn_cc_t *c[2];
+  kn_rig_t r;
+  kn_rig_worker_t w[2];
   int64_t now;
-  const char *w[2] = {"w1", "w2"};
-  members_pair(&t, c, s, &now);
-  kn_cc_destroy(c[1]);
-  c[1] = NULL;
-  int64_t last = s[1].beat_ms, took = -1;
+  KT_REQUIRE(members_pair(&r, w, &now) == 0);
+  kn_rig_kill(&w[1]);
+  int64_t last = w[1].s.beat_ms, took = -1;
   for (; now < 100000 && took < 0; now += 100) {
-    kn_cc_tick(c[0], now);
-    run(c[0], &t, "w1", now, &s[0], NULL);
-    if (kn_cc_held(c[0]) == 4) took = now;
+    tick(&w[0], now);
+    if (held(&w[0]) == 4) took = now;
   }
   KT_CHECK(took >= last + 10000);
   KT_CHECK(took <= last + 10000 + 1500);
-  (void)w;
-  kn_cc_destroy(c[0]);
-  table_free(&t);
+  /* Long dead, it is forgotten: the leader's heartbeat removes it from
+   * the membership six lease durations after its beat last moved. */
+  kn_members_t m = {0};
+  steps(w, 1, &now, last + 6 * 10000 - 4000);
+  KT_CHECK_OK(r.ls->ops->members(r.ls, &m));
+  KT_CHECK(m.n == 2);
+  kn_members_clear(&m);
+  steps(w, 1, &now, last + 6 * 10000 + 4000 + 250);
+  KT_CHECK_OK(r.ls->ops->members(r.ls, &m));
+  KT_CHECK(m.n == 1 && m.v && same(m.v[0].worker, "w1"));
+  kn_members_clear(&m);
+  KT_CHECK(held(&w[0]) == 4 && kn_cc_members(core(&w[0])) == 1);
+  members_end(&r, w);
 }
 
 /* Heartbeats fail while renewals go on: the worker stops reading before
  * the other counts it dead and takes its leases. */
 static void test_members_fence(void) {
-  table_t t = {0};
-  seen_t s[2] = {{0}, {0}};
-  kn_cc_t *c[2];
+  kn_rig_t r;
+  kn_rig_worker_t w[2];
   int64_t now;
-  members_pair(&t, c, s, &now);
-  g_fail_beat = kn_error_new(KN_ERR__TRANSPORT, "unreachable");
-  g_fail_beat_of = "w1";
-  int64_t last = s[0].beat_ms, stopped = -1, taken = -1;
+  KT_REQUIRE(members_pair(&r, w, &now) == 0);
+  kn_error_t *down = kn_error_new(KN_ERR__TRANSPORT, "unreachable");
+  r.fail_beat = down;
+  r.fail_beat_of = "w1";
+  int64_t last = w[0].s.beat_ms, stopped = -1, taken = -1;
+  int deadlines = w[0].s.deadline;
   for (; now < 100000 && taken < 0; now += 100) {
-    for (int i = 0; i < 2; i++) {
-      kn_cc_tick(c[i], now);
-      run(c[i], &t, i ? "w2" : "w1", now, &s[i], NULL);
-    }
-    if (stopped < 0 && s[0].stop == 2) stopped = now;
-    if (kn_cc_held(c[1]) > 2) taken = now;
+    for (int i = 0; i < 2; i++) tick(&w[i], now);
+    if (stopped < 0 && w[0].s.stop == 2) stopped = now;
+    if (held(&w[1]) > 2) taken = now;
   }
-  kn_error_destroy(g_fail_beat);
-  g_fail_beat = NULL;
-  KT_CHECK(s[0].stop == 2 && s[0].stop_reason == KN_ERR__TIMED_OUT);
+  r.fail_beat = NULL;
+  kn_error_destroy(down);
+  KT_CHECK(w[0].s.stop == 2 && w[0].s.stop_reason == KN_ERR__TIMED_OUT);
   KT_CHECK(stopped >= 0 && stopped <= last + 8000 + 100);
   KT_CHECK(taken > stopped);
-  KT_CHECK(kn_cc_held(c[0]) == 0 || taken < 0);
-  kn_cc_destroy(c[0]);
-  kn_cc_destroy(c[1]);
-  table_free(&t);
+  KT_CHECK(held(&w[0]) == 0 || taken < 0);
+  /* Its readers had been told to stop by then (the heartbeat's deadline
+   * came before the lease's), and no later deadline since. */
+  KT_CHECK(w[0].s.deadline == deadlines);
+  KT_CHECK(w[0].s.until <= last + 8000 && w[0].s.until <= stopped);
+  members_end(&r, w);
 }
 
 int main(void) {
@@ -871,13 +863,18 @@ int main(void) {
   KT_RUN(test_plan_listing_behind_table);
   KT_RUN(test_plan_parent_past_retention);
   KT_RUN(test_family_read);
-  KT_RUN(test_worker_life);
-  KT_RUN(test_lost_and_manual);
+  KT_RUN(test_refused_config);
   KT_RUN(test_first_sync_errors);
+  KT_RUN(test_worker_life);
+  KT_RUN(test_late_renewal);
+  KT_RUN(test_lost_and_manual);
+  KT_RUN(test_requests_answered);
+  KT_RUN(test_first_sync_errors_drive);
   KT_RUN(test_handoff);
   KT_RUN(test_handoff_silent_owner);
   KT_RUN(test_handoff_closing);
   KT_RUN(test_members_settled);
+  KT_RUN(test_members_handoff_answered);
   KT_RUN(test_members_death);
   KT_RUN(test_members_fence);
   return KT_DONE();
