@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import unittest
 from pathlib import Path
 
-SOURCE_DIR = Path(os.environ.get("KN_SOURCE_DIR",
-                                 Path(__file__).resolve().parents[2]))
-KNCAT = os.environ.get("KNCAT", str(SOURCE_DIR / "build" / "kncat"))
+import runkit
+
+SOURCE_DIR = Path(runkit.SRC)
+KNCAT = runkit.KNCAT
 sys.path.insert(0, str(SOURCE_DIR / "tests" / "lab"))
 import lab  # noqa: E402
 
@@ -38,8 +38,9 @@ class Reshard:
         cls.server.stop()
 
     def kncat(self, *args, input=None, ok=True):
-        p = subprocess.run([KNCAT, *args], input=input, capture_output=True,
-                           env=self.env, timeout=TIMEOUT)
+        # runkit fails the test on a sanitizer report in stderr.
+        p = runkit.kncat(*args, input=input, env=self.env, timeout=TIMEOUT,
+                         text=False)
         if ok:
             self.assertEqual(p.returncode, 0,
                              f"kncat {' '.join(args)}: {p.stderr.decode(errors='replace')}")

@@ -20,6 +20,7 @@ import time
 import unittest
 from pathlib import Path
 
+import runkit
 from reshardkit import KNCAT, TIMEOUT, Reshard, lab, main
 
 
@@ -96,7 +97,8 @@ class State(Reshard):
                 self.assertLess(time.monotonic(), deadline)
                 time.sleep(0.05)
             proc.kill()
-            proc.communicate(timeout=30)
+            _, err = proc.communicate(timeout=30)
+        runkit.check_clean(err, "consume killed")
         self.produce(s, 20)
         again = self.consume(s, "-e")
         self.assertEqual([int(r["data"]) for r in again], list(range(50, 70)))
@@ -107,6 +109,7 @@ class State(Reshard):
             got = [proc.stdout.readline() for _ in range(5)]
             proc.send_signal(signal.SIGINT)
             rest, err = proc.communicate(timeout=30)
+        runkit.check_clean(err, "consume interrupted")
         self.assertEqual(proc.returncode, 0, err)
         self.assertEqual(rest, b"")
         self.assertEqual([int(json.loads(x)["data"]) for x in got], list(range(70, 75)))

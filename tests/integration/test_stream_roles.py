@@ -19,10 +19,10 @@ import time
 import unittest
 from pathlib import Path
 
-from reshardkit import SOURCE_DIR, TIMEOUT, Reshard, lab, main
+import runkit
+from reshardkit import TIMEOUT, Reshard, lab, main
 
-TOOL = os.environ.get("STREAM_TOOL", str(SOURCE_DIR / "build" / "tests" / "tools"
-                                         / "stream_tool"))
+TOOL = runkit.tool("stream_tool")
 
 
 class Roles(Reshard):
@@ -33,10 +33,9 @@ class Roles(Reshard):
         self.out = os.path.join(self.dir.name, "out")
 
     def tool(self, s, readers, max_records=0):
-        p = subprocess.run([TOOL, s, str(readers), self.state, self.out,
-                            str(max_records)], capture_output=True, env=self.env,
-                           timeout=TIMEOUT)
-        self.assertEqual(p.returncode, 0, p.stderr.decode(errors="replace"))
+        p = runkit.run([TOOL, s, readers, self.state, self.out, max_records],
+                       env=self.env, timeout=TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
 
     def check(self, s):
         rows = [line.split(" ", 3) for line in Path(self.out).read_text().splitlines()]
@@ -76,7 +75,8 @@ class Roles(Reshard):
                 self.assertLess(time.monotonic(), deadline)
                 time.sleep(0.02)
             proc.kill()
-            proc.communicate(timeout=30)
+            _, err = proc.communicate(timeout=30)
+        runkit.check_clean(err, "stream_tool killed")
         self.kncat("split", s, "1")
         self.produce(s, 50)
         self.tool(s, 2)
