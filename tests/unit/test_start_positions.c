@@ -91,17 +91,22 @@ static void test_load(void) {
   kn_snapshot_t *got = NULL, *s = kn_snapshot_new();
   kn_error_t *e = kn_start_positions_load(&kc, &got);
   KT_CHECK(!e && !got);
+  kn_error_destroy(e);
   char errstr[256];
   /* An empty snapshot is no snapshot. */
   KT_CHECK(!kn_conf_set_start_snapshot(kc.conf, s, errstr, sizeof(errstr)));
   e = kn_start_positions_load(&kc, &got);
   KT_CHECK(!e && !got);
+  kn_error_destroy(e);
+  kn_snapshot_destroy(got);
+  got = NULL;
   kn_position_t p;
   kn_position_latest(&p);
   kn_snapshot_set_position(s, "shardId-000000000003", &p);
   KT_CHECK(!kn_conf_set_start_snapshot(kc.conf, s, errstr, sizeof(errstr)));
   e = kn_start_positions_load(&kc, &got);
   KT_CHECK(!e && got && kn_snapshot_count(got) == 1);
+  kn_error_destroy(e);
   kn_snapshot_destroy(got);
   got = NULL;
   const char *bad[] = {"not base64!", "aGVsbG8gd29ybGQ="};
