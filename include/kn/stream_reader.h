@@ -57,7 +57,9 @@ KN_API kn_err_t kn_stream_reader_add_shard(kn_stream_reader_t *r,
                                            const kn_position_t *start);
 /* Stops reading shard_id; *resume_at (may be NULL) gets the position
  * right after the last record poll returned of it, for the enumerator's
- * kn_enumerator_shard_returned().  KN_ERR__NOT_FOUND. */
+ * kn_enumerator_shard_returned().  KN_ERR__NOT_FOUND; KN_ERR__STATE when
+ * the shard is finished: it is not handed back (that would read it
+ * again), its report comes from kn_stream_reader_take_finished(). */
 KN_API kn_err_t kn_stream_reader_remove_shard(kn_stream_reader_t *r,
                                               const char *shard_id,
                                               kn_position_t *resume_at);
@@ -85,7 +87,9 @@ KN_API const kn_error_t *kn_stream_reader_fatal_error(kn_stream_reader_t *r);
 /* A shard every record of which poll has returned (or that aged out of
  * the stream), for the enumerator's kn_enumerator_finished(): copies its
  * id into shard_id (size bytes, 256 are enough) and returns 1, once per
- * shard; 0 when there is none. */
+ * shard; 0 when there is none.  Hand the report to the enumerator before
+ * the next checkpoint: the shard stays in this reader's snapshots until a
+ * checkpoint taken after this call is confirmed. */
 KN_API int kn_stream_reader_take_finished(kn_stream_reader_t *r, char *shard_id,
                                           size_t size);
 
@@ -106,8 +110,9 @@ KN_API int kn_stream_reader_is_idle(kn_stream_reader_t *r,
 /* The positions as of every batch poll has returned, as checkpoint
  * checkpoint_id (any increasing number of the application's): every
  * shard with where it resumes, and finished shards, which stay in every
- * later snapshot until kn_stream_reader_confirm() of a checkpoint at or
- * after the first one that held them.  *out is new; the caller owns it. */
+ * later snapshot until kn_stream_reader_confirm() of a checkpoint taken
+ * after their report was taken (kn_stream_reader_take_finished()).  *out
+ * is new; the caller owns it. */
 KN_API kn_error_t *kn_stream_reader_snapshot(kn_stream_reader_t *r,
                                              int64_t checkpoint_id,
                                              kn_snapshot_t **out);

@@ -70,6 +70,9 @@ kn_err_t kn_rbook_remove(kn_rbook_t *b, const char *id, kn_position_t *pos) {
   int found;
   size_t at = id ? locate(b, id, &found) : 0;
   if (!id || !found) return KN_ERR__NOT_FOUND;
+  /* Read to its end: handing it back would read it again (a finished
+   * shard restored from a snapshot has no position). */
+  if (b->v[at].finished) return KN_ERR__STATE;
   if (pos) kn_rbook_resume_at(&b->v[at], pos);
   free(b->v[at].id);
   memmove(&b->v[at], &b->v[at + 1], (b->n - at - 1) * sizeof(*b->v));
@@ -168,9 +171,13 @@ kn_err_t kn_rbook_snapshot(kn_rbook_t *b, int64_t ckpt_id, kn_snapshot_t *out) {
     }
     if (e) return e;
   }
-  /* Only once the whole snapshot is made: it holds them from now on. */
+  /* Only once the whole snapshot is made: the first snapshot taken after
+   * the application took a shard's report, which it hands to the
+   * enumerator before that snapshot, so that the enumerator's state of
+   * the same checkpoint knows the shard is finished. */
   for (size_t i = 0; i < b->n; i++)
-    if (b->v[i].finished && b->v[i].finished_ckpt == KN_RB_NONE)
+    if (b->v[i].finished && b->v[i].announced &&
+        b->v[i].finished_ckpt == KN_RB_NONE)
       b->v[i].finished_ckpt = ckpt_id;
   return KN_ERR_NO_ERROR;
 }
@@ -179,7 +186,7 @@ void kn_rbook_confirm(kn_rbook_t *b, int64_t ckpt_id) {
   size_t keep = 0;
   for (size_t i = 0; i < b->n; i++) {
     kn_rb_shard_t *s = &b->v[i];
-    if (s->finished && s->announced && s->finished_ckpt != KN_RB_NONE &&
+    if (s->finished && s->finished_ckpt != KN_RB_NONE &&
         s->finished_ckpt <= ckpt_id) {
       free(s->id);
       continue;

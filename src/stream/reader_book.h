@@ -3,10 +3,12 @@
  * watermarks and idleness, and which finished shards snapshots must still
  * carry.  Pure: times come in as arguments, no thread, no I/O.
  *
- * Finished shards stay in every snapshot from the first one that holds
- * them until a checkpoint at or after that one is confirmed, so a restore
- * from any checkpoint not yet confirmed announces them again (the lesson
- * of FLINK-37627). */
+ * A finished shard stays in every snapshot until a checkpoint taken after
+ * the application took its report (kn_rbook_take_finished) is confirmed:
+ * the application hands the report to the enumerator before its next
+ * checkpoint, so that checkpoint's enumerator state has the shard
+ * finished, and a restore from any earlier one announces it again (the
+ * lesson of FLINK-37627). */
 #ifndef KN_STREAM_READER_BOOK_H
 #define KN_STREAM_READER_BOOK_H
 
@@ -26,7 +28,7 @@ typedef struct kn_rb_shard {
   int paused;
   int finished;
   int announced;         /* the application took the finished report */
-  int64_t finished_ckpt; /* first snapshot that holds it finished */
+  int64_t finished_ckpt; /* first snapshot taken after its report */
   int64_t watermark_ms;  /* arrival time of the latest record returned */
   int64_t active_ms;     /* monotonic ms of the last record, or of adding */
 } kn_rb_shard_t;
@@ -48,7 +50,8 @@ kn_rb_shard_t *kn_rbook_find(kn_rbook_t *b, const char *id);
 kn_err_t kn_rbook_add(kn_rbook_t *b, const char *id, const kn_position_t *pos,
                       int64_t now_ms, int64_t wall_ms);
 /* Removes shard id; *pos (may be NULL) gets where it would resume.
- * KN_ERR__NOT_FOUND. */
+ * KN_ERR__NOT_FOUND; KN_ERR__STATE for a finished shard, which stays
+ * (its report comes from kn_rbook_take_finished). */
 kn_err_t kn_rbook_remove(kn_rbook_t *b, const char *id, kn_position_t *pos);
 /* Pauses or resumes shard id; KN_ERR__NOT_FOUND. */
 kn_err_t kn_rbook_pause(kn_rbook_t *b, const char *id, int paused);
@@ -83,8 +86,8 @@ int kn_rbook_idle(const kn_rbook_t *b, const char *id, int64_t now_ms);
  * ckpt_id: every shard with where it resumes, finished shards (not yet
  * confirmed) as finished. */
 kn_err_t kn_rbook_snapshot(kn_rbook_t *b, int64_t ckpt_id, kn_snapshot_t *out);
-/* Checkpoint ckpt_id is durable: finished shards first snapshotted at or
- * before it are dropped. */
+/* Checkpoint ckpt_id is durable: finished shards whose report was taken
+ * before a snapshot at or before it are dropped. */
 void kn_rbook_confirm(kn_rbook_t *b, int64_t ckpt_id);
 
 #endif

@@ -194,6 +194,7 @@ int main(int argc, char **argv) {
             kn_stream_reader_add_shard(readers[i], a.shard_id, &a.start);
         if (err && err != KN_ERR__STATE) die("assign", a.shard_id);
       } else {
+        /* A finished shard is not handed back: its report answers. */
         kn_position_t p;
         if (!kn_stream_reader_remove_shard(readers[i], a.shard_id, &p))
           kn_enumerator_shard_returned(en, a.shard_id, &p);
