@@ -8,6 +8,7 @@
 #include "kinesis/shard.h"
 #include "kn/enumerator.h"
 #include "kt.h"
+#include "kt_stream.h"
 
 #define MAXS "340282366920938463463374607431768211455"
 #define HALF "170141183460469231731687303715884105728"
@@ -580,10 +581,6 @@ static int rm_reader_ix(const char *id) {
   return -1;
 }
 
-static void rm_dec(kn_u128_t v, char *buf) {
-  buf[kn_u128_format(v, buf)] = '\0';
-}
-
 static int rm_new_shard(rm_t *m, int parent, int adj, kn_u128_t a,
                         kn_u128_t b) {
   if (m->n >= RM_SHARDS) return -1;
@@ -603,16 +600,7 @@ static kn_shard_list_t *rm_list(rm_t *m, int only) {
   for (int i = 0; l && i < m->n; i++) {
     rm_shard_t *x = &m->s[i];
     if (!x->exists || x->aged || (only >= 0 && i != only)) continue;
-    char hs[48], he[48], id[32], p[32], a[32];
-    rm_dec(x->start, hs);
-    rm_dec(x->end, he);
-    snprintf(id, sizeof(id), "%s", sid(i));
-    snprintf(p, sizeof(p), "%s", x->parent >= 0 ? sid(x->parent) : "");
-    snprintf(a, sizeof(a), "%s", x->adj >= 0 ? sid(x->adj) : "");
-    kn_shard_desc_t d = {
-        id,  x->parent >= 0 ? p : NULL, x->adj >= 0 ? a : NULL, hs, he,
-        "1", x->open ? NULL : "9"};
-    kn_shard_list_add(l, &d);
+    kt_shard_add(l, i, x->parent, x->adj, x->start, x->end, x->open);
   }
   return l;
 }

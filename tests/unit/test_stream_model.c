@@ -18,6 +18,7 @@
 #include "kinesis/shard.h"
 #include "kn/enumerator.h"
 #include "kt.h"
+#include "kt_stream.h"
 #include "stream/reader_book.h"
 
 #define MS 48     /* shards at most */
@@ -64,13 +65,7 @@ typedef struct model {
   int bad;
 } model_t;
 
-static const char *sid(int i) {
-  static char b[4][32];
-  static int k;
-  char *s = b[k++ % 4];
-  snprintf(s, 32, "shardId-%012d", i);
-  return s;
-}
+#define sid kt_shard_id
 
 static const char *rid(int i) {
   static const char *n[MR] = {"r0", "r1", "r2", "r3"};
@@ -116,16 +111,7 @@ static kn_shard_list_t *listing(model_t *m) {
   kn_shard_list_t *l = kn_shard_list_new();
   for (int i = 0; l && i < m->n_shards; i++) {
     mshard_t *x = &m->s[i];
-    char hs[48], he[48], id[32], p[32], a[32];
-    hs[kn_u128_format(x->start, hs)] = '\0';
-    he[kn_u128_format(x->end, he)] = '\0';
-    snprintf(id, sizeof(id), "%s", sid(i));
-    snprintf(p, sizeof(p), "%s", x->parent >= 0 ? sid(x->parent) : "");
-    snprintf(a, sizeof(a), "%s", x->adj >= 0 ? sid(x->adj) : "");
-    kn_shard_desc_t d = {
-        id,  x->parent >= 0 ? p : NULL, x->adj >= 0 ? a : NULL, hs, he,
-        "1", x->open ? NULL : "9"};
-    kn_shard_list_add(l, &d);
+    kt_shard_add(l, i, x->parent, x->adj, x->start, x->end, x->open);
   }
   return l;
 }
