@@ -7,7 +7,8 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test unit asan torture fuzz docs docs-check bench sim-long clean
+.PHONY: all deps build demo check test unit asan torture fuzz docs docs-check bench sim-long clean \
+  python-check python-asan
 
 all: build
 
@@ -80,8 +81,19 @@ docs-check: build
 
 check: deps build docs-check format-check
 	ctest --test-dir $(BUILD) --output-on-failure -j 2
+	$(MAKE) python-check
 	$(MAKE) asan
 	$(MAKE) fuzz
+
+# The Python package (python/): pip install into a virtual environment
+# under $(BUILD), then its pytest suite against the lab (about a minute).
+python-check: build
+	python/check.sh $(BUILD)
+
+# The same tests with the extension and the library under ASan and UBSan
+# (about two minutes; not in make check).
+python-asan: build
+	python/check.sh --asan $(BUILD)
 
 # A long search of the coordination simulator: SIM_RUNS seeds from
 # SIM_SEED, beyond the 10,000 that make check runs (tests/sim/README.md).

@@ -15,7 +15,10 @@ same bytes).
 
   python3 bench/bench_consume.py [--build DIR] [--records N] [--rounds R]
                                  [--quick] [--clients kncat,js,boto3]
-                                 [-X prop=value]...
+                                 [--baseline DIR] [-X prop=value]...
+
+--baseline DIR adds "before": the kncat of an earlier build (DIR/kncat)
+with the same command, in the same rounds, and prints kncat / before.
 
 MB here is 10^6 bytes of record payload; peak RSS is the client's own
 high-water mark (VmHWM, sampled).  Every client's count is checked:
@@ -41,7 +44,8 @@ import lab  # noqa: E402
 STREAM = "bench"
 KEY_LEN = 16
 CLIENTS = ("kncat", "js", "boto3")
-LABELS = {"kncat": "kncat", "js": "JS SDK v3", "boto3": "boto3"}
+LABELS = {"kncat": "kncat", "js": "JS SDK v3", "boto3": "boto3",
+          "before": "before"}
 
 
 def peak_rss_watch(pid, stop):
@@ -156,6 +160,8 @@ def main():
                     help="comma list of %s" % ", ".join(CLIENTS))
     ap.add_argument("-X", dest="props", action="append", default=[],
                     help="extra kncat property (experiments)")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="an earlier build whose kncat runs as \"before\"")
     ap.add_argument("--no-decode", action="store_true",
                     help="skip the in-process decode benchmark")
     a = ap.parse_args()
@@ -165,6 +171,12 @@ def main():
     for c in clients:
         if c not in CLIENTS:
             ap.error("unknown client %r" % c)
+    if a.baseline:
+        before = os.path.join(a.baseline, "kncat")
+        if not os.path.exists(before):
+            ap.error("no kncat in %s" % a.baseline)
+        clients.insert(clients.index("kncat") + 1 if "kncat" in clients
+                       else 0, "before")
     kncat = os.environ.get("KNCAT") or os.path.join(a.build, "kncat")
     if not os.path.exists(kncat):
         print("kncat not found at %s" % kncat)
@@ -186,6 +198,9 @@ def main():
         cmds = {
             "kncat": [kncat, "-q", "consume", STREAM, "-e", "-J"]
                      + [x for p in a.props for x in ("-X", p)],
+            "before": [os.path.join(a.baseline or "", "kncat"), "-q",
+                       "consume", STREAM, "-e", "-J"]
+                      + [x for p in a.props for x in ("-X", p)],
             "js": ["node", os.path.join(SRC, "bench", "consume_js.js"),
                    k.endpoint, STREAM],
             "boto3": [sys.executable, os.path.join(SRC, "bench",
@@ -195,13 +210,14 @@ def main():
         pending = []  # kncat runs checked once a peer told seq_chars
         for rnd in range(a.rounds):
             for c in clients:
-                r = run_measured(cmds[c], env, devnull if c == "kncat" else None)
+                mine = c in ("kncat", "before")
+                r = run_measured(cmds[c], env, devnull if mine else None)
                 note = ""
                 if r["rc"]:
                     sys.stderr.write(r["err"])
                     print("%s failed (exit %d)" % (LABELS[c], r["rc"]))
                     return 1
-                if c == "kncat":
+                if mine:
                     pending.append(r)
                 else:
                     got = json.loads(r["out"].strip().splitlines()[-1])
@@ -246,6 +262,12 @@ def main():
         print("%-10s %12.3f %14.4f %12.5f %13.1f %8.2f" % (
             LABELS[c], m["cpu"], m["cpu"] * 1e5 / a.records, m["cpu"] / mb,
             m["rss"], m["wall"]))
+    if "kncat" in med and "before" in med:
+        kc, b = med["kncat"], med["before"]
+        print()
+        print("kncat / before     CPU per MB %.3f   peak RSS %.3f   wall %.3f"
+              % (kc["cpu"] / b["cpu"], kc["rss"] / b["rss"],
+                 kc["wall"] / b["wall"]))
     if "kncat" in med:
         kc = med["kncat"]
         print()

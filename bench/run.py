@@ -39,6 +39,8 @@ BENCHES = [
      ["--quick"]),
     ("roles", [sys.executable, "bench/bench_roles.py", "--build", "{build}"],
      ["--quick"]),
+    ("python", [sys.executable, "bench/bench_python.py", "--build", "{build}"],
+     ["--quick"]),
 ]
 
 

@@ -56,6 +56,16 @@ KN_API kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
  * on, calling poll again marks the records of earlier batches processed. */
 KN_API kn_batch_t *kn_consumer_poll(kn_consumer_t *kc, int timeout_ms);
 
+/* Waits up to timeout_ms (0: no wait, -1: forever) until a
+ * kn_consumer_poll() would not wait: a batch or a callback is queued, or
+ * the consumer failed or is closing.  Returns non-zero then, 0 when the
+ * time ran out.  Nothing is taken from the queue and no callback runs, so
+ * the next poll may still find nothing (a batch dropped because its lease
+ * expired).  Any thread, for event loops that wait on a thread of their own
+ * and poll with timeout 0 on theirs; not while another thread waits in
+ * kn_consumer_poll() (a wake-up reaches one of them only). */
+KN_API int kn_consumer_wait(kn_consumer_t *kc, int timeout_ms);
+
 /* The error that stopped the consumer (stream deleted, credentials
  * rejected, lease store lost for good), or NULL while it runs.  Owned by
  * the consumer. */

@@ -195,6 +195,7 @@ kn_consumer_t *kn_consumer_new(const kn_conf_t *conf, char *errstr,
     return NULL;
   }
   pthread_mutex_init(&kc->mu, NULL);
+  pthread_mutex_init(&kc->ctl_mu, NULL);
   kn_cond_init(&kc->poll_cv);
   kn_cond_init(&kc->ctl_cv);
   kc->readers = &kn_poll_reader_ops;
@@ -439,9 +440,7 @@ static kn_error_t *request_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
   pthread_cond_init(&req.cv, NULL); /* untimed: the driver answers all */
   m->kind = KN_CTL_CHECKPOINT;
   m->req = &req;
-  pthread_mutex_lock(&kc->mu);
-  if (!kc->ctl_open) {
-    pthread_mutex_unlock(&kc->mu);
+  if (kn_control_post_request(kc, m)) {
     free(m);
     pthread_cond_destroy(&req.cv);
     return kn_error_new(KN_ERR__LEASE_LOST,
@@ -449,9 +448,9 @@ static kn_error_t *request_checkpoint(kn_consumer_t *kc, kn_cshard_t *cs,
                         "written",
                         cs->id);
   }
-  kn_control_post_msg_locked(kc, m);
-  while (!req.done) pthread_cond_wait(&req.cv, &kc->mu);
-  pthread_mutex_unlock(&kc->mu);
+  pthread_mutex_lock(&kc->ctl_mu);
+  while (!req.done) pthread_cond_wait(&req.cv, &kc->ctl_mu);
+  pthread_mutex_unlock(&kc->ctl_mu);
   pthread_cond_destroy(&req.cv);
   return req.err;
 }
@@ -639,5 +638,6 @@ void kn_consumer_destroy(kn_consumer_t *kc) {
   pthread_cond_destroy(&kc->poll_cv);
   pthread_cond_destroy(&kc->ctl_cv);
   pthread_mutex_destroy(&kc->mu);
+  pthread_mutex_destroy(&kc->ctl_mu);
   free(kc);
 }

@@ -1,16 +1,40 @@
 /* Internals of kn_consumer_t.
  *
- * Three threads meet here (four kinds with a lease store):
- * - the application's, in kn_consumer_poll() and the checkpoint calls;
+ * Five kinds of thread meet here:
+ * - the application's, in kn_consumer_poll(), the checkpoint calls, the
+ *   metrics and the close (consumer.c, stats.c, metrics.c);
  * - the I/O thread of the handle's loop, which runs the shard readers
- *   (reader.c): GetShardIterator / GetRecords and their timers;
- * - the control thread (control.c), which lists shards and decides which
- *   shards to read alone, or, with a lease store, runs the coordination
- *   core (driver.c) whose lease-store calls and listings run on a few
- *   store threads (store_pool.c) and come back to it as messages.
+ *   (reader.c, reader_efo.c): GetRecords, SubscribeToShard, their timers,
+ *   and queues what they read (delivery.c);
+ * - the control thread (control.c), which runs one message loop for the
+ *   mode without a lease store (solo.c) or with one (driver.c: the drive,
+ *   drive.h, and with it the coordination core);
+ * - the store threads (store_pool.c), which carry out lease-store calls
+ *   and listings and answer by message (lease mode);
+ * - the fan-out check thread (a one-thread pool, efo_check.c and the
+ *   registration of efo_register.c), when reading by fan-out.
  *
- * kc->mu guards the delivery queue, every kn_cshard_t field marked
- * "[mu]" and the control queue.  Readers belong to the I/O thread. */
+ * Locks, and where they are taken (pthread_mutex_lock calls in
+ * src/consumer, by file: threads):
+ * - kc->mu, what the application, the I/O thread and the control thread
+ *   share: the shard table, the kn_cshard_t fields marked [mu], the
+ *   delivery queue, the application's events, fatal, the lease
+ *   statistics, the fan-out fields marked [kc->mu] in efo.h.  63 calls:
+ *   consumer.c 12 (application), driver.c 11 and solo.c 4 (control),
+ *   reader.c 8, reader_efo.c 11 and delivery.c 1 (I/O; delivery.c also
+ *   the application), efo_check.c 7 and efo_register.c 3 (fan-out
+ *   check; efo_register.c also control at start and close), metrics.c 2
+ *   and stats.c 1 (application), mailbox.c 2 (any: the consumer's
+ *   failure), store_pool.c 1 (store: a result lost to out-of-memory).
+ * - kc->ctl_mu, the control thread's mailbox (the queue, its pending
+ *   count, ctl_open, the checkpoint requests' answers), taken after mu
+ *   when both are held, never before it.  10 calls: mailbox.c 4 (any),
+ *   control.c 2 and driver.c 3 (control), consumer.c 1 (application),
+ *   efo_register.c 1 (fan-out check: its sleep until the close).
+ * - a store pool's own lock (store_pool.c 4: the pool's queue).
+ * The shard table changes only on the control thread (under mu), which
+ * reads it without mu; readers belong to the I/O thread; the drive and
+ * the core belong to the control thread and take no lock. */
 #ifndef KN_CONSUMER_INT_H
 #define KN_CONSUMER_INT_H
 
@@ -144,9 +168,9 @@ typedef struct kn_ckpt_req {
   int prepare;
   const void *state; /* borrowed from the waiting caller */
   size_t state_len;
-  int done;          /* [mu] */
-  kn_error_t *err;   /* [mu] the outcome, owned by the caller */
-  pthread_cond_t cv; /* with mu: signalled when done */
+  int done;          /* [ctl_mu] */
+  kn_error_t *err;   /* [ctl_mu] the outcome, owned by the caller */
+  pthread_cond_t cv; /* with ctl_mu: signalled when done */
 } kn_ckpt_req_t;
 
 struct kn_store_job;
@@ -216,7 +240,14 @@ struct kn_consumer_s {
 
   pthread_mutex_t mu;
   pthread_cond_t poll_cv; /* delivery queue became non-empty */
-  pthread_cond_t ctl_cv;  /* control queue became non-empty */
+  /* The control thread's mailbox (mailbox.c) has a lock of its own,
+   * taken after mu when a thread needs both, never before it. */
+  pthread_mutex_t ctl_mu;
+  pthread_cond_t ctl_cv;             /* with ctl_mu: a message came */
+  kn_ctl_msg_t *ctl_head, *ctl_tail; /* [ctl_mu] */
+  int ctl_pending; /* [ctl_mu] messages posted and not yet handled */
+  int ctl_open;    /* [ctl_mu] lease mode: checkpoint requests are taken */
+  int ctl_closing; /* [ctl_mu] CLOSE was posted */
 
   /* [mu] */
   kn_cshard_t **shards;
@@ -229,9 +260,7 @@ struct kn_consumer_s {
   size_t wake_next;    /* where the next wake-up round starts */
   kn_cshard_t **dirty; /* shards delivered since the last poll */
   size_t n_dirty, cap_dirty;
-  kn_ctl_msg_t *ctl_head, *ctl_tail;
-  int ctl_pending; /* messages posted and not yet handled */
-  int synced;      /* first shard listing done */
+  int synced; /* first shard listing done */
   int closing;
   kn_error_t *fatal;
 
@@ -252,7 +281,6 @@ struct kn_consumer_s {
    * threads (store_pool.c). */
   struct kn_lease_store *ls;
   char *worker_id;
-  int ctl_open;   /* [mu] the control thread takes requests */
   int taker_idle; /* [mu] the core has nothing left to take */
   struct {
     int64_t duration_ms, renew_ms, take_ms, handoff_ms, scan_ms;
@@ -311,8 +339,16 @@ void kn_control_post_tenure(kn_consumer_t *kc, kn_ctl_kind_t kind,
                             kn_cshard_t *cs, int64_t tenure, kn_error_t *err,
                             kn_shard_list_t *children);
 /* Queues a message built by the caller (kind and payload set; taken).
- * mu held. */
+ * Any thread, mu held or not. */
 void kn_control_post_msg_locked(kn_consumer_t *kc, kn_ctl_msg_t *m);
+/* The same for a checkpoint request, unless the control thread takes no
+ * more (then -1 and m is not taken). */
+int kn_control_post_request(kn_consumer_t *kc, kn_ctl_msg_t *m);
+/* The control thread has handled n messages (kn_delivery_caught_up counts
+ * the rest). */
+void kn_control_handled(kn_consumer_t *kc, int n);
+/* Messages posted and not yet handled.  Any thread. */
+int kn_control_pending(kn_consumer_t *kc);
 void kn_control_msg_free(kn_ctl_msg_t *m);
 /* The consumer fails with err (taken; the first failure stays) and the
  * application's poll wakes to say so.  mu NOT held. */

@@ -49,16 +49,16 @@ static void *control_main(void *arg) {
     /* Only this thread moves it (messages and ticks), so it is read once,
      * before mu: the mode may take mu itself. */
     int64_t due = mode->due(st);
-    pthread_mutex_lock(&kc->mu);
+    pthread_mutex_lock(&kc->ctl_mu);
     while (!kc->ctl_head) {
       int64_t now = kn_mono_ms();
       if (due <= now) break;
-      kn_cond_wait_until(&kc->ctl_cv, &kc->mu,
+      kn_cond_wait_until(&kc->ctl_cv, &kc->ctl_mu,
                          due - now > 60000 ? now + 60000 : due);
     }
     kn_ctl_msg_t *msgs = kc->ctl_head;
     kc->ctl_head = kc->ctl_tail = NULL;
-    pthread_mutex_unlock(&kc->mu);
+    pthread_mutex_unlock(&kc->ctl_mu);
 
     while (msgs) {
       kn_ctl_msg_t *m = msgs;
@@ -81,9 +81,8 @@ static void *control_main(void *arg) {
       }
       mode->handle(st, m);
       kn_control_msg_free(m);
-      pthread_mutex_lock(&kc->mu);
-      kc->ctl_pending--;
-      pthread_mutex_unlock(&kc->mu);
+      /* Handled, state and all: kn_delivery_caught_up may count it out. */
+      kn_control_handled(kc, 1);
     }
   }
   mode->finish(st);
@@ -113,18 +112,16 @@ int kn_control_start(kn_consumer_t *kc, char *errstr, size_t size) {
 
 void kn_control_stop(kn_consumer_t *kc) {
   if (!kc->control_started) return;
-  pthread_mutex_lock(&kc->mu);
   kn_control_post_msg_locked(kc, kc->ctl_close);
   kc->ctl_close = NULL;
-  pthread_mutex_unlock(&kc->mu);
   pthread_join(kc->control_thread, NULL);
   kc->control_started = 0;
   /* Messages posted after CLOSE (readers finishing meanwhile). */
-  pthread_mutex_lock(&kc->mu);
+  pthread_mutex_lock(&kc->ctl_mu);
   kn_ctl_msg_t *msgs = kc->ctl_head;
   kc->ctl_head = kc->ctl_tail = NULL;
   kc->ctl_pending = 0;
-  pthread_mutex_unlock(&kc->mu);
+  pthread_mutex_unlock(&kc->ctl_mu);
   while (msgs) {
     kn_ctl_msg_t *m = msgs;
     msgs = m->next;

@@ -65,7 +65,7 @@ void kn_delivery_purge(kn_consumer_t *kc, kn_cshard_t *cs) {
 }
 
 int kn_delivery_caught_up(kn_consumer_t *kc) {
-  if (!kc->synced || kc->q_head || kc->ctl_pending) return 0;
+  if (!kc->synced || kc->q_head || kn_control_pending(kc)) return 0;
   for (size_t i = 0; i < kc->n_shards; i++) {
     kn_cshard_t *cs = kc->shards[i];
     switch (cs->state) {

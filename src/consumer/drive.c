@@ -22,9 +22,24 @@ typedef struct ten {
   char *key;
   int64_t tenure;
   int reading;         /* its reader runs (not yielded) */
+  int late;            /* its deadline passed: the core hears of it */
   int64_t lease_until; /* the core's deadline for the lease (EXTEND) */
   int64_t told;        /* what the reader was given */
+  int64_t counter;     /* the lease as last written (the view) */
+  char *ckpt;          /* NULL: not known */
+  int64_t subseq;
 } ten_t;
+
+/* A write for a tenure in flight: what it will have written once it
+ * lands (the view follows). */
+typedef struct call {
+  uint64_t id;
+  kn_cc_op_t op;
+  char *key;
+  int64_t tenure;
+  char *ckpt;
+  int64_t subseq;
+} call_t;
 
 /* An event to feed the core once the actions in hand are carried out. */
 typedef struct later {
@@ -43,6 +58,8 @@ struct kn_drive {
   size_t n_reqs, cap_reqs;
   later_t *later;
   size_t n_later, cap_later;
+  call_t *calls;
+  size_t n_calls, cap_calls;
   int64_t fence; /* FENCE's deadline; INT64_MAX: none */
   kn_err_t verdict;
   int stopping, closed;
@@ -88,7 +105,66 @@ static ten_t *ten_find(kn_drive_t *d, const char *key, int64_t tenure) {
 
 static void ten_remove(kn_drive_t *d, ten_t *t) {
   free(t->key);
+  free(t->ckpt);
   *t = d->ten[--d->n_ten];
+}
+
+static void publish(kn_drive_t *d, const char *key, int64_t tenure, int held,
+                    int64_t counter, const char *ckpt, int64_t subseq,
+                    int changed) {
+  kn_drive_view_t v = {held, counter, ckpt, subseq};
+  if (d->ops->view) d->ops->view(d->env, key, tenure, &v, changed);
+}
+
+/* Writes whose outcome changes the view. */
+static int viewed(kn_cc_op_t op) {
+  return op == KN_CC_RENEW || op == KN_CC_CHECKPOINT || op == KN_CC_RELEASE ||
+         op == KN_CC_HANDOFF_DONE;
+}
+
+static void remember(kn_drive_t *d, const kn_cc_action_t *a) {
+  if (!viewed(a->op) || a->tenure < 0 || !a->key) return;
+  if (grow((void **)&d->calls, &d->cap_calls, d->n_calls, sizeof(*d->calls)))
+    return; /* only the statistics miss it */
+  call_t *c = &d->calls[d->n_calls];
+  memset(c, 0, sizeof(*c));
+  c->id = a->id;
+  c->op = a->op;
+  c->tenure = a->tenure;
+  c->subseq = a->subseq;
+  if (!(c->key = strdup(a->key))) return;
+  if (a->op == KN_CC_CHECKPOINT && a->checkpoint &&
+      !(c->ckpt = strdup(a->checkpoint))) {
+    free(c->key);
+    return;
+  }
+  d->n_calls++;
+}
+
+/* A write landed (or failed): the view follows what landed. */
+static void landed(kn_drive_t *d, const kn_drive_result_t *r) {
+  size_t i = 0;
+  while (i < d->n_calls && d->calls[i].id != r->id) i++;
+  if (i == d->n_calls) return;
+  call_t c = d->calls[i];
+  d->calls[i] = d->calls[--d->n_calls];
+  ten_t *t = r->err ? NULL : ten_find(d, c.key, c.tenure);
+  if (t) {
+    int changed = c.ckpt != NULL;
+    t->counter = r->new_counter;
+    if (changed) {
+      free(t->ckpt);
+      t->ckpt = c.ckpt;
+      t->subseq = c.subseq;
+      c.ckpt = NULL;
+    }
+    int held = c.op != KN_CC_RELEASE && c.op != KN_CC_HANDOFF_DONE;
+    publish(d, t->key, t->tenure, held, t->counter, t->ckpt, t->subseq,
+            changed);
+    if (!held && !t->reading) ten_remove(d, t);
+  }
+  free(c.key);
+  free(c.ckpt);
 }
 
 static void defer(kn_drive_t *d, const char *key, int64_t tenure, int yielded) {
@@ -107,18 +183,18 @@ static void defer(kn_drive_t *d, const char *key, int64_t tenure, int yielded) {
  * may have dropped records since, so the tenure must end, not go on past
  * a gap. */
 static void retime(kn_drive_t *d, ten_t *t, int64_t until) {
-  if (!t->reading || until == t->told) return;
+  if (!t->reading || t->late || until == t->told) return;
   int64_t now = d->ops->now(d->env);
   if (now >= t->told) {
     defer(d, t->key, t->tenure, 0);
-    t->reading = 0; /* told once */
+    t->late = 1; /* told once; the tenure is still stopped as the core says */
     return;
   }
   t->told = until;
   d->ops->deadline(d->env, t->key, t->tenure, until);
   if (now >= until) { /* an earlier heartbeat deadline, already passed */
     defer(d, t->key, t->tenure, 0);
-    t->reading = 0;
+    t->late = 1;
   }
 }
 
@@ -141,6 +217,12 @@ static void start(kn_drive_t *d, const kn_cc_action_t *a) {
   }
   t->tenure = a->tenure;
   t->reading = 1;
+  t->late = 0;
+  t->counter = a->tenure;
+  free(t->ckpt);
+  t->ckpt =
+      a->lease && a->lease->checkpoint ? strdup(a->lease->checkpoint) : NULL;
+  t->subseq = a->lease ? a->lease->checkpoint_subseq : 0;
   t->lease_until = a->until_ms;
   t->told = earliest(d, a->until_ms);
   kn_cc_action_t s = *a;
@@ -149,12 +231,15 @@ static void start(kn_drive_t *d, const kn_cc_action_t *a) {
     char msg[160];
     snprintf(msg, sizeof(msg), "out of memory starting shard %s", a->key);
     d->ops->fatal(d->env, KN_ERR__NOMEM, msg);
+    return;
   }
+  publish(d, t->key, t->tenure, 1, t->counter, t->ckpt, t->subseq, 0);
 }
 
 static void stop(kn_drive_t *d, const kn_cc_action_t *a) {
   ten_t *t = ten_find(d, a->key, a->tenure);
   if (!t) return;
+  publish(d, a->key, a->tenure, 0, t->counter, t->ckpt, t->subseq, 0);
   ten_remove(d, t);
   d->ops->stop(d->env, a->key, a->tenure, KN_DRIVE_LOST, a->reason, NULL);
 }
@@ -176,6 +261,7 @@ static void done(kn_drive_t *d, const kn_cc_action_t *a) {
   ten_t *t = ten_find(d, a->key, -1);
   if (t && t->tenure != a->tenure) return; /* a later tenure reads it */
   if (t) ten_remove(d, t);
+  publish(d, a->key, a->tenure, 0, -1, KN_CKPT_SHARD_END, 0, 1);
   d->ops->stop(d->env, a->key, a->tenure, KN_DRIVE_DONE, KN_ERR_NO_ERROR, NULL);
 }
 
@@ -214,7 +300,10 @@ static void act(kn_drive_t *d, const kn_cc_action_t *a) {
     return;
   }
   if (kn_cc_op_is_call(a->op)) {
-    if (d->ops->submit(d->env, a)) fail(d, kn_cc_op_name(a->op));
+    if (d->ops->submit(d->env, a))
+      fail(d, kn_cc_op_name(a->op));
+    else
+      remember(d, a);
     return;
   }
   switch (a->op) {
@@ -305,8 +394,16 @@ void kn_drive_destroy(kn_drive_t *d) {
   if (!d) return;
   answer_all(d);
   kn_cc_destroy(d->cc);
-  for (size_t i = 0; i < d->n_ten; i++) free(d->ten[i].key);
+  for (size_t i = 0; i < d->n_ten; i++) {
+    free(d->ten[i].key);
+    free(d->ten[i].ckpt);
+  }
   for (size_t i = 0; i < d->n_later; i++) free(d->later[i].key);
+  for (size_t i = 0; i < d->n_calls; i++) {
+    free(d->calls[i].key);
+    free(d->calls[i].ckpt);
+  }
+  free(d->calls);
   free(d->ten);
   free(d->reqs);
   free(d->later);
@@ -343,6 +440,7 @@ void kn_drive_result(kn_drive_t *d, const kn_drive_result_t *r) {
       kn_error_code(r->err) != KN_ERR_CONDITIONAL_CHECK_FAILED)
     d->verdict = kn_error_code(r->err);
   if (!kn_drive_live(d)) return;
+  landed(d, r);
   int64_t now = d->ops->now(d->env);
   switch (r->op) {
     case KN_CC_LIST_LEASES:

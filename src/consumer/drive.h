@@ -11,7 +11,9 @@
  * What it owns: the core, the checkpoint requests handed to the core and
  * not yet answered, and one entry per tenure being read: the deadline the
  * reader was given, the earlier of the lease's (EXTEND) and the
- * heartbeat's (FENCE).  It alone decides deadlines: a reader is never
+ * heartbeat's (FENCE), and the lease as this worker last wrote it (the
+ * view published to the statistics: the rest of the consumer reads it,
+ * never rebuilds it).  It alone decides deadlines: a reader is never
  * given a later one once its own has passed (poll may have dropped
  * records); the tenure ends instead.
  *
@@ -36,6 +38,14 @@ typedef enum kn_drive_stop {
                      was handed; kn_drive_yielded() when it has */
   KN_DRIVE_DONE   /* the shard is finished (SHARD_END written) */
 } kn_drive_stop_t;
+
+/* A lease as this worker last wrote it, for statistics and metrics. */
+typedef struct kn_drive_view {
+  int held;
+  int64_t counter;
+  const char *checkpoint; /* NULL: not known */
+  int64_t subseq;
+} kn_drive_view_t;
 
 typedef struct kn_drive_ops {
   /* The monotonic clock, in ms. */
@@ -65,6 +75,13 @@ typedef struct kn_drive_ops {
   void (*fatal)(void *env, kn_err_t code, const char *msg);
   /* A line for the log (KN_CC_LOG_*). */
   void (*log)(void *env, int level, const char *msg);
+  /* The lease of (key, tenure) as published by the drive, its one owner
+   * (may be NULL):
+   * at the start, after each of its writes that landed, and when the
+   * tenure ends (held 0).  checkpoint_changed: v->checkpoint was just
+   * written. */
+  void (*view)(void *env, const char *key, int64_t tenure,
+               const kn_drive_view_t *v, int checkpoint_changed);
 } kn_drive_ops_t;
 
 /* The outcome of a submitted call; every pointer borrowed for the call. */

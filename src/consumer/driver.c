@@ -50,11 +50,11 @@ static int live(const drv_t *d) { return kn_drive_live(d->dr); }
 /* ---- application checkpoint requests ---- */
 
 static void answer(kn_consumer_t *kc, kn_ckpt_req_t *req, kn_error_t *err) {
-  pthread_mutex_lock(&kc->mu);
+  pthread_mutex_lock(&kc->ctl_mu);
   req->err = err;
   req->done = 1;
   pthread_cond_broadcast(&req->cv);
-  pthread_mutex_unlock(&kc->mu);
+  pthread_mutex_unlock(&kc->ctl_mu);
 }
 
 static kn_error_t *closed_error(kn_consumer_t *kc, const char *shard) {
@@ -98,11 +98,10 @@ static void view_ckpt_locked(kn_cshard_t *cs, const char *ckpt,
   }
 }
 
+/* The shard table changes on this thread only, under mu: looking it up
+ * here needs no lock (consumer_int.h). */
 static kn_cshard_t *find(kn_consumer_t *kc, const char *key) {
-  pthread_mutex_lock(&kc->mu);
-  kn_cshard_t *cs = key ? kn_shard_table_find(kc, key) : NULL;
-  pthread_mutex_unlock(&kc->mu);
-  return cs;
+  return key ? kn_shard_table_find(kc, key) : NULL;
 }
 
 /* ---- the drive's operations ---- */
@@ -150,7 +149,6 @@ static void stop_shard(drv_t *d, const char *key, int64_t tenure,
   kc->lstats.lost += reason == KN_ERR__LEASE_LOST;
   cs->fencing_token = -1;
   cs->lease_until_ms = 0;
-  cs->view.held = 0;
   kn_app_event_locked(kc, KN_APP_EV_LOST, cs->id, 0, reason, NULL, 0);
   pthread_mutex_unlock(&kc->mu);
   /* The core has said why (KN_CC_LOG). */
@@ -187,8 +185,6 @@ static void done_shard(drv_t *d, const char *key, int64_t tenure) {
   cs->state = KN_CS_DONE;
   cs->fencing_token = -1;
   cs->lease_until_ms = 0;
-  cs->view.held = 0;
-  view_ckpt_locked(cs, KN_CKPT_SHARD_END, 0);
   pthread_mutex_unlock(&kc->mu);
 }
 
@@ -236,9 +232,6 @@ static int op_start(void *env, const kn_cc_action_t *a) {
   cs->end_popped = 0;
   cs->caught_up = 0;
   cs->state = KN_CS_WAITING;
-  cs->view.held = 1;
-  cs->view.counter = a->tenure;
-  view_ckpt_locked(cs, l ? l->checkpoint : NULL, l ? l->checkpoint_subseq : 0);
   kn_app_event_locked(kc, KN_APP_EV_ACQUIRED, cs->id, a->tenure,
                       KN_ERR_NO_ERROR, state, state ? l->pending_state_len : 0);
   pthread_mutex_unlock(&kc->mu);
@@ -253,6 +246,23 @@ static void op_deadline(void *env, const char *key, int64_t tenure,
   if (!cs) return;
   pthread_mutex_lock(&kc->mu);
   if (cs->fencing_token == tenure) cs->lease_until_ms = until_ms;
+  pthread_mutex_unlock(&kc->mu);
+}
+
+/* The statistics' copy of the drive's view of a lease. */
+static void op_view(void *env, const char *key, int64_t tenure,
+                    const kn_drive_view_t *v, int checkpoint_changed) {
+  drv_t *d = env;
+  kn_consumer_t *kc = d->kc;
+  kn_cshard_t *cs = find(kc, key);
+  if (!cs) return;
+  (void)tenure;
+  pthread_mutex_lock(&kc->mu);
+  cs->view.held = v->held;
+  if (v->counter >= 0) cs->view.counter = v->counter;
+  view_ckpt_locked(cs, v->checkpoint, v->subseq);
+  if (checkpoint_changed)
+    kn_metrics_ckpt_written_locked(cs, v->checkpoint, v->subseq);
   pthread_mutex_unlock(&kc->mu);
 }
 
@@ -292,6 +302,7 @@ static const kn_drive_ops_t drive_ops = {
     .reply = op_reply,
     .fatal = op_fatal,
     .log = op_log,
+    .view = op_view,
 };
 
 static void publish(drv_t *d) {
@@ -307,7 +318,6 @@ static void publish(drv_t *d) {
 
 static void count_store(drv_t *d, const kn_store_job_t *j) {
   kn_consumer_t *kc = d->kc;
-  kn_cshard_t *cs = find(kc, j->key);
   pthread_mutex_lock(&kc->mu);
   if (j->op == KN_CC_RENEW) {
     kc->lstats.renewals++;
@@ -318,16 +328,6 @@ static void count_store(drv_t *d, const kn_store_job_t *j) {
   }
   if (j->op == KN_CC_TAKE && !j->err) kc->lstats.taken++;
   kn_metrics_store_done_locked(kc, j);
-  /* The statistics' view of a lease held now. */
-  if (cs && !j->err && cs->view.held && cs->fencing_token == j->tenure &&
-      j->tenure >= 0) {
-    if (j->op == KN_CC_RENEW || j->op == KN_CC_CHECKPOINT)
-      cs->view.counter = j->new_counter;
-    if (j->op == KN_CC_CHECKPOINT && j->checkpoint)
-      view_ckpt_locked(cs, j->checkpoint, j->subseq);
-    if (j->op == KN_CC_RELEASE || j->op == KN_CC_HANDOFF_DONE)
-      cs->view.held = 0;
-  }
   if (j->op == KN_CC_HANDOFF_DONE && !j->err && j->tenure >= 0)
     kc->lstats.handed_over++;
   pthread_mutex_unlock(&kc->mu);
@@ -376,27 +376,14 @@ static void store_done(drv_t *d, kn_store_job_t *j) {
     d->listing = j->list;
     j->list = NULL;
   }
-  kn_drive_result_t r = {
-      .id = j->id,
-      .op = j->op,
-      .err = j->err,
-      .leases = j->leases,
-      .n_leases = j->n_leases,
-      .shards = j->shards,
-      .n_shards = j->n_shards,
-      .got = &j->got,
-      .members = &j->members,
-      .new_counter = j->new_counter,
-      .handoff_to = j->handoff_to,
-      .sent_ms = j->sent_ms,
-  };
+  kn_drive_result_t r = kn_store_job_result(j);
   kn_drive_result(d->dr, &r);
 }
 
 /* ---- messages ---- */
 
 static int current(kn_consumer_t *kc, kn_cshard_t *cs, int64_t tenure) {
-  pthread_mutex_lock(&kc->mu);
+  pthread_mutex_lock(&kc->mu); /* poll ends a yielded tenure's token */
   int r = cs->fencing_token >= 0 && cs->fencing_token == tenure;
   pthread_mutex_unlock(&kc->mu);
   return r;
@@ -563,11 +550,12 @@ static kn_error_t *start(drv_t *d) {
 /* Answers whatever is left: requests still queued or with the drive. */
 static void finish(drv_t *d) {
   kn_consumer_t *kc = d->kc;
-  pthread_mutex_lock(&kc->mu);
+  pthread_mutex_lock(&kc->ctl_mu);
   kc->ctl_open = 0; /* no request is posted after this */
   kn_ctl_msg_t *msgs = kc->ctl_head;
   kc->ctl_head = kc->ctl_tail = NULL;
-  pthread_mutex_unlock(&kc->mu);
+  for (kn_ctl_msg_t *m = msgs; m; m = m->next) kc->ctl_pending--;
+  pthread_mutex_unlock(&kc->ctl_mu);
   while (msgs) {
     kn_ctl_msg_t *m = msgs;
     msgs = m->next;
@@ -576,9 +564,6 @@ static void finish(drv_t *d) {
       m->req = NULL;
     }
     kn_control_msg_free(m);
-    pthread_mutex_lock(&kc->mu);
-    kc->ctl_pending--;
-    pthread_mutex_unlock(&kc->mu);
   }
   /* Calls still running finish first; their results are dropped. */
   kn_store_pool_destroy(d->pool);
@@ -601,9 +586,9 @@ static void *lease_start(kn_consumer_t *kc) {
     return NULL;
   }
   d->kc = kc;
-  pthread_mutex_lock(&kc->mu);
+  pthread_mutex_lock(&kc->ctl_mu);
   kc->ctl_open = 1;
-  pthread_mutex_unlock(&kc->mu);
+  pthread_mutex_unlock(&kc->ctl_mu);
   if (!kn_consumer_is_fatal(kc)) { /* fan-out setup may have failed */
     kn_error_t *err = start(d);
     if (err) {

@@ -123,16 +123,17 @@ void kn_efo_fail(kn_consumer_t *kc, kn_error_t *err) {
 
 /* ---- waiting ---- */
 
-/* Sleeps ms on the control thread.  Non-zero when the consumer is closing
- * (then at once). */
+/* Sleeps ms (control or fan-out check thread).  Non-zero when the consumer is
+ * closing (then at once). */
 static int efo_sleep(kn_consumer_t *kc, int64_t ms) {
   int64_t until = kn_mono_ms() + ms;
-  pthread_mutex_lock(&kc->mu);
-  while (!kc->closing) {
-    if (kn_cond_wait_until(&kc->ctl_cv, &kc->mu, until) == ETIMEDOUT) break;
+  /* The close posts CLOSE, which wakes every waiter on ctl_cv. */
+  pthread_mutex_lock(&kc->ctl_mu);
+  while (!kc->ctl_closing) {
+    if (kn_cond_wait_until(&kc->ctl_cv, &kc->ctl_mu, until) == ETIMEDOUT) break;
   }
-  int closing = kc->closing;
-  pthread_mutex_unlock(&kc->mu);
+  int closing = kc->ctl_closing;
+  pthread_mutex_unlock(&kc->ctl_mu);
   return closing;
 }
 

@@ -40,8 +40,8 @@ void kn_metrics_delivered_locked(kn_cshard_t *cs, size_t n_records) {
 
 static int is_seq(const char *s) { return s && *s >= '0' && *s <= '9'; }
 
-static void ckpt_written_locked(kn_cshard_t *cs, const char *ckpt,
-                                int64_t subseq) {
+void kn_metrics_ckpt_written_locked(kn_cshard_t *cs, const char *ckpt,
+                                    int64_t subseq) {
   ckpt_reset_if_new_tenure(cs, cs->records_delivered);
   if (ckpt && strcmp(ckpt, "SHARD_END") == 0) {
     cs->ck_records = cs->records_delivered;
@@ -100,13 +100,6 @@ void kn_metrics_store_done_locked(kn_consumer_t *kc, const kn_store_job_t *j) {
     case KN_CC_LIST_LEASES:
       table_shape_locked(kc, j);
       break;
-    case KN_CC_CHECKPOINT: {
-      kn_cshard_t *cs = j->key ? kn_shard_table_find(kc, j->key) : NULL;
-      if (cs && j->checkpoint && cs->fencing_token == j->tenure &&
-          j->tenure >= 0)
-        ckpt_written_locked(cs, j->checkpoint, j->subseq);
-      break;
-    }
     default:
       break;
   }

@@ -107,6 +107,23 @@ void kn_store_job_free(kn_store_job_t *j) {
   free(j);
 }
 
+kn_drive_result_t kn_store_job_result(const kn_store_job_t *j) {
+  return (kn_drive_result_t){
+      .id = j->id,
+      .op = j->op,
+      .err = j->err,
+      .leases = j->leases,
+      .n_leases = j->n_leases,
+      .shards = j->shards,
+      .n_shards = j->n_shards,
+      .got = &j->got,
+      .members = &j->members,
+      .new_counter = j->new_counter,
+      .handoff_to = j->handoff_to,
+      .sent_ms = j->sent_ms,
+  };
+}
+
 int kn_store_job_view_shards(kn_store_job_t *j) {
   size_t n = kn_shard_list_count(j->list);
   j->shards = calloc(n ? n : 1, sizeof(*j->shards));
@@ -177,7 +194,9 @@ void kn_store_job_apply(kn_lease_store_t *ls, const char *w,
                          kn_cc_op_name(j->op));
       break;
   }
-  /* The core says which call on which shard. */
-  if (err) err = kn_error_prefix(err, "lease store %s", ls->name);
+  /* The store's name once (most stores name themselves already); the
+   * core says which call on which shard. */
+  if (err && strncmp(kn_error_string(err), "lease store ", 12) != 0)
+    err = kn_error_prefix(err, "lease store %s", ls->name);
   j->err = err;
 }

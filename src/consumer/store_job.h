@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "consumer/ccore.h"
+#include "consumer/drive.h"
 #include "kinesis/model.h"
 #include "lease/lease.h"
 #include "lease/store.h"
@@ -80,6 +81,8 @@ void kn_store_job_free(kn_store_job_t *j);
  * threads, the simulator's cost mode and the core's unit tests. */
 void kn_store_job_apply(kn_lease_store_t *ls, const char *worker,
                         kn_store_job_t *j);
+/* j's outcome as the drive takes it (kn_drive_result); pointers into j. */
+kn_drive_result_t kn_store_job_result(const kn_store_job_t *j);
 /* Points j->shards into j->list (ListShards, as the core sees shards).
  * Returns 0 or -1 (out of memory). */
 int kn_store_job_view_shards(kn_store_job_t *j);

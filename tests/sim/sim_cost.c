@@ -322,20 +322,9 @@ static void after(cost_t *s, int w) {
 }
 
 static void reply(cost_t *s, cworker_t *k, kn_store_job_t *j) {
-  kn_drive_result_t r = {
-      .id = j->id,
-      .op = j->op,
-      .err = j->err,
-      .leases = j->leases,
-      .n_leases = j->n_leases,
-      .shards = s->listing,
-      .n_shards = (size_t)s->shards,
-      .got = &j->got,
-      .members = &j->members,
-      .new_counter = j->new_counter,
-      .handoff_to = j->handoff_to,
-      .sent_ms = j->sent_ms,
-  };
+  kn_drive_result_t r = kn_store_job_result(j);
+  r.shards = s->listing; /* the stream, as ListShards would give it */
+  r.n_shards = (size_t)s->shards;
   kn_drive_result(k->dr, &r);
 }
 

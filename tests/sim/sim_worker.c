@@ -274,6 +274,10 @@ static void start_reader(sim_t *s, int w, const kn_cc_action_t *a) {
   t->end_t = -1;
   if (a->tenure < s->sh[sh].cur_tenure) t->flags |= TEN_STALE;
   if (strcmp(k->slow_take, a->key) == 0) t->flags |= TEN_STORE_FAULT;
+  /* Just after its control thread stalled, its heartbeat may be past
+   * its deadline: what it takes now it may have to drop at once. */
+  if (k->stall_until && s->now - k->stall_until <= 2 * s->cfg.duration_ms)
+    t->flags |= TEN_FROZEN;
   /* Its heartbeats failing, the worker may stop reading it soon. */
   if (k->hb_fault_t >= 0 && s->now - k->hb_fault_t <= 2 * s->cfg.duration_ms)
     t->flags |= TEN_STORE_FAULT;

@@ -191,20 +191,10 @@ static void answer(kn_rig_worker_t *w, kn_store_job_t *j) {
     w->s.beats++;
     if (!err) w->s.beat_ms = j->sent_ms;
   }
-  kn_drive_result_t res = {
-      .id = j->id,
-      .op = j->op,
-      .err = err,
-      .leases = j->leases,
-      .n_leases = j->n_leases,
-      .shards = r->shards,
-      .n_shards = r->n_shards,
-      .got = &j->got,
-      .members = &j->members,
-      .new_counter = j->new_counter,
-      .handoff_to = j->handoff_to,
-      .sent_ms = j->sent_ms,
-  };
+  kn_drive_result_t res = kn_store_job_result(j);
+  res.err = err;
+  res.shards = r->shards;
+  res.n_shards = r->n_shards;
   kn_drive_result(w->d, &res);
 }
 
