@@ -141,6 +141,12 @@ class State(Reshard):
                        ok=False)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn(b"start.positions", p.stderr)
+        # Usage errors found before FILE is read leave it alone too.
+        for args in (["consume", "--state", self.file],
+                     ["consume", s, "-o", "ts:", "--state", self.file]):
+            p = self.kncat(*args, ok=False)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+        self.assertEqual(Path(self.file).read_bytes(), data)
         # A directory where no file can be made: exit 2 too.
         p = self.kncat("consume", s, "-e", "--state",
                        os.path.join(self.dir.name, "no", "such", "dir", "f"), ok=False)

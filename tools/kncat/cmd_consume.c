@@ -167,6 +167,8 @@ static int configure(consume_t *c, const char *stream) {
 static int run_consume(kc_ctx_t *ctx, int argc, char **argv) {
   consume_t c;
   memset(&c, 0, sizeof(c));
+  kc_state_t state; /* --state; freed at done, so set before any goto */
+  memset(&state, 0, sizeof(state));
   c.ctx = ctx;
   kc_sink_init(&c.sink, ctx);
   char *ops[1];
@@ -190,8 +192,6 @@ static int run_consume(kc_ctx_t *ctx, int argc, char **argv) {
   }
   if ((rc = kc_efo_apply(ctx, &c.efo)) != KC_GO_ON) goto done;
   const char *stream = ops[0];
-  kc_state_t state;
-  memset(&state, 0, sizeof(state));
   /* The state first: a bad FILE is a usage error, found before any call. */
   if (c.state_path) {
     if ((rc = kc_state_open(&state, ctx, c.state_path)) != KC_GO_ON) goto done;
