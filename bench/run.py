@@ -37,6 +37,8 @@ BENCHES = [
      ["--quick"]),
     ("multilang", [sys.executable, "bench/bench_multilang.py", "--build", "{build}"],
      ["--quick"]),
+    ("roles", [sys.executable, "bench/bench_roles.py", "--build", "{build}"],
+     ["--quick"]),
     ("python", [sys.executable, "bench/bench_python.py", "--build", "{build}"],
      ["--quick"]),
 ]

@@ -12,5 +12,9 @@
 #include "kn/producer.h"
 #include "kn/leases.h"
 #include "kn/metrics.h"
+#include "kn/position.h"
+#include "kn/snapshot.h"
+#include "kn/enumerator.h"
+#include "kn/stream_reader.h"
 
 #endif

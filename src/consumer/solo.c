@@ -11,6 +11,7 @@
 #include "consumer/consumer_int.h"
 #include "consumer/control_mode.h"
 #include "consumer/shard_table.h"
+#include "consumer/start_positions.h"
 #include "core/error.h"
 #include "kinesis/model.h"
 #include "util/clock.h"
@@ -70,6 +71,12 @@ static kn_error_t *sync_shards(kn_consumer_t *kc, int first) {
     }
   }
 
+  kn_snapshot_t *starts = NULL; /* start.positions, at the first listing */
+  if (first && (err = kn_start_positions_load(kc, &starts))) {
+    kn_shard_list_destroy(list);
+    return err;
+  }
+
   pthread_mutex_lock(&kc->mu);
   int oom = 0;
   for (size_t i = 0; i < kn_shard_list_count(list); i++) {
@@ -85,10 +92,11 @@ static kn_error_t *sync_shards(kn_consumer_t *kc, int first) {
       cs->start.type = KN_ITER_TRIM_HORIZON;
     } else {
       cs->start = kc->cfg.initial;
+      kn_start_positions_apply(starts, cs);
     }
     if (kc->cfg.only_shards) {
       if (!listed(kc, cs->id)) cs->state = KN_CS_STOPPED;
-    } else if (first && kc->cfg.initial.type == KN_ITER_LATEST &&
+    } else if (first && cs->start.type == KN_ITER_LATEST &&
                !kn_shard_is_open(s)) {
       /* Nothing new will ever arrive in a closed shard. */
       cs->state = KN_CS_DONE;
@@ -96,6 +104,7 @@ static kn_error_t *sync_shards(kn_consumer_t *kc, int first) {
   }
   kc->synced = 1;
   pthread_mutex_unlock(&kc->mu);
+  kn_snapshot_destroy(starts);
   kn_shard_list_destroy(list);
   if (oom) return kn_error_new(KN_ERR__NOMEM, "out of memory");
   return NULL;

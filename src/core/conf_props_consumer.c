@@ -23,6 +23,13 @@ const kn_prop_t kn_props_consumer[] = {
      "Epoch milliseconds for initial.position=at_timestamp."},
     {"initial.sequence.number", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
      "Sequence number for initial.position=at_sequence or after_sequence."},
+    {"start.positions", "consumer", KN_PROP_STR, NULL, 0, 0, NULL,
+     "Without a lease store: where each shard starts, as a reader snapshot "
+     "(include/kn/snapshot.h) in base64; set it with "
+     "kn_conf_set_start_snapshot(). Shards finished in it are not read, "
+     "shards with a position resume there, shards absent from it start at "
+     "trim_horizon (they were born after it); an empty snapshot leaves "
+     "initial.position in force."},
     {"deaggregate", "consumer", KN_PROP_BOOL, "true", 0, 0, NULL,
      "Split KPL-aggregated records into their user records."},
     {"checkpoint.auto", "consumer", KN_PROP_BOOL, "true", 0, 0, NULL,

@@ -39,7 +39,8 @@ enum {
   KC_OPT_EFO_REGISTRATION,
   KC_OPT_EFO_ARN,
   KC_OPT_METRICS,
-  KC_OPT_METRICS_LINGER
+  KC_OPT_METRICS_LINGER,
+  KC_OPT_STATE
 };
 
 /* The global options, accepted before the command and after it. */

@@ -22,6 +22,7 @@ typedef struct consume {
   char first_shard[128];
   kc_sink_t sink;
   kc_efo_opts_t efo;
+  const char *state_path; /* --state */
 } consume_t;
 
 static int add_shard(consume_t *c, const char *arg) {
@@ -73,6 +74,9 @@ static int on_opt(void *st, int id, const char *arg) {
                          &c->sink.key_delim_len))
         return kc_usage_error(c->ctx, "bad key delimiter \"%s\"", arg);
       return KC_GO_ON;
+    case KC_OPT_STATE:
+      c->state_path = arg;
+      return KC_GO_ON;
     case KC_OPT_EFO:
     case KC_OPT_EFO_REGISTRATION:
     case KC_OPT_EFO_ARN:
@@ -82,12 +86,17 @@ static int on_opt(void *st, int id, const char *arg) {
   }
 }
 
-static const kc_opt_t consume_opts[] = {
-    {'o', 'o', "offset", 1}, {'p', 'p', "shard", 1},
-    {'e', 'e', "exit", 0},   {'c', 'c', "count", 1},
-    {'J', 'J', "json", 0},   {'D', 'D', NULL, 1},
-    {'K', 'K', NULL, 1},     KC_EFO_OPTS,
-    KC_GLOBAL_OPTS,          {0, 0, NULL, 0}};
+static const kc_opt_t consume_opts[] = {{'o', 'o', "offset", 1},
+                                        {'p', 'p', "shard", 1},
+                                        {'e', 'e', "exit", 0},
+                                        {'c', 'c', "count", 1},
+                                        {'J', 'J', "json", 0},
+                                        {'D', 'D', NULL, 1},
+                                        {'K', 'K', NULL, 1},
+                                        {KC_OPT_STATE, 0, "state", 1},
+                                        KC_EFO_OPTS,
+                                        KC_GLOBAL_OPTS,
+                                        {0, 0, NULL, 0}};
 
 /* Sets a consumer property; the names are part of the library's contract,
  * so a rejection is reported, not worked around. */
@@ -158,6 +167,8 @@ static int configure(consume_t *c, const char *stream) {
 static int run_consume(kc_ctx_t *ctx, int argc, char **argv) {
   consume_t c;
   memset(&c, 0, sizeof(c));
+  kc_state_t state; /* --state; freed at done, so set before any goto */
+  memset(&state, 0, sizeof(state));
   c.ctx = ctx;
   kc_sink_init(&c.sink, ctx);
   char *ops[1];
@@ -181,11 +192,17 @@ static int run_consume(kc_ctx_t *ctx, int argc, char **argv) {
   }
   if ((rc = kc_efo_apply(ctx, &c.efo)) != KC_GO_ON) goto done;
   const char *stream = ops[0];
+  /* The state first: a bad FILE is a usage error, found before any call. */
+  if (c.state_path) {
+    if ((rc = kc_state_open(&state, ctx, c.state_path)) != KC_GO_ON) goto done;
+    c.sink.state = &state;
+  }
   if ((rc = check(&c, stream)) != KC_GO_ON) goto done;
   if ((rc = configure(&c, stream)) != KC_GO_ON) goto done;
 
   rc = kc_sink_consume(&c.sink, stream);
 done:
+  kc_state_free(&state);
   free(c.shards);
   return rc;
 }
@@ -193,7 +210,8 @@ done:
 const kc_command_t kc_cmd_consume = {
     "consume", run_consume, "read records to standard output",
     "kncat consume STREAM [-o POSITION] [-p SHARD]... [-e] [-c COUNT] [-J]\n"
-    "                     [-D DELIM] [-K DELIM] [--efo NAME] [--efo-arn ARN]\n"
+    "                     [-D DELIM] [-K DELIM] [--state FILE]\n"
+    "                     [--efo NAME] [--efo-arn ARN]\n"
     "                     [--efo-registration lazy|eager|none]\n",
     "\n"
     "Reads every shard of STREAM, follows splits and merges -- a parent is\n"
@@ -222,6 +240,14 @@ const kc_command_t kc_cmd_consume = {
     "               escapes as for produce: \\0 \\t \\x1e ...)\n"
     "  -K DELIM     without -J: write each record's partition key and DELIM\n"
     "               before its payload (the input format of produce -K)\n"
+    "  --state FILE every shard's position in FILE, replaced atomically\n"
+    "               every checkpoint.interval.ms (-X; default 5000) and at\n"
+    "               exit; a later run with the same FILE resumes right after\n"
+    "               the last record written, across splits and merges\n"
+    "               (finished shards are not read again; shards born since\n"
+    "               start at their beginning).  -o applies only while FILE\n"
+    "               does not exist yet.  A FILE that is no state: exit 2,\n"
+    "               FILE untouched.\n"
     "  --efo NAME   enhanced fan-out: records pushed by SubscribeToShard "
     "through\n"
     "               the stream consumer NAME, registered if missing\n"
@@ -232,13 +258,13 @@ const kc_command_t kc_cmd_consume = {
     "  --efo-arn ARN  enhanced fan-out through this existing consumer\n"
     "               (registration none)\n"
     "\n"
-    "Positions live in memory only: each run starts again at -o.  Unlike\n"
-    "kcat, whose default is the end, the default is trim_horizon, so\n"
-    "'consume -e' prints everything the stream holds.\n"
+    "Without --state, positions live in memory only: each run starts again\n"
+    "at -o.  Unlike kcat, whose default is the end, the default is\n"
+    "trim_horizon, so 'consume -e' prints everything the stream holds.\n"
     "\n"
     "SIGINT or SIGTERM: the current batch is written, the consumer closed,\n"
     "exit 0.  When the reader of standard output goes away (| head), kncat\n"
     "stops quietly with exit 0.\n"
     "\n"
-    "Exit: 0 done; 3 stream or shard not found; 4 credentials rejected;\n"
-    "1 other errors.\n"};
+    "Exit: 0 done; 2 usage error or bad --state FILE; 3 stream or shard\n"
+    "not found; 4 credentials rejected; 1 other errors.\n"};

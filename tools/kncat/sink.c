@@ -108,6 +108,13 @@ static void checkpoint_written(kc_sink_t *s, kn_consumer_t *kc, kc_out_t *out,
     kc_errorf(s->ctx, "checkpoint: %s", kn_err2str(e));
 }
 
+/* Saves the positions of what is written, once it is flushed; with an
+ * output error the last state saved stays (it holds less, never more). */
+static int save_state(kc_sink_t *s, kn_consumer_t *kc, kc_out_t *out) {
+  if (kc_out_flush(out) || out->error) return KC_GO_ON;
+  return kc_state_save(s->state, s->ctx, kc);
+}
+
 static int loop(kc_sink_t *s, kn_consumer_t *kc, kc_out_t *out,
                 const char *stream) {
   long long left = s->count;
@@ -116,6 +123,7 @@ static int loop(kc_sink_t *s, kn_consumer_t *kc, kc_out_t *out,
   for (;;) {
     if (kc_signal_received()) return KC_EXIT_OK;
     if (s->tick) s->tick(s->tick_opaque, kc);
+    if (s->state && kc_state_due(s->state)) save_state(s, kc, out);
     kn_batch_t *b = kn_consumer_poll(kc, POLL_MS);
     if (!b) {
       const kn_error_t *fe = kn_consumer_fatal_error(kc);
@@ -128,6 +136,7 @@ static int loop(kc_sink_t *s, kn_consumer_t *kc, kc_out_t *out,
       kc_out_reader_gone(out);
     } else {
       size_t n = write_batch(s, out, b, &left);
+      if (s->state) kc_state_written(s->state, b, n);
       if (s->checkpoint_written) {
         checkpoint_written(s, kc, out, b, n);
         last_write = now_ns();
@@ -165,6 +174,9 @@ int kc_sink_consume(kc_sink_t *s, const char *stream) {
   }
   int rc = loop(s, kc, &out, stream);
   kc_out_flush(&out);
+  if (s->state && !out.error && save_state(s, kc, &out) != KC_GO_ON &&
+      rc == KC_EXIT_OK)
+    rc = KC_EXIT_RUNTIME;
   /* A reader that went away (| head) ends the output; that is no error. */
   if (out.error && out.error != EPIPE) {
     kc_errorf(ctx, "cannot write the output: %s", strerror(out.error));

@@ -6,6 +6,7 @@
 
 #include "kn/consumer.h"
 #include "kncat.h"
+#include "state.h"
 
 typedef struct kc_sink {
   kc_ctx_t *ctx;
@@ -19,6 +20,9 @@ typedef struct kc_sink {
    * SIGKILL, -c nor a failed write checkpoints a record that was not
    * written. */
   int checkpoint_written;
+  /* consume --state: positions saved every checkpoint.interval.ms and at
+   * exit (borrowed; NULL without --state). */
+  kc_state_t *state;
   /* Called between polls (about every 100 ms), e.g. for a status line. */
   void (*tick)(void *opaque, kn_consumer_t *kc);
   void *tick_opaque;
