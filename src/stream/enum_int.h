@@ -51,6 +51,9 @@ struct kn_enumerator_s {
 
 /* Index of id in en->shards, or -1. */
 long kn_enum_find(const kn_enumerator_t *en, const char *id);
+/* The same with where it is or would go in the sorted table (enum_table.c). */
+long kn_enum_find_at(const kn_enumerator_t *en, const char *id, size_t *at);
+long kn_enum_reader_at(const kn_enumerator_t *en, const char *id, size_t *at);
 /* Index of id in en->readers, or -1. */
 long kn_enum_reader(const kn_enumerator_t *en, const char *id);
 /* A new shard from its fields (copied); returns its index, or -1 on

@@ -57,29 +57,6 @@ void kn_enumerator_set_sync_interval(kn_enumerator_t *en, int64_t interval_ms) {
 
 /* Index of id in the sorted shards or readers, or -1; *at gets where it
  * would go. */
-static long find_shard(const kn_enumerator_t *en, const char *id, size_t *at) {
-  int found;
-  *at = kn_sorted_find(en->shards, en->n_shards, sizeof(eshard_t),
-                       offsetof(eshard_t, id), id, &found);
-  return found ? (long)*at : -1;
-}
-
-static long find_reader(const kn_enumerator_t *en, const char *id, size_t *at) {
-  int found;
-  *at =
-      kn_sorted_find(en->readers, en->n_readers, sizeof(char *), 0, id, &found);
-  return found ? (long)*at : -1;
-}
-
-long kn_enum_find(const kn_enumerator_t *en, const char *id) {
-  size_t at;
-  return id ? find_shard(en, id, &at) : -1;
-}
-
-long kn_enum_reader(const kn_enumerator_t *en, const char *id) {
-  size_t at;
-  return id ? find_reader(en, id, &at) : -1;
-}
 
 static char *dup_or_null(const char *s, int *oom) {
   if (!s || !*s) return NULL;
@@ -103,7 +80,7 @@ long kn_enum_add(kn_enumerator_t *en, const char *id, const char *parent,
       kn_u128_parse(hk_end, strlen(hk_end), &s.end))
     return -2;
   size_t at;
-  if (find_shard(en, id, &at) >= 0) return -2;
+  if (kn_enum_find_at(en, id, &at) >= 0) return -2;
   if (en->n_shards == en->cap_shards) {
     size_t cap = en->cap_shards ? en->cap_shards * 2 : 16;
     eshard_t *v = realloc(en->shards, cap * sizeof(*v));
@@ -133,7 +110,7 @@ long kn_enum_add(kn_enumerator_t *en, const char *id, const char *parent,
 kn_err_t kn_enum_add_reader(kn_enumerator_t *en, const char *id) {
   if (!valid_id(id)) return KN_ERR__INVALID_ARG;
   size_t at;
-  if (find_reader(en, id, &at) >= 0) return KN_ERR_NO_ERROR;
+  if (kn_enum_reader_at(en, id, &at) >= 0) return KN_ERR_NO_ERROR;
   if (en->n_readers == en->cap_readers) {
     size_t cap = en->cap_readers ? en->cap_readers * 2 : 8;
     char **v = realloc(en->readers, cap * sizeof(*v));
@@ -293,29 +270,6 @@ kn_err_t kn_enumerator_shard_load(kn_enumerator_t *en, const char *shard_id,
 }
 
 /* ---- actions ---- */
-
-kn_err_t kn_enum_push(kn_enumerator_t *en, kn_enum_action_kind_t kind,
-                      const eshard_t *s) {
-  if (en->head && en->head == en->n_actions) en->head = en->n_actions = 0;
-  if (en->n_actions == en->cap_actions) {
-    size_t cap = en->cap_actions ? en->cap_actions * 2 : 8;
-    kn_enum_action_t *v = realloc(en->actions, cap * sizeof(*v));
-    if (!v) return KN_ERR__NOMEM;
-    en->actions = v;
-    en->cap_actions = cap;
-  }
-  kn_enum_action_t *a = &en->actions[en->n_actions++];
-  memset(a, 0, sizeof(*a));
-  a->kind = kind;
-  strcpy(a->shard_id, s->id);
-  if (s->reader) strcpy(a->reader_id, s->reader);
-  a->start = s->pos;
-  if (s->parent) strcpy(a->parents[0], s->parent);
-  if (s->adj) strcpy(a->parents[1], s->adj);
-  strcpy(a->hash_key_start, s->hk_start);
-  strcpy(a->hash_key_end, s->hk_end);
-  return KN_ERR_NO_ERROR;
-}
 
 /* Assigns every ready shard, in id order (parents before children). */
 static void offer(kn_enumerator_t *en) {
