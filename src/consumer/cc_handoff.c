@@ -90,7 +90,14 @@ int kn_cc_ho_got(kn_cc_t *c, uint64_t id, const char *key,
   }
   int passed = !t->checkpoint_owner;
   int silent = now - x->changed_ms >= c->cfg.duration_ms;
-  int late = now - x->since_ms >= c->cfg.handoff_ms;
+  /* One clock for the hand-off: the owner's.  It learns of the ask from
+   * a renewal answered after it, and gives its application handoff_ms
+   * from then; that renewal is answered within a lease duration of the
+   * ask, or the owner has stopped reading the shard (its reading deadline
+   * is its last good write plus the grace, under a lease duration).  So
+   * the asker waits that much longer: an application that finishes in
+   * time has its final checkpoint taken, and nothing is read twice. */
+  int late = now - x->since_ms >= c->cfg.handoff_ms + c->cfg.duration_ms;
   if (!passed && !silent && !late) return 0;
   if (!passed)
     kn_cc_log(c, KN_CC_LOG_WARN,

@@ -690,6 +690,47 @@ static void test_handoff_family_read(void) {
   kn_rig_close(&r);
 }
 
+/* The owner learns of the ask at its next renewal, up to a renewal
+ * interval after it, and gives its application handoff_ms from then: an
+ * application that finishes within that time has its final checkpoint
+ * taken, and the asker does not take the lease before -- nothing is read
+ * twice in a planned move. */
+static void test_handoff_one_clock(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w1, w2;
+  KT_REQUIRE(two_shard_worker(&r, &w1) == 0);
+  kn_cc_pos_t p = {"500", 2};
+  at(&r, 10);
+  kn_drive_delivered(w1.d, "s0", L(&r, "s0")->counter, &p, 0);
+  kn_drive_delivered(w1.d, "s1", L(&r, "s1")->counter, &p, 0);
+  run(&w1);
+  const char *asked = w2_joins(&r, &w1, &w2); /* asked at 101 */
+  KT_REQUIRE(asked);
+  /* w1 renews on, learning of the ask at 3001; its application takes
+   * until just before 3001 + handoff_ms to finish.  w2 watches. */
+  for (int64_t t = 3001; t < 33000; t += 500) {
+    tick(&w1, t);
+    tick(&w2, t + 1);
+  }
+  KT_CHECK(w1.s.yield == 1);
+  KT_CHECK(w2.s.start == 0);
+  KT_CHECK_STR(L(&r, asked)->checkpoint_owner, "w1");
+  at(&r, 33000);
+  kn_drive_yielded(w1.d, asked, 1, &p);
+  run(&w1);
+  const kn_lease_t *la = L(&r, asked);
+  KT_CHECK(la->checkpoint_owner == NULL);
+  KT_CHECK_STR(la->owner, "w2");
+  KT_CHECK_STR(la->checkpoint, "500");
+  KT_CHECK(w1.s.refused == 0);
+  tick(&w2, 33600);
+  KT_CHECK(w2.s.start == 1 && same(w2.s.started, asked));
+  KT_CHECK_STR(w2.s.start_ckpt, "500");
+  kn_rig_kill(&w1);
+  kn_rig_kill(&w2);
+  kn_rig_close(&r);
+}
+
 /* A group stopped as a whole: the asker closes, then the owner.  The
  * owner releases the lease it was asked for instead of passing it on to a
  * worker that is gone, where it would stay until it expired. */
@@ -924,6 +965,7 @@ int main(void) {
   KT_RUN(test_handoff_silent_owner);
   KT_RUN(test_handoff_closing);
   KT_RUN(test_handoff_family_read);
+  KT_RUN(test_handoff_one_clock);
   KT_RUN(test_members_settled);
   KT_RUN(test_members_handoff_answered);
   KT_RUN(test_members_death);
