@@ -19,7 +19,8 @@ void kn_cc_ho_remove(kn_cc_t *c, const char *key) {
 }
 
 /* Starts watching a lease asked for. */
-void kn_cc_ho_add(kn_cc_t *c, const char *key, int64_t counter, int64_t now) {
+void kn_cc_ho_add(kn_cc_t *c, const char *key, int64_t counter, int from_start,
+                  int64_t now) {
   if (kn_cc_ho_find(c, key)) return;
   if (c->ho.n_in == c->ho.cap_in) {
     size_t cap = c->ho.cap_in ? c->ho.cap_in * 2 : 8;
@@ -32,6 +33,7 @@ void kn_cc_ho_add(kn_cc_t *c, const char *key, int64_t counter, int64_t now) {
   memset(x, 0, sizeof(*x));
   if (!(x->key = strdup(key))) return;
   x->counter = counter;
+  x->from_start = from_start;
   x->since_ms = x->changed_ms = now;
   x->next_ms = now + c->ho.watch_ms;
   c->ho.n_in++;
@@ -48,11 +50,14 @@ void kn_cc_ho_tick(kn_cc_t *c, int64_t now) {
   }
 }
 
-/* Takes a lease in this worker's name at the end of a hand-off. */
-static void take_handed(kn_cc_t *c, const kn_lease_t *t, int64_t now) {
+/* Takes a lease in this worker's name at the end of a hand-off;
+ * from_start: its family is read here (cc_in_t). */
+static void take_handed(kn_cc_t *c, const kn_lease_t *t, int from_start,
+                        int64_t now) {
   cc_op_t *o = kn_cc_op_new(c, KN_CC_TAKE, t->key, -1, now);
   if (!o) return;
   o->purpose = T_HANDED;
+  o->from_start = from_start;
   if (kn_lease_copy(&o->lease, t)) {
     kn_cc_op_free(kn_cc_op_take(c, o->id));
     return;
@@ -85,7 +90,14 @@ int kn_cc_ho_got(kn_cc_t *c, uint64_t id, const char *key,
   }
   int passed = !t->checkpoint_owner;
   int silent = now - x->changed_ms >= c->cfg.duration_ms;
-  int late = now - x->since_ms >= c->cfg.handoff_ms;
+  /* One clock for the hand-off: the owner's.  It learns of the ask from
+   * a renewal answered after it, and gives its application handoff_ms
+   * from then; that renewal is answered within a lease duration of the
+   * ask, or the owner has stopped reading the shard (its reading deadline
+   * is its last good write plus the grace, under a lease duration).  So
+   * the asker waits that much longer: an application that finishes in
+   * time has its final checkpoint taken, and nothing is read twice. */
+  int late = now - x->since_ms >= c->cfg.handoff_ms + c->cfg.duration_ms;
   if (!passed && !silent && !late) return 0;
   if (!passed)
     kn_cc_log(c, KN_CC_LOG_WARN,
@@ -93,8 +105,9 @@ int kn_cc_ho_got(kn_cc_t *c, uint64_t id, const char *key,
               "taking it",
               t->key, t->checkpoint_owner,
               silent ? "no renewal for a lease duration" : "hand-off too long");
+  int from_start = x->from_start;
   kn_cc_ho_remove(c, t->key);
-  if (!kn_cc_take_in_flight(c, t->key)) take_handed(c, t, now);
+  if (!kn_cc_take_in_flight(c, t->key)) take_handed(c, t, from_start, now);
   return 0;
 }
 

@@ -86,6 +86,9 @@ typedef struct cc_in {
   int64_t changed_ms; /* the counter last changed (observed) */
   int64_t next_ms;    /* next look */
   uint64_t busy;      /* GET in flight */
+  int from_start;     /* its family is read here (kn_cc_family_read of the
+                         listing it was asked from): read from the start
+                         if it is still at the initial position */
 } cc_in_t;
 
 /* What a listing is for.  A sync lists the leases, the shards, then the
@@ -309,7 +312,8 @@ void kn_cc_mb_free(kn_cc_t *c);
 
 cc_in_t *kn_cc_ho_find(kn_cc_t *c, const char *key);
 void kn_cc_ho_remove(kn_cc_t *c, const char *key);
-void kn_cc_ho_add(kn_cc_t *c, const char *key, int64_t counter, int64_t now);
+void kn_cc_ho_add(kn_cc_t *c, const char *key, int64_t counter, int from_start,
+                  int64_t now);
 /* The answer to GET o: 1 when the core may now be done closing. */
 int kn_cc_ho_got(kn_cc_t *c, uint64_t id, const char *key,
                  const kn_error_t *err, const kn_lease_t *t, int64_t now);

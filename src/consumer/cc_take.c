@@ -163,6 +163,17 @@ static void check_held(kn_cc_t *c, const kn_lease_t *v, size_t n,
  * NULL in w; the owner is kept aside in ours for the take's condition),
  * as do the leases of members dead in the view.  Returns 1 when the
  * round must wait for a view newer than the listing (answered_ms). */
+/* Non-zero when lease t of listing v (n) is at the initial position and
+ * its family is read here (kn_cc_family_read).  Out of memory for the hash
+ * ranges, only the parents and children named are looked at. */
+static int family_read(const kn_lease_t *v, size_t n, const kn_lease_t *t) {
+  if (!cc_at_initial(t)) return 0;
+  kn_cc_range_t *r = kn_cc_ranges(v, n);
+  int read = kn_cc_family_read(v, n, r, t);
+  free(r);
+  return read;
+}
+
 static int classify(kn_cc_t *c, kn_lease_t *w, const char **ours, size_t n,
                     int64_t answered_ms, int64_t now) {
   for (size_t i = 0; i < n; i++) {
@@ -183,7 +194,7 @@ static int classify(kn_cc_t *c, kn_lease_t *w, const char **ours, size_t n,
         !cc_is_me(c, w[i].checkpoint_owner)) {
       /* Asked for by this worker (maybe by an earlier run of it): it is
        * watched until handed over, not taken. */
-      kn_cc_ho_add(c, w[i].key, w[i].counter, now);
+      kn_cc_ho_add(c, w[i].key, w[i].counter, family_read(w, n, &w[i]), now);
       continue;
     }
     if (w[i].owner && strcmp(w[i].owner, c->worker) == 0 && !held &&
@@ -320,9 +331,10 @@ void kn_cc_tk_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
  * straddled a reshard, one creating the parents, the other (with the
  * newer shard listing) the child at LATEST or AT_TIMESTAMP.  The child's
  * records follow the parents', so it is read from its start.  A take
- * planned from a listing knows (kn_cc_family_read); a lease handed over
- * looks for its parents in the last listing, which still shows them:
- * parents stay in the table until their children have checkpointed. */
+ * planned from a listing knows (kn_cc_family_read), and so does a lease
+ * handed over: the asker judged it on the listing it asked from (cc_in_t).
+ * Its parents in the last listing tell as well: parents stay in the table
+ * until their children have checkpointed. */
 static int from_start(const kn_cc_t *c, const cc_op_t *o) {
   const kn_lease_t *t = &o->lease;
   if (!cc_at_initial(t)) return 0;
@@ -396,7 +408,7 @@ void kn_cc_tk_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
       } else if (!c->closing && !c->fatal) {
         kn_cc_log(c, KN_CC_LOG_INFO, "asked %s for shard %s",
                   o->lease.owner ? o->lease.owner : "?", o->key);
-        kn_cc_ho_add(c, o->key, o->lease.counter, now);
+        kn_cc_ho_add(c, o->key, o->lease.counter, o->from_start, now);
         c->tk.idle = 0;
       }
       break;

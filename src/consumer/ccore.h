@@ -39,7 +39,9 @@
  *   exactly that and passes the lease on (HANDOFF_DONE).  The asking
  *   worker watches the lease (GET) and takes it once passed on, or
  *   without waiting any longer when its owner wrote nothing for a lease
- *   duration or the hand-off lasted handoff_ms.
+ *   duration or the hand-off lasted handoff_ms plus a lease duration (the
+ *   owner counts handoff_ms from the renewal that told it, answered
+ *   within a lease duration of the ask: one clock, the owner's).
  * - membership (cfg.members, a store that keeps it): every renew interval
  *   a HEARTBEAT writes this worker's beat and lease count and returns
  *   everyone's (lease/members.h).  A member whose beat stood still for a

@@ -135,8 +135,10 @@ const kn_prop_t kn_props_consumer[] = {
      "A lease taken from a live worker to balance the load is asked for "
      "(the KCL 3.x's checkpointOwner): its owner stops reading, lets the "
      "application finish what it was handed, checkpoints exactly that and "
-     "passes the lease on, so nothing is delivered twice. An owner that "
-     "has not done so after this long (or has stopped renewing for a "
+     "passes the lease on, so nothing is delivered twice. The owner gives "
+     "its application this long from the renewal that told it of the ask, "
+     "then passes on what was processed; an owner that has not passed the "
+     "lease on a lease duration later (or has stopped renewing for a "
      "lease duration) loses the lease the ordinary way. 0: take it at "
      "once (read again from its last checkpoint)."},
     {"lease.members", "lease", KN_PROP_BOOL, "true", 0, 0, NULL,

@@ -246,6 +246,31 @@ static void slow_control(sim_t *s) {
   s->sc = &slow_control_ops;
 }
 
+/* (9) A create that lands late: the store layer retries a create for
+ * minutes (back-off, time-outs), so it may land long after it was sent.
+ * Two workers; shard 0 splits at 10 s into 1 and 2, shard 1 splits at
+ * 14 s into 3 and 4; worker 1's create of shard 1 lands 90 s after it was
+ * sent.  Meanwhile shard 1 is read to its end, its children start and its
+ * lease is cleaned up: the late create must not bring it back. */
+static void late_create_step(sim_t *s, int64_t step) {
+  sim_split(s, step == 0 ? 0 : 1, 0);
+}
+static int64_t late_create_delay(sim_t *s, const sim_call_t *c) {
+  if (c->w != 1 || c->op != KN_CC_CREATE || s->n_sh < 2 ||
+      strcmp(c->key, s->sh[1].id) != 0)
+    return 0;
+  return 90000;
+}
+static const sim_scenario_ops_t late_create_ops = {
+    .step = late_create_step, .apply_delay = late_create_delay};
+static void late_create(sim_t *s) {
+  base(s, 2);
+  sim_shard_add(s, -1, -1, 0, UINT64_MAX);
+  sim_push(s, 10000, EV_SCRIPT, -1, 0, 0, 0, NULL);
+  sim_push(s, 14000, EV_SCRIPT, -1, 0, 1, 0, NULL);
+  s->sc = &late_create_ops;
+}
+
 static const struct {
   const char *name;
   void (*setup)(sim_t *s);
@@ -258,11 +283,12 @@ static const struct {
     {"slow_scan", slow_scan},
     {"parent_gone", parent_gone},
     {"partial_descendant", partial_descendant},
+    {"late_create", late_create},
 };
 
 const char *sim_scenario_names(void) {
   return "split_chain partial_table late_end merge_parent slow_scan "
-         "parent_gone partial_descendant slow_control";
+         "parent_gone partial_descendant slow_control late_create";
 }
 
 int sim_scenario_setup(sim_t *s, const char *name) {

@@ -640,6 +640,97 @@ static void test_handoff(void) {
   kn_rig_close(&r);
 }
 
+/* A lease at LATEST whose family was read here, known only from the
+ * table: its parent's lease (finished, past retention, out of the
+ * listing) names it among its children.  Whoever holds it reads it from
+ * its start -- also a worker it is handed over to. */
+static void test_handoff_family_read(void) {
+  static kn_cc_shard_t two[2];
+  two[0] = sh("s0", NULL, NULL, 0);
+  two[1] = sh("s1", NULL, NULL, 0);
+  kn_rig_t r;
+  kn_rig_worker_t w1, w2;
+  KT_REQUIRE(kn_rig_open(&r) == 0);
+  r.shards = two;
+  r.n_shards = 2;
+  char *kids[] = {"s0", "s1"};
+  kn_lease_t p = ls("P", KN_CKPT_SHARD_END);
+  p.children = kids;
+  p.n_children = 2;
+  kn_lease_t c0 = ls("s0", KN_CKPT_LATEST), c1 = ls("s1", KN_CKPT_LATEST);
+  KT_REQUIRE(!r.ls->ops->create(r.ls, &p) && !r.ls->ops->create(r.ls, &c0) &&
+                 !r.ls->ops->create(r.ls, &c1),
+             kn_rig_close(&r));
+  kn_cc_cfg_t cfg1 = cfg_for("w1"), cfg2 = cfg_for("w2");
+  cfg1.initial = cfg2.initial = KN_CKPT_LATEST;
+  KT_REQUIRE(kn_rig_start(&r, &w1, &cfg1) == 0, kn_rig_close(&r));
+  w1.answer_yields = 1;
+  tick(&w1, 0);
+  tick(&w1, 1);
+  KT_CHECK(w1.s.start == 2);
+  KT_CHECK_STR(w1.s.start_ckpt, KN_CKPT_TRIM_HORIZON);
+  at(&r, 100);
+  KT_REQUIRE(kn_rig_start(&r, &w2, &cfg2) == 0, kn_rig_kill(&w1),
+             kn_rig_close(&r));
+  tick(&w2, 100);
+  tick(&w2, 101);
+  const char *asked = L(&r, "s0")->checkpoint_owner ? "s0" : "s1";
+  KT_CHECK_STR(L(&r, asked)->owner, "w2");
+  /* w1 learns it at its next renewal; its application has nothing to
+   * finish, so the lease is passed on still at LATEST. */
+  tick(&w1, 3001);
+  KT_CHECK(w1.s.yield == 1);
+  KT_CHECK(L(&r, asked)->checkpoint_owner == NULL);
+  KT_CHECK_STR(L(&r, asked)->checkpoint, KN_CKPT_LATEST);
+  tick(&w2, 3600);
+  KT_CHECK(w2.s.start == 1 && same(w2.s.started, asked));
+  KT_CHECK_STR(w2.s.start_ckpt, KN_CKPT_TRIM_HORIZON);
+  kn_rig_kill(&w1);
+  kn_rig_kill(&w2);
+  kn_rig_close(&r);
+}
+
+/* The owner learns of the ask at its next renewal, up to a renewal
+ * interval after it, and gives its application handoff_ms from then: an
+ * application that finishes within that time has its final checkpoint
+ * taken, and the asker does not take the lease before -- nothing is read
+ * twice in a planned move. */
+static void test_handoff_one_clock(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w1, w2;
+  KT_REQUIRE(two_shard_worker(&r, &w1) == 0);
+  kn_cc_pos_t p = {"500", 2};
+  at(&r, 10);
+  kn_drive_delivered(w1.d, "s0", L(&r, "s0")->counter, &p, 0);
+  kn_drive_delivered(w1.d, "s1", L(&r, "s1")->counter, &p, 0);
+  run(&w1);
+  const char *asked = w2_joins(&r, &w1, &w2); /* asked at 101 */
+  KT_REQUIRE(asked);
+  /* w1 renews on, learning of the ask at 3001; its application takes
+   * until just before 3001 + handoff_ms to finish.  w2 watches. */
+  for (int64_t t = 3001; t < 33000; t += 500) {
+    tick(&w1, t);
+    tick(&w2, t + 1);
+  }
+  KT_CHECK(w1.s.yield == 1);
+  KT_CHECK(w2.s.start == 0);
+  KT_CHECK_STR(L(&r, asked)->checkpoint_owner, "w1");
+  at(&r, 33000);
+  kn_drive_yielded(w1.d, asked, 1, &p);
+  run(&w1);
+  const kn_lease_t *la = L(&r, asked);
+  KT_CHECK(la->checkpoint_owner == NULL);
+  KT_CHECK_STR(la->owner, "w2");
+  KT_CHECK_STR(la->checkpoint, "500");
+  KT_CHECK(w1.s.refused == 0);
+  tick(&w2, 33600);
+  KT_CHECK(w2.s.start == 1 && same(w2.s.started, asked));
+  KT_CHECK_STR(w2.s.start_ckpt, "500");
+  kn_rig_kill(&w1);
+  kn_rig_kill(&w2);
+  kn_rig_close(&r);
+}
+
 /* A group stopped as a whole: the asker closes, then the owner.  The
  * owner releases the lease it was asked for instead of passing it on to a
  * worker that is gone, where it would stay until it expired. */
@@ -873,6 +964,8 @@ int main(void) {
   KT_RUN(test_handoff);
   KT_RUN(test_handoff_silent_owner);
   KT_RUN(test_handoff_closing);
+  KT_RUN(test_handoff_family_read);
+  KT_RUN(test_handoff_one_clock);
   KT_RUN(test_members_settled);
   KT_RUN(test_members_handoff_answered);
   KT_RUN(test_members_death);
