@@ -19,8 +19,9 @@
  * - kc->mu, what the application, the I/O thread and the control thread
  *   share: the shard table, the kn_cshard_t fields marked [mu], the
  *   delivery queue, the application's events, fatal, the lease
- *   statistics, the fan-out fields marked [kc->mu] in efo.h.  59 calls:
+ *   statistics, the fan-out fields marked [kc->mu] in efo.h.  60 calls:
  *   consumer.c 12, wait.c 1, metrics.c 2 and stats.c 1 (application),
+ *   start_positions.c 1 (application: the consumer's snapshot),
  *   driver.c 12 and solo.c 4 (control), reader.c 6, reader_efo.c 7 and
  *   delivery.c 1 (I/O; delivery.c also the application), efo_check.c 7
  *   and efo_register.c 3 (fan-out check; efo_register.c also control at
@@ -30,7 +31,7 @@
  *   atomics, without mu.
  * - kc->ctl_mu, the control thread's mailbox (the queue, its pending
  *   count, ctl_open, the checkpoint requests' answers), taken after mu
- *   when both are held, never before it.  10 calls: mailbox.c 4 (any),
+ *   when both are held, never before it.  11 calls: mailbox.c 4 (any),
  *   control.c 2 and driver.c 3 (control), consumer.c 1 (application),
  *   efo_register.c 1 (fan-out check: its sleep until the close).
  * - a store pool's own lock (store_pool.c 4: the pool's queue).
