@@ -7,12 +7,17 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test unit asan torture fuzz docs docs-check bench sim-long clean
+.PHONY: all deps peers build demo check test unit asan torture fuzz docs docs-check bench sim-long interop clean
 
 all: build
 
 deps:
 	./scripts/install-deps.sh
+
+# The real peers (KCL 2.x and 3.x, KPL, MultiLangDaemon: Java, test code
+# only), pinned in tests/lab/java/pom.xml, into tests/lab/java/.m2.
+peers:
+	./scripts/install-peers.sh
 
 build:
 	cmake -S . -B $(BUILD) -DKN_WERROR=ON $(CMAKE_FLAGS)
@@ -82,6 +87,11 @@ check: deps build docs-check format-check
 	ctest --test-dir $(BUILD) --output-on-failure -j 2
 	$(MAKE) asan
 	$(MAKE) fuzz
+
+# libkinesis and the real KCL in one lease table (tests/lab/README.md):
+# the mixed-fleet tests, about 10 minutes; .ci/run runs it after check.
+interop: deps peers build
+	python3 -m pytest -q tests/interop
 
 # A long search of the coordination simulator: SIM_RUNS seeds from
 # SIM_SEED, beyond the 10,000 that make check runs (tests/sim/README.md).
