@@ -14,6 +14,7 @@ import java.util.Base64;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.http.Protocol;
@@ -21,6 +22,7 @@ import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.cloudwatch.CloudWatchAsyncClient;
 import software.amazon.awssdk.services.dynamodb.DynamoDbAsyncClient;
+import software.amazon.awssdk.services.dynamodb.model.BillingMode;
 import software.amazon.awssdk.services.kinesis.KinesisAsyncClient;
 import software.amazon.kinesis.common.ConfigsBuilder;
 import software.amazon.kinesis.common.InitialPositionInStream;
@@ -53,10 +55,11 @@ import software.amazon.kinesis.retrieval.polling.PollingConfig;
  *      --worker W --kinesis URL --dynamodb URL [--table T] [--failover-ms 10000]
  *      [--checkpoint-ms 0] [--position trim_horizon|latest] [--idle-ms 200]
  *      [--shard-sync-ms 5000] [--max-leases N] [--steal N] [--client-version 2x|3x]
- *      [--log-level warn]
+ *      [--billing on-demand|provisioned] [--log-level warn]
  * </pre>
  *
- * SIGTERM: graceful shutdown (every processor checkpoints and its lease is released), exit 0.
+ * SIGTERM: graceful shutdown (every processor checkpoints; the KCL 2.x does not release its leases,
+ * they expire), exit 0; 3 when the KCL's shutdown future has not completed after 30 s.
  */
 public final class Consume {
     private static final Object OUT_LOCK = new Object();
@@ -119,6 +122,11 @@ public final class Consume {
         if (a.containsKey("max-leases")) {
             leases.maxLeasesForWorker(Integer.parseInt(a.get("max-leases")));
         }
+        if ("provisioned".equals(a.get("billing"))) {
+            // dynalite refuses the KCL 3.x's lease-owner index on an on-demand
+            // table (UpdateTable without ProvisionedThroughput)
+            leases.billingMode(BillingMode.PROVISIONED);
+        }
         if (a.containsKey("steal")) {
             leases.maxLeasesToStealAtOneTime(Integer.parseInt(a.get("steal")));
         }
@@ -141,12 +149,22 @@ public final class Consume {
 
         Thread runner = new Thread(scheduler, "scheduler");
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            int status = 0;
             try {
-                scheduler.startGracefulShutdown().get(60, TimeUnit.SECONDS);
+                scheduler.startGracefulShutdown().get(30, TimeUnit.SECONDS);
+            } catch (TimeoutException e) {
+                // seen on kinesis-local: every processor has checkpointed and
+                // lost its lease, but the future never completes
+                System.err.println("consume: graceful shutdown did not complete in 30 s");
+                status = 3;
             } catch (Exception e) {
                 System.err.println("consume: graceful shutdown: " + e);
+                status = 1;
             }
             flush();
+            System.err.println("consume: worker " + worker + " stopped");
+            // the JVM would exit 143 after a SIGTERM: 0 tells a clean stop
+            Runtime.getRuntime().halt(status);
         }, "shutdown"));
         System.err.println("consume: worker " + worker + " started");
         runner.start();
@@ -292,11 +310,13 @@ public final class Consume {
 
         @Override
         public void shardEnded(ShardEndedInput in) {
+            System.err.println("consume: shard ended " + shard);
             checkpoint(in.checkpointer(), "shard end");
         }
 
         @Override
         public void shutdownRequested(ShutdownRequestedInput in) {
+            System.err.println("consume: shutdown requested " + shard);
             checkpoint(in.checkpointer(), "shutdown");
         }
 

@@ -1,0 +1,67 @@
+"""The real peers (tests/lab/java, built by `make peers`) as processes the
+interoperability tests and benchmarks drive next to `kncat`:
+
+- `KclWorker`: a KCL 2.x or 3.x consumer (dev.libkinesis.lab.Consume),
+  with the interface of groupkit.Worker (records(), count(), signal(),
+  stop(), wait(), stderr()), its JSON lines in the shape of
+  `kncat group -J`;
+- `java_cmd(module, main)`: the command line of one harness class.
+
+Needs tests/integration on sys.path (groupkit).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from groupkit import Worker
+
+SOURCE_DIR = Path(__file__).resolve().parents[2]
+JAVA_DIR = SOURCE_DIR / "tests" / "lab" / "java"
+MODULES = ("kcl2", "kcl3", "kpl", "multilang")
+
+
+def classpath(module: str) -> str:
+    d = JAVA_DIR / module / "target"
+    return f"{d / 'classes'}:{d / 'lib'}/*"
+
+
+def installed(module: str) -> bool:
+    return (JAVA_DIR / module / "target" / "lib").is_dir()
+
+
+def java_cmd(module: str, main: str, jvm=()) -> list[str]:
+    if not installed(module):
+        raise RuntimeError(f"tests/lab/java/{module} is not built: run make peers")
+    return ["java", *jvm, "-cp", classpath(module), main]
+
+
+class KclWorker(Worker):
+    """One KCL consumer process (module "kcl2" or "kcl3").  opts are the
+    harness's options without the leading dashes (failover-ms,
+    checkpoint-ms, idle-ms, shard-sync-ms, client-version, ...)."""
+
+    def __init__(self, module: str, env: dict, stream: str, app: str,
+                 wid: str, kinesis: str, dynamodb: str, opts: dict | None = None,
+                 log_dir: str | os.PathLike = ".", jvm=()):
+        self.wid = wid
+        self.lines = []
+        self.lock = threading.Lock()
+        args = java_cmd(module, "dev.libkinesis.lab.Consume", jvm)
+        args += ["--stream", stream, "--app", app, "--worker", wid,
+                 "--kinesis", kinesis, "--dynamodb", dynamodb]
+        for k, v in (opts or {}).items():
+            args += [f"--{k}", str(v)]
+        self.args = args
+        self.err_path = Path(log_dir) / f"worker-{wid}.err"
+        self.err_file = open(self.err_path, "ab")
+        self.proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
+                                     stderr=self.err_file)
+        self.started = time.monotonic()
+        self.bad_lines = 0
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
