@@ -66,6 +66,8 @@ KN_PROPS = {
     # In a table shared with the KCL 2.x, take at once, as the KCL does.
     "lease.handoff.timeout.ms": 0,
 }
+# With the KCL 3.x, which hands leases over: kncat's default hand-off.
+KN3_PROPS = {k: v for k, v in KN_PROPS.items() if k != "lease.handoff.timeout.ms"}
 KCL_OPTS = {
     "failover-ms": LEASE_MS,
     "checkpoint-ms": 0,          # after every batch
@@ -116,16 +118,16 @@ class MixedFleetBase:
 
     # -- workers --
 
-    def kcl(self, wid: str) -> KclWorker:
-        w = KclWorker("kcl2", self.env, self.stream, self.app, wid,
+    def kcl(self, wid: str, module: str = "kcl2", opts=None) -> KclWorker:
+        w = KclWorker(module, self.env, self.stream, self.app, wid,
                       self.server.endpoint, self.dynalite.endpoint,
-                      opts=KCL_OPTS, log_dir=self.dir)
+                      opts={**KCL_OPTS, **(opts or {})}, log_dir=self.dir)
         self.workers.append(w)
         return w
 
-    def kn(self, wid: str) -> Worker:
+    def kn(self, wid: str, props=None) -> Worker:
         w = Worker(KNCAT, self.env, self.stream, self.app,
-                   f"dynamodb:{self.app}", wid, props=KN_PROPS,
+                   f"dynamodb:{self.app}", wid, props=props or KN_PROPS,
                    log_dir=self.dir, extra=("-o", "trim_horizon"))
         self.workers.append(w)
         return w
@@ -171,7 +173,9 @@ class MixedFleetBase:
             ok = (0, 3) if isinstance(w, KclWorker) else (0,)
             self.assertIn(rc, ok, w.stderr()[-3000:])
 
-    # -- the test --
+
+class Rolling:
+    """The rolling migration KCL 2.x -> kncat -> KCL 2.x."""
 
     def test_rolling_migration(self):
         self.stream = unique("mix", "s")
@@ -252,7 +256,7 @@ class MixedFleetBase:
         self.check(want, killed)
         self.failed = False
 
-    def check(self, want: set[int], killed: set[str]):
+    def check(self, want: set[int], killed: set[str], steals_ok=True):
         deliveries = defaultdict(list)     # i -> [(time, worker id, shard)]
         reads = defaultdict(list)          # shard -> [(time, worker id)]
         for w in self.workers:
@@ -325,9 +329,73 @@ class MixedFleetBase:
             else:
                 self.assertEqual(cp, "SHARD_END", sid)
         self.assertEqual(other, {}, "records delivered twice at a graceful stop")
+        if not steals_ok:
+            self.assertEqual(sorted(by_steal), [], "delivered twice at a hand-off")
 
 
-class OnKinesalite(MixedFleetBase, unittest.TestCase):
+class Kcl3Handoffs:
+    """The KCL 3.x (3.x mode) and kncat in one table: kncat joins a KCL
+    3.x worker and asks for leases (checkpointOwner), a second KCL 3.x
+    worker joins, kncat stops (SIGTERM) and the KCL 3.x takes everything
+    back.  Nothing is killed: nothing may be delivered twice."""
+
+    def test_kcl3_handoffs(self):
+        self.stream = unique("mix3", "s")
+        self.app = unique("mix3", "app")
+        run_kncat(KNCAT, self.env, "create", self.stream, "--shards", 4)
+        create_kcl3_table(self.ddb, self.app)
+        prod = Producer(self.boto, self.stream, spread_keys(8, "k"),
+                        interval=0.2)
+        prod.start()
+        v3 = {"client-version": "3x"}
+        try:
+            t = self.now()
+            a = self.kcl("kcl3-1", "kcl3", v3)
+            self.wait_owned("the KCL 3.x holding every shard", "kcl3-", t)
+            kn1 = self.kn("kn-1", props=KN3_PROPS)
+            wait_for("kn-1 delivering", lambda: kn1.count() > 0, STEP_TIMEOUT,
+                     lambda: f"owners {self.owners()}")
+            b = self.kcl("kcl3-2", "kcl3", v3)
+            wait_for("kcl3-2 delivering", lambda: b.count() > 0, STEP_TIMEOUT,
+                     lambda: f"owners {self.owners()}")
+            t = self.now()
+            self.stop(kn1, signal.SIGTERM)
+            self.wait_owned("the KCL 3.x holding every shard again", "kcl3-", t)
+        finally:
+            produced = prod.finish()
+        want = {r["i"] for r in produced}
+
+        def missing():
+            got = {payload(r)["i"] for w in self.workers for _, r in w.records()}
+            return want - got
+        wait_for("every record delivered", lambda: not missing(), STEP_TIMEOUT,
+                 lambda: f"{len(missing())} of {len(want)} missing")
+        for w in (a, b):
+            self.stop(w, signal.SIGTERM)
+        self.check(want, set(), steals_ok=False)
+        self.failed = False
+
+
+def create_kcl3_table(ddb, table: str):
+    """The lease table as the KCL 3.x wants it, with its lease-owner index
+    made at creation: dynalite cannot add an index to a table (UpdateTable
+    with GlobalSecondaryIndexUpdates: refused on an on-demand table,
+    ignored on a provisioned one), which the KCL 3.x does at start."""
+    ddb.create_table(
+        TableName=table, BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"},
+                              {"AttributeName": "leaseOwner", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[{
+            "IndexName": "LeaseOwnerToLeaseKeyIndex",
+            "KeySchema": [{"AttributeName": "leaseOwner", "KeyType": "HASH"},
+                          {"AttributeName": "leaseKey", "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "KEYS_ONLY"}}])
+    ddb.get_waiter("table_exists").wait(
+        TableName=table, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})
+
+
+class OnKinesalite(Rolling, MixedFleetBase, unittest.TestCase):
     """No split or merge: the KCL 2.x never finishes a closed shard on
     kinesalite (its GetRecords end has no ChildShards; the KCL's polling
     stalls and the shard is never checkpointed SHARD_END), so the
@@ -336,8 +404,12 @@ class OnKinesalite(MixedFleetBase, unittest.TestCase):
     reshard = False
 
 
-class OnKinesisLocal(MixedFleetBase, unittest.TestCase):
+class OnKinesisLocal(Rolling, MixedFleetBase, unittest.TestCase):
     server_name = "kinesis-local"
+
+
+class Kcl3OnKinesalite(Kcl3Handoffs, MixedFleetBase, unittest.TestCase):
+    server_name = "kinesalite"
 
 
 if __name__ == "__main__":
