@@ -5,7 +5,9 @@ interoperability tests and benchmarks drive next to `kncat`:
   with the interface of groupkit.Worker (records(), count(), signal(),
   stop(), wait(), stderr()), its JSON lines in the shape of
   `kncat group -J`;
-- `java_cmd(module, main)`: the command line of one harness class.
+- `java_cmd(module, main)`: the command line of one harness class;
+- `create_kcl3_table(ddb, table)`: a lease table the KCL 3.x can use on
+  dynalite.
 
 Needs tests/integration on sys.path (groupkit).
 """
@@ -65,3 +67,22 @@ class KclWorker(Worker):
         self.bad_lines = 0
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
+
+
+def create_kcl3_table(ddb, table: str):
+    """The lease table as the KCL 3.x wants it, with its lease-owner index
+    made at creation: dynalite cannot add an index to a table (UpdateTable
+    with GlobalSecondaryIndexUpdates: refused on an on-demand table,
+    ignored on a provisioned one), which the KCL 3.x does at start."""
+    ddb.create_table(
+        TableName=table, BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"},
+                              {"AttributeName": "leaseOwner", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[{
+            "IndexName": "LeaseOwnerToLeaseKeyIndex",
+            "KeySchema": [{"AttributeName": "leaseOwner", "KeyType": "HASH"},
+                          {"AttributeName": "leaseKey", "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "KEYS_ONLY"}}])
+    ddb.get_waiter("table_exists").wait(
+        TableName=table, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})
