@@ -248,7 +248,7 @@ def daemon(a, kin, dyn, tmp, kind, stream):
                 "idleTimeBetweenReadsInMillis = 200\nshutdownGraceMillis = 5000\n"
                 f"failoverTimeMillis = {a.lease_ms}\nregionName = us-east-1\n"
                 f"kinesisEndpoint = {kin.endpoint}\ndynamoDBEndpoint = {dyn.endpoint}\n"
-                "metricsLevel = NONE\nAWSCredentialsProvider = DefaultCredentialsProvider\n")
+                "metricsLevel = NONE\nAWSCredentialsProvider = DefaultAWSCredentialsProviderChain\n")
     env = dict(lab.env_for(kinesis=kin, dynamodb=dyn), ML_OUT=out,
                KN_LAB_DIR=os.path.join(SRC, "tests", "lab"))
     if kind == "kncat":
