@@ -6,8 +6,9 @@ consume   one worker of each kind drains the same backlog (RECORDS records of
           table on dynalite, then idles at the tip for STEADY seconds:
           `kncat group -J`, the KCL 2.x and the KCL 3.x (3.x mode; its table
           made beforehand with its index, which dynalite cannot add).
-          Client CPU s/MB (whole run to the last record; and from the first
-          record on, which leaves out the JVM's start), peak RSS (VmHWM), and
+          Client CPU s/MB (cold: the whole run from the start to the last
+          record; warm: RECORDS more put while the worker waits at the tip,
+          from before the put to the last of them), peak RSS (VmHWM), and
           the lease table's traffic counted at the wire (tests/lab/wirecount.py
           behind a counting proxy): items read and read units per shard per
           minute, items written per lease per minute, at the tip.
@@ -16,7 +17,9 @@ failover  two workers of one kind on SHARDS shards with records every 0.2 s,
           each of its shards delivers on the other (max over its shards).
 daemons   `kncat multilang` and the KCL's MultiLangDaemon (2.5.4) with one
           properties file and the same aws-kcl (Node) processor draining
-          RECORDS records: start-up to the first record, records/s, the
+          RECORDS records: start-up to the first record, to the last,
+          records/s from the first record on (the KCL fetches ahead: its
+          backlog is read before it delivers anything), the
           daemon's own CPU s/MB (its children excluded) and peak RSS.
 
 Ratios are kncat / peer (below 1 is better for kncat).  The KCL runs with
@@ -47,7 +50,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "interop"))
 sys.path.insert(0, os.path.join(SRC, "bench"))
 import lab  # noqa: E402
 import wirecount  # noqa: E402
-from bench_consume import peak_rss_watch  # noqa: E402
+from bench_consume import make_input, peak_rss_watch  # noqa: E402
 from bench_multilang import counted, fill, own_cpu  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 from groupkit import Producer, spread_keys  # noqa: E402
@@ -134,6 +137,18 @@ def consumer_cmd(kind, build, stream, app, wid, k_ep, d_ep, lease_ms):
     return cmd
 
 
+def put(a, env, stream, tmp):
+    """RECORDS more records of SIZE bytes on stream (kncat produce)."""
+    data = os.path.join(tmp, "more.txt")
+    make_input(data, a.records, SIZE)
+    p = subprocess.run([os.path.join(a.build, "kncat"), "-q", "produce", stream, data,
+                        "-K", "\\t", "-X", "shard.rate.percent=10000"], env=env,
+                       capture_output=True)
+    os.unlink(data)
+    if p.returncode:
+        raise SystemExit("putting more records failed: " + p.stderr.decode())
+
+
 def per_min(t: wirecount.Tally, shards, seconds):
     m = seconds / 60.0
     return {"items_read": t.items_read / shards / m, "rcu": t.rcu / shards / m,
@@ -167,14 +182,22 @@ def consume(a, kin, dyn, tmp):
                     tail = f.read()[-2000:]
                 print(f"{LABEL[kind]}: {pr.count} of {a.records} records; stderr:\n{tail}")
                 continue
+            # warm: the same again, put while the worker waits at the tip
+            time.sleep(5)
+            cpu0 = pr.cpu()
+            pr.want, pr.done, cold = 2 * a.records, None, pr.done
+            put(a, env, stream, tmp)
+            while pr.done is None and pr.p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            warm = (pr.done[1] - cpu0) / mb if pr.done else float("nan")
             time.sleep(10)           # settle: last checkpoints, balancing done
             before = counter.snapshot()
             time.sleep(a.steady)
             steady = wirecount.total(wirecount.diff(counter.snapshot(), before))
             cpu_end = pr.finish()
-            r = {"drain_s": pr.done[0] - pr.t0,
-                 "cpu_mb": pr.done[1] / mb,
-                 "cpu_mb_after_first": (pr.done[1] - pr.first[1]) / mb,
+            r = {"drain_s": cold[0] - pr.t0,
+                 "cpu_mb": cold[1] / mb,
+                 "cpu_mb_warm": warm,
                  "start_s": pr.first[0] - pr.t0,
                  "rss": pr.peak[0], "cpu_total": cpu_end,
                  "tip": per_min(steady, a.shards, a.steady)}
@@ -274,6 +297,7 @@ def daemon(a, kin, dyn, tmp, kind, stream):
         return None
     mb = a.records * SIZE / 1e6
     return {"start_s": first - pr.t0, "rate": a.records / (done[0] - first),
+            "all_s": done[0] - pr.t0,
             "cpu_mb": done[1] / mb, "rss": pr.peak[0]}
 
 
@@ -305,12 +329,12 @@ def main():
             res = consume(a, kin, dyn, tmp)
             ref = res.get("kncat")
             print()
-            print(f"  {'':<14}{'CPU s/MB':>9}{'(after 1st)':>12}{'peak RSS MB':>12}"
+            print(f"  {'':<14}{'CPU s/MB':>9}{'warm':>12}{'peak RSS MB':>12}"
                   f"{'1st rec s':>10}{'items read':>11}{'RCU':>8}{'items wr':>9}{'WCU':>7}")
             print(f"  {'':<14}{'':>9}{'':>12}{'':>12}{'':>10}{'/shard/min at the tip':>35}")
             for kind, r in res.items():
                 tip = r["tip"]
-                print(f"  {LABEL[kind]:<14}{r['cpu_mb']:>9.4f}{r['cpu_mb_after_first']:>12.4f}"
+                print(f"  {LABEL[kind]:<14}{r['cpu_mb']:>9.4f}{r['cpu_mb_warm']:>12.4f}"
                       f"{r['rss']:>12.1f}{r['start_s']:>10.2f}{tip['items_read']:>11.2f}"
                       f"{tip['rcu']:>8.3f}{tip['items_written']:>9.2f}{tip['wcu']:>7.2f}")
             if ref:
@@ -318,7 +342,7 @@ def main():
                     if kind == "kncat":
                         continue
                     print(f"  kncat / {LABEL[kind]}: CPU/MB {ratio(ref['cpu_mb'], r['cpu_mb'])}"
-                          f" (after the first record {ratio(ref['cpu_mb_after_first'], r['cpu_mb_after_first'])}),"
+                          f" (warm {ratio(ref['cpu_mb_warm'], r['cpu_mb_warm'])}),"
                           f" RSS {ratio(ref['rss'], r['rss'])},"
                           f" items read at the tip {ratio(ref['tip']['items_read'], r['tip']['items_read'])},"
                           f" RCU {ratio(ref['tip']['rcu'], r['tip']['rcu'])},"
@@ -344,14 +368,16 @@ def main():
             fill(os.path.join(a.build, "kncat"), env, stream, a.shards, a.records, SIZE, tmp)
             res = {k: daemon(a, kin, dyn, tmp, k, stream) for k in ("kncat", "java")}
             names = {"kncat": "kncat multilang", "java": "MultiLangDaemon 2.5.4"}
-            print(f"  {'':<22}{'1st record s':>13}{'records/s':>10}{'CPU s/MB':>9}{'peak RSS MB':>12}")
+            print(f"  {'':<22}{'1st record s':>13}{'all s':>8}{'records/s':>10}{'CPU s/MB':>9}"
+                  f"{'peak RSS MB':>12}")
             for k, r in res.items():
-                print(f"  {names[k]:<22}" + (f"{r['start_s']:>13.2f}{r['rate']:>10.0f}"
+                print(f"  {names[k]:<22}" + (f"{r['start_s']:>13.2f}{r['all_s']:>8.1f}{r['rate']:>10.0f}"
                                              f"{r['cpu_mb']:>9.4f}{r['rss']:>12.1f}"
                                              if r else "   failed (see the logs)"))
             k, j = res["kncat"], res["java"]
             if k and j:
                 print(f"  kncat / Java: start-up {ratio(k['start_s'], j['start_s'])}, "
+                      f"all records {ratio(k['all_s'], j['all_s'])}, "
                       f"records/s {ratio(k['rate'], j['rate'])}, CPU/MB {ratio(k['cpu_mb'], j['cpu_mb'])}, "
                       f"RSS {ratio(k['rss'], j['rss'])}")
     print(f"\nlogs in {tmp}")
