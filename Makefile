@@ -88,8 +88,8 @@ check: deps build docs-check format-check
 	$(MAKE) asan
 	$(MAKE) fuzz
 
-# libkinesis and the real KCL in one lease table (tests/lab/README.md):
-# the mixed-fleet tests, about 10 minutes; .ci/run runs it after check.
+# libkinesis and the real KCL in one lease table (tests/interop/README.md):
+# the mixed-fleet tests, about 7 minutes; .ci/run runs it after check.
 interop: deps peers build
 	python3 -m pytest -q tests/interop
 

@@ -16,6 +16,9 @@ if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
     openjdk-17-jdk-headless maven
 fi
 
+# make interop runs its tests with pytest
+python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
+
 J=tests/lab/java
 stamp=$J/.m2/.kn-peers-stamp
 sum=$(find $J -path $J/.m2 -prune -o -name target -prune -o -type f \

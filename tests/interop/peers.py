@@ -15,9 +15,6 @@ Needs tests/integration on sys.path (groupkit).
 from __future__ import annotations
 
 import os
-import subprocess
-import threading
-import time
 from pathlib import Path
 
 from groupkit import Worker
@@ -50,23 +47,12 @@ class KclWorker(Worker):
     def __init__(self, module: str, env: dict, stream: str, app: str,
                  wid: str, kinesis: str, dynamodb: str, opts: dict | None = None,
                  log_dir: str | os.PathLike = ".", jvm=()):
-        self.wid = wid
-        self.lines = []
-        self.lock = threading.Lock()
         args = java_cmd(module, "dev.libkinesis.lab.Consume", jvm)
         args += ["--stream", stream, "--app", app, "--worker", wid,
                  "--kinesis", kinesis, "--dynamodb", dynamodb]
         for k, v in (opts or {}).items():
             args += [f"--{k}", str(v)]
-        self.args = args
-        self.err_path = Path(log_dir) / f"worker-{wid}.err"
-        self.err_file = open(self.err_path, "ab")
-        self.proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
-                                     stderr=self.err_file)
-        self.started = time.monotonic()
-        self.bad_lines = 0
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
+        self._spawn(args, env, wid, log_dir)
 
 
 def create_kcl3_table(ddb, table: str):

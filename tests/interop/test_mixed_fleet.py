@@ -174,6 +174,21 @@ class MixedFleetBase:
             self.assertIn(rc, ok, w.stderr()[-3000:])
 
 
+    def finish(self, produced, last, killed, steals_ok=True):
+        """Waits until every record produced was delivered, stops the last
+        workers (SIGTERM) and checks the deliveries."""
+        want = {r["i"] for r in produced}
+
+        def missing():
+            got = {payload(r)["i"] for w in self.workers for _, r in w.records()}
+            return want - got
+        wait_for("every record delivered", lambda: not missing(), STEP_TIMEOUT,
+                 lambda: f"{len(missing())} of {len(want)} missing")
+        for w in last:
+            self.stop(w, signal.SIGTERM)
+        self.check(want, killed, steals_ok)
+        self.failed = False
+
     def check(self, want: set[int], killed: set[str], steals_ok=True):
         deliveries = defaultdict(list)     # i -> [(time, worker id, shard)]
         reads = defaultdict(list)          # shard -> [(time, worker id)]
@@ -321,17 +336,7 @@ class Rolling:
         finally:
             produced = prod.finish()
 
-        want = {r["i"] for r in produced}
-
-        def missing():
-            got = {payload(r)["i"] for w in self.workers for _, r in w.records()}
-            return want - got
-        wait_for("every record delivered", lambda: not missing(), STEP_TIMEOUT,
-                 lambda: f"{len(missing())} of {len(want)} missing")
-        for w in (k3, k4):
-            self.stop(w, signal.SIGTERM)
-        self.check(want, killed)
-        self.failed = False
+        self.finish(produced, (k3, k4), killed)
 
 class Kcl3Handoffs:
     """The KCL 3.x (3.x mode) and kncat in one table: kncat joins a KCL
@@ -365,17 +370,7 @@ class Kcl3Handoffs:
             self.wait_owned("the KCL 3.x holding every shard again", "kcl3-", t)
         finally:
             produced = prod.finish()
-        want = {r["i"] for r in produced}
-
-        def missing():
-            got = {payload(r)["i"] for w in self.workers for _, r in w.records()}
-            return want - got
-        wait_for("every record delivered", lambda: not missing(), STEP_TIMEOUT,
-                 lambda: f"{len(missing())} of {len(want)} missing")
-        for w in (a, b):
-            self.stop(w, signal.SIGTERM)
-        self.check(want, set(), steals_ok=False)
-        self.failed = False
+        self.finish(produced, (a, b), set(), steals_ok=False)
 
 
 class OnKinesalite(Rolling, MixedFleetBase, unittest.TestCase):
