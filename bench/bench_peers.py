@@ -8,9 +8,8 @@ consume   one worker of each kind drains the same backlog (RECORDS records of
           made beforehand with its index, which dynalite cannot add).
           Client CPU s/MB (cold: the whole run from the start to the last
           record; warm: WARM more (10,000) put while the worker waits at the
-          tip, from before the put to the last of them: with 40,000 the KCL
-          2.x and 3.x never delivered them, not understood), peak RSS
-          (VmHWM), and
+          tip, from before the put to the last of them), peak RSS (VmHWM),
+          and
           the lease table's traffic counted at the wire (tests/lab/wirecount.py
           behind a counting proxy): items read and read units per shard per
           minute, items written per lease per minute, at the tip.
@@ -96,7 +95,7 @@ class Proc:
             self.lines.append((t, raw[i + 9:raw.find(b'"', i + 9)].decode()))
             if self.count == 1:
                 self.first = (t, self.cpu())
-            if self.want and self.count == self.want:
+            if self.want and self.done is None and self.count >= self.want:
                 self.done = (t, self.cpu())
 
     def cpu(self):
@@ -160,8 +159,6 @@ def per_min(t: wirecount.Tally, shards, seconds):
 
 def consume(a, kin, dyn, tmp):
     env = lab.env_for(kinesis=kin, dynamodb=dyn)
-    stream = unique("backlog")
-    fill(os.path.join(a.build, "kncat"), env, stream, a.shards, a.records, SIZE, tmp)
     ddb = lab.boto3_client("dynamodb", dyn)
     mb = a.records * SIZE / 1e6
     out = {}
@@ -169,6 +166,9 @@ def consume(a, kin, dyn, tmp):
     with FaultProxy(dyn, observer=counter.observe, keep_log=False) as proxy:
         penv = lab.env_for(kinesis=kin, dynamodb=proxy.endpoint)
         for kind in a.kinds:
+            # a stream of its own: exactly RECORDS, then WARM, for each
+            stream = unique("backlog")
+            fill(os.path.join(a.build, "kncat"), env, stream, a.shards, a.records, SIZE, tmp)
             app = unique(kind)
             if kind == "kcl3":
                 create_kcl3_table(ddb, app)
