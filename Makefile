@@ -7,13 +7,18 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test unit asan torture fuzz docs docs-check bench sim-long clean \
-  python-check python-asan
+.PHONY: all deps peers build demo check test unit asan torture fuzz docs docs-check bench sim-long \
+  interop clean python-check python-asan
 
 all: build
 
 deps:
 	./scripts/install-deps.sh
+
+# The real peers (KCL 2.x and 3.x, KPL, MultiLangDaemon: Java, test code
+# only), pinned in tests/lab/java/pom.xml, into tests/lab/java/.m2.
+peers:
+	./scripts/install-peers.sh
 
 build:
 	cmake -S . -B $(BUILD) -DKN_WERROR=ON $(CMAKE_FLAGS)
@@ -94,6 +99,11 @@ python-check: build
 # (about two minutes; not in make check).
 python-asan: build
 	python/check.sh --asan $(BUILD)
+
+# libkinesis and the real KCL in one lease table (tests/interop/README.md):
+# the mixed-fleet tests, about 7 minutes; .ci/run runs it after check.
+interop: deps peers build
+	python3 -m pytest -q tests/interop
 
 # A long search of the coordination simulator: SIM_RUNS seeds from
 # SIM_SEED, beyond the 10,000 that make check runs (tests/sim/README.md).

@@ -139,14 +139,18 @@ class Worker:
                  leases: str, wid: str, props: dict | None = None,
                  log_dir: str | os.PathLike = ".", extra=(),
                  verbose: bool = True):
-        self.wid = wid
-        self.lines: list[tuple[float, dict]] = []
-        self.lock = threading.Lock()
         args = [kncat] + (["-v"] if verbose else [])
         for k, v in (props or {}).items():
             args += ["-X", f"{k}={v}"]
         args += ["group", stream, "--app", app, "--leases", leases,
                  "--worker", wid, "-J", *extra]
+        self._spawn(args, env, wid, log_dir)
+
+    def _spawn(self, args, env, wid, log_dir):
+        """Starts args (a process printing JSON lines) as this worker."""
+        self.wid = wid
+        self.lines: list[tuple[float, dict]] = []
+        self.lock = threading.Lock()
         self.args = args
         self.err_path = Path(log_dir) / f"worker-{wid}.err"
         self.err_file = open(self.err_path, "ab")
