@@ -19,12 +19,12 @@
  * - kc->mu, what the application, the I/O thread and the control thread
  *   share: the shard table, the kn_cshard_t fields marked [mu], the
  *   delivery queue, the application's events, fatal, the lease
- *   statistics, the fan-out fields marked [kc->mu] in efo.h.  60 calls:
+ *   statistics, the fan-out fields marked [kc->mu] in efo.h.  59 calls:
  *   consumer.c 12, wait.c 1, metrics.c 2 and stats.c 1 (application),
  *   start_positions.c 1 (application: the consumer's snapshot),
  *   driver.c 12 and solo.c 4 (control), reader.c 6, reader_efo.c 7 and
  *   delivery.c 1 (I/O; delivery.c also the application), efo_check.c 7
- *   and efo_register.c 3 (fan-out check; efo_register.c also control at
+ *   and efo_register.c 2 (fan-out check; efo_register.c also control at
  *   start and close), mailbox.c 2 (any: the consumer's failure),
  *   store_pool.c 1 (store: a result lost to out-of-memory).  Readers
  *   judge their deadline (lease_until_ms) and count their calls with

@@ -111,14 +111,7 @@ void kn_efo_free(kn_efo_t *efo) {
 void kn_efo_fail(kn_consumer_t *kc, kn_error_t *err) {
   if (!err) err = kn_error_new(KN_ERR__NOMEM, "out of memory");
   kn_err_log(&kc->log, "EFO", "%s", kn_error_string(err));
-  pthread_mutex_lock(&kc->mu);
-  if (!kc->fatal) {
-    kc->fatal = err;
-    err = NULL;
-  }
-  pthread_cond_broadcast(&kc->poll_cv);
-  pthread_mutex_unlock(&kc->mu);
-  kn_error_destroy(err);
+  kn_consumer_set_fatal(kc, err);
 }
 
 /* ---- waiting ---- */
