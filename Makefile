@@ -101,7 +101,8 @@ python-asan: build
 	python/check.sh --asan $(BUILD)
 
 # libkinesis and the real KCL in one lease table (tests/interop/README.md):
-# the mixed-fleet tests, about 7 minutes; .ci/run runs it after check.
+# the mixed-fleet tests, about 7 minutes (not yet in .ci/run: one case is
+# not steady, tests/interop/README.md).
 interop: deps peers build
 	python3 -m pytest -q tests/interop
 
