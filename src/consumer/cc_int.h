@@ -117,6 +117,8 @@ typedef struct cc_op {
   int64_t emit_ms;
   kn_lease_t lease;   /* TAKE: the lease as listed */
   int from_start;     /* TAKE: read from the start (kn_cc_family_read) */
+  int finished;       /* TAKE: finished by lineage (kn_cc_done_has): closed,
+                         not read */
   char ckpt[SEQ_CAP]; /* CHECKPOINT: what it writes ("" for none) */
   int64_t ckpt_sub;
   int wave;        /* CREATE */

@@ -245,9 +245,28 @@ static int plan(kn_cc_t *c, const kn_lease_t *w, size_t n, kn_take_plan_t *plan,
 /* Issue one take (pass 0) or steal (pass 1) of listed lease t; ours: its
  * owner when set aside as free, else NULL.  -1 when the core must stop
  * (out of memory: unsure where to start). */
+/* What issue_one parses of a listing once, when first needed. */
+typedef struct parsed {
+  kn_cc_range_t *ranges;
+  kn_cc_done_t *done;
+  int done_tried;
+} parsed_t;
+
+/* A lease at its start that the lineage shows finished (ccore.h,
+ * kn_cc_done_new).  Out of memory, it is read as any other. */
+static int finished(kn_cc_t *c, const kn_lease_t *v, size_t n,
+                    const kn_lease_t *t, parsed_t *p) {
+  if (kn_cc_lease_started(t)) return 0;
+  if (!p->done_tried) {
+    p->done_tried = 1;
+    p->done = kn_cc_done_new(v, n, c->sy.shards, c->sy.n_shards);
+  }
+  return kn_cc_done_has(p->done, t);
+}
+
 static int issue_one(kn_cc_t *c, const kn_lease_t *v, size_t n,
                      const kn_lease_t *t, const char *ours, int pass,
-                     kn_cc_range_t **ranges, int64_t now) {
+                     parsed_t *p, int64_t now) {
   const cc_lease_t *l = kn_cc_wr_find(c, t->key);
   if ((l && l->held) || kn_cc_take_in_flight(c, t->key) ||
       kn_cc_ho_find(c, t->key))
@@ -265,13 +284,14 @@ static int issue_one(kn_cc_t *c, const kn_lease_t *v, size_t n,
     kn_cc_op_free(kn_cc_op_take(c, o->id));
     return 0;
   }
-  if (cc_at_initial(t)) {
-    if (!*ranges && !(*ranges = kn_cc_ranges(v, n))) {
+  o->finished = finished(c, v, n, t, p);
+  if (cc_at_initial(t) && !o->finished) {
+    if (!p->ranges && !(p->ranges = kn_cc_ranges(v, n))) {
       c->q.lost = 1; /* unsure where to start: the core stops */
       kn_cc_op_free(kn_cc_op_take(c, o->id));
       return -1;
     }
-    o->from_start = kn_cc_family_read(v, n, *ranges, t);
+    o->from_start = kn_cc_family_read(v, n, p->ranges, t);
   }
   cc_act_t *x = kn_cc_call(c, o);
   if (!x) return 0;
@@ -284,15 +304,15 @@ static int issue_one(kn_cc_t *c, const kn_lease_t *v, size_t n,
 /* Issue: the takes, then the steals, of the plan. */
 static void issue(kn_cc_t *c, const kn_lease_t *v, size_t n, const char **ours,
                   const kn_take_plan_t *plan, int64_t now) {
-  kn_cc_range_t *ranges = NULL; /* parsed once, when first needed */
+  parsed_t p = {NULL, NULL, 0};
   for (int pass = 0; pass < 2; pass++) {
     size_t cnt = pass ? plan->n_steal : plan->n_take;
     const size_t *idx = pass ? plan->steal : plan->take;
     for (size_t k = 0; k < cnt; k++)
-      if (issue_one(c, v, n, &v[idx[k]], ours[idx[k]], pass, &ranges, now))
-        break;
+      if (issue_one(c, v, n, &v[idx[k]], ours[idx[k]], pass, &p, now)) break;
   }
-  free(ranges);
+  free(p.ranges);
+  kn_cc_done_free(p.done);
 }
 
 void kn_cc_tk_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
@@ -352,6 +372,19 @@ static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
   if (c->closing || c->fatal || l->shard_end_written) {
     /* Too late to read it (or nothing left in it): handed back by pump. */
     l->reading = 0;
+    return;
+  }
+  if (o->finished) {
+    /* Read here already (its children have started): SHARD_END, then
+     * released; cleanup removes it again. */
+    kn_cc_log(c, KN_CC_LOG_WARN,
+              "shard %s: its lease was created again after the shard was "
+              "read (a create that landed late); closing it unread",
+              o->key);
+    l->reading = 0;
+    l->ended = l->end_popped = 1;
+    l->delivered[0] = '\0';
+    kn_cc_wr_pump(c, l, now);
     return;
   }
   l->reading = 1;

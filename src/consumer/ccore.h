@@ -308,6 +308,26 @@ int kn_cc_plan_sync(const kn_cc_shard_t *shards, size_t n_shards,
 int kn_cc_can_remove(const kn_lease_t *leases, size_t n_leases, size_t i,
                      const kn_cc_shard_t *shards, size_t n_shards);
 
+/* Non-zero when the lease has moved past its start (a sequence number or
+ * SHARD_END). */
+int kn_cc_lease_started(const kn_lease_t *l);
+
+/* The shards that a lease listing's lineage shows finished: the ancestors
+ * of every lease that has moved past its start, through parentShardId,
+ * childShardIds and the shard listing's parents.  A child is read only
+ * once its parents are finished, so a lease at its start among them was
+ * finished and removed, then created again by a create that landed late
+ * (the store layer retries one for minutes): it is closed, not read.
+ * kn_cc_done_new returns NULL on out-of-memory (the caller owns the result
+ * and frees it with kn_cc_done_free); it borrows the keys of leases and
+ * shards, which must outlive it.  kn_cc_done_has(d, l): l is at its start
+ * and finished by lineage (0 for d NULL). */
+typedef struct kn_cc_done kn_cc_done_t;
+kn_cc_done_t *kn_cc_done_new(const kn_lease_t *leases, size_t n_leases,
+                             const kn_cc_shard_t *shards, size_t n_shards);
+int kn_cc_done_has(const kn_cc_done_t *d, const kn_lease_t *l);
+void kn_cc_done_free(kn_cc_done_t *d);
+
 /* A lease at the initial position (LATEST, AT_TIMESTAMP) is read from its
  * start when the listing shows its family read here: another lease names
  * it as a child or is named as its parent, or covers some of its hash keys

@@ -278,13 +278,8 @@ oom:
   return -1;
 }
 
-static int is_seq(const char *s) { return s && *s >= '0' && *s <= '9'; }
-
-/* The lease has moved past its start. */
 static int started(const kn_lease_t *l) {
-  return l && l->checkpoint &&
-         (is_seq(l->checkpoint) ||
-          strcmp(l->checkpoint, KN_CKPT_SHARD_END) == 0);
+  return l && kn_cc_lease_started(l);
 }
 
 int kn_cc_can_remove(const kn_lease_t *leases, size_t n_leases, size_t i,

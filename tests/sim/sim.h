@@ -94,6 +94,7 @@ typedef struct sim_shard {
   size_t n_delivered;    /* records delivered at least once */
   int64_t first_deliv_t; /* -1 until its first record is delivered */
   int lease_removed;     /* its lease was removed (cleanup) */
+  int64_t removed_t;     /* when that landed */
   int lease_created;
   int64_t cur_tenure; /* counter written by the last take that landed */
   int64_t cur_take_t; /* when it landed */
@@ -113,6 +114,7 @@ typedef struct sim_call {
   uint64_t id;
   kn_cc_op_t op;
   int64_t tenure, counter, sent_ms; /* sent_ms: the worker's clock */
+  int64_t sent_t;                   /* the simulation's clock */
   char *key, *old_owner, *owner;
   kn_lease_t lease; /* CREATE */
   char *ckpt, *pending;
@@ -296,6 +298,8 @@ struct sim {
    * core's counter fell behind one of its own writes (one that landed but
    * answered an error) */
   int64_t stale_counter;
+  /* creates that landed after the lease's cleanup (a late create) */
+  int64_t recreated;
   int had_fault; /* any kill, freeze or store fault happened */
   sim_trace_ent_t tr[SIM_TRACE];
   uint64_t n_tr;

@@ -217,6 +217,7 @@ static void store_call(sim_t *s, int w, const kn_cc_action_t *a) {
   c->tenure = a->tenure;
   c->counter = a->counter;
   c->sent_ms = sim_wnow(s, w);
+  c->sent_t = s->now;
   c->key = kn_strdup0(a->key);
   c->old_owner = kn_strdup0(a->old_owner);
   c->owner = kn_strdup0(k->id);

@@ -209,6 +209,48 @@ static void test_family_read(void) {
   free(r);
 }
 
+/* The shards a listing's lineage shows finished: the ancestors of every
+ * lease past its start, through parentShardId, childShardIds and the
+ * shard listing (a lease created again by a create that landed late). */
+static void test_done_by_lineage(void) {
+  /* G -> P -> C (C read up to a sequence number), P's lease removed;
+   * M named as a child by Q (SHARD_END) only; Z a stranger; S at its
+   * start with a child K also at its start. */
+  kn_lease_t l[] = {ls("G", KN_CKPT_TRIM_HORIZON), ls("C", "49600"),
+                    ls("Z", KN_CKPT_TRIM_HORIZON), ls("Q", KN_CKPT_SHARD_END),
+                    ls("M", KN_CKPT_TRIM_HORIZON), ls("R", KN_CKPT_LATEST),
+                    ls("S", KN_CKPT_TRIM_HORIZON), ls("K", KN_CKPT_TRIM_HORIZON)};
+  size_t n = sizeof(l) / sizeof(l[0]);
+  char *cp[] = {"P"}, *qk[] = {"Q2"}, *kp[] = {"S"};
+  l[1].parents = cp;
+  l[1].n_parents = 1;
+  l[4].children = qk; /* M's child Q2 has no lease: tells nothing */
+  l[4].n_children = 1;
+  l[7].parents = kp;
+  l[7].n_parents = 1;
+  char *rk[] = {"Q"};
+  l[5].children = rk; /* R (at LATEST) names Q as its child */
+  l[5].n_children = 1;
+  kn_cc_shard_t sh[] = {{"G", NULL, NULL, NULL, NULL, 1},
+                        {"P", "G", NULL, NULL, NULL, 1},
+                        {"C", "P", NULL, NULL, NULL, 0}};
+  kn_cc_done_t *d = kn_cc_done_new(l, n, sh, 3);
+  KT_REQUIRE(d);
+  KT_CHECK(kn_cc_done_has(d, &l[0]));  /* G: through the listing */
+  KT_CHECK(!kn_cc_done_has(d, &l[1])); /* C: started, not at its start */
+  KT_CHECK(!kn_cc_done_has(d, &l[2])); /* Z: no family */
+  KT_CHECK(!kn_cc_done_has(d, &l[4])); /* M: its child never started */
+  KT_CHECK(kn_cc_done_has(d, &l[5]));  /* R: Q, named its child, ended */
+  KT_CHECK(!kn_cc_done_has(d, &l[6])); /* S: its child K at its start */
+  KT_CHECK(!kn_cc_done_has(NULL, &l[0]));
+  kn_cc_done_free(d);
+  /* Without the listing, G is not known to be P's parent. */
+  d = kn_cc_done_new(l, n, NULL, 0);
+  KT_REQUIRE(d);
+  KT_CHECK(!kn_cc_done_has(d, &l[0]));
+  kn_cc_done_free(d);
+}
+
 /* ---- the raw core ---- */
 
 static kn_cc_cfg_t cfg_for(const char *worker) {
@@ -954,6 +996,7 @@ int main(void) {
   KT_RUN(test_plan_listing_behind_table);
   KT_RUN(test_plan_parent_past_retention);
   KT_RUN(test_family_read);
+  KT_RUN(test_done_by_lineage);
   KT_RUN(test_refused_config);
   KT_RUN(test_first_sync_errors);
   KT_RUN(test_worker_life);
