@@ -732,6 +732,44 @@ static void test_handoff_family_read(void) {
   kn_rig_close(&r);
 }
 
+/* A KCL 2.x worker stole a lease that a libkinesis asker had asked of
+ * this worker id: the steal left checkpointOwner (the KCL 2.x knows
+ * nothing of it).  A new run of the id finds the lease "asked for" in the
+ * listing, but the owner is no member of the group: nobody asked, and a
+ * pass-on would bump the counter under the KCL holder, which loses the
+ * lease while it reads. */
+static void test_no_passon_to_a_stealer(void) {
+  static kn_cc_shard_t two[2];
+  two[0] = sh("s0", NULL, NULL, 0);
+  two[1] = sh("s1", NULL, NULL, 0);
+  kn_rig_t r;
+  kn_rig_worker_t w1;
+  KT_REQUIRE(kn_rig_open(&r) == 0);
+  r.shards = two;
+  r.n_shards = 2;
+  kn_lease_t s0 = ls("s0", "100"), s1 = ls("s1", KN_CKPT_TRIM_HORIZON);
+  s0.owner = "kcl2-worker";
+  s0.checkpoint_owner = "w1";
+  s0.counter = 5;
+  KT_REQUIRE(!r.ls->ops->create(r.ls, &s0) && !r.ls->ops->create(r.ls, &s1),
+             kn_rig_close(&r));
+  KT_REQUIRE(L(&r, "s0")->counter == 5, kn_rig_close(&r));
+  kn_cc_cfg_t cfg = cfg_for("w1");
+  cfg.members = 1;
+  KT_REQUIRE(kn_rig_start(&r, &w1, &cfg) == 0, kn_rig_close(&r));
+  for (int64_t t = 0; t < 9000; t += 500) {
+    at(&r, t);
+    kn_rig_tick(&w1, t);
+    kn_rig_tick(&w1, t + 1);
+  }
+  const kn_lease_t *l = L(&r, "s0");
+  KT_CHECK_STR(l->owner, "kcl2-worker");
+  KT_CHECK(l->counter == 5);
+  KT_CHECK(w1.s.start == 1 && same(w1.s.started, "s1"));
+  kn_rig_kill(&w1);
+  kn_rig_close(&r);
+}
+
 /* The owner learns of the ask at its next renewal, up to a renewal
  * interval after it, and gives its application handoff_ms from then: an
  * application that finishes within that time has its final checkpoint
@@ -1008,6 +1046,7 @@ int main(void) {
   KT_RUN(test_handoff_silent_owner);
   KT_RUN(test_handoff_closing);
   KT_RUN(test_handoff_family_read);
+  KT_RUN(test_no_passon_to_a_stealer);
   KT_RUN(test_handoff_one_clock);
   KT_RUN(test_members_settled);
   KT_RUN(test_members_handoff_answered);
