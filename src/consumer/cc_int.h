@@ -101,7 +101,8 @@ enum {
   P_SYNC_SHARDS,
   P_SYNC_LEASES2,
   P_TAKE,
-  P_PROBE /* the leader's ListShards: a sync only if something changed */
+  P_PROBE, /* the leader's ListShards: a sync only if something changed */
+  P_VERIFY /* GET of a held lease: did a write that failed land? */
 };
 /* What a TAKE is: a free or expired lease, a steal, the end of a
  * hand-off. */
@@ -289,6 +290,9 @@ void kn_cc_wr_pump_all(kn_cc_t *c, int64_t now);
 void kn_cc_wr_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
                    int64_t counter, const char *handoff_to, int64_t sent,
                    int64_t now);
+/* The answer to the GET of a held lease (P_VERIFY, cc_writes.c). */
+void kn_cc_wr_verified(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
+                       const kn_lease_t *t, int64_t now);
 int64_t kn_cc_wr_next_ms(const kn_cc_t *c);
 void kn_cc_wr_tick(kn_cc_t *c, int64_t now);
 void kn_cc_wr_free(kn_cc_t *c);

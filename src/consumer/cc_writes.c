@@ -331,6 +331,64 @@ static void written(kn_cc_t *c, cc_lease_t *l, const cc_op_t *o, cc_req_t *req,
   }
 }
 
+/* A write refused after one that failed: the failed one may have landed
+ * (a time-out, a connection cut after the request went out), moving the
+ * counter one past what this tenure knows.  The lease is looked at
+ * before it is given up.  Returns 1 when the GET went out (l stays busy
+ * with it). */
+static int verify(kn_cc_t *c, cc_lease_t *l, const cc_op_t *o, int64_t now) {
+  if (o->op != KN_CC_RENEW && o->op != KN_CC_CHECKPOINT) return 0;
+  cc_op_t *g = kn_cc_op_new(c, KN_CC_GET, l->key, l->tenure, now);
+  if (!g) return 0;
+  g->purpose = P_VERIFY;
+  if (!kn_cc_call(c, g)) return 0;
+  l->busy = g->id;
+  kn_cc_log(c, KN_CC_LOG_INFO,
+            "shard %s: %s refused after a write that failed: looking at "
+            "the lease",
+            l->key, kn_cc_op_name(o->op));
+  return 1;
+}
+
+void kn_cc_wr_verified(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
+                       const kn_lease_t *t, int64_t now) {
+  cc_lease_t *l = kn_cc_wr_find(c, o->key);
+  if (!l || l->tenure != o->tenure || l->busy != o->id || !l->held) {
+    if (l && l->busy == o->id) l->busy = 0;
+    return;
+  }
+  l->busy = 0;
+  /* Still this tenure's: in its name (or, during a hand-off, as its
+   * checkpointOwner) and exactly one write past what it knows. */
+  const char *holder = t && t->checkpoint_owner ? t->checkpoint_owner
+                       : t                      ? t->owner
+                                                : NULL;
+  if (!err && t && cc_is_me(c, holder) && t->counter == l->counter + 1) {
+    kn_cc_log(c, KN_CC_LOG_INFO,
+              "shard %s: the write that failed had landed (counter %lld)",
+              l->key, (long long)t->counter);
+    l->counter = t->counter;
+    if (t->checkpoint && kn_cc_lease_started(t) &&
+        strcmp(t->checkpoint, KN_CKPT_SHARD_END) != 0 &&
+        strlen(t->checkpoint) < SEQ_CAP &&
+        after_ckpt(l, t->checkpoint, t->checkpoint_subseq)) {
+      cc_set_str(l->ckpt, t->checkpoint);
+      l->ckpt_sub = t->checkpoint_subseq;
+    }
+    l->next_renew_ms = now; /* the refused write goes again */
+    kn_cc_wr_pump(c, l, now);
+    return;
+  }
+  if (err && kn_error_code(err) != KN_ERR__NOT_FOUND) {
+    /* Unknown still: looked at again at the next write. */
+    l->next_renew_ms = now + c->cfg.renew_ms / 3;
+    return;
+  }
+  kn_cc_log(c, KN_CC_LOG_WARN,
+            "shard %s: lease taken by another worker", l->key);
+  kn_cc_wr_drop(c, l, KN_ERR__LEASE_LOST);
+}
+
 void kn_cc_wr_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
                    int64_t counter, const char *handoff_to, int64_t sent,
                    int64_t now) {
@@ -347,6 +405,16 @@ void kn_cc_wr_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     return;
   }
   l->busy = 0;
+  if (cc_is_cond(err) && l->failed_write && !c->closing && !c->fatal &&
+      verify(c, l, o, now)) {
+    /* Held back until the lease is seen (kn_cc_wr_verified). */
+    if (req) {
+      req->next = l->reqs;
+      l->reqs = req;
+      if (!l->reqs_tail) l->reqs_tail = req;
+    }
+    return;
+  }
   if (cc_is_cond(err)) {
     kn_cc_log(c, KN_CC_LOG_WARN,
               "shard %s: %s refused: lease taken by another "

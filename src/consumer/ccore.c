@@ -275,6 +275,12 @@ void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   kn_cc_q_retire(&c->q);
   cc_op_t *o = kn_cc_op_take(c, id);
   if (!o) return;
+  if (o->purpose == P_VERIFY) {
+    kn_cc_wr_verified(c, o, err, t, now);
+    kn_cc_op_free(o);
+    kn_cc_maybe_closed(c);
+    return;
+  }
   int closed = kn_cc_ho_got(c, id, o->key, err, t, now);
   kn_cc_op_free(o);
   if (closed) kn_cc_maybe_closed(c);

@@ -298,6 +298,7 @@ struct sim {
    * core's counter fell behind one of its own writes (one that landed but
    * answered an error) */
   int64_t stale_counter;
+  int64_t stale_lost; /* ... after which the worker gave the lease up */
   /* creates that landed after the lease's cleanup (a late create) */
   int64_t recreated;
   int had_fault; /* any kill, freeze or store fault happened */

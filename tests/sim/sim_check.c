@@ -200,8 +200,9 @@ void sim_check_landed(sim_t *s, const sim_call_t *c, const char *old_ckpt) {
       if (c->op != KN_CC_CHECKPOINT || !c->ckpt) break;
       if (is_ckpt(c->ckpt, KN_CKPT_SHARD_END)) {
         /* That tenure read to the end, or an earlier one did (a lease
-         * created again late is closed unread). */
-        int ok = 0;
+         * created again late is closed unread), or the shard is past
+         * retention (its children may start: it counts as read). */
+        int ok = h->gone;
         for (size_t i = 0; i < s->n_ten; i++)
           if (s->ten[i].shard == sh && (s->ten[i].flags & TEN_ENDED) &&
               (s->ten[i].tenure == c->tenure || h->lease_removed))

@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
   }
   double t0 = wall_now();
   long long violations = 0, records = 0, deliveries = 0, dups[DUP_N] = {0};
-  long long stale = 0, recreated = 0;
+  long long stale = 0, stale_lost = 0, recreated = 0;
   double vhours = 0;
   for (long long r = 0; r < runs; r++) {
     sim_opts_t ro = o;
@@ -157,6 +157,7 @@ int main(int argc, char **argv) {
     deliveries += s.deliveries;
     stale += s.stale_counter;
     recreated += s.recreated;
+    stale_lost += s.stale_lost;
     for (int d = 0; d < DUP_N; d++) dups[d] += s.dups[d];
     vhours += (double)s.end / 3.6e6;
     sim_free(&s);
@@ -168,8 +169,8 @@ int main(int argc, char **argv) {
   printf(
       "kn_sim: runs %lld violations %lld records %lld deliveries %lld "
       "duplicates kill %lld freeze %lld store %lld move %lld "
-      "stale_counter %lld recreated %lld virtual_hours %.1f wall_s %.1f\n",
+      "stale_counter %lld stale_lost %lld recreated %lld virtual_hours %.1f wall_s %.1f\n",
       runs, violations, records, deliveries, dups[DUP_KILL], dups[DUP_FREEZE],
-      dups[DUP_STORE], dups[DUP_MOVE], stale, recreated, vhours, wall_now() - t0);
+      dups[DUP_STORE], dups[DUP_MOVE], stale, stale_lost, recreated, vhours, wall_now() - t0);
   return violations ? 1 : 0;
 }

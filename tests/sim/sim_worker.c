@@ -382,6 +382,16 @@ static void yield_reader(sim_t *s, int w, const char *key, int64_t tenure) {
   end_tenure(s, w, key, tenure, TEN_STOPPED);
 }
 
+static int still_ours(const sim_t *s, const sim_worker_t *k, const char *key,
+                      int64_t tenure) {
+  int i = sim_store_find(s, key), sh = sim_shard_find(s, key);
+  if (i < 0 || sh < 0 || !s->table[i].owner) return 0;
+  const char *holder = s->table[i].checkpoint_owner
+                           ? s->table[i].checkpoint_owner
+                           : s->table[i].owner;
+  return strcmp(holder, k->id) == 0 && s->sh[sh].cur_tenure == tenure;
+}
+
 static void op_stop(void *env, const char *key, int64_t tenure,
                     kn_drive_stop_t why, kn_err_t reason,
                     const char *next_owner) {
@@ -394,6 +404,12 @@ static void op_stop(void *env, const char *key, int64_t tenure,
       break;
     case KN_DRIVE_LOST:
       sim_trace(s, w, "STOP", key, tenure, reason);
+      if (reason == KN_ERR__LEASE_LOST && still_ours(s, k, key, tenure)) {
+        /* Given up although the table still says this tenure holds it
+         * (its counter fell behind a write of its own). */
+        s->stale_lost++;
+        sim_trace(s, w, "stale_lost", key, tenure, 0);
+      }
       end_tenure(s, w, key, tenure,
                  TEN_STOPPED | (reason == KN_ERR__LEASE_LOST ||
                                         reason == KN_ERR__TIMED_OUT

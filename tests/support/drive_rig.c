@@ -180,6 +180,7 @@ static void answer(kn_rig_worker_t *w, kn_store_job_t *j) {
   const kn_error_t *f = fault(w, j);
   if (!f && j->op != KN_CC_LIST_SHARDS) kn_store_job_apply(r->ls, w->id, j);
   const kn_error_t *err = f ? f : j->err;
+  if (!err && j->op == KN_CC_RENEW && r->landed_renew) err = r->landed_renew;
   if (err && kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED)
     w->s.refused++;
   else if (err)

@@ -46,6 +46,9 @@ typedef struct kn_rig {
   const kn_error_t *fail_renew;
   const kn_error_t *fail_beat;
   const char *fail_beat_of;
+  /* Every renewal is carried out, then answered with landed_renew (a
+   * time-out after the write landed). */
+  const kn_error_t *landed_renew;
   /* Leases read for the test (kn_rig_lease, kn_rig_list). */
   kn_lease_t look[KN_RIG_LOOKS];
   unsigned n_look;

@@ -770,6 +770,35 @@ static void test_no_passon_to_a_stealer(void) {
   kn_rig_close(&r);
 }
 
+/* A renewal that landed but answered an error (a time-out after the
+ * write went out) moved the counter one past what the core knows: the
+ * next write is refused.  The core looks at the lease before giving it
+ * up, finds its own write there, and goes on holding it. */
+static void test_landed_write_kept(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  KT_REQUIRE(two_shard_worker(&r, &w) == 0);
+  KT_CHECK(held(&w) == 2);
+  int64_t c0 = L(&r, "s0")->counter;
+  kn_error_t *late = kn_error_new(KN_ERR__TIMED_OUT, "timed out");
+  r.landed_renew = late;
+  tick(&w, 3001);
+  r.landed_renew = NULL;
+  KT_CHECK(L(&r, "s0")->counter == c0 + 1);
+  KT_CHECK(w.s.failed >= 2);
+  /* The renewals go again soon: refused, looked at, written. */
+  tick(&w, 4100);
+  KT_CHECK(w.s.refused >= 2);
+  KT_CHECK(w.s.stop == 0 && held(&w) == 2);
+  KT_CHECK(L(&r, "s0")->counter == c0 + 2);
+  KT_CHECK_STR(L(&r, "s0")->owner, "w1");
+  tick(&w, 7200);
+  KT_CHECK(w.s.stop == 0 && held(&w) == 2);
+  kn_error_destroy(late);
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
+}
+
 /* The owner learns of the ask at its next renewal, up to a renewal
  * interval after it, and gives its application handoff_ms from then: an
  * application that finishes within that time has its final checkpoint
@@ -1047,6 +1076,7 @@ int main(void) {
   KT_RUN(test_handoff_closing);
   KT_RUN(test_handoff_family_read);
   KT_RUN(test_no_passon_to_a_stealer);
+  KT_RUN(test_landed_write_kept);
   KT_RUN(test_handoff_one_clock);
   KT_RUN(test_members_settled);
   KT_RUN(test_members_handoff_answered);
