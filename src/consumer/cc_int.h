@@ -143,6 +143,15 @@ typedef struct cc_members {
   kn_mview_t view;
   int64_t view_sent_ms; /* the heartbeat behind the view was sent then */
   int64_t ok_sent_ms;   /* the last good heartbeat was sent then */
+  /* Workers a lease was passed on to while alive in the view: if one is
+   * counted dead soon after, the others are told (a bump), since their
+   * own look at its death may have come before the lease was its.
+   * Owned strings, until their time is up. */
+  struct cc_asker {
+    char *worker;
+    int64_t until;
+  } *askers;
+  size_t n_askers;
 } cc_members_t;
 
 /* Shard sync, cc_sync.c: the shard listing, the lease listings around it
@@ -313,6 +322,8 @@ void kn_cc_mb_beat_now(kn_cc_t *c, int64_t now);
 int64_t kn_cc_mb_next_ms(const kn_cc_t *c);
 void kn_cc_mb_tick(kn_cc_t *c, int64_t now);
 void kn_cc_mb_free(kn_cc_t *c);
+/* A lease was passed on to worker (alive in the view): watched. */
+void kn_cc_mb_watch_asker(kn_cc_t *c, const char *worker, int64_t now);
 
 /* ---- cc_handoff.c: hand-offs asked for ---- */
 

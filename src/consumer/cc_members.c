@@ -73,6 +73,38 @@ void kn_cc_mb_fence(kn_cc_t *c) {
   c->mb.fence_told = t;
 }
 
+void kn_cc_mb_watch_asker(kn_cc_t *c, const char *worker, int64_t now) {
+  struct cc_asker *a =
+      realloc(c->mb.askers, (c->mb.n_askers + 1) * sizeof(*a));
+  if (!a) return; /* the leader's scan finds the lease in time */
+  c->mb.askers = a;
+  if (!(a[c->mb.n_askers].worker = strdup(worker))) return;
+  /* Counted dead within a lease duration of its last beat, which is
+   * older than now: two durations cover it. */
+  a[c->mb.n_askers++].until = now + 2 * c->cfg.duration_ms;
+}
+
+/* Askers now dead (or forgotten): the others look at their leases. */
+static void check_askers(kn_cc_t *c, int64_t now) {
+  size_t k = 0;
+  for (size_t i = 0; i < c->mb.n_askers; i++) {
+    struct cc_asker *a = &c->mb.askers[i];
+    int dead = !kn_mview_get(&c->mb.view, a->worker) ||
+               kn_mview_is_dead(&c->mb.view, a->worker);
+    if (dead) {
+      kn_cc_log(c, KN_CC_LOG_INFO,
+                "%s, handed a lease, stopped beating: telling the others",
+                a->worker);
+      cc_bump(c, now);
+    }
+    if (dead || now >= a->until)
+      free(a->worker);
+    else
+      c->mb.askers[k++] = *a;
+  }
+  c->mb.n_askers = k;
+}
+
 static int heard(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
                  const kn_members_t *m, int64_t sent, int64_t now) {
   c->mb.hb_busy = 0;
@@ -101,6 +133,7 @@ static int heard(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
     if (c->mb.view.deaths != deaths)
       kn_cc_log(c, KN_CC_LOG_INFO,
                 "a worker stopped beating: looking for its leases");
+    check_askers(c, now);
   }
   c->mb.hb_at = c->mb.bump_pending > 0 ? now : sent + next_beat_ms(c, now);
   return 1;
@@ -150,4 +183,8 @@ void kn_cc_mb_beat_now(kn_cc_t *c, int64_t now) {
   if (c->mb.hb_at > now) c->mb.hb_at = now;
 }
 
-void kn_cc_mb_free(kn_cc_t *c) { kn_mview_free(&c->mb.view); }
+void kn_cc_mb_free(kn_cc_t *c) {
+  kn_mview_free(&c->mb.view);
+  for (size_t i = 0; i < c->mb.n_askers; i++) free(c->mb.askers[i].worker);
+  free(c->mb.askers);
+}

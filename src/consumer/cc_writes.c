@@ -258,10 +258,13 @@ static void write_failed(kn_cc_t *c, cc_lease_t *l, const cc_op_t *o,
 
 /* A hand-off done: the lease is the next owner's. */
 static void passed_on(kn_cc_t *c, cc_lease_t *l, int64_t now) {
-  /* Passed on to a worker that died meanwhile: the others look. */
+  /* Passed on to a worker that died meanwhile: the others look; one
+   * alive now is watched for a while (kn_cc_mb_watch_asker). */
   if (l->handoff_to && (!kn_mview_get(&c->mb.view, l->handoff_to) ||
                         kn_mview_is_dead(&c->mb.view, l->handoff_to)))
     cc_bump(c, now);
+  else if (l->handoff_to && c->mb.on)
+    kn_cc_mb_watch_asker(c, l->handoff_to, now);
   l->held = 0;
   fail_reqs(c, l, KN_ERR__LEASE_LOST);
   kn_cc_log(c, KN_CC_LOG_INFO, "handed shard %s over to %s at %s", l->key,

@@ -1025,6 +1025,56 @@ static void test_members_death(void) {
   members_end(&r, w);
 }
 
+/* A lease passed on to an asker that dies meanwhile, still alive in the
+ * owner's view when the pass-on lands: the others' look at its death may
+ * come before the lease is its, so the owner tells them (an epoch bump)
+ * once it counts the asker dead. */
+static int64_t epoch_of(kn_rig_t *r) {
+  kn_members_t m = {0};
+  if (r->ls->ops->members(r->ls, &m)) return -1;
+  int64_t e = m.epoch;
+  kn_members_clear(&m);
+  return e;
+}
+
+static void test_members_dead_asker(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w[2];
+  int64_t now;
+  KT_REQUIRE(members_start(&r, w, &now, 1) == 0);
+  static const char *ids[4] = {"s0", "s1", "s2", "s3"};
+  int asker = -1;
+  const char *key = NULL;
+  for (; now < 30000 && asker < 0; now += 50) {
+    for (int i = 0; i < 2; i++)
+      if (w[i].d) tick(&w[i], now);
+    for (int k = 0; k < 4 && asker < 0; k++) {
+      const kn_lease_t *l = L(&r, ids[k]);
+      if (l && l->checkpoint_owner && l->owner) {
+        asker = same(l->owner, "w1") ? 0 : 1;
+        key = ids[k];
+      }
+    }
+  }
+  KT_REQUIRE(asker >= 0, members_end(&r, w));
+  int owner = 1 - asker;
+  int64_t last = w[asker].s.beat_ms;
+  kn_rig_kill(&w[asker]);
+  /* The owner learns of the ask and its application answers at once:
+   * the lease is passed on while the asker is alive in the view. */
+  int64_t passed = -1;
+  for (; now < last + 9000 && passed < 0; now += 50) {
+    tick(&w[owner], now);
+    if (!L(&r, key)->checkpoint_owner) passed = now;
+  }
+  KT_REQUIRE(passed >= 0, members_end(&r, w));
+  KT_CHECK_STR(L(&r, key)->owner, asker ? "w2" : "w1");
+  int64_t e0 = epoch_of(&r);
+  steps(&w[owner], 1, &now, last + 10000 + 3000);
+  KT_CHECK(epoch_of(&r) > e0);
+  members_end(&r, w);
+}
+
 /* Heartbeats fail while renewals go on: the worker stops reading before
  * the other counts it dead and takes its leases. */
 static void test_members_fence(void) {
@@ -1081,6 +1131,7 @@ int main(void) {
   KT_RUN(test_members_settled);
   KT_RUN(test_members_handoff_answered);
   KT_RUN(test_members_death);
+  KT_RUN(test_members_dead_asker);
   KT_RUN(test_members_fence);
   return KT_DONE();
 }
