@@ -18,6 +18,10 @@ size_t kn_cc_members(const kn_cc_t *c) {
   return c->mb.on && c->mb.ok ? kn_mview_live(&c->mb.view) : 0;
 }
 
+/* Names forgotten by one heartbeat at most: with ids of up to 128
+ * characters the expression stays far under 4 KB (placeholders). */
+#define KN_CC_FORGET_MAX 32
+
 void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
   if (c->mb.hb_busy) return;
   cc_op_t *o = kn_cc_op_new(c, KN_CC_HEARTBEAT, NULL, -1, now);
@@ -32,18 +36,20 @@ void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
   x->a.beat = ++c->mb.beat;
   x->a.leases = (int64_t)kn_cc_held(c);
   x->a.bump = o->bump;
-  /* The leader forgets members long dead: the item stays small. */
+  /* The leader forgets members long dead, and entries that are no
+   * members and stay unchanged: the item stays small.  A few at a time:
+   * each is a REMOVE in the heartbeat's expression, which DynamoDB caps
+   * at 4 KB (after a redeploy hundreds may be due at once). */
   if (!kn_cc_mb_leader(c)) return;
-  size_t n = 0;
-  for (size_t i = 0; i < c->mb.view.n; i++)
-    n += c->mb.view.v[i].dead &&
-         now - c->mb.view.v[i].changed_ms >= 6 * c->cfg.duration_ms;
-  if (!n || !(x->children = calloc(n, sizeof(char *)))) return;
-  for (size_t i = 0; i < c->mb.view.n; i++)
-    if (c->mb.view.v[i].dead &&
-        now - c->mb.view.v[i].changed_ms >= 6 * c->cfg.duration_ms &&
-        (x->children[x->n_children] = strdup(c->mb.view.v[i].worker)))
-      x->n_children++;
+  if (!(x->children = calloc(KN_CC_FORGET_MAX, sizeof(char *)))) return;
+  const kn_mview_ent_t *lists[2] = {c->mb.view.v, c->mb.view.bad};
+  size_t ns[2] = {c->mb.view.n, c->mb.view.n_bad};
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; i < ns[k] && x->n_children < KN_CC_FORGET_MAX; i++)
+      if (lists[k][i].dead &&
+          now - lists[k][i].changed_ms >= 6 * c->cfg.duration_ms &&
+          (x->children[x->n_children] = strdup(lists[k][i].worker)))
+        x->n_children++;
   x->a.forget = x->children;
   x->a.n_forget = x->n_children;
 }

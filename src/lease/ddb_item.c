@@ -299,6 +299,17 @@ static int by_worker(const void *a, const void *b) {
                 ((const kn_member_t *)b)->worker);
 }
 
+/* A digest of an attribute's value (FNV-1a of its compact JSON), which
+ * changes when the value does; INT64_MIN on out-of-memory. */
+static int64_t value_digest(const json_t *value) {
+  char *s = json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+  if (!s) return INT64_MIN;
+  uint64_t h = 1469598103934665603ULL;
+  for (const char *p = s; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  free(s);
+  return (int64_t)(h >> 1);
+}
+
 int kn_ddb_item_to_members(json_t *item, kn_members_t *out, kn_error_t **errp) {
   memset(out, 0, sizeof(*out));
   *errp = NULL;
@@ -315,7 +326,9 @@ int kn_ddb_item_to_members(json_t *item, kn_members_t *out, kn_error_t **errp) {
   }
   size_t cap = json_object_size(item);
   out->v = cap ? calloc(cap, sizeof(*out->v)) : NULL;
-  if (cap && !out->v) {
+  out->bad = cap ? calloc(cap, sizeof(*out->bad)) : NULL;
+  if (cap && (!out->v || !out->bad)) {
+    kn_members_clear(out);
     *errp = nomem();
     return -1;
   }
@@ -323,19 +336,32 @@ int kn_ddb_item_to_members(json_t *item, kn_members_t *out, kn_error_t **errp) {
   json_t *value;
   size_t plen = strlen(KN_DDB_MEMBER_PREFIX);
   json_object_foreach(item, name, value) {
-    if (strncmp(name, KN_DDB_MEMBER_PREFIX, plen) != 0 || !name[plen]) continue;
+    if (strncmp(name, KN_DDB_MEMBER_PREFIX, plen) != 0) continue;
     json_t *l = json_object_get(value, "L");
     kn_member_t m = {0};
-    if (json_object_size(value) != 1 || json_array_size(l) != 2 ||
-        n_value(json_array_get(l, 0), &m.beat) ||
-        n_value(json_array_get(l, 1), &m.leases))
-      continue;
-    if (!(m.worker = strdup(name + plen))) {
+    int bad = !name[plen] || json_object_size(value) != 1 ||
+              json_array_size(l) != 2 ||
+              n_value(json_array_get(l, 0), &m.beat) ||
+              n_value(json_array_get(l, 1), &m.leases);
+    if (bad) {
+      m.beat = value_digest(value);
+      m.leases = 0;
+    }
+    if (!(m.worker = strdup(name + plen)) ||
+        (bad && m.beat == INT64_MIN)) {
+      free(m.worker);
       kn_members_clear(out);
       *errp = nomem();
       return -1;
     }
-    out->v[out->n++] = m;
+    if (bad)
+      out->bad[out->n_bad++] = m;
+    else
+      out->v[out->n++] = m;
+  }
+  if (!out->n_bad) {
+    free(out->bad);
+    out->bad = NULL;
   }
   if (!out->n) {
     free(out->v);

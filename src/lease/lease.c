@@ -101,20 +101,29 @@ void kn_members_clear(kn_members_t *m) {
   if (!m) return;
   for (size_t i = 0; i < m->n; i++) free(m->v[i].worker);
   free(m->v);
+  for (size_t i = 0; i < m->n_bad; i++) free(m->bad[i].worker);
+  free(m->bad);
   memset(m, 0, sizeof(*m));
+}
+
+static int copy_list(kn_member_t **dst, size_t *dn, const kn_member_t *src,
+                     size_t n) {
+  if (!n) return 0;
+  if (!(*dst = calloc(n, sizeof(**dst)))) return -1;
+  for (size_t i = 0; i < n; i++, (*dn)++) {
+    (*dst)[i] = src[i];
+    if (!((*dst)[i].worker = strdup(src[i].worker))) return -1;
+  }
+  return 0;
 }
 
 int kn_members_copy(kn_members_t *dst, const kn_members_t *src) {
   memset(dst, 0, sizeof(*dst));
   dst->epoch = src->epoch;
-  if (!src->n) return 0;
-  if (!(dst->v = calloc(src->n, sizeof(*dst->v)))) return -1;
-  for (size_t i = 0; i < src->n; i++, dst->n++) {
-    dst->v[i] = src->v[i];
-    if (!(dst->v[i].worker = strdup(src->v[i].worker))) {
-      kn_members_clear(dst);
-      return -1;
-    }
+  if (copy_list(&dst->v, &dst->n, src->v, src->n) ||
+      copy_list(&dst->bad, &dst->n_bad, src->bad, src->n_bad)) {
+    kn_members_clear(dst);
+    return -1;
   }
   return 0;
 }

@@ -62,6 +62,12 @@ typedef struct kn_members {
   kn_member_t *v; /* n entries, sorted by worker id */
   size_t n;
   int64_t epoch;
+  /* Entries the store could not read as a member (written by something
+   * else): worker is the name, beat a digest of the value (it changes when
+   * the value does), leases 0.  Not members; forgotten when they stay
+   * unchanged (the item would only grow).  n_bad entries. */
+  kn_member_t *bad;
+  size_t n_bad;
 } kn_members_t;
 
 /* Frees what m holds (its array and strings) and zeroes it.  Accepts

@@ -15,6 +15,7 @@ static void ents_free(kn_mview_ent_t *v, size_t n) {
 
 void kn_mview_free(kn_mview_t *m) {
   ents_free(m->v, m->n);
+  ents_free(m->bad, m->n_bad);
   memset(m, 0, sizeof(*m));
 }
 
@@ -30,38 +31,68 @@ static int by_worker(const void *a, const void *b) {
                 ((const kn_mview_ent_t *)b)->worker);
 }
 
-int kn_mview_update(kn_mview_t *m, const kn_members_t *in, int64_t now,
-                    int64_t duration_ms) {
-  kn_mview_ent_t *nv = calloc(in->n ? in->n : 1, sizeof(*nv));
+static const kn_mview_ent_t *find(const kn_mview_ent_t *v, size_t n,
+                                  const char *worker) {
+  int found;
+  size_t i = kn_sorted_find(v, n, sizeof(*v), offsetof(kn_mview_ent_t, worker),
+                            worker, &found);
+  return found ? &v[i] : NULL;
+}
+
+/* The entries of in (n) as seen at now, after old (n_old): fills *out
+ * (sorted), counts deaths and joins.  0 or -1 on out-of-memory. */
+static int track(const kn_mview_ent_t *old_v, size_t n_old,
+                 const kn_member_t *in, size_t n, int64_t now,
+                 int64_t duration_ms, kn_mview_ent_t **out, uint64_t *deaths,
+                 uint64_t *joins) {
+  kn_mview_ent_t *nv = calloc(n ? n : 1, sizeof(*nv));
   if (!nv) return -1;
-  uint64_t deaths = 0, joins = 0;
-  for (size_t i = 0; i < in->n; i++) {
-    if (!(nv[i].worker = strdup(in->v[i].worker))) {
+  for (size_t i = 0; i < n; i++) {
+    if (!(nv[i].worker = strdup(in[i].worker))) {
       ents_free(nv, i);
       return -1;
     }
-    const kn_mview_ent_t *old = kn_mview_get(m, in->v[i].worker);
-    nv[i].beat = in->v[i].beat;
-    nv[i].leases = in->v[i].leases;
-    if (old && old->beat == in->v[i].beat) {
+    const kn_mview_ent_t *old = find(old_v, n_old, in[i].worker);
+    nv[i].beat = in[i].beat;
+    nv[i].leases = in[i].leases;
+    if (old && old->beat == in[i].beat) {
       nv[i].changed_ms = old->changed_ms;
       nv[i].dead = old->dead;
     } else {
       /* New, or beating again (a restarted worker of the same id). */
       nv[i].changed_ms = now;
-      if (!old && m->v) joins++;
+      if (!old && old_v) (*joins)++;
     }
     if (!nv[i].dead && now - nv[i].changed_ms >= duration_ms) {
       nv[i].dead = 1;
-      deaths++;
+      (*deaths)++;
     }
   }
   /* Stores answer sorted; sorting again costs little and keeps lookups
    * right whatever the store did. */
-  qsort(nv, in->n, sizeof(*nv), by_worker);
+  qsort(nv, n, sizeof(*nv), by_worker);
+  *out = nv;
+  return 0;
+}
+
+int kn_mview_update(kn_mview_t *m, const kn_members_t *in, int64_t now,
+                    int64_t duration_ms) {
+  uint64_t deaths = 0, joins = 0, ignored = 0;
+  kn_mview_ent_t *nv = NULL, *nb = NULL;
+  if (track(m->v, m->n, in->v, in->n, now, duration_ms, &nv, &deaths,
+            &joins))
+    return -1;
+  if (track(m->bad, m->n_bad, in->bad, in->n_bad, now, duration_ms, &nb,
+            &ignored, &ignored)) {
+    ents_free(nv, in->n);
+    return -1;
+  }
   ents_free(m->v, m->n);
+  ents_free(m->bad, m->n_bad);
   m->v = nv;
   m->n = in->n;
+  m->bad = nb;
+  m->n_bad = in->n_bad;
   m->epoch = in->epoch;
   m->deaths += deaths;
   m->joins += joins;

@@ -30,6 +30,11 @@ typedef struct kn_mview {
   uint64_t deaths; /* members counted dead so far */
   uint64_t joins;  /* members seen for the first time (after the first
                       answer) */
+  /* Entries that are no members (kn_members_t.bad), watched the same way
+   * so that those that stay unchanged can be forgotten; never counted in
+   * deaths, never looked up by kn_mview_get. */
+  kn_mview_ent_t *bad;
+  size_t n_bad;
 } kn_mview_t;
 
 void kn_mview_init(kn_mview_t *m);

@@ -1075,6 +1075,43 @@ static void test_members_dead_asker(void) {
   members_end(&r, w);
 }
 
+/* After a redeploy, hundreds of worker ids are dead at once: the leader
+ * forgets them a few per heartbeat (each is a REMOVE in an expression
+ * DynamoDB caps at 4 KB), until none is left. */
+static void test_members_forget_capped(void) {
+  kn_rig_t r;
+  KT_REQUIRE(kn_rig_open(&r) == 0);
+  for (int i = 0; i < 100; i++) {
+    char id[32];
+    snprintf(id, sizeof(id), "old-%03d", i);
+    kn_members_t m = {0};
+    KT_REQUIRE(!r.ls->ops->heartbeat(r.ls, id, 1, 0, 0, NULL, 0, &m),
+               kn_rig_close(&r));
+    kn_members_clear(&m);
+  }
+  static kn_cc_shard_t one[1];
+  one[0] = sh("s0", NULL, NULL, 0);
+  r.shards = one;
+  r.n_shards = 1;
+  kn_rig_worker_t w;
+  kn_cc_cfg_t cfg = members_cfg("a-new"); /* sorts first: the leader */
+  KT_REQUIRE(kn_rig_start(&r, &w, &cfg) == 0, kn_rig_close(&r));
+  size_t prev = 101, most = 0;
+  int64_t now = 0;
+  for (; now < 6 * 10000 + 60000; now += 250) {
+    tick(&w, now);
+    kn_members_t m = {0};
+    if (r.ls->ops->members(r.ls, &m)) continue;
+    if (m.n < prev && prev - m.n > most) most = prev - m.n;
+    prev = m.n;
+    kn_members_clear(&m);
+  }
+  KT_CHECK(prev == 1);
+  KT_CHECK(most > 0 && most <= 32);
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
+}
+
 /* Heartbeats fail while renewals go on: the worker stops reading before
  * the other counts it dead and takes its leases. */
 static void test_members_fence(void) {
@@ -1132,6 +1169,7 @@ int main(void) {
   KT_RUN(test_members_handoff_answered);
   KT_RUN(test_members_death);
   KT_RUN(test_members_dead_asker);
+  KT_RUN(test_members_forget_capped);
   KT_RUN(test_members_fence);
   return KT_DONE();
 }

@@ -782,7 +782,7 @@ static void test_members_read(void) {
 static void test_members_item(void) {
   kn_members_t m;
   kn_error_t *e = NULL;
-  /* Malformed members are skipped; the rest sorted. */
+  /* Malformed members are no members; the rest sorted. */
   json_t *item = json_loads(
       "{\"key\":{\"S\":\"members\"},\"epoch\":{\"N\":\"-3\"},"
       "\"w:c\":{\"L\":[{\"N\":\"1\"},{\"N\":\"2\"}]},"
@@ -803,6 +803,9 @@ static void test_members_item(void) {
     KT_CHECK_INT(m.v[0].leases, 4);
     KT_CHECK_STR(m.v[1].worker, "c");
   }
+  /* ... kept apart, to be forgotten: b, d, e, f and the nameless one. */
+  KT_CHECK_INT(m.n_bad, 5);
+  for (size_t i = 0; i < m.n_bad; i++) KT_CHECK(m.bad[i].leases == 0);
   kn_members_clear(&m);
   json_decref(item);
   /* Only the epoch: no members. */

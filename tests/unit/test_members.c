@@ -6,7 +6,7 @@
 #include "lease/members.h"
 
 static kn_members_t answer(kn_member_t *v, size_t n, int64_t epoch) {
-  kn_members_t m = {v, n, epoch};
+  kn_members_t m = {v, n, epoch, NULL, 0};
   return m;
 }
 
@@ -97,9 +97,38 @@ static void test_members_copy(void) {
   kn_members_clear(NULL);
 }
 
+/* Entries that are no members are watched apart: they never count as
+ * members or deaths, and once unchanged for a lease duration they are
+ * dead (to be forgotten); a changed value starts them again. */
+static void test_bad_entries(void) {
+  kn_mview_t m;
+  kn_mview_init(&m);
+  kn_member_t v[1] = {{"a", 7, 3}}, bad[1] = {{"junk", 42, 0}};
+  kn_members_t in = answer(v, 1, 1);
+  in.bad = bad;
+  in.n_bad = 1;
+  KT_CHECK_INT(kn_mview_update(&m, &in, 1000, 10000), 0);
+  KT_CHECK(m.n == 1 && m.n_bad == 1);
+  KT_CHECK(kn_mview_get(&m, "junk") == NULL);
+  KT_CHECK(kn_mview_live(&m) == 1);
+  v[0].beat = 8;
+  KT_CHECK_INT(kn_mview_update(&m, &in, 11000, 10000), 0);
+  KT_CHECK(m.n_bad == 1 && m.bad[0].dead && m.bad[0].changed_ms == 1000);
+  KT_CHECK(m.deaths == 0 && !m.v[0].dead);
+  bad[0].beat = 43; /* rewritten: watched anew */
+  KT_CHECK_INT(kn_mview_update(&m, &in, 12000, 10000), 0);
+  KT_CHECK(m.n_bad == 1 && !m.bad[0].dead && m.bad[0].changed_ms == 12000);
+  kn_members_t copy;
+  KT_CHECK_INT(kn_members_copy(&copy, &in), 0);
+  if (copy.n_bad == 1) KT_CHECK_STR(copy.bad[0].worker, "junk");
+  kn_members_clear(&copy);
+  kn_mview_free(&m);
+}
+
 int main(void) {
   KT_RUN(test_death_by_observation);
   KT_RUN(test_leader_joins_and_lookup);
   KT_RUN(test_members_copy);
+  KT_RUN(test_bad_entries);
   return KT_DONE();
 }
