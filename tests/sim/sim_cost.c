@@ -53,7 +53,20 @@ typedef struct cworker {
 typedef struct counts {
   double items_read, rcu, items_written, wcu;
   int64_t scans, gets, writes, heartbeats;
+  int64_t throttled; /* writes refused for the item's write rate */
+  int64_t stops;     /* tenures a worker ended on its own (deadlines) */
 } counts_t;
+
+/* Write units per item in the current second and 5-s window (DynamoDB
+ * serves at most 1,000 WCU/s per partition, and an item never spans
+ * partitions), and the hottest 5-s window of each phase. */
+typedef struct hot {
+  int64_t sec, win;        /* the second and window counted */
+  double *sec_wcu;         /* per item: the membership item, then leases */
+  double *win_wcu;
+  double phase_max[4];     /* WCU/s of the hottest item in a window */
+  int phase;               /* 0 settle, 1 steady, 2 kill, 3 join */
+} hot_t;
 
 typedef struct cost {
   sim_rng_t rng;
@@ -69,6 +82,8 @@ typedef struct cost {
   char **ids, **hs, **he;
   kn_cc_cfg_t cfg;
   counts_t cnt;
+  hot_t hot;
+  int limits;  /* --ddb-limits: writes over 1,000 WCU/s an item refused */
   int verbose; /* KN_SIM_COST_LOG set: the cores' log lines on stderr */
 } cost_t;
 
@@ -168,12 +183,69 @@ static double lease_size(cost_t *s, const char *key) {
   return b;
 }
 
+/* ---- the hottest item ---- */
+
+/* Item index: 0 the membership item, 1 + i shard i's lease. */
+static size_t item_of(const cost_t *s, const kn_store_job_t *j) {
+  if (j->op == KN_CC_HEARTBEAT || !j->key) return 0;
+  long i = strtol(j->key + strlen("shardId-"), NULL, 10);
+  return i >= 0 && i < s->shards ? (size_t)i + 1 : 0;
+}
+
+static void hot_roll(cost_t *s) {
+  hot_t *h = &s->hot;
+  int64_t sec = s->now / 1000, win = s->now / 5000;
+  size_t n = (size_t)s->shards + 1;
+  if (sec != h->sec) {
+    memset(h->sec_wcu, 0, n * sizeof(double));
+    h->sec = sec;
+  }
+  if (win != h->win) {
+    double mx = 0;
+    for (size_t i = 0; i < n; i++)
+      if (h->win_wcu[i] > mx) mx = h->win_wcu[i];
+    if (mx / 5 > h->phase_max[h->phase]) h->phase_max[h->phase] = mx / 5;
+    memset(h->win_wcu, 0, n * sizeof(double));
+    h->win = win;
+  }
+}
+
+/* With --ddb-limits, a write that would take its item past 1,000 WCU in
+ * this second is refused as DynamoDB refuses it. */
+static int throttled(cost_t *s, kn_store_job_t *j, double wcu) {
+  if (!s->limits || s->hot.sec_wcu[item_of(s, j)] + wcu <= 1000) return 0;
+  j->err = kn_error_new(KN_ERR_PROVISIONED_THROUGHPUT_EXCEEDED,
+                        "ProvisionedThroughputExceededException: the "
+                        "item's partition is over 1,000 write units a second");
+  s->cnt.throttled++;
+  return 1;
+}
+
+static void hot_add(cost_t *s, const kn_store_job_t *j, double wcu) {
+  size_t i = item_of(s, j);
+  s->hot.sec_wcu[i] += wcu;
+  s->hot.win_wcu[i] += wcu;
+}
+
 /* ---- the store calls, counted ---- */
+
+static double members_now(cost_t *s) {
+  kn_members_t m = {0};
+  kn_error_t *e = s->ls->ops->members(s->ls, &m);
+  double b = e ? 0 : members_bytes(&m);
+  kn_error_destroy(e);
+  kn_members_clear(&m);
+  return b;
+}
 
 static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
   counts_t *c = &s->cnt;
   double before = 0;
   j->sent_ms = s->now;
+  hot_roll(s);
+  if (j->op == KN_CC_HEARTBEAT && s->limits &&
+      throttled(s, j, ceil(members_now(s) / 1024)))
+    return;
   if (j->key && j->op != KN_CC_GET) before = lease_size(s, j->key);
   kn_store_job_apply(s->ls, worker, j); /* what the store threads run */
   switch (j->op) {
@@ -192,8 +264,10 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
       return;
     case KN_CC_HEARTBEAT:
       if (!j->err) {
+        double w = ceil(members_bytes(&j->members) / 1024);
         c->items_written += 1;
-        c->wcu += ceil(members_bytes(&j->members) / 1024);
+        c->wcu += w;
+        hot_add(s, j, w);
       }
       c->heartbeats++;
       return;
@@ -201,9 +275,11 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
       break;
   }
   double after = j->key ? lease_size(s, j->key) : 0;
+  double w = ceil((before > after ? before : after) / 1024);
   c->items_written += 1;
-  c->wcu += ceil((before > after ? before : after) / 1024);
+  c->wcu += w;
   c->writes++;
+  hot_add(s, j, w);
 }
 
 /* ---- workers: the drive's operations ---- */
@@ -233,7 +309,8 @@ static void op_stop(void *env, const char *key, int64_t tenure,
                     const char *next_owner) {
   struct cenv *e = env;
   cworker_t *k = &e->s->w[e->w];
-  (void)reason, (void)next_owner;
+  (void)next_owner;
+  if (why == KN_DRIVE_LOST && reason == KN_ERR__TIMED_OUT) e->s->cnt.stops++;
   if (why != KN_DRIVE_YIELD) return;
   /* the application is done at once: answered once the drive returns */
   k->yields = realloc(k->yields, (k->n_yields + 2) * sizeof(*k->yields));
@@ -413,29 +490,37 @@ static int has_share(cost_t *s, int w) {
 }
 
 static void print_counts(const char *name, const counts_t *a, const counts_t *b,
-                         double seconds, int shards, const char *extra) {
+                         double seconds, int shards, double hot,
+                         const char *extra) {
   double m = seconds / 60.0;
   printf(
       "%s\"%s\": {\"seconds\": %.1f, \"items_read_per_shard_min\": %.4f, "
       "\"rcu_per_shard_min\": %.4f, \"items_written_per_lease_min\": %.3f, "
       "\"wcu_per_lease_min\": %.3f, \"scans\": %lld, \"gets\": %lld, "
-      "\"writes\": %lld, \"heartbeats\": %lld%s}",
+      "\"writes\": %lld, \"heartbeats\": %lld, \"throttled\": %lld, "
+      "\"stops\": %lld, \"hot_item_wcu_s\": %.1f%s}",
       strcmp(name, "steady") ? ", " : "", name, seconds,
       (b->items_read - a->items_read) / shards / m,
       (b->rcu - a->rcu) / shards / m,
       (b->items_written - a->items_written) / shards / m,
       (b->wcu - a->wcu) / shards / m, (long long)(b->scans - a->scans),
       (long long)(b->gets - a->gets), (long long)(b->writes - a->writes),
-      (long long)(b->heartbeats - a->heartbeats), extra);
+      (long long)(b->heartbeats - a->heartbeats),
+      (long long)(b->throttled - a->throttled),
+      (long long)(b->stops - a->stops), hot, extra);
 }
 
 int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
-                  int members) {
+                  int members, int limits) {
   static cost_t s;
   memset(&s, 0, sizeof(s));
   s.rng.s = seed * 0x2545f4914f6cdd1dULL + 1;
   s.shards = shards;
   s.verbose = getenv("KN_SIM_COST_LOG") != NULL;
+  s.limits = limits;
+  s.hot.sec_wcu = calloc((size_t)shards + 1, sizeof(double));
+  s.hot.win_wcu = calloc((size_t)shards + 1, sizeof(double));
+  if (!s.hot.sec_wcu || !s.hot.win_wcu) abort();
   s.cfg = (kn_cc_cfg_t){.duration_ms = 10000,
                         .renew_ms = members ? 4000 : 3333,
                         .take_ms = 2000,
@@ -492,12 +577,14 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   run_until(&s, s.now + 30000, NULL, 0);
   counts_t c0 = s.cnt;
   int64_t t0 = s.now;
+  s.hot.phase = 1;
   run_until(&s, t0 + seconds * 1000, NULL, 0);
   counts_t c1 = s.cnt;
   /* A worker dies. */
   int victim = workers > 1 ? workers / 2 : 0;
   kill_worker(&s, victim);
   int64_t tk = s.now;
+  s.hot.phase = 2;
   run_until(&s, tk + 60000, recovered, 0);
   int64_t failover_ms = recovered(&s, 0) ? s.now - tk : -1;
   run_until(&s, tk + 60000, NULL, 0);
@@ -505,12 +592,15 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   /* A worker joins. */
   int joiner = workers;
   s.n_w = workers + 1;
+  s.hot.phase = 3;
   start_worker(&s, joiner);
   int64_t tj = s.now;
   run_until(&s, tj + 60000, has_share, joiner);
   int64_t share_ms = has_share(&s, joiner) ? s.now - tj : -1;
   run_until(&s, tj + 60000, NULL, 0);
   counts_t c3 = s.cnt;
+  s.now += 5000;
+  hot_roll(&s); /* the last window counts too */
 
   double m = (double)seconds / 60.0;
   printf(
@@ -524,13 +614,14 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
       (c1.items_written - c0.items_written) / shards / m,
       (c1.wcu - c0.wcu) / shards / m);
   char extra[96];
-  print_counts("steady", &c0, &c1, (double)seconds, shards, "");
+  print_counts("steady", &c0, &c1, (double)seconds, shards,
+               s.hot.phase_max[1], "");
   snprintf(extra, sizeof(extra), ", \"failover_s\": %.1f",
            (double)failover_ms / 1000);
-  print_counts("kill", &c1, &c2, 60, shards, extra);
+  print_counts("kill", &c1, &c2, 60, shards, s.hot.phase_max[2], extra);
   snprintf(extra, sizeof(extra), ", \"share_s\": %.1f",
            (double)share_ms / 1000);
-  print_counts("join", &c2, &c3, 60, shards, extra);
+  print_counts("join", &c2, &c3, 60, shards, s.hot.phase_max[3], extra);
   printf("}\n");
 
   for (int w = 0; w <= workers; w++) {
@@ -541,6 +632,8 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   while (pop(&s, &e)) kn_store_job_free(e.job);
   free(s.heap);
   free(s.w);
+  free(s.hot.sec_wcu);
+  free(s.hot.win_wcu);
   for (int i = 0; i < shards; i++) {
     free(s.ids[i]);
     free(s.hs[i]);

@@ -26,7 +26,9 @@ static void usage(void) {
           "              [--seconds T] [--trace] [--first] [--scenario NAME]\n"
           "       kn_sim --cost --shards S --workers W [--seconds T] "
           "[--no-members]\n"
-          "              (the lease table's DynamoDB cost: one JSON line)\n"
+          "              [--ddb-limits]\n"
+          "              (the lease table's DynamoDB cost: one JSON line;\n"
+          "              --ddb-limits: writes past 1,000 WCU/s an item refused)\n"
           "scenarios: %s\n",
           sim_scenario_names());
 }
@@ -46,7 +48,7 @@ int main(int argc, char **argv) {
                   .seconds = 60};
   long long runs = 1;
   int first = 0; /* stop at the first violation */
-  int cost = 0, members = 1;
+  int cost = 0, members = 1, limits = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--trace") == 0) {
@@ -63,6 +65,10 @@ int main(int argc, char **argv) {
     }
     if (strcmp(a, "--no-members") == 0) {
       members = 0;
+      continue;
+    }
+    if (strcmp(a, "--ddb-limits") == 0) {
+      limits = 1;
       continue;
     }
     if (!v) {
@@ -104,7 +110,8 @@ int main(int argc, char **argv) {
       usage();
       return 2;
     }
-    return sim_cost_main(o.shards, o.workers, o.seconds, o.seed, members);
+    return sim_cost_main(o.shards, o.workers, o.seconds, o.seed, members,
+                         limits);
   }
   if (runs < 1 || o.workers < 0 || o.workers > SIM_MAX_WORKERS ||
       o.shards < 0 || o.shards > 16 || o.seconds < 1) {
