@@ -143,6 +143,15 @@ typedef struct cc_members {
   kn_mview_t view;
   int64_t view_sent_ms; /* the heartbeat behind the view was sent then */
   int64_t ok_sent_ms;   /* the last good heartbeat was sent then */
+  /* Membership lost after heartbeats had been answered (access denied,
+   * a table gone, an item DynamoDB refuses): the others still judge this
+   * worker by its last beat.  Until then (0: not so) its readers stop at
+   * the heartbeat's deadline as before, and it takes nothing: after a
+   * lease duration the others count it dead and take its leases at once,
+   * and only once its entry is forgotten (six durations) may it hold a
+   * lease they would not take from it at once. */
+  int64_t stale_until;
+  int bad_answers; /* heartbeats answered with a malformed item, in a row */
   /* Workers a lease was passed on to while alive in the view: if one is
    * counted dead soon after, the others are told (a bump), since their
    * own look at its death may have come before the lease was its.
@@ -254,6 +263,10 @@ static inline int cc_is_me(const kn_cc_t *c, const char *who) {
 }
 static inline int cc_is_cond(const kn_error_t *err) {
   return err && kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED;
+}
+/* Whether the heartbeat's deadline bounds reading (mb.until). */
+static inline int cc_beat_fenced(const kn_cc_t *c) {
+  return (c->mb.on && c->mb.ok) || c->mb.stale_until;
 }
 /* Something the others should look at: the next heartbeat says so, now. */
 static inline void cc_bump(kn_cc_t *c, int64_t now) {

@@ -70,7 +70,7 @@ static int64_t next_beat_ms(const kn_cc_t *c, int64_t now) {
 /* Readers judge the heartbeat deadline themselves (FENCE), so that a
  * driver busy elsewhere cannot keep them going past it. */
 void kn_cc_mb_fence(kn_cc_t *c) {
-  int64_t t = c->mb.on && c->mb.ok ? c->mb.until : INT64_MAX;
+  int64_t t = cc_beat_fenced(c) ? c->mb.until : INT64_MAX;
   if (t == c->mb.fence_told) return;
   cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_FENCE);
   if (!x) return;
@@ -114,10 +114,24 @@ static void check_askers(kn_cc_t *c, int64_t now) {
 static int heard(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
                  const kn_members_t *m, int64_t sent, int64_t now) {
   c->mb.hb_busy = 0;
-  if (err && kn_error_code(err) == KN_ERR__UNSUPPORTED) {
-    kn_cc_log(c, KN_CC_LOG_INFO,
-              "%s: listing the lease table every take round instead",
-              kn_error_string(err));
+  if (err && kn_error_code(err) == KN_ERR__BAD_MSG)
+    c->mb.bad_answers++;
+  else if (!err)
+    c->mb.bad_answers = 0;
+  /* Not to be had (no table, no access, an item refused or unreadable
+   * again and again): the lease table alone decides, as with the KCL. */
+  if (err && (kn_error_code(err) == KN_ERR__UNSUPPORTED ||
+              !kn_error_is_retriable(err) || c->mb.bad_answers >= 3)) {
+    int mid_run = c->mb.ok;
+    kn_cc_log(c, mid_run ? KN_CC_LOG_WARN : KN_CC_LOG_INFO,
+              "heartbeat: %s: listing the lease table every take round "
+              "instead%s",
+              kn_error_string(err),
+              mid_run ? " (once the others have forgotten this worker; "
+                        "until then it reads nothing)"
+                      : "");
+    if (mid_run)
+      c->mb.stale_until = c->mb.ok_sent_ms + 7 * c->cfg.duration_ms;
     c->mb.on = 0;
     c->mb.ok = 0;
     c->tk.idle = 0;

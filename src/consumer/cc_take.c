@@ -16,6 +16,7 @@ static void start_take(kn_cc_t *c, int64_t now) {
 
 /* Why a take round should list the lease table now, or NULL. */
 static const char *take_reason(const kn_cc_t *c, int64_t now) {
+  if (c->mb.stale_until) return NULL; /* until forgotten (cc_int.h) */
   if (!c->mb.on) return "every take round (no membership)";
   if (!c->mb.ok) return NULL; /* the first heartbeat comes first */
   if (!kn_cc_mb_fresh(c, now)) return NULL;

@@ -448,7 +448,8 @@ size_t kn_cc_held(const kn_cc_t *c) {
  * renewals, and the next checkpoint flush. */
 int64_t kn_cc_wr_next_ms(const kn_cc_t *c) {
   int64_t t = c->closing || c->fatal ? INT64_MAX : c->wr.flush_at;
-  int fence = c->mb.on && c->mb.ok;
+  int fence = cc_beat_fenced(c);
+  if (c->mb.stale_until) t = cc_min64(t, c->mb.stale_until);
   for (size_t i = 0; i < c->wr.n_ls; i++) {
     const cc_lease_t *l = c->wr.ls[i];
     if (!l->held) continue;
@@ -467,7 +468,12 @@ int64_t kn_cc_wr_next_ms(const kn_cc_t *c) {
 void kn_cc_wr_tick(kn_cc_t *c, int64_t now) {
   /* Without a heartbeat for grace_ms the others may count this worker
    * dead and take its leases: it stops reading first. */
-  int fenced = c->mb.on && c->mb.ok && now >= c->mb.until;
+  if (c->mb.stale_until && now >= c->mb.stale_until) {
+    c->mb.stale_until = 0; /* forgotten by now: a worker without beats */
+    c->tk.idle = 0;
+    kn_cc_mb_fence(c);
+  }
+  int fenced = cc_beat_fenced(c) && now >= c->mb.until;
   for (size_t i = 0; i < c->wr.n_ls; i++) {
     cc_lease_t *l = c->wr.ls[i];
     if (l->held && (now >= l->until_ms || fenced)) {

@@ -1142,6 +1142,39 @@ static void test_members_fence(void) {
   members_end(&r, w);
 }
 
+/* Membership lost mid-run (access to its table denied): the others still
+ * judge the worker by its last beat and take its leases at once a lease
+ * duration later.  It stops reading at its heartbeat's deadline, as
+ * before, and takes nothing until they have forgotten it; then it works
+ * on by the lease table alone.  No lease goes back and forth. */
+static void test_members_lost_mid_run(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w[2];
+  int64_t now;
+  KT_REQUIRE(members_pair(&r, w, &now) == 0);
+  KT_REQUIRE(held(&w[0]) == 2 && held(&w[1]) == 2, members_end(&r, w));
+  kn_error_t *denied =
+      kn_error_new(KN_ERR__UNSUPPORTED, "membership table: access denied");
+  r.fail_beat = denied;
+  r.fail_beat_of = "w1";
+  int64_t last = w[0].s.beat_ms, stopped = -1, taken = -1, back = -1;
+  int starts = w[0].s.start;
+  for (; now < last + 120000; now += 100) {
+    for (int i = 0; i < 2; i++) tick(&w[i], now);
+    if (stopped < 0 && w[0].s.stop == 2) stopped = now;
+    if (taken < 0 && held(&w[1]) == 4) taken = now;
+    if (back < 0 && w[0].s.start > starts) back = now;
+  }
+  r.fail_beat = NULL;
+  kn_error_destroy(denied);
+  KT_CHECK(stopped >= 0 && stopped <= last + 8000 + 100);
+  KT_CHECK(taken > stopped);
+  /* Nothing taken back while the others still knew it as a member. */
+  KT_CHECK(back < 0 || back >= last + 70000);
+  KT_CHECK(w[1].s.stop == 0 && w[1].s.refused == 0);
+  members_end(&r, w);
+}
+
 int main(void) {
   KT_RUN(test_plan_empty_table);
   KT_RUN(test_plan_partial_table);
@@ -1171,5 +1204,6 @@ int main(void) {
   KT_RUN(test_members_dead_asker);
   KT_RUN(test_members_forget_capped);
   KT_RUN(test_members_fence);
+  KT_RUN(test_members_lost_mid_run);
   return KT_DONE();
 }
