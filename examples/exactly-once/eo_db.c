@@ -49,8 +49,7 @@ void eo_db_run(PGconn *db, const char *who, const char *sql, int n,
 PGconn *eo_db_open(const char *who, const char *conninfo,
                    const char *lock_name) {
   PGconn *db = PQconnectdb(conninfo);
-  if (PQstatus(db) != CONNECTION_OK)
-    eo_die(who, "connect", PQerrorMessage(db));
+  if (PQstatus(db) != CONNECTION_OK) eo_die(who, "connect", PQerrorMessage(db));
   eo_db_run(db, who, "BEGIN", 0, NULL);
   eo_db_run(db, who, "SELECT pg_advisory_xact_lock(0)", 0, NULL);
   PGresult *res = PQexec(db, schema); /* several statements: no parameters */

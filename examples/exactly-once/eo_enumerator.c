@@ -40,9 +40,9 @@ static int64_t mono_ms(void) {
 }
 
 static kn_enumerator_t *load(PGconn *db) {
-  PGresult *res = eo_db_exec(db, WHO,
-                             "SELECT snapshot FROM eo_enumerator WHERE id = 1",
-                             0, NULL, NULL, NULL);
+  PGresult *res =
+      eo_db_exec(db, WHO, "SELECT snapshot FROM eo_enumerator WHERE id = 1", 0,
+                 NULL, NULL, NULL);
   kn_enumerator_t *en = NULL;
   if (PQntuples(res) == 1) {
     unsigned char *b;

@@ -94,8 +94,8 @@ static long restore(const char *path, kn_enumerator_t **en,
       die(path, "not a state file");
   }
   fclose(f);
-  kn_error_t *e = kn_enumerator_restore(blobs[0], lens[0],
-                                        KN_ASSIGN_SHARD_COUNT, en);
+  kn_error_t *e =
+      kn_enumerator_restore(blobs[0], lens[0], KN_ASSIGN_SHARD_COUNT, en);
   kn_snapshot_t *s = NULL;
   if (e || (e = kn_snapshot_decode(blobs[1], lens[1], &s)))
     die(path, kn_error_string(e));

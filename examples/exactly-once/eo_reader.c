@@ -75,12 +75,12 @@ typedef struct {
   PGconn *db;
   kn_stream_reader_t *rd;
   const char *me;
-  int64_t checkpoint;    /* of the last commit */
-  long long applied;     /* highest assignment id taken in */
-  buf_t rows;            /* COPY data of the records not committed */
-  size_t pending;        /* records in rows */
-  buf_t returned;        /* "shard\tposition\n" handed back */
-  long long total;       /* records committed by this process */
+  int64_t checkpoint; /* of the last commit */
+  long long applied;  /* highest assignment id taken in */
+  buf_t rows;         /* COPY data of the records not committed */
+  size_t pending;     /* records in rows */
+  buf_t returned;     /* "shard\tposition\n" handed back */
+  long long total;    /* records committed by this process */
 } reader_t;
 
 /* Restores the snapshot committed last, if any. */
@@ -113,11 +113,11 @@ static void take_assignments(reader_t *r) {
   char after[32];
   snprintf(after, sizeof(after), "%lld", r->applied);
   const char *p[2] = {r->me, after};
-  PGresult *res = eo_db_exec(
-      r->db, WHO,
-      "SELECT id, kind, shard, start FROM eo_assignments"
-      " WHERE reader = $1 AND NOT done AND id > $2 ORDER BY id",
-      2, p, NULL, NULL);
+  PGresult *res =
+      eo_db_exec(r->db, WHO,
+                 "SELECT id, kind, shard, start FROM eo_assignments"
+                 " WHERE reader = $1 AND NOT done AND id > $2 ORDER BY id",
+                 2, p, NULL, NULL);
   for (int i = 0; i < PQntuples(res); i++) {
     const char *kind = PQgetvalue(res, i, 1), *shard = PQgetvalue(res, i, 2);
     if (!strcmp(kind, "assign")) {
@@ -164,8 +164,7 @@ static void commit(reader_t *r) {
   eo_db_run(r->db, WHO, "BEGIN", 0, NULL);
   if (r->rows.len) {
     PGresult *res = PQexec(
-        r->db,
-        "COPY eo_records (shard, seq, subseq, data, reader) FROM STDIN");
+        r->db, "COPY eo_records (shard, seq, subseq, data, reader) FROM STDIN");
     if (PQresultStatus(res) != PGRES_COPY_IN)
       eo_die(WHO, "copy", PQerrorMessage(r->db));
     PQclear(res);
@@ -210,11 +209,12 @@ static void commit(reader_t *r) {
   snprintf(ck, sizeof(ck), "%lld", (long long)(r->checkpoint + 1));
   const char *ps[3] = {r->me, ck, b};
   const int lens[3] = {0, 0, (int)n}, bin[3] = {0, 0, 1};
-  PQclear(eo_db_exec(r->db, WHO,
-                     "INSERT INTO eo_reader_state (reader, checkpoint, snapshot)"
-                     " VALUES ($1, $2, $3) ON CONFLICT (reader) DO UPDATE"
-                     " SET checkpoint = $2, snapshot = $3",
-                     3, ps, lens, bin));
+  PQclear(
+      eo_db_exec(r->db, WHO,
+                 "INSERT INTO eo_reader_state (reader, checkpoint, snapshot)"
+                 " VALUES ($1, $2, $3) ON CONFLICT (reader) DO UPDATE"
+                 " SET checkpoint = $2, snapshot = $3",
+                 3, ps, lens, bin));
   free(b);
   eo_db_run(r->db, WHO, "COMMIT", 0, NULL);
 

@@ -204,5 +204,9 @@ class Kinesalite(ExactlyOnce, unittest.TestCase):
     server_cls = lab.Kinesalite
 
 
+class KinesisLocal(ExactlyOnce, unittest.TestCase):
+    server_cls = lab.KinesisLocal
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.modules[__name__]))
