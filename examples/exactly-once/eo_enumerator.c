@@ -164,7 +164,8 @@ int main(int argc, char **argv) {
   while (!stopping) {
     eo_db_run(db, WHO, "BEGIN", 0, NULL);
     int changed = joins(db, en);
-    if (changed) kn_enumerator_rebalance(en);
+    if (changed && kn_enumerator_rebalance(en))
+      eo_die(WHO, "rebalance", "out of memory");
     changed += reports(db, en);
     int64_t now = mono_ms();
     if (kn_enumerator_due_ms(en, now) <= now) {

@@ -28,8 +28,8 @@ import runkit
 from reshardkit import Reshard, lab, main
 
 BIN = Path(runkit.BUILD) / "examples" / "exactly-once"
-PRODUCE_S = 24    # records flow this long, under chaos
-KILL_EVERY_S = 2.5
+ROUNDS = 80       # of producing 40 records, about 30 s in all
+KILL_EVERY = 8    # rounds between two readers killed, about 3 s
 DRAIN_S = 90      # bound on reading what is left once the chaos ends
 
 
@@ -94,37 +94,36 @@ class ExactlyOnce(Reshard):
         for r in readers:
             procs.start(r, [str(BIN / "eo_reader"), pg.conninfo, s, r])
 
+        # The schedule counts rounds (40 records, then 0.3 s), not time, so
+        # that a slow machine sees the same run.
         rng = random.Random(23)
         kills, reshards, log = 0, 0, []
         t0 = time.monotonic()
-        next_kill = KILL_EVERY_S
-        split = joined = enum_killed = merged = False
-        while (t := time.monotonic() - t0) < PRODUCE_S:
+        for rnd in range(ROUNDS):
             self.produce(s, 40)
-            if t >= 5 and not split:
+            t = time.monotonic() - t0
+            if rnd == 16:
                 self.kncat("split", s, "0")
-                split, reshards = True, reshards + 1
-                log.append(f"{t:5.1f}s split shardId-000000000000")
-            if t >= 9 and not joined:
+                reshards += 1
+                log.append(f"round {rnd} ({t:4.1f}s): split shardId-000000000000")
+            if rnd == 30:
                 readers.append("r2")
                 procs.start("r2", [str(BIN / "eo_reader"), pg.conninfo, s, "r2"])
-                joined = True
-                log.append(f"{t:5.1f}s reader r2 joins (2 -> 3 readers)")
-            if t >= 13 and not enum_killed:
+                log.append(f"round {rnd} ({t:4.1f}s): reader r2 joins (2 -> 3 readers)")
+            if rnd == 43:
                 procs.kill("enumerator")
-                enum_killed, kills = True, kills + 1
-                log.append(f"{t:5.1f}s kill -9 enumerator")
-            if t >= 16 and not merged:
+                kills += 1
+                log.append(f"round {rnd} ({t:4.1f}s): kill -9 enumerator")
+            if rnd == 53:
                 kids = self.children(s, "shardId-000000000000")
                 self.kncat("merge", s, kids[0], kids[1])
-                merged, reshards = True, reshards + 1
-                log.append(f"{t:5.1f}s merge {kids[0]} {kids[1]}")
-            if t >= next_kill:
+                reshards += 1
+                log.append(f"round {rnd} ({t:4.1f}s): merge {kids[0]} {kids[1]}")
+            if rnd % KILL_EVERY == KILL_EVERY - 1:
                 victim = rng.choice(readers)
                 procs.kill(victim)
                 kills += 1
-                log.append(f"{t:5.1f}s kill -9 {victim}")
-                next_kill += KILL_EVERY_S
+                log.append(f"round {rnd} ({t:4.1f}s): kill -9 {victim}")
             procs.check_alive(self)
             time.sleep(0.3)  # why: paces the producer and the schedule
 
@@ -162,7 +161,7 @@ class ExactlyOnce(Reshard):
         self.assertEqual(extra, [])
         self.assertEqual(total, self.n)
         self.assertEqual(len(shards), 5)  # 2, the split's 2, the merge's 1
-        self.assertGreaterEqual(kills, 9)
+        self.assertEqual(kills, ROUNDS // KILL_EVERY + 1)
         self.assertEqual(set(by_reader), {"r0", "r1", "r2"})
         # Parents before children: a child is assigned only after the
         # transaction that reported its parent finished, so its rows have
