@@ -150,12 +150,13 @@ class ExactlyOnce(Reshard):
             "SELECT shard, min(id), max(id) FROM eo_records GROUP BY shard ORDER BY shard")
         finished = pg.query("SELECT count(*) FROM eo_events WHERE kind = 'finished'")[0][0]
         returned = pg.query("SELECT count(*) FROM eo_events WHERE kind = 'returned'")[0][0]
+        moves = self.check_handoffs(pg)
         print("\n".join(log))
         print(f"exactly-once chaos on {self.server_cls.__name__}: kills {kills}, "
               f"reshards {reshards}, readers 2 -> 3, records put {self.n}, "
               f"rows {total}, lost {len(lost)}, duplicated {dups}; rows by reader "
               f"{by_reader}; shards {len(shards)}; finished reports {finished}, "
-              f"shards handed back {returned}")
+              f"shards handed back {returned}, shards that changed reader {moves}")
         self.assertEqual(lost, [])
         self.assertEqual(dups, 0)
         self.assertEqual(extra, [])
@@ -172,6 +173,21 @@ class ExactlyOnce(Reshard):
                 if parent in span and x["shard"] in span:
                     self.assertLess(span[parent][1], span[x["shard"]][0],
                                     (parent, x["shard"]))
+
+    def check_handoffs(self, pg):
+        """A shard changes readers only through a hand-back its reader
+        committed: in commit order, its rows change reader at most as
+        often as it was handed back."""
+        owners = {}
+        for shard, reader in pg.query("SELECT shard, reader FROM eo_records ORDER BY id"):
+            runs = owners.setdefault(shard, [])
+            if not runs or runs[-1] != reader:
+                runs.append(reader)
+        back = dict(pg.query("SELECT shard, count(*) FROM eo_events"
+                             " WHERE kind = 'returned' GROUP BY shard"))
+        for shard, runs in owners.items():
+            self.assertLessEqual(len(runs) - 1, int(back.get(shard, 0)), (shard, runs))
+        return sum(len(runs) - 1 for runs in owners.values())
 
     def test_file_sink(self):
         """The example without a database, killed between checkpoints."""
