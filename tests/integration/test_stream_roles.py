@@ -4,9 +4,11 @@ an enumerator and several stream readers (tests/tools/stream_tool.c) read
 a stream across a split and a merge, with restarts from their snapshots,
 rescales from 2 to 3 readers and back, and a SIGKILL; the output file,
 committed with the snapshots, holds every record exactly once, parents
-before children.
+before children.  A reader restored at a position older than the trim
+horizon (tests/tools/trim_tool.c) starts at TRIM_HORIZON and says so.
 
-Environment: STREAM_TOOL, KNCAT (to produce and reshard), KN_SOURCE_DIR.
+Environment: STREAM_TOOL, TRIM_TOOL, KNCAT (to produce and reshard),
+KN_SOURCE_DIR.
 """
 
 from __future__ import annotations
