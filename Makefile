@@ -118,7 +118,7 @@ bench: deps build
 
 # C sources in the style of .clang-format (clang-format from Debian).
 FORMAT_FILES = $(shell git ls-files 'src/*.[ch]' 'include/*.h' 'tools/*.[ch]' \
-  'tests/*.[ch]' 'bench/*.c' | grep -v hashkey_table.h)
+  'tests/*.[ch]' 'bench/*.c' 'examples/*.[ch]' | grep -v hashkey_table.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 

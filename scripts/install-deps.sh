@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 PKGS="build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev \
 libjansson-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev \
-libmicrohttpd-dev \
+libmicrohttpd-dev libpq-dev postgresql \
 clang clang-format libclang-rt-dev valgrind nodejs npm python3 \
 python3-dev python3-venv"
 

@@ -51,7 +51,10 @@ KN_API kn_stream_reader_t *kn_stream_reader_new(const kn_conf_t *conf,
 KN_API void kn_stream_reader_destroy(kn_stream_reader_t *r);
 
 /* Reads shard_id (copied) from *start (copied).  KN_ERR__STATE if the
- * reader already has it (a finished one is replaced). */
+ * reader already has it (a finished one is replaced).  A start at a
+ * sequence number older than the oldest record the shard keeps (it aged
+ * out of the retention period) becomes TRIM_HORIZON before the first
+ * read, with a warning in the log: the records in between are gone. */
 KN_API kn_err_t kn_stream_reader_add_shard(kn_stream_reader_t *r,
                                            const char *shard_id,
                                            const kn_position_t *start);

@@ -63,6 +63,8 @@ kn_err_t kn_rbook_add(kn_rbook_t *b, const char *id, const kn_position_t *pos,
   s->finished_ckpt = KN_RB_NONE;
   s->watermark_ms = KN_RB_NONE;
   s->active_ms = now_ms;
+  s->check_trim =
+      pos->kind == KN_POSITION_AT_SEQUENCE || pos->kind == KN_POSITION_AFTER;
   return KN_ERR_NO_ERROR;
 }
 

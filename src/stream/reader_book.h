@@ -31,6 +31,8 @@ typedef struct kn_rb_shard {
   int64_t finished_ckpt; /* first snapshot taken after its report */
   int64_t watermark_ms;  /* arrival time of the latest record returned */
   int64_t active_ms;     /* monotonic ms of the last record, or of adding */
+  int check_trim;        /* added at a sequence number: compare it with the
+                            trim horizon before reading */
 } kn_rb_shard_t;
 
 typedef struct kn_rbook {

@@ -116,17 +116,11 @@ kn_err_t kn_stream_reader_restore(kn_stream_reader_t *r,
   return KN_ERR_NO_ERROR;
 }
 
-/* Active shards the stream no longer lists have aged out: finished.  The
- * client lives for this listing only: restarts are rare, and an idle
- * client would cost its I/O thread all the time. */
-static kn_error_t *drop_gone(kn_stream_reader_t *r) {
-  char errstr[512] = "";
-  kn_client_t *client = kn_client_new(r->conf, errstr, sizeof(errstr));
-  if (!client) return kn_error_new(KN_ERR__FAIL, "%s", errstr);
+/* Active shards the stream no longer lists have aged out: finished. */
+static kn_error_t *drop_gone(kn_stream_reader_t *r, kn_client_t *client) {
   kn_shard_list_t *list = NULL;
   kn_error_t *err =
       kn_list_shards(client, r->stream, KN_SHARD_FILTER_NONE, NULL, 0, &list);
-  kn_client_destroy(client);
   if (err) return kn_error_prefix(err, "stream \"%s\": ListShards", r->stream);
   for (size_t i = 0; i < r->book.n; i++) {
     kn_rb_shard_t *s = &r->book.v[i];
@@ -140,12 +134,100 @@ static kn_error_t *drop_gone(kn_stream_reader_t *r) {
   return NULL;
 }
 
+/* Sequence numbers compare as decimal numbers without leading zeros. */
+static int seq_cmp(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la != lb) return la < lb ? -1 : 1;
+  return strcmp(a, b);
+}
+
+/* The sequence number of the oldest record shard_id keeps (*out
+ * malloc'ed), or *out NULL when a few pages from TRIM_HORIZON hold none
+ * (an empty shard, or one whose first pages are empty). */
+#define KN_TRIM_PAGES 4
+static kn_error_t *oldest_seq(kn_stream_reader_t *r, kn_client_t *client,
+                              const char *shard_id, char **out) {
+  *out = NULL;
+  char *it = NULL;
+  kn_error_t *err = kn_get_shard_iterator(client, r->stream, shard_id,
+                                          KN_ITER_TRIM_HORIZON, NULL, 0, &it);
+  for (int page = 0; !err && it && !*out && page < KN_TRIM_PAGES; page++) {
+    kn_batch_t *b = NULL;
+    err = kn_get_records(client, it, 1, &b);
+    free(it);
+    it = NULL;
+    if (err) break;
+    const char *next = kn_batch_next_iterator(b);
+    if (kn_batch_count(b)) {
+      const char *seq = kn_record_sequence_number(kn_batch_record(b, 0));
+      if (!(*out = strdup(seq)))
+        err = kn_error_new(KN_ERR__NOMEM, "out of memory");
+    } else if (next && !(it = strdup(next))) {
+      err = kn_error_new(KN_ERR__NOMEM, "out of memory");
+    }
+    kn_batch_destroy(b);
+  }
+  free(it);
+  return err;
+}
+
+/* A shard added (or restored) at a sequence number that is older than the
+ * oldest record the stream keeps has aged out of the retention period
+ * there: the records between are gone, and the service may refuse the
+ * position.  Such a shard starts at TRIM_HORIZON, and the log says so.
+ * Checked once per shard, before its first read. */
+static kn_error_t *check_trim_horizon(kn_stream_reader_t *r,
+                                      kn_client_t *client) {
+  for (size_t i = 0; i < r->book.n; i++) {
+    kn_rb_shard_t *s = &r->book.v[i];
+    if (!s->check_trim || !kn_rbook_active(s)) continue;
+    char *oldest = NULL;
+    kn_error_t *err = oldest_seq(r, client, s->id, &oldest);
+    if (err && kn_error_code(err) == KN_ERR__NOMEM) return err;
+    s->check_trim = 0;
+    if (err) {
+      /* Reading from the position is still right: only the check is
+       * lost. */
+      kn_warn(&r->log, "READER",
+              "shard %s: cannot compare with the trim horizon: %s", s->id,
+              kn_error_string(err));
+      kn_error_destroy(err);
+      continue;
+    }
+    if (oldest && !s->got_record && seq_cmp(oldest, s->pos.seq) > 0) {
+      char at[KN_POSITION_SEQ_MAX + 64];
+      kn_position_format(&s->pos, at, sizeof(at));
+      kn_warn(&r->log, "READER",
+              "shard %s: position %s is older than the trim horizon (the "
+              "oldest record kept is %s): the records in between aged out; "
+              "reading from TRIM_HORIZON",
+              s->id, at, oldest);
+      kn_position_trim_horizon(&s->pos);
+    }
+    free(oldest);
+  }
+  return NULL;
+}
+
+/* The listing and the trim-horizon checks before a start.  The client
+ * lives for them only: restarts are rare, and an idle client would cost
+ * its I/O thread all the time. */
+static kn_error_t *prepare(kn_stream_reader_t *r) {
+  char errstr[512] = "";
+  kn_client_t *client = kn_client_new(r->conf, errstr, sizeof(errstr));
+  if (!client) return kn_error_new(KN_ERR__FAIL, "%s", errstr);
+  kn_error_t *err = drop_gone(r, client);
+  if (!err) err = check_trim_horizon(r, client);
+  kn_client_destroy(client);
+  return err;
+}
+
 /* A consumer for the active shards, from the book's positions. */
 static kn_error_t *start(kn_stream_reader_t *r) {
   kn_consumer_destroy(r->kc);
   r->kc = NULL;
   r->dirty = 0;
-  kn_error_t *err = drop_gone(r);
+  kn_error_t *err = prepare(r);
   if (err) return err;
   kn_buf_t ids = KN_BUF_INIT;
   kn_snapshot_t *starts = kn_snapshot_new();

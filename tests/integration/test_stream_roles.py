@@ -4,9 +4,11 @@ an enumerator and several stream readers (tests/tools/stream_tool.c) read
 a stream across a split and a merge, with restarts from their snapshots,
 rescales from 2 to 3 readers and back, and a SIGKILL; the output file,
 committed with the snapshots, holds every record exactly once, parents
-before children.
+before children.  A reader restored at a position older than the trim
+horizon (tests/tools/trim_tool.c) starts at TRIM_HORIZON and says so.
 
-Environment: STREAM_TOOL, KNCAT (to produce and reshard), KN_SOURCE_DIR.
+Environment: STREAM_TOOL, TRIM_TOOL, KNCAT (to produce and reshard),
+KN_SOURCE_DIR.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import runkit
 from reshardkit import TIMEOUT, Reshard, lab, main
 
 TOOL = runkit.tool("stream_tool")
+TRIM_TOOL = runkit.tool("trim_tool")
 
 
 class Roles(Reshard):
@@ -81,6 +84,27 @@ class Roles(Reshard):
         self.produce(s, 50)
         self.tool(s, 2)
         self.check(s)
+
+    def trim_tool(self, s, where):
+        p = runkit.run([TRIM_TOOL, s, "shardId-000000000000", where],
+                       env=self.env, timeout=TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.splitlines()
+
+    def test_restore_before_trim_horizon(self):
+        """A restored position older than the oldest record the shard keeps
+        (as one that aged out of retention is) starts the shard at
+        TRIM_HORIZON, and the reader's log says so; a position the shard
+        keeps resumes right after it, and nothing is said."""
+        s = self.create(1)
+        self.produce(s, 20)
+        out = self.trim_tool(s, "start")
+        self.assertEqual(out[-1], "records 20 first 0", out)
+        warned = [line for line in out if "older than the trim horizon" in line]
+        self.assertEqual(len(warned), 1, out)
+        self.assertIn("reading from TRIM_HORIZON", warned[0])
+        out = self.trim_tool(s, "5")
+        self.assertEqual(out, ["records 15 first 5"])
 
 
 class Kinesalite(Roles, unittest.TestCase):

@@ -1,7 +1,8 @@
 /* The stream reader's bookkeeping: positions follow what poll returned,
  * pause and resume, watermarks with idle and finished shards, LATEST
- * resumed from when it was added, and finished shards kept in snapshots
- * until a checkpoint that holds them is confirmed. */
+ * resumed from when it was added, finished shards kept in snapshots
+ * until a checkpoint that holds them is confirmed, and which shards are
+ * compared with the trim horizon. */
 #include <stdlib.h>
 
 #include "kt.h"
@@ -166,10 +167,29 @@ static void test_finished_until_confirmed(void) {
   kn_rbook_free(&b);
 }
 
+/* A shard added at a sequence number is compared with the trim horizon
+ * before its first read; one added at TRIM_HORIZON, LATEST or a time is
+ * not. */
+static void test_check_trim(void) {
+  kn_rbook_t b;
+  kn_rbook_init(&b);
+  kn_position_t p = th(), q, r;
+  KT_CHECK(!kn_position_after(&q, "100", 2));
+  KT_CHECK(!kn_position_at(&r, "200"));
+  KT_CHECK(!kn_rbook_add(&b, A, &p, 0, 1000));
+  KT_CHECK(!kn_rbook_add(&b, B, &q, 0, 1000));
+  KT_CHECK(!kn_rbook_add(&b, C, &r, 0, 1000));
+  KT_CHECK(!kn_rbook_find(&b, A)->check_trim);
+  KT_CHECK(kn_rbook_find(&b, B)->check_trim);
+  KT_CHECK(kn_rbook_find(&b, C)->check_trim);
+  kn_rbook_free(&b);
+}
+
 int main(void) {
   KT_RUN(test_positions);
   KT_RUN(test_latest);
   KT_RUN(test_watermark);
   KT_RUN(test_finished_until_confirmed);
+  KT_RUN(test_check_trim);
   return KT_DONE();
 }
