@@ -70,6 +70,7 @@ typedef struct cc_lease {
   char delivered[SEQ_CAP];
   int64_t delivered_sub;
   int ended, end_popped, shard_end_written;
+  int marked; /* ownerBeatFailing is set in the table (acknowledged) */
   cc_req_t *reqs, *reqs_tail;
   /* Handing off: to whom, since when; yielded: the application is done
    * with what it was handed. */
@@ -123,6 +124,7 @@ typedef struct cc_op {
   char ckpt[SEQ_CAP]; /* CHECKPOINT: what it writes ("" for none) */
   int64_t ckpt_sub;
   int wave;        /* CREATE */
+  int mark;        /* RENEW: kn_cc_action_t.mark */
   int64_t bump;    /* HEARTBEAT: added to the epoch */
   int64_t epoch;   /* LIST_LEASES, P_PROBE: the epoch when sent */
   uint64_t deaths; /* LIST_LEASES: deaths counted when sent */
@@ -152,6 +154,13 @@ typedef struct cc_members {
    * lease they would not take from it at once. */
   int64_t stale_until;
   int bad_answers; /* heartbeats answered with a malformed item, in a row */
+  /* Heartbeats failing (none answered for a renewal interval and a half)
+   * while the lease table answers: each held lease is marked
+   * (ownerBeatFailing) so that the others judge it by its renewals, and
+   * once all are, the heartbeat's deadline is lifted (lifted): reading
+   * goes on by the leases' deadlines alone.  no_mark: the store keeps no
+   * such mark. */
+  int lifted, no_mark;
   /* Workers a lease was passed on to while alive in the view: if one is
    * counted dead soon after, the others are told (a bump), since their
    * own look at its death may have come before the lease was its.
@@ -266,7 +275,13 @@ static inline int cc_is_cond(const kn_error_t *err) {
 }
 /* Whether the heartbeat's deadline bounds reading (mb.until). */
 static inline int cc_beat_fenced(const kn_cc_t *c) {
-  return (c->mb.on && c->mb.ok) || c->mb.stale_until;
+  return ((c->mb.on && c->mb.ok) || c->mb.stale_until) && !c->mb.lifted;
+}
+/* Heartbeats failing while membership is on: leases are to be marked. */
+static inline int cc_beat_failing(const kn_cc_t *c, int64_t now) {
+  return c->mb.on && c->mb.ok && !c->mb.no_mark && !c->closing &&
+         !c->fatal &&
+         now > c->mb.ok_sent_ms + c->cfg.renew_ms + c->cfg.renew_ms / 2;
 }
 /* Something the others should look at: the next heartbeat says so, now. */
 static inline void cc_bump(kn_cc_t *c, int64_t now) {
@@ -335,6 +350,9 @@ void kn_cc_mb_beat_now(kn_cc_t *c, int64_t now);
 int64_t kn_cc_mb_next_ms(const kn_cc_t *c);
 void kn_cc_mb_tick(kn_cc_t *c, int64_t now);
 void kn_cc_mb_free(kn_cc_t *c);
+/* Whether the heartbeat's deadline is lifted now (cc_members_t.lifted);
+ * a FENCE goes out when that changes. */
+void kn_cc_mb_relift(kn_cc_t *c, int64_t now);
 /* A lease was passed on to worker (alive in the view): watched. */
 void kn_cc_mb_watch_asker(kn_cc_t *c, const char *worker, int64_t now);
 

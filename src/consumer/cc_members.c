@@ -90,6 +90,23 @@ void kn_cc_mb_watch_asker(kn_cc_t *c, const char *worker, int64_t now) {
   a[c->mb.n_askers++].until = now + 2 * c->cfg.duration_ms;
 }
 
+void kn_cc_mb_relift(kn_cc_t *c, int64_t now) {
+  int failing = cc_beat_failing(c, now);
+  /* Lifted only before the deadline (the others count this worker dead a
+   * lease duration after its last beat, and by then every lease says to
+   * judge it by its renewals); it stays lifted while heartbeats fail. */
+  int lift = failing && (c->mb.lifted || now < c->mb.until);
+  for (size_t i = 0; lift && i < c->wr.n_ls; i++)
+    if (c->wr.ls[i]->held && !c->wr.ls[i]->marked) lift = 0;
+  if (lift == c->mb.lifted) return;
+  c->mb.lifted = lift;
+  kn_cc_log(c, lift ? KN_CC_LOG_WARN : KN_CC_LOG_INFO,
+            lift ? "heartbeats failing: every lease held says so; reading "
+                   "on by the leases' deadlines"
+                 : "heartbeat's deadline back in force");
+  kn_cc_mb_fence(c);
+}
+
 /* Askers now dead (or forgotten): the others look at their leases. */
 static void check_askers(kn_cc_t *c, int64_t now) {
   size_t k = 0;

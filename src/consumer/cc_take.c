@@ -217,7 +217,14 @@ static int classify(kn_cc_t *c, kn_lease_t *w, const char **ours, size_t n,
     if (!c->mb.on || !c->mb.ok || !w[i].owner || cc_is_me(c, w[i].owner) ||
         kn_lease_is_shard_end(&w[i]))
       continue;
-    if (kn_mview_is_dead(&c->mb.view, w[i].owner) && !w[i].checkpoint_owner) {
+    if (kn_mview_is_dead(&c->mb.view, w[i].owner) && !w[i].checkpoint_owner &&
+        w[i].beat_failing) {
+      /* Its owner's heartbeats fail, and it said so on the lease: it may
+       * read on while it renews; judged by the lease, as a KCL's. */
+      if (!kn_lease_is_expired(&c->obs, &w[i], now, c->cfg.duration_ms))
+        c->tk.foreign++;
+    } else if (kn_mview_is_dead(&c->mb.view, w[i].owner) &&
+               !w[i].checkpoint_owner) {
       /* Its owner stopped beating a lease duration ago and has stopped
        * reading since: the lease is free, if the view that says so is
        * newer than this listing (else the next heartbeat decides). */

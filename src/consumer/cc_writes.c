@@ -58,6 +58,7 @@ cc_lease_t *kn_cc_wr_begin(kn_cc_t *c, const char *key, const kn_lease_t *t,
   l->processed[0] = l->delivered[0] = '\0';
   l->ended = l->end_popped = 0;
   l->shard_end_written = kn_lease_is_shard_end(t);
+  l->marked = 0; /* a take removes the mark */
   return l;
 }
 
@@ -149,12 +150,22 @@ static int next_req(kn_cc_t *c, cc_lease_t *l, int64_t now) {
   return 0;
 }
 
-/* A write of the lease on its counter (RENEW, RELEASE, HANDOFF_DONE). */
-static void lease_call(kn_cc_t *c, cc_lease_t *l, kn_cc_op_t op, int64_t now) {
+/* A write of the lease on its counter (RENEW, RELEASE, HANDOFF_DONE);
+ * mark: kn_cc_action_t.mark of a RENEW. */
+static void lease_call_mark(kn_cc_t *c, cc_lease_t *l, kn_cc_op_t op,
+                            int mark, int64_t now) {
   cc_op_t *o = kn_cc_op_new(c, op, l->key, l->tenure, now);
+  if (o) o->mark = mark;
   cc_act_t *x = o ? kn_cc_call(c, o) : NULL;
-  if (x) x->a.counter = l->counter;
+  if (x) {
+    x->a.counter = l->counter;
+    x->a.mark = mark;
+  }
   if (o) l->busy = o->id;
+}
+
+static void lease_call(kn_cc_t *c, cc_lease_t *l, kn_cc_op_t op, int64_t now) {
+  lease_call_mark(c, l, op, 0, now);
 }
 
 /* Starts the next write the lease needs, if none is in flight. */
@@ -162,9 +173,18 @@ void kn_cc_wr_pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
   if (!l->held || l->busy) return;
   /* Most calls find nothing to do (a worker may hold thousands): no
    * request, no end, no hand-off, not closing, no renewal due. */
+  int failing = cc_beat_failing(c, now);
   if (!l->reqs && !l->ended && !l->handoff_to && !l->shard_end_written &&
-      !c->closing && !c->fatal && now < l->next_renew_ms)
+      !c->closing && !c->fatal && now < l->next_renew_ms &&
+      !(failing && !l->marked))
     return;
+  /* Heartbeats failing: the mark goes first, before the heartbeat's
+   * deadline (kn_cc_mb_relift). */
+  if (failing && !l->marked && !l->shard_end_written && !l->handoff_to &&
+      !l->failed_write) {
+    lease_call_mark(c, l, KN_CC_RENEW, 1, now);
+    return;
+  }
   if (next_req(c, l, now)) return;
   int done_reading = l->ended && l->end_popped;
   if (done_reading && !l->shard_end_written &&
@@ -203,7 +223,9 @@ void kn_cc_wr_pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
     lease_call(c, l, op, now);
     return;
   }
-  if (now >= l->next_renew_ms) lease_call(c, l, KN_CC_RENEW, now);
+  if (now >= l->next_renew_ms)
+    lease_call_mark(c, l, KN_CC_RENEW,
+                    l->marked && !failing && !c->mb.no_mark ? 2 : 0, now);
 }
 
 void kn_cc_wr_pump_all(kn_cc_t *c, int64_t now) {
@@ -327,6 +349,9 @@ static void written(kn_cc_t *c, cc_lease_t *l, const cc_op_t *o, cc_req_t *req,
       kn_cc_wr_begin_handoff(c, l, handoff_to, now);
   } else if (o->op == KN_CC_HANDOFF_DONE) {
     passed_on(c, l, now);
+  } else if (o->op == KN_CC_RENEW && o->mark) {
+    l->marked = o->mark == 1;
+    kn_cc_mb_relift(c, now);
   } else if (o->op == KN_CC_RENEW && handoff_to && l->held) {
     kn_cc_wr_begin_handoff(c, l, handoff_to, now);
   } else if (o->op == KN_CC_RELEASE) {
@@ -431,6 +456,16 @@ void kn_cc_wr_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
     kn_cc_wr_drop(c, l, KN_ERR__LEASE_LOST);
     return;
   }
+  if (err && o->op == KN_CC_RENEW && o->mark &&
+      kn_error_code(err) == KN_ERR__UNSUPPORTED) {
+    /* The store keeps no mark: heartbeats failing stop reading at
+     * their deadline, as ever. */
+    if (!c->mb.no_mark)
+      kn_cc_log(c, KN_CC_LOG_INFO, "%s", kn_error_string(err));
+    c->mb.no_mark = 1;
+    l->next_renew_ms = now;
+    return;
+  }
   if (err)
     write_failed(c, l, o, req, err, now);
   else
@@ -450,6 +485,15 @@ int64_t kn_cc_wr_next_ms(const kn_cc_t *c) {
   int64_t t = c->closing || c->fatal ? INT64_MAX : c->wr.flush_at;
   int fence = cc_beat_fenced(c);
   if (c->mb.stale_until) t = cc_min64(t, c->mb.stale_until);
+  if (c->mb.on && c->mb.ok && !c->mb.no_mark && !c->closing && !c->fatal)
+    for (size_t i = 0; i < c->wr.n_ls; i++)
+      if (c->wr.ls[i]->held && !c->wr.ls[i]->marked && !c->wr.ls[i]->busy &&
+          !c->wr.ls[i]->shard_end_written && !c->wr.ls[i]->handoff_to &&
+          !c->wr.ls[i]->failed_write) {
+        t = cc_min64(t, c->mb.ok_sent_ms + c->cfg.renew_ms +
+                            c->cfg.renew_ms / 2 + 1);
+        break;
+      }
   for (size_t i = 0; i < c->wr.n_ls; i++) {
     const cc_lease_t *l = c->wr.ls[i];
     if (!l->held) continue;
@@ -468,6 +512,7 @@ int64_t kn_cc_wr_next_ms(const kn_cc_t *c) {
 void kn_cc_wr_tick(kn_cc_t *c, int64_t now) {
   /* Without a heartbeat for grace_ms the others may count this worker
    * dead and take its leases: it stops reading first. */
+  kn_cc_mb_relift(c, now);
   if (c->mb.stale_until && now >= c->mb.stale_until) {
     c->mb.stale_until = 0; /* forgotten by now: a worker without beats */
     c->tk.idle = 0;

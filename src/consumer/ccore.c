@@ -156,6 +156,7 @@ void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     kn_cc_tk_news(c, now);
     kn_cc_tk_run_pending(c, now);
   }
+  kn_cc_mb_relift(c, now);
   kn_cc_mb_fence(c);
   if (c->closing || c->fatal) {
     kn_cc_wr_pump_all(c, now);

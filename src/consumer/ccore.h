@@ -160,6 +160,8 @@ typedef struct kn_cc_action {
   const char *old_owner;   /* TAKE: NULL for a free lease; HANDOFF: the
                               owner asked; YIELD: the next owner */
   int steal;               /* TAKE: from a live worker, to balance */
+  int mark; /* RENEW: 1 also sets ownerBeatFailing, 2 removes it (store
+               mark), 0 a plain renewal */
   const kn_lease_t *lease; /* CREATE: the new lease; START: the lease as
                               taken (checkpoint, pending state, parents,
                               hash range) */

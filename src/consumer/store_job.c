@@ -21,6 +21,7 @@ kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a) {
   j->tenure = a->tenure;
   j->counter = a->counter;
   j->steal = a->steal;
+  j->mark = a->mark;
   j->subseq = a->subseq;
   j->pending_subseq = a->pending_subseq;
   j->beat = a->beat;
@@ -157,8 +158,15 @@ void kn_store_job_apply(kn_lease_store_t *ls, const char *w,
       err = o->take(ls, j->key, j->counter, j->old_owner, w, &j->new_counter);
       break;
     case KN_CC_RENEW:
-      err =
-          o->renew(ls, j->key, j->counter, w, &j->new_counter, &j->handoff_to);
+      if (!j->mark)
+        err = o->renew(ls, j->key, j->counter, w, &j->new_counter,
+                       &j->handoff_to);
+      else if (o->mark)
+        err = o->mark(ls, j->key, j->counter, w, j->mark == 1,
+                      &j->new_counter);
+      else
+        err = kn_error_new(KN_ERR__UNSUPPORTED,
+                           "this lease store keeps no ownerBeatFailing");
       break;
     case KN_CC_GET:
       err = o->get(ls, j->key, &j->got);

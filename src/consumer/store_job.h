@@ -39,6 +39,7 @@ typedef struct kn_store_job {
   int64_t counter;
   char *old_owner;  /* TAKE; NULL: a free lease */
   int steal;        /* TAKE: a steal (for the metrics) */
+  int mark;         /* RENEW: kn_cc_action_t.mark */
   kn_lease_t lease; /* CREATE */
   char *checkpoint; /* CHECKPOINT */
   int64_t subseq;

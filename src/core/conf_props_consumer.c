@@ -147,7 +147,11 @@ const kn_prop_t kn_props_consumer[] = {
      "worker who is alive, what they hold and whether leases changed; the "
      "lease table is then read only when that calls for it, instead of "
      "every lease.take.interval.ms. A worker that stopped beating for "
-     "lease.duration.ms is dead and its leases are taken at once. false: "
+     "lease.duration.ms is dead and its leases are taken at once. A worker "
+     "whose heartbeats fail while its lease writes succeed marks its leases "
+     "(ownerBeatFailing, DynamoDB) and reads on: the others judge those "
+     "by their renewals, as a KCL table's. Membership that cannot be had "
+     "(no table, no access) leaves the lease table alone to decide. false: "
      "every worker reads the whole table every take interval."},
     {"lease.scan.interval.ms", "lease", KN_PROP_INT, "600000", 1000, MS_MAX,
      NULL,

@@ -60,7 +60,7 @@ static const char *const known[] = {
     KN_DDB_OWNER_SWITCHES, KN_DDB_CHECKPOINT,       KN_DDB_CHECKPOINT_SUBSEQ,
     KN_DDB_PENDING,        KN_DDB_PENDING_SUBSEQ,   KN_DDB_PENDING_STATE,
     KN_DDB_PARENTS,        KN_DDB_CHILDREN,         KN_DDB_HASH_START,
-    KN_DDB_HASH_END,       KN_DDB_CHECKPOINT_OWNER,
+    KN_DDB_HASH_END,       KN_DDB_CHECKPOINT_OWNER, KN_DDB_BEAT_FAILING,
 };
 
 static int is_known(const char *name) {
@@ -111,6 +111,7 @@ json_t *kn_ddb_item_from_lease(const kn_lease_t *l, kn_error_t **errp) {
   }
   if (l->checkpoint_owner)
     rc |= put(item, KN_DDB_CHECKPOINT_OWNER, kn_ddb_s(l->checkpoint_owner));
+  if (l->beat_failing) rc |= put(item, KN_DDB_BEAT_FAILING, kn_ddb_n(1));
   if (l->n_parents)
     rc |= put(item, KN_DDB_PARENTS, kn_ddb_ss(l->parents, l->n_parents));
   if (l->n_children)
@@ -222,6 +223,10 @@ int kn_ddb_item_to_lease(json_t *item, kn_lease_t *out, kn_error_t **errp) {
     bad = KN_DDB_CHECKPOINT_SUBSEQ;
   else if (get_n(item, KN_DDB_PENDING_SUBSEQ, &out->pending_subseq))
     bad = KN_DDB_PENDING_SUBSEQ;
+  int64_t failing = 0;
+  if (!bad && get_n(item, KN_DDB_BEAT_FAILING, &failing))
+    bad = KN_DDB_BEAT_FAILING;
+  out->beat_failing = failing != 0;
   if (bad) {
     *errp = kn_error_new(KN_ERR__BAD_MSG,
                          "lease %s: attribute %s is not an integer", key, bad);

@@ -25,6 +25,8 @@
 #define KN_DDB_HASH_START "startingHashKey"
 #define KN_DDB_HASH_END "endingHashKey"
 #define KN_DDB_CHECKPOINT_OWNER "checkpointOwner"
+/* Written by this library alone (store.h, mark). */
+#define KN_DDB_BEAT_FAILING "ownerBeatFailing"
 /* Written by KCL 3.x; items of another entity type than LEASE are not
  * leases and are skipped. */
 #define KN_DDB_ENTITY_TYPE "entityType"

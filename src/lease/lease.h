@@ -36,6 +36,10 @@ typedef struct kn_lease {
    * hand-off, the worker that still reads and checkpoints the shard
    * while `owner` names the worker it is handed to; NULL otherwise. */
   char *checkpoint_owner;
+  /* ownerBeatFailing (N 1): the owner's heartbeats fail, so it judges its
+   * reading by this lease's renewals alone, and so must the others (store.h,
+   * mark); 0 when absent.  A take or a release removes it. */
+  int beat_failing;
   /* Attributes this library does not interpret (written by other KCL
    * versions: throughputKBps, entityType, ...): a JSON
    * object of DynamoDB attribute values, e.g.

@@ -62,6 +62,12 @@ typedef struct kn_lease_store_ops {
   kn_error_t *(*renew)(kn_lease_store_t *ls, const char *key, int64_t counter,
                        const char *owner, int64_t *new_counter,
                        char **handoff_to);
+  /* A renewal (as renew, without the hand-off news) that also sets
+   * (failing 1) or removes (0) ownerBeatFailing: while its heartbeats fail,
+   * the owner tells the others to judge this lease by its renewals, not by
+   * the membership.  NULL: not kept by this store. */
+  kn_error_t *(*mark)(kn_lease_store_t *ls, const char *key, int64_t counter,
+                      const char *owner, int failing, int64_t *new_counter);
   /* Releases owner's lease (actual owner, as for renew): leaseOwner and
    * checkpointOwner removed, counter + 1. */
   kn_error_t *(*release)(kn_lease_store_t *ls, const char *key, int64_t counter,

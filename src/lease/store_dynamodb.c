@@ -441,9 +441,12 @@ static kn_error_t *ddb_take(kn_lease_store_t *ls, const char *key,
   value(&e, ":o", kn_ddb_s(owner));
   SET(&e, "#o = :o");
   bump(&e, counter);
-  /* A take ends any hand-off under way (as the KCL 3.x's). */
+  /* A take ends any hand-off under way (as the KCL 3.x's), and the
+   * former owner's word on its heartbeats. */
   name(&e, "#co", KN_DDB_CHECKPOINT_OWNER);
   REMOVE(&e, "#co");
+  name(&e, "#bf", KN_DDB_BEAT_FAILING);
+  REMOVE(&e, "#bf");
   /* As the KCL counts: a steal is a switch, taking a free lease is not. */
   if (old_owner && strcmp(old_owner, owner) != 0) {
     name(&e, "#sw", KN_DDB_OWNER_SWITCHES);
@@ -480,6 +483,28 @@ static kn_error_t *ddb_renew(kn_lease_store_t *ls, const char *key,
   return err;
 }
 
+static kn_error_t *ddb_mark(kn_lease_store_t *ls, const char *key,
+                            int64_t counter, const char *owner, int failing,
+                            int64_t *new_counter) {
+  ddb_store_t *d = store_of(ls);
+  if (!owner) return no_owner(d, "mark", key);
+  expr_t e;
+  expr_init(&e);
+  owned_by(&e, counter, owner);
+  bump(&e, counter);
+  name(&e, "#bf", KN_DDB_BEAT_FAILING);
+  if (failing) {
+    value(&e, ":bf", kn_ddb_n(1));
+    SET(&e, "#bf = :bf");
+  } else {
+    REMOVE(&e, "#bf");
+  }
+  outcome_t want = {.owner = owner, .counter = counter + 1};
+  kn_error_t *err = update(d, "mark", key, &e, &want);
+  if (!err) *new_counter = counter + 1;
+  return err;
+}
+
 static kn_error_t *ddb_release(kn_lease_store_t *ls, const char *key,
                                int64_t counter, const char *owner,
                                int64_t *new_counter) {
@@ -491,6 +516,8 @@ static kn_error_t *ddb_release(kn_lease_store_t *ls, const char *key,
   bump(&e, counter);
   REMOVE(&e, "#o");
   REMOVE(&e, "#co");
+  name(&e, "#bf", KN_DDB_BEAT_FAILING);
+  REMOVE(&e, "#bf");
   outcome_t want = {.owner = NULL, .counter = counter + 1};
   kn_error_t *err = update(d, "release", key, &e, &want);
   if (!err) *new_counter = counter + 1;
@@ -605,6 +632,8 @@ static kn_error_t *ddb_handoff_done(kn_lease_store_t *ls, const char *key,
   COND(&e, "#co = :o");
   bump(&e, counter);
   REMOVE(&e, "#co");
+  name(&e, "#bf", KN_DDB_BEAT_FAILING);
+  REMOVE(&e, "#bf");
   ADD(&e, "#sw :one");
   kn_error_t *err = update(d, "handoff_done", key, &e, NULL);
   if (!err) *new_counter = counter + 1;
@@ -906,7 +935,8 @@ static void ddb_destroy(kn_lease_store_t *ls) {
 
 static const kn_lease_store_ops_t ddb_ops = {
     ddb_ensure_table, ddb_list,      ddb_get,          ddb_create,
-    ddb_take,         ddb_renew,     ddb_release,      ddb_checkpoint,
+    ddb_take,         ddb_renew,     ddb_mark,         ddb_release,
+    ddb_checkpoint,
     ddb_set_children, ddb_handoff,   ddb_handoff_done, ddb_remove,
     ddb_destroy,      ddb_heartbeat, ddb_members,
 };

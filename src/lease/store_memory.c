@@ -172,6 +172,7 @@ static kn_error_t *mem_take(kn_lease_store_t *ls, const char *key,
     o = NULL;
     free(l->checkpoint_owner);
     l->checkpoint_owner = NULL;
+    l->beat_failing = 0;
     *new_counter = ++l->counter;
   } else {
     err = kn_lease_ccf(ls, "take", key);
@@ -201,6 +202,24 @@ static kn_error_t *mem_renew(kn_lease_store_t *ls, const char *key,
   return err;
 }
 
+static kn_error_t *mem_mark(kn_lease_store_t *ls, const char *key,
+                            int64_t counter, const char *owner, int failing,
+                            int64_t *new_counter) {
+  mem_table_t *t = table_of(ls);
+  kn_error_t *err = NULL;
+  if (!owner) return no_owner(ls, "mark", key);
+  pthread_mutex_lock(&t->lock);
+  kn_lease_t *l = find_actual(t, key, counter, owner);
+  if (l) {
+    *new_counter = ++l->counter;
+    l->beat_failing = failing != 0;
+  } else {
+    err = kn_lease_ccf(ls, "mark", key);
+  }
+  pthread_mutex_unlock(&t->lock);
+  return err;
+}
+
 static kn_error_t *mem_release(kn_lease_store_t *ls, const char *key,
                                int64_t counter, const char *owner,
                                int64_t *new_counter) {
@@ -214,6 +233,7 @@ static kn_error_t *mem_release(kn_lease_store_t *ls, const char *key,
     l->owner = NULL;
     free(l->checkpoint_owner);
     l->checkpoint_owner = NULL;
+    l->beat_failing = 0;
     *new_counter = ++l->counter;
   } else {
     err = kn_lease_ccf(ls, "release", key);
@@ -319,6 +339,7 @@ static kn_error_t *mem_handoff_done(kn_lease_store_t *ls, const char *key,
     free(l->checkpoint_owner);
     l->checkpoint_owner = NULL;
     l->owner_switches++;
+    l->beat_failing = 0;
     *new_counter = ++l->counter;
   } else {
     err = kn_lease_ccf(ls, "handoff_done", key);
@@ -468,7 +489,8 @@ static void mem_destroy(kn_lease_store_t *ls) {
 
 static const kn_lease_store_ops_t mem_ops = {
     mem_ensure_table, mem_list,      mem_get,          mem_create,
-    mem_take,         mem_renew,     mem_release,      mem_checkpoint,
+    mem_take,         mem_renew,     mem_mark,         mem_release,
+    mem_checkpoint,
     mem_set_children, mem_handoff,   mem_handoff_done, mem_remove,
     mem_destroy,      mem_heartbeat, mem_members,
 };

@@ -213,17 +213,22 @@ static void partial_descendant(sim_t *s) {
  * its lease renewals succeed, and before its heartbeat deadline its
  * control thread is busy for two lease durations (a store answer or a
  * fan-out check that takes that long); its readers and its application go
- * on.  The other worker counts it dead and takes its leases: its readers
- * must have stopped by then, at the heartbeat deadline they judge
+ * on.  Its leases cannot say so (the renewals that would mark them
+ * fail too).  The other worker counts it dead and takes its leases: its
+ * readers must have stopped by then, at the heartbeat deadline they judge
  * themselves, not at the lease's. */
 static int64_t slow_control_from(sim_t *s) { return st(s)->creates_failed; }
-static int slow_control_fail(sim_t *s, const sim_call_t *c) {
+static int beats_fail(sim_t *s, const sim_call_t *c, int marks_too) {
   /* for 40 s: long enough to outlast the stall, then they succeed again */
-  if (c->w != 0 || c->op != KN_CC_HEARTBEAT || !slow_control_from(s) ||
-      s->now < slow_control_from(s) || s->now >= slow_control_from(s) + 40000)
+  if (c->w != 0 || !(c->op == KN_CC_HEARTBEAT || (marks_too && c->mark)) ||
+      !slow_control_from(s) || s->now < slow_control_from(s) ||
+      s->now >= slow_control_from(s) + 40000)
     return 0;
   s->had_fault = 1;
   return 1;
+}
+static int slow_control_fail(sim_t *s, const sim_call_t *c) {
+  return beats_fail(s, c, 1);
 }
 static void slow_control_step(sim_t *s, int64_t step) {
   if (step == 0) {
@@ -244,6 +249,40 @@ static void slow_control(sim_t *s) {
   sim_shard_add(s, -1, -1, half, UINT64_MAX);
   sim_push(s, sim_range(&s->rng, 20000, 30000), EV_SCRIPT, -1, 0, 0, 0, NULL);
   s->sc = &slow_control_ops;
+}
+
+/* (10) A worker's heartbeats fail for 40 s (its membership item
+ * throttled) while the lease table answers: it marks its leases and reads
+ * on; the other counts it dead but judges the marked leases by their
+ * renewals.  Nothing moves, nothing is read twice, and the worker never
+ * stops reading. */
+static int beat_fallback_fail(sim_t *s, const sim_call_t *c) {
+  return beats_fail(s, c, 0);
+}
+static void beat_fallback_step(sim_t *s, int64_t step) {
+  (void)step;
+  st(s)->creates_failed = (int)s->now;
+}
+static void beat_fallback_end(sim_t *s) {
+  no_duplicates(s);
+  for (size_t i = 0; !s->violated && i < s->n_ten; i++)
+    if (s->ten[i].w == 0 && (s->ten[i].flags & TEN_DROPPED))
+      sim_violate(s, "w0 stopped reading %s although its leases said why",
+                  s->sh[s->ten[i].shard].id);
+}
+static const sim_scenario_ops_t beat_fallback_ops = {
+    .step = beat_fallback_step,
+    .fail_call = beat_fallback_fail,
+    .check_end = beat_fallback_end};
+static void beat_fallback(sim_t *s) {
+  base(s, 2);
+  s->cfg.members = 1;
+  s->cfg.renew_ms = 2000;
+  uint64_t half = UINT64_MAX / 2;
+  sim_shard_add(s, -1, -1, 0, half - 1);
+  sim_shard_add(s, -1, -1, half, UINT64_MAX);
+  sim_push(s, sim_range(&s->rng, 20000, 30000), EV_SCRIPT, -1, 0, 0, 0, NULL);
+  s->sc = &beat_fallback_ops;
 }
 
 /* (9) A create that lands late: the store layer retries a create for
@@ -284,11 +323,13 @@ static const struct {
     {"parent_gone", parent_gone},
     {"partial_descendant", partial_descendant},
     {"late_create", late_create},
+    {"beat_fallback", beat_fallback},
 };
 
 const char *sim_scenario_names(void) {
   return "split_chain partial_table late_end merge_parent slow_scan "
-         "parent_gone partial_descendant slow_control late_create";
+         "parent_gone partial_descendant slow_control late_create "
+         "beat_fallback";
 }
 
 int sim_scenario_setup(sim_t *s, const char *name) {

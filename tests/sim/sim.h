@@ -114,6 +114,7 @@ typedef struct sim_call {
   uint64_t id;
   kn_cc_op_t op;
   int64_t tenure, counter, sent_ms; /* sent_ms: the worker's clock */
+  int mark;                         /* RENEW: kn_cc_action_t.mark */
   int64_t sent_t;                   /* the simulation's clock */
   char *key, *old_owner, *owner;
   kn_lease_t lease; /* CREATE */

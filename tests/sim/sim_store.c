@@ -151,17 +151,23 @@ kn_err_t sim_store_apply(sim_t *s, sim_call_t *c) {
       if (l->owner && strcmp(l->owner, c->owner) != 0) l->owner_switches++;
       set_str(&l->owner, c->owner);
       set_str(&l->checkpoint_owner, NULL);
+      l->beat_failing = 0;
       c->new_counter = ++l->counter;
       return 0;
     case KN_CC_RENEW:
       if (!(l = find_actual(s, c->key, c->counter, c->owner))) return CCF;
       c->new_counter = ++l->counter;
+      if (c->mark) {
+        l->beat_failing = c->mark == 1; /* store.h, mark: no hand-off news */
+        return 0;
+      }
       if (l->checkpoint_owner && l->owner) c->handoff_to = kn_strdup0(l->owner);
       return 0;
     case KN_CC_RELEASE:
       if (!(l = find_actual(s, c->key, c->counter, c->owner))) return CCF;
       set_str(&l->owner, NULL);
       set_str(&l->checkpoint_owner, NULL);
+      l->beat_failing = 0;
       c->new_counter = ++l->counter;
       return 0;
     case KN_CC_GET:
@@ -180,6 +186,7 @@ kn_err_t sim_store_apply(sim_t *s, sim_call_t *c) {
         return CCF;
       set_str(&l->checkpoint_owner, NULL);
       l->owner_switches++;
+      l->beat_failing = 0;
       c->new_counter = ++l->counter;
       s->handoffs++;
       return 0;

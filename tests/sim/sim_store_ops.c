@@ -117,6 +117,17 @@ static kn_error_t *sst_take(kn_lease_store_t *ls, const char *key,
   return e;
 }
 
+static kn_error_t *sst_mark(kn_lease_store_t *ls, const char *key,
+                            int64_t counter, const char *owner, int failing,
+                            int64_t *new_counter) {
+  sim_call_t c = call(KN_CC_RENEW, key, counter, owner);
+  c.mark = failing ? 1 : 2;
+  kn_error_t *e = apply(ls, &c, "mark");
+  if (!e) *new_counter = c.new_counter;
+  free(c.handoff_to);
+  return e;
+}
+
 static kn_error_t *sst_renew(kn_lease_store_t *ls, const char *key,
                              int64_t counter, const char *owner,
                              int64_t *new_counter, char **handoff_to) {
@@ -313,7 +324,8 @@ static void sst_destroy(kn_lease_store_t *ls) {
 
 static const kn_lease_store_ops_t sst_ops = {
     sst_ensure_table, sst_list,      sst_get,          sst_create,
-    sst_take,         sst_renew,     sst_release,      sst_checkpoint,
+    sst_take,         sst_renew,     sst_mark,         sst_release,
+    sst_checkpoint,
     sst_set_children, sst_handoff,   sst_handoff_done, sst_remove,
     sst_destroy,      sst_heartbeat, sst_members,
 };

@@ -216,6 +216,7 @@ static void store_call(sim_t *s, int w, const kn_cc_action_t *a) {
   c->op = a->op;
   c->tenure = a->tenure;
   c->counter = a->counter;
+  c->mark = a->mark;
   c->sent_ms = sim_wnow(s, w);
   c->sent_t = s->now;
   c->key = kn_strdup0(a->key);

@@ -167,6 +167,7 @@ static const kn_error_t *fault(const kn_rig_worker_t *w,
   const kn_rig_t *r = w->rig;
   if (j->op == KN_CC_LIST_LEASES) return r->fail_list;
   if (j->op == KN_CC_LIST_SHARDS) return r->fail_shards;
+  if (j->op == KN_CC_RENEW && j->mark && r->fail_mark) return r->fail_mark;
   if (j->op == KN_CC_RENEW) return r->fail_renew;
   if (j->op == KN_CC_HEARTBEAT && r->fail_beat && r->fail_beat_of &&
       strcmp(w->id, r->fail_beat_of) == 0)

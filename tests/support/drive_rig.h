@@ -49,6 +49,8 @@ typedef struct kn_rig {
   /* Every renewal is carried out, then answered with landed_renew (a
    * time-out after the write landed). */
   const kn_error_t *landed_renew;
+  /* Every renewal that marks a lease (kn_cc_action_t.mark) fails so. */
+  const kn_error_t *fail_mark;
   /* Leases read for the test (kn_rig_lease, kn_rig_list). */
   kn_lease_t look[KN_RIG_LOOKS];
   unsigned n_look;

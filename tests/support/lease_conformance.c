@@ -219,6 +219,51 @@ static void case_renew(kn_lease_store_t *ls, const char *prefix) {
   }
 }
 
+/* The mark of an owner whose heartbeats fail (store.h, mark): a renewal
+ * that sets or removes ownerBeatFailing; a take or release removes it.
+ * Stores without it (NULL) are not held to it. */
+static void case_mark(kn_lease_store_t *ls, const char *prefix) {
+  char key[256];
+  kn_lease_t got;
+  int64_t c = -1;
+  if (!ls->ops->mark) return;
+  if (make(ls, prefix, "mark", key, sizeof(key))) return;
+  FAILS(ls->ops->mark(ls, key, 0, "w1", 1, &c), CCF); /* free */
+  OK(ls->ops->take(ls, key, 0, NULL, "w1", &c));
+  FAILS(ls->ops->mark(ls, key, 1, "w2", 1, &c), CCF); /* not the owner */
+  OK(ls->ops->mark(ls, key, 1, "w1", 1, &c));
+  KT_CHECK_INT(c, 2);
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK(got.beat_failing == 1);
+    KT_CHECK_STR(got.owner, "w1");
+    kn_lease_clear(&got);
+  }
+  OK(renew_(ls, key, 2, "w1", &c)); /* a renewal keeps it */
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK(got.beat_failing == 1);
+    kn_lease_clear(&got);
+  }
+  OK(ls->ops->mark(ls, key, 3, "w1", 0, &c));
+  KT_CHECK_INT(c, 4);
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK(got.beat_failing == 0);
+    kn_lease_clear(&got);
+  }
+  /* Another owner's take, and a release, remove it. */
+  OK(ls->ops->mark(ls, key, 4, "w1", 1, &c));
+  OK(ls->ops->take(ls, key, 5, "w1", "w2", &c));
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK(got.beat_failing == 0);
+    kn_lease_clear(&got);
+  }
+  OK(ls->ops->mark(ls, key, 6, "w2", 1, &c));
+  OK(ls->ops->release(ls, key, 7, "w2", &c));
+  if (get(ls, key, &got) == 0) {
+    KT_CHECK(got.beat_failing == 0 && got.owner == NULL);
+    kn_lease_clear(&got);
+  }
+}
+
 static void case_release(kn_lease_store_t *ls, const char *prefix) {
   char key[256];
   kn_lease_t got;
@@ -890,6 +935,7 @@ int kn_lc_run(const kn_lc_target_t *t, const char *prefix, int *checks) {
     RUN(case_take(ls, prefix));
     RUN(case_renew(ls, prefix));
     RUN(case_release(ls, prefix));
+    RUN(case_mark(ls, prefix));
     RUN(case_checkpoint(ls, prefix));
     RUN(case_pending(ls, prefix));
     RUN(case_children(ls, prefix));

@@ -1112,8 +1112,9 @@ static void test_members_forget_capped(void) {
   kn_rig_close(&r);
 }
 
-/* Heartbeats fail while renewals go on: the worker stops reading before
- * the other counts it dead and takes its leases. */
+/* Heartbeats fail while renewals go on, and its leases cannot be marked:
+ * the worker stops reading before the other counts it dead and takes its
+ * leases. */
 static void test_members_fence(void) {
   kn_rig_t r;
   kn_rig_worker_t w[2];
@@ -1121,6 +1122,7 @@ static void test_members_fence(void) {
   KT_REQUIRE(members_pair(&r, w, &now) == 0);
   kn_error_t *down = kn_error_new(KN_ERR__TRANSPORT, "unreachable");
   r.fail_beat = down;
+  r.fail_mark = down; /* and the leases cannot say so */
   r.fail_beat_of = "w1";
   int64_t last = w[0].s.beat_ms, stopped = -1, taken = -1;
   int deadlines = w[0].s.deadline;
@@ -1129,6 +1131,7 @@ static void test_members_fence(void) {
     if (stopped < 0 && w[0].s.stop == 2) stopped = now;
     if (held(&w[1]) > 2) taken = now;
   }
+  r.fail_mark = NULL;
   r.fail_beat = NULL;
   kn_error_destroy(down);
   KT_CHECK(w[0].s.stop == 2 && w[0].s.stop_reason == KN_ERR__TIMED_OUT);
@@ -1175,6 +1178,50 @@ static void test_members_lost_mid_run(void) {
   members_end(&r, w);
 }
 
+/* Heartbeats fail (the membership item throttled) while the lease table
+ * answers: the worker marks every lease it holds before its heartbeat's
+ * deadline and reads on by the leases' deadlines; the other counts it
+ * dead but judges its marked leases by their renewals, so nothing moves.
+ * When heartbeats come back, the marks are removed. */
+static void test_members_fallback(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w[2];
+  int64_t now;
+  KT_REQUIRE(members_pair(&r, w, &now) == 0);
+  KT_REQUIRE(held(&w[0]) == 2 && held(&w[1]) == 2, members_end(&r, w));
+  kn_error_t *thr = kn_error_new(KN_ERR_PROVISIONED_THROUGHPUT_EXCEEDED,
+                                 "membership item throttled");
+  r.fail_beat = thr;
+  r.fail_beat_of = "w1";
+  int64_t last = w[0].s.beat_ms;
+  int marked_by = -1;
+  for (; now < last + 60000; now += 100) {
+    for (int i = 0; i < 2; i++) tick(&w[i], now);
+    if (marked_by < 0 && held(&w[0]) == 2) {
+      int n = 0;
+      for (int k = 0; k < 4; k++) {
+        const kn_lease_t *l = L(&r, g_four[k].id);
+        n += l && same(l->owner, "w1") && l->beat_failing;
+      }
+      if (n == 2) marked_by = (int)(now - last);
+    }
+  }
+  KT_CHECK(marked_by > 0 && marked_by < 8000);
+  KT_CHECK(w[0].s.stop == 0 && held(&w[0]) == 2);
+  KT_CHECK(held(&w[1]) == 2 && w[1].s.refused == 0);
+  KT_CHECK(kn_cc_members(core(&w[1])) == 1); /* it counts w1 dead */
+  /* Heartbeats back: the marks go with the next renewals. */
+  r.fail_beat = NULL;
+  kn_error_destroy(thr);
+  steps(w, 2, &now, now + 10000);
+  int still = 0;
+  for (int k = 0; k < 4; k++) still += L(&r, g_four[k].id)->beat_failing;
+  KT_CHECK(still == 0);
+  KT_CHECK(w[0].s.stop == 0 && held(&w[0]) == 2 && held(&w[1]) == 2);
+  KT_CHECK(kn_cc_members(core(&w[1])) == 2);
+  members_end(&r, w);
+}
+
 int main(void) {
   KT_RUN(test_plan_empty_table);
   KT_RUN(test_plan_partial_table);
@@ -1205,5 +1252,6 @@ int main(void) {
   KT_RUN(test_members_forget_capped);
   KT_RUN(test_members_fence);
   KT_RUN(test_members_lost_mid_run);
+  KT_RUN(test_members_fallback);
   return KT_DONE();
 }

@@ -231,11 +231,11 @@ static void test_requests(void) {
   check_sent(0,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY
              ","
-             "\"UpdateExpression\":\"SET #o = :o, #c = :n REMOVE #co "
+             "\"UpdateExpression\":\"SET #o = :o, #c = :n REMOVE #co, #bf "
              "ADD #sw :one\","
              "\"ConditionExpression\":\"#c = :c AND #o = :old\","
              "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
-             "\"#co\":\"checkpointOwner\","
+             "\"#co\":\"checkpointOwner\",\"#bf\":\"ownerBeatFailing\","
              "\"#o\":\"leaseOwner\",\"#sw\":\"ownerSwitchesSinceCheckpoint\"},"
              "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"4\"},"
              "\":old\":{\"S\":\"w1\"},\":o\":{\"S\":\"w2\"},"
@@ -244,10 +244,11 @@ static void test_requests(void) {
   check_sent(1,
              "{\"TableName\":\"leases_app\",\"Key\":" KEY
              ","
-             "\"UpdateExpression\":\"SET #o = :o, #c = :n REMOVE #co\","
+             "\"UpdateExpression\":\"SET #o = :o, #c = :n REMOVE #co, #bf\","
              "\"ConditionExpression\":\"#c = :c AND attribute_not_exists(#o)\","
              "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
-             "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\"},"
+             "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\","
+             "\"#bf\":\"ownerBeatFailing\"},"
              "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"0\"},"
              "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"1\"}}}");
   char *to = NULL;
@@ -267,11 +268,12 @@ static void test_requests(void) {
   KT_CHECK_OK(ls->ops->release(ls, "shard-1", 8, "w2", &c));
   check_sent(3, "{\"TableName\":\"leases_app\",\"Key\":" KEY
                 ","
-                "\"UpdateExpression\":\"SET #c = :n REMOVE #o, #co\","
+                "\"UpdateExpression\":\"SET #c = :n REMOVE #o, #co, #bf\","
                 "\"ConditionExpression\":\"#c = :c AND ((#o = :o AND "
                 "attribute_not_exists(#co)) OR #co = :o)\","
                 "\"ExpressionAttributeNames\":{\"#c\":\"leaseCounter\","
-                "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\"},"
+                "\"#co\":\"checkpointOwner\",\"#o\":\"leaseOwner\","
+                "\"#bf\":\"ownerBeatFailing\"},"
                 "\"ExpressionAttributeValues\":{\":c\":{\"N\":\"8\"},"
                 "\":o\":{\"S\":\"w2\"},\":n\":{\"N\":\"9\"}}}");
   to = NULL;
