@@ -176,13 +176,15 @@ void kn_cc_wr_pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
   int failing = cc_beat_failing(c, now);
   if (!l->reqs && !l->ended && !l->handoff_to && !l->shard_end_written &&
       !c->closing && !c->fatal && now < l->next_renew_ms &&
-      !(failing && !l->marked))
+      failing == l->marked)
     return;
   /* Heartbeats failing: the mark goes first, before the heartbeat's
-   * deadline (kn_cc_mb_relift). */
-  if (failing && !l->marked && !l->shard_end_written && !l->handoff_to &&
-      !l->failed_write) {
-    lease_call_mark(c, l, KN_CC_RENEW, 1, now);
+   * deadline (kn_cc_mb_relift).  Heartbeats back: it goes at once, so
+   * that a death soon after is judged by the membership again (a marked
+   * lease of a dead worker waits a lease duration of listings). */
+  if (failing != l->marked && !l->shard_end_written && !l->handoff_to &&
+      !l->failed_write && !c->mb.no_mark && (failing || c->mb.ok)) {
+    lease_call_mark(c, l, KN_CC_RENEW, failing ? 1 : 2, now);
     return;
   }
   if (next_req(c, l, now)) return;
@@ -223,9 +225,7 @@ void kn_cc_wr_pump(kn_cc_t *c, cc_lease_t *l, int64_t now) {
     lease_call(c, l, op, now);
     return;
   }
-  if (now >= l->next_renew_ms)
-    lease_call_mark(c, l, KN_CC_RENEW,
-                    l->marked && !failing && !c->mb.no_mark ? 2 : 0, now);
+  if (now >= l->next_renew_ms) lease_call(c, l, KN_CC_RENEW, now);
 }
 
 void kn_cc_wr_pump_all(kn_cc_t *c, int64_t now) {

@@ -158,10 +158,9 @@ void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   }
   kn_cc_mb_relift(c, now);
   kn_cc_mb_fence(c);
-  if (c->closing || c->fatal) {
-    kn_cc_wr_pump_all(c, now);
-    kn_cc_maybe_closed(c);
-  }
+  /* Closing, the leases go; heartbeats back, their marks go. */
+  kn_cc_wr_pump_all(c, now);
+  if (c->closing || c->fatal) kn_cc_maybe_closed(c);
 }
 
 /* A listing of the sync failed: retried, or a verdict that stops it. */
