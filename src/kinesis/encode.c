@@ -107,7 +107,8 @@ int kn_enc_stream(kn_buf_t *b, const char *stream) {
   return jw_end(&w);
 }
 
-int kn_enc_create_stream(kn_buf_t *b, const char *stream, int shard_count) {
+int kn_enc_create_stream(kn_buf_t *b, const char *stream, int shard_count,
+                         int max_record_kib) {
   jw_t w;
   jw_begin(&w, b);
   jw_str(&w, "StreamName", stream);
@@ -115,6 +116,7 @@ int kn_enc_create_stream(kn_buf_t *b, const char *stream, int shard_count) {
     jw_int(&w, "ShardCount", shard_count);
   else
     jw_raw(&w, "StreamModeDetails", "{\"StreamMode\":\"ON_DEMAND\"}");
+  if (max_record_kib) jw_int(&w, "MaxRecordSizeInKiB", max_record_kib);
   return jw_end(&w);
 }
 
