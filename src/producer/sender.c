@@ -277,7 +277,7 @@ static void on_describe(void *opaque, kn_call_result_t *res) {
   }
   kn_pcore_set_stream(kp->core, record_max, auto_dist);
   if (auto_dist && kp->core_cfg.aggregate)
-    kn_info(&kp->log, "PRODUCE",
+    kn_log(&kp->log, KN_LOG_NOTICE, "PRODUCE",
             "stream \"%s\" places records itself (RecordDistributionStrategy "
             "AUTO): aggregation is off, as readers would drop aggregated "
             "records the service puts outside their shard's range",

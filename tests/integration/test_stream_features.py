@@ -254,9 +254,60 @@ class Suite:
         status, _ = call(self.ep, "PutRecord", {"StreamName": t, "Data": b64(1)})
         assert status == 400
 
+    # -- kncat and the library
+
+    def consume_json(self, s, *more):
+        p = kncat(self.env, "consume", s, "-e", "-J", "-X", "shard.sync.interval.ms=2000",
+                  *more)
+        return [json.loads(x) for x in p.stdout.decode().splitlines()]
+
+    def kncat_large_records(self):
+        s = self.name()
+        kncat(self.env, "create", s, "--max-record-size", "100", rc=2)
+        kncat(self.env, "create", s, "--shards", "1", "--max-record-size", "4096")
+        assert wait_active(self.ep, s)["MaxRecordSizeInKiB"] == 4096
+        big, huge = b"a" * (3 * MIB), b"b" * (5 * MIB)
+        if self.kind == "kinesalite":
+            # The server refuses data over 1 MiB: reported, not lost.
+            p = kncat(self.env, "produce", s, "-k", "k", input=big + b"\n", rc=5)
+            assert "ValidationException" in p.stderr.decode(), p.stderr[-2000:]
+            return
+        p = kncat(self.env, "produce", s, "-k", "k", "--aggregate",
+                  input=big + b"\n" + huge + b"\nsmall\n", rc=5)
+        err = p.stderr.decode()
+        assert "over the stream's MaxRecordSizeInKiB of 4096 KiB" in err, err[-2000:]
+        assert "2 records sent, 1 failed" in err, err[-2000:]
+        for more in ((), ("--efo", "large")):
+            recs = self.consume_json(s, *more)
+            assert [len(r["data"]) for r in recs] == [3 * MIB, 5], (more, len(recs))
+
+    def kncat_auto(self):
+        s = self.name()
+        kncat(self.env, "create", s, "--shards", "0")
+        ok(self.ep, "UpdateStreamRecordDistributionStrategy",
+           {"StreamARN": ARN + s, "RecordDistributionStrategy": "AUTO"})
+        lines = b"".join(b"n%d\n" % i for i in range(30)) + \
+            b"".join(b"same\tk%d\n" % i for i in range(30))
+        p = kncat(self.env, "produce", s, "--aggregate", "-K", "\\t", input=lines)
+        err = p.stderr.decode()
+        assert err.count("aggregation is off") == 1, err
+        assert "60 records sent, 0 failed" in err, err
+        recs = self.consume_json(s)
+        assert sorted(r["data"] for r in recs if r["key"] is None) == \
+            sorted("n%d" % i for i in range(30)), recs
+        keyed = [r for r in recs if r["key"] is not None]
+        assert {r["key"] for r in keyed} == {"same"} and len(keyed) == 30, keyed
+        assert len({r["shard"] for r in keyed}) > 1   # the key is ignored
+        # On a stream of user keys a record without one gets a random key.
+        t = self.name()
+        kncat(self.env, "create", t, "--shards", "1")
+        kncat(self.env, "produce", t, input=b"x\ny\n")
+        assert all(r["key"] for r in self.consume_json(t))
+
     def run(self):
         for fn in (self.max_record_size_settings, self.records_over_the_limit_refused,
-                   self.large_records_stored, self.auto_settings, self.auto_puts):
+                   self.large_records_stored, self.auto_settings, self.auto_puts,
+                   self.kncat_large_records, self.kncat_auto):
             self.case(fn)
 
     def close(self):
