@@ -79,6 +79,7 @@ struct kn_producer_s {
   int n_calls;
   kn_call_t *describe_call;  /* DescribeStreamSummary in flight */
   int stream_known;          /* described (the I/O thread's copy) */
+  uint64_t spread_seq;       /* AUTO: spreads records over the map */
   kn_call_t *list_call;      /* ListShards page in flight */
   kn_shard_list_t *list_acc; /* pages so far */
   char *list_token;

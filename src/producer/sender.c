@@ -237,10 +237,17 @@ static int take_inbound(kn_producer_t *kp) {
   }
   kn_msg_list_t refused = {0};
   for (kn_msg_t *m; (m = kn_msg_list_pop(&in));) {
-    if ((m->err = refusal(kp, m)))
+    if ((m->err = refusal(kp, m))) {
       kn_msg_list_push(&refused, m);
-    else
-      kn_pcore_add(kp->core, m);
+      continue;
+    }
+    if (kp->auto_dist) {
+      /* The service ignores keys: queues and rates go evenly over the
+       * shards, not by key. */
+      uint64_t seq = kp->spread_seq++;
+      m->hk = kn_hashkey_of((const char *)&seq, sizeof(seq));
+    }
+    kn_pcore_add(kp->core, m);
   }
   kn_producer_deliver(kp, &refused);
   return 1;
