@@ -32,9 +32,18 @@ KN_API void kn_client_destroy(kn_client_t *kc);
 
 /* ---- Streams ---- */
 
+/* A stream's MaxRecordSizeInKiB lies between these (1 MiB, the default,
+ * and 10 MiB). */
+#define KN_RECORD_KIB_MIN 1024
+#define KN_RECORD_KIB_MAX 10240
+
 /* shard_count 0 creates an on-demand stream. */
 KN_API kn_error_t *kn_create_stream(kn_client_t *kc, const char *stream,
                                     int shard_count);
+/* The same, with the stream's MaxRecordSizeInKiB (1,024 to 10,240; 0: the
+ * service's default, 1,024). */
+KN_API kn_error_t *kn_create_stream_sized(kn_client_t *kc, const char *stream,
+                                          int shard_count, int max_record_kib);
 KN_API kn_error_t *kn_delete_stream(kn_client_t *kc, const char *stream,
                                     int enforce_consumer_deletion);
 /* Polls DescribeStreamSummary until ACTIVE (or gone, when waiting for a
@@ -55,6 +64,13 @@ KN_API int kn_stream_summary_open_shards(const kn_stream_summary_t *s);
 KN_API int kn_stream_summary_retention_hours(const kn_stream_summary_t *s);
 KN_API int kn_stream_summary_consumers(
     const kn_stream_summary_t *s); /* -1 unknown */
+/* MaxRecordSizeInKiB: the largest record (data and partition key) the
+ * stream takes, 1,024 when the server does not say. */
+KN_API int kn_stream_summary_max_record_kib(const kn_stream_summary_t *s);
+/* RecordDistributionStrategy: "AUTO" (the service picks the shard and
+ * ignores partition and explicit hash keys), "USER_PARTITION_KEY", or NULL
+ * when the server does not say (as USER_PARTITION_KEY). */
+KN_API const char *kn_stream_summary_distribution(const kn_stream_summary_t *s);
 KN_API void kn_stream_summary_destroy(kn_stream_summary_t *s);
 
 typedef struct kn_strlist_s kn_strlist_t;

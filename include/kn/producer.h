@@ -70,12 +70,22 @@ KN_API kn_producer_t *kn_producer_new(const kn_conf_t *conf, char *errstr,
 /* Queues one record.  partition_key (1 to 256 Unicode characters, UTF-8)
  * and explicit_hash_key (a decimal in [0, 2^128-1], or NULL) are copied;
  * data as flags say.  opaque comes back in the delivery report.
+ * partition_key NULL sends the record without a key, which only a stream
+ * whose service places records takes (RecordDistributionStrategy AUTO).
+ * Records may be as large as the stream's MaxRecordSizeInKiB (data and
+ * partition key together: 1 MiB by default, up to 10 MiB).  The producer
+ * asks the stream both (DescribeStreamSummary) before sending anything;
+ * until it knows, a record over 1 MiB or without a key is taken and, if
+ * the stream refuses it, reported failed with KN_ERR__INVALID_ARG and a
+ * message naming the setting.  On an AUTO stream aggregation is off
+ * (said once in the log at notice level).
  * Returns KN_ERR_NO_ERROR, and then exactly one delivery report follows;
  * KN_ERR__QUEUE_FULL when the queue is at `queue.max.records` or the record
  * would take it past `queue.max.bytes` (poll, then send again);
- * KN_ERR__INVALID_ARG for a bad key, hash key, or a record over 1 MiB
- * (data and partition key together); KN_ERR__STATE once closing.  On an
- * error no report follows.  Thread-safe. */
+ * KN_ERR__INVALID_ARG for a bad key or hash key, a record over 10 MiB or
+ * over the stream's limit once known, or no key once the stream is known
+ * not to be AUTO; KN_ERR__STATE once closing.  On an error no report
+ * follows.  Thread-safe. */
 KN_API kn_err_t kn_producer_send(kn_producer_t *kp, const char *partition_key,
                                  const char *explicit_hash_key,
                                  const void *data, size_t len, int flags,

@@ -20,7 +20,9 @@ typedef struct kn_shard_list_s kn_shard_list_t;
 
 /* The payload (for an aggregated record: one user record's payload). */
 KN_API const void *kn_record_data(const kn_record_t *r, size_t *len);
-/* NUL-terminated; partition keys are Unicode strings. */
+/* NUL-terminated; partition keys are Unicode strings.  "" for a record
+ * written without a key to a stream whose service picks the shard
+ * (RecordDistributionStrategy AUTO); a key is never empty otherwise. */
 KN_API const char *kn_record_partition_key(const kn_record_t *r);
 /* Explicit hash key of a user record of an aggregate, or NULL. */
 KN_API const char *kn_record_explicit_hash_key(const kn_record_t *r);

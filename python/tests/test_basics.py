@@ -130,12 +130,23 @@ def test_bad_records_are_refused(kinesalite_stream):
             p.produce(b"x", partition_key="")
         assert e.value.code == kn.ERR__INVALID_ARG
         with pytest.raises(kn.KinesisError):
-            p.produce(b"x" * (1 << 20), partition_key="k")
+            p.produce(b"x" * (10 << 20), partition_key="k")   # no stream takes it
         with pytest.raises(TypeError):
             p.produce(b"x")
         with pytest.raises(TypeError):
             p.produce(12, partition_key="k")
         assert len(p) == 0
+        # Over this stream's MaxRecordSizeInKiB (1024): refused at once when
+        # the producer has described the stream already, else in the report.
+        errs = []
+        try:
+            p.produce(b"x" * (1 << 20), partition_key="k",
+                      on_delivery=lambda err, rep: errs.append(err))
+            assert p.flush(30) == 0
+            assert len(errs) == 1 and errs[0].code == kn.ERR__INVALID_ARG, errs
+            assert "MaxRecordSizeInKiB" in str(errs[0])
+        except kn.KinesisError as e:
+            assert e.code == kn.ERR__INVALID_ARG
 
 
 def test_stream_missing_is_fatal(kinesalite_stream):

@@ -21,8 +21,10 @@
 #define KN_AGG_OVERHEAD (KN_AGG_MAGIC_LEN + KN_AGG_MD5_LEN)
 /* The KPL's AggregationMaxSize default, magic and MD5 included. */
 #define KN_AGG_DEFAULT_MAX_BYTES 51200
-/* Kinesis accepts at most 1 MiB of data plus partition key per record. */
-#define KN_AGG_RECORD_LIMIT (1024 * 1024)
+/* Kinesis accepts at most 10 MiB of data plus partition key per record
+ * (on a stream of large records; 1 MiB by default).  A user record that
+ * big goes out alone: aggregates stay under aggregation.max.bytes. */
+#define KN_AGG_RECORD_LIMIT (10 * 1024 * 1024)
 
 /* A partition key is 1 to 256 Unicode characters: an aggregate whose key
  * table holds a longer one (characters counted as the bytes that do not

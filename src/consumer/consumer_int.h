@@ -230,6 +230,10 @@ struct kn_consumer_s {
   kn_svc_t *svc;       /* borrowed from client */
   char *stream;
   struct kn_efo *efo; /* owned; NULL when reading by polling */
+  /* The service places records (RecordDistributionStrategy AUTO): set by
+   * the control thread from DescribeStreamSummary before any shard is
+   * read, read by the I/O thread's de-aggregation. */
+  atomic_int auto_dist;
 
   /* Settings read once at start. */
   struct {
@@ -263,6 +267,9 @@ struct kn_consumer_s {
   kn_dentry_t *q_head, *q_tail;
   size_t q_len;
   size_t total_bytes;  /* buffered + reserved in flight */
+  /* User records of aggregates dropped as belonging to another shard's
+   * hash range (statistics `dropped_records`). */
+  uint64_t records_dropped;
   int n_paused;        /* shards whose reader waits for room */
   size_t wake_next;    /* where the next wake-up round starts */
   kn_cshard_t **dirty; /* shards delivered since the last poll */

@@ -26,8 +26,35 @@ static void efo_check(kn_consumer_t *kc, kn_ctl_msg_t *m) {
   kn_store_pool_submit(kc->efo_pool, j);
 }
 
+/* Whether the service places the stream's records (AUTO), before any
+ * shard is read: an aggregate there may hold keys of any range. */
+static void learn_distribution(kn_consumer_t *kc) {
+  kn_stream_summary_t *sum = NULL;
+  kn_error_t *err = kn_describe_stream_summary(kc->client, kc->stream, &sum);
+  if (err) {
+    kn_warn(&kc->log, "CONTROL",
+            "stream \"%s\": DescribeStreamSummary failed (%s): aggregated "
+            "records outside a shard's hash range are dropped (and counted), "
+            "as on a stream of user keys",
+            kc->stream, kn_error_string(err));
+    kn_error_destroy(err);
+    return;
+  }
+  const char *dist = kn_stream_summary_distribution(sum);
+  if (dist && strcmp(dist, "AUTO") == 0) {
+    atomic_store(&kc->auto_dist, 1);
+    kn_info(&kc->log, "CONTROL",
+            "stream \"%s\" places records itself (RecordDistributionStrategy "
+            "AUTO): every record of an aggregate is delivered, whatever its "
+            "hash key",
+            kc->stream);
+  }
+  kn_stream_summary_destroy(sum);
+}
+
 static void *control_main(void *arg) {
   kn_consumer_t *kc = arg;
+  learn_distribution(kc);
   if (kc->efo) {
     /* One thread: the checks share what they found (efo.h). */
     if (!(kc->efo_pool = kn_store_pool_new(kc, 1)))

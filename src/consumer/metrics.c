@@ -178,7 +178,7 @@ typedef struct snap {
   int lease_mode;
   kn_consumer_health_t health;
   int failed;
-  uint64_t records, bytes;
+  uint64_t records, bytes, dropped;
   size_t queued, buffered, held;
   struct kn_lease_stats ls;
   int64_t now;
@@ -201,6 +201,7 @@ static int take_snapshot(kn_consumer_t *kc, snap_t *s) {
   s->failed = kc->fatal != NULL;
   s->queued = kc->q_len;
   s->buffered = kc->total_bytes;
+  s->dropped = kc->records_dropped;
   s->ls = kc->lstats;
   s->shards = calloc(kc->n_shards ? kc->n_shards : 1, sizeof(*s->shards));
   if (!s->shards) rc = -1;
@@ -264,6 +265,8 @@ static void render_worker(kn_mw_t *w, const snap_t *s) {
   kn_mw_u64(w, NULL, NULL, s->records);
   kn_mw_family(w, KN_M_C_BYTES);
   kn_mw_u64(w, NULL, NULL, s->bytes);
+  kn_mw_family(w, KN_M_C_DROPPED);
+  kn_mw_u64(w, NULL, NULL, s->dropped);
   kn_mw_family(w, KN_M_C_QUEUED_BATCHES);
   kn_mw_u64(w, NULL, NULL, s->queued);
   kn_mw_family(w, KN_M_C_BUFFERED_BYTES);

@@ -21,8 +21,8 @@ typedef struct span {
 } span_t;
 
 /* Expands KPL aggregates in place of the Kinesis records that carry them,
- * keeping the order of the shard.  Returns the number of records dropped
- * as out of range. */
+ * keeping the order of the shard; those dropped as out of range are
+ * counted in kc->records_dropped. */
 static void deaggregate(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
                         const kn_pos_t *skip) {
   size_t n0 = b->n;
@@ -35,7 +35,9 @@ static void deaggregate(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
   if (!spans) return; /* delivered as they are: still at-least-once */
   kn_agg_filter_t filter;
   memset(&filter, 0, sizeof(filter));
-  filter.check_range = 1;
+  /* On a stream whose service places records, an aggregate is where the
+   * service put it and nowhere else: every record in it is delivered. */
+  filter.check_range = !atomic_load(&kc->auto_dist);
   filter.range_start = cs->range_start;
   filter.range_end = cs->range_end;
   size_t total = 0;
@@ -62,11 +64,15 @@ static void deaggregate(kn_consumer_t *kc, kn_cshard_t *cs, kn_batch_t *b,
     if (code == KN_ERR_NO_ERROR && res.aggregated) {
       spans[i].from = before;
       spans[i].n = b->n - before;
-      if (res.out_of_range)
+      if (res.out_of_range) {
         kn_dbg(&kc->log, "READER",
                "shard %s: aggregate %s belongs to another shard's hash "
                "range: dropped (%zu user records)",
                cs->id, r.seq, res.n_user);
+        pthread_mutex_lock(&kc->mu);
+        kc->records_dropped += res.n_user;
+        pthread_mutex_unlock(&kc->mu);
+      }
     } else if (code != KN_ERR_NO_ERROR) {
       /* A corrupt aggregate is still data: hand it over as it is. */
       kn_warn(&kc->log, "READER",

@@ -54,14 +54,15 @@ char *kn_consumer_stats_json(kn_consumer_t *kc) {
   rc |= add_str(&b, "lease_store", kn_conf_str(kc->conf, "lease.store"));
   rc |= kn_buf_printf(
       &b,
-      ",\"records\":%llu,\"bytes\":%llu,\"max_millis_behind\":%lld,"
+      ",\"records\":%llu,\"bytes\":%llu,\"dropped_records\":%llu,"
+      "\"max_millis_behind\":%lld,"
       "\"queued_batches\":%zu,\"buffered_bytes\":%zu,"
       "\"leases\":{\"held\":%zu,\"taken\":%llu,\"lost\":%llu,"
       "\"handed_over\":%llu,"
       "\"renewals\":%llu,\"renew_failures\":%llu,\"renew_last_ms\":%.3f,"
       "\"renew_max_ms\":%.3f},\"shards\":[",
       (unsigned long long)records, (unsigned long long)bytes,
-      (long long)max_behind, kc->q_len, kc->total_bytes, held,
+      (unsigned long long)kc->records_dropped, (long long)max_behind, kc->q_len, kc->total_bytes, held,
       (unsigned long long)kc->lstats.taken, (unsigned long long)kc->lstats.lost,
       (unsigned long long)kc->lstats.handed_over,
       (unsigned long long)kc->lstats.renewals,

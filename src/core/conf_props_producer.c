@@ -19,7 +19,9 @@ const kn_prop_t kn_props_producer[] = {
      "Most Kinesis records (aggregates count as one) in one PutRecords "
      "call."},
     {"batch.max.bytes", "producer", KN_PROP_INT, "5242880", 1024, 5242880, NULL,
-     "Most bytes (data and partition keys) in one PutRecords call."},
+     "Most bytes (data and partition keys) in one PutRecords call; on a "
+     "stream of larger records (MaxRecordSizeInKiB) raised to the stream's "
+     "largest record when below it (a call there takes up to 10 MiB)."},
     {"linger.ms", "producer", KN_PROP_INT, "100", 0, MS_MAX, NULL,
      "Longest time a record waits for a PutRecords call to fill before it "
      "is sent; a full call goes at once."},

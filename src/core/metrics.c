@@ -29,6 +29,11 @@ static const kn_metric_def_t defs[KN_M__COUNT] = {
     [KN_M_C_BYTES] = {"kn_consumer_bytes_total", KN_MK_COUNTER, W,
                       "Payload bytes handed to the application",
                       "Statistics: `bytes`."},
+    [KN_M_C_DROPPED] = {"kn_consumer_dropped_records_total", KN_MK_COUNTER, W,
+                        "User records of KPL aggregates dropped as belonging "
+                        "to another shard's hash range (never on a stream "
+                        "whose RecordDistributionStrategy is AUTO)",
+                        "Statistics: `dropped_records`."},
     [KN_M_C_QUEUED_BATCHES] = {"kn_consumer_queued_batches", KN_MK_GAUGE, W,
                                "Batches waiting for kn_consumer_poll()",
                                "Statistics: `queued_batches`."},

@@ -31,6 +31,7 @@ typedef enum kn_metric_id {
   KN_M_C_FAILED,
   KN_M_C_RECORDS,
   KN_M_C_BYTES,
+  KN_M_C_DROPPED,
   KN_M_C_QUEUED_BATCHES,
   KN_M_C_BUFFERED_BYTES,
   KN_M_C_LEASES_HELD,

@@ -13,7 +13,7 @@
 struct kn_record_s {
   const char *data;
   size_t len;
-  const char *pkey; /* NUL-terminated */
+  const char *pkey; /* NUL-terminated; "" for a record without a key */
   const char *ehk;  /* explicit hash key (aggregates only), or NULL */
   const char *seq;  /* NUL-terminated decimal */
   uint64_t subseq;

@@ -143,15 +143,22 @@ kn_error_t *kn_decode_stream_summary(const char *body, size_t len,
   s->arn = kn_strdup0(kn_json_str(d, "StreamARN"));
   s->mode = kn_strdup0(
       kn_json_str(kn_json_obj(d, "StreamModeDetails"), "StreamMode"));
+  /* The reference names the request field of
+   * UpdateStreamRecordDistributionStrategy so; the summary is taken to
+   * answer under the same name. */
+  const char *dist = kn_json_str(d, "RecordDistributionStrategy");
+  s->distribution = kn_strdup0(dist);
   if (kn_json_epoch_ms(d, "StreamCreationTimestamp", &s->created_ms) < 0 ||
       int_member(d, "OpenShardCount", 0, &s->open_shards) ||
       int_member(d, "RetentionPeriodHours", 0, &s->retention_hours) ||
-      int_member(d, "ConsumerCount", -1, &s->consumers)) {
+      int_member(d, "ConsumerCount", -1, &s->consumers) ||
+      int_member(d, "MaxRecordSizeInKiB", 1024, &s->max_record_kib)) {
     kn_stream_summary_destroy(s);
     err = BAD(DSS, "a number member has the wrong type");
     goto out;
   }
-  if (!s->name || !s->status || (kn_json_str(d, "StreamARN") && !s->arn)) {
+  if (!s->name || !s->status || (kn_json_str(d, "StreamARN") && !s->arn) ||
+      (dist && !s->distribution)) {
     kn_stream_summary_destroy(s);
     err = NOMEM(DSS);
     goto out;

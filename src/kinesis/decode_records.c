@@ -12,7 +12,7 @@
 
 /* ---- Records ---- */
 
-enum { HAVE_DATA = 1, HAVE_KEY = 2, HAVE_SEQ = 4 };
+enum { HAVE_DATA = 1, HAVE_SEQ = 4 };
 
 static int parse_record(kn_jscan_t *js, kn_batch_t *b) {
   const char *start = js->p;
@@ -40,9 +40,15 @@ static int parse_record(kn_jscan_t *js, kn_batch_t *b) {
       r->len = done / 4 * 3 + (size_t)m;
       have |= HAVE_DATA;
     } else if (KN_JS_KEY_IS(k, kn, "PartitionKey")) {
-      if (kn_js_cstr(js, &s, &n)) return -1;
-      r->pkey = s;
-      have |= HAVE_KEY;
+      /* null or absent: a record written without a key to a stream whose
+       * service picks the shard. */
+      if (kn_js_null(js, &isnull)) {
+        if (isnull) return -1;
+      } else if (kn_js_cstr(js, &s, &n)) {
+        return -1;
+      } else {
+        r->pkey = s;
+      }
     } else if (KN_JS_KEY_IS(k, kn, "SequenceNumber")) {
       const char *at = js->p;
       if (kn_js_cstr(js, &s, &n)) return -1;
@@ -62,11 +68,11 @@ static int parse_record(kn_jscan_t *js, kn_batch_t *b) {
   }
   js->depth--;
   if (rc < 0) return -1;
-  if (have != (HAVE_DATA | HAVE_KEY | HAVE_SEQ))
+  if (have != (HAVE_DATA | HAVE_SEQ))
     return kn_js_fail(js, start,
-                      !(have & HAVE_DATA)  ? "record without Data"
-                      : !(have & HAVE_KEY) ? "record without PartitionKey"
-                                           : "record without SequenceNumber");
+                      !(have & HAVE_DATA) ? "record without Data"
+                                          : "record without SequenceNumber");
+  if (!r->pkey) r->pkey = "";
   b->bytes += r->len;
   return 0;
 }

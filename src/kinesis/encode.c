@@ -107,7 +107,8 @@ int kn_enc_stream(kn_buf_t *b, const char *stream) {
   return jw_end(&w);
 }
 
-int kn_enc_create_stream(kn_buf_t *b, const char *stream, int shard_count) {
+int kn_enc_create_stream(kn_buf_t *b, const char *stream, int shard_count,
+                         int max_record_kib) {
   jw_t w;
   jw_begin(&w, b);
   jw_str(&w, "StreamName", stream);
@@ -115,6 +116,7 @@ int kn_enc_create_stream(kn_buf_t *b, const char *stream, int shard_count) {
     jw_int(&w, "ShardCount", shard_count);
   else
     jw_raw(&w, "StreamModeDetails", "{\"StreamMode\":\"ON_DEMAND\"}");
+  if (max_record_kib) jw_int(&w, "MaxRecordSizeInKiB", max_record_kib);
   return jw_end(&w);
 }
 
@@ -242,10 +244,11 @@ int kn_enc_put_records_begin(kn_buf_t *b, const char *stream) {
 
 int kn_enc_put_records_entry(kn_buf_t *b, int first, const kn_put_entry_t *e) {
   const char *pk = e->partition_key ? e->partition_key : "";
+  /* No key: a record of a stream whose service picks the shard. */
   if (kn_buf_append_str(b, first ? "{" : ",{") ||
       put_data(b, e->data, e->len) ||
-      kn_buf_append_str(b, ",\"PartitionKey\":") ||
-      kn_buf_append_json_str(b, pk, strlen(pk)))
+      (*pk && (kn_buf_append_str(b, ",\"PartitionKey\":") ||
+               kn_buf_append_json_str(b, pk, strlen(pk)))))
     return -1;
   if (e->explicit_hash_key &&
       (kn_buf_append_str(b, ",\"ExplicitHashKey\":") ||

@@ -15,7 +15,9 @@
 
 int kn_enc_stream(kn_buf_t *b, const char *stream);
 /* shard_count 0: an on-demand stream. */
-int kn_enc_create_stream(kn_buf_t *b, const char *stream, int shard_count);
+/* max_record_kib 0: not sent (the service's default). */
+int kn_enc_create_stream(kn_buf_t *b, const char *stream, int shard_count,
+                         int max_record_kib);
 int kn_enc_delete_stream(kn_buf_t *b, const char *stream, int enforce);
 int kn_enc_list_streams(kn_buf_t *b, const char *exclusive_start,
                         const char *next_token);

@@ -59,6 +59,12 @@ int kn_stream_summary_retention_hours(const kn_stream_summary_t *s) {
 int kn_stream_summary_consumers(const kn_stream_summary_t *s) {
   return s->consumers;
 }
+int kn_stream_summary_max_record_kib(const kn_stream_summary_t *s) {
+  return s->max_record_kib;
+}
+const char *kn_stream_summary_distribution(const kn_stream_summary_t *s) {
+  return s->distribution;
+}
 
 void kn_stream_summary_destroy(kn_stream_summary_t *s) {
   if (!s) return;
@@ -66,6 +72,7 @@ void kn_stream_summary_destroy(kn_stream_summary_t *s) {
   free(s->arn);
   free(s->status);
   free(s->mode);
+  free(s->distribution);
   free(s);
 }
 

@@ -25,6 +25,8 @@ struct kn_stream_summary_s {
   int open_shards;
   int retention_hours;
   int consumers;      /* -1 unknown */
+  int max_record_kib; /* 1024 when not said */
+  char *distribution; /* NULL when not said */
   int64_t created_ms; /* 0 unknown */
 };
 

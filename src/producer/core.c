@@ -28,7 +28,8 @@ struct kn_pcore {
   kn_pshard_t *retired;   /* left the map with entries still in flight */
   kn_msg_list_t unrouted; /* no map yet, or no open shard holds them */
   kn_pverify_t *verify;
-  kn_aggregator_t *agg;
+  kn_aggregator_t *agg; /* NULL: not aggregating */
+  int auto_dist;         /* the service picks the shard */
   uint64_t batch_seq;
   size_t rr; /* first shard looked at by the next take */
   size_t queued, inflight;
@@ -110,6 +111,22 @@ static kn_msg_t *dequeue(kn_pcore_t *c, kn_pshard_t *ps) {
 }
 
 /* ---- construction ---- */
+
+int kn_pcore_set_stream(kn_pcore_t *c, size_t record_max, int auto_dist) {
+  if (record_max < KN_PUT_RECORD_MAX || record_max > KN_PUT_RECORD_MAX_LARGE)
+    return -1;
+  size_t call_max =
+      record_max > KN_PUT_RECORD_MAX ? KN_PUT_MAX_BYTES_LARGE : KN_PUT_MAX_BYTES;
+  if (c->cfg.batch_max_bytes < record_max) c->cfg.batch_max_bytes = record_max;
+  if (c->cfg.batch_max_bytes > call_max) c->cfg.batch_max_bytes = call_max;
+  c->auto_dist = auto_dist;
+  if (auto_dist && c->agg) {
+    /* Aggregates exist only inside kn_pcore_take: none is lost here. */
+    kn_aggregator_destroy(c->agg);
+    c->agg = NULL;
+  }
+  return 0;
+}
 
 kn_pcore_t *kn_pcore_new(const kn_pcore_cfg_t *cfg, int64_t now_us) {
   kn_pcore_t *c = calloc(1, sizeof(*c));
@@ -695,7 +712,7 @@ int kn_pcore_done(kn_pcore_t *c, kn_pbatch_t *b, const kn_error_t *err,
       kn_msg_list_concat(&retry, &e->msgs);
     } else {
       const kn_put_result_t *r = &res->v[i];
-      int expected = strcmp(r->shard_id, ps->id) == 0;
+      int expected = c->auto_dist || strcmp(r->shard_id, ps->id) == 0;
       kn_backoff_reset(&ps->backoff);
       if (!expected) {
         /* The map is stale (a split or merge): hold the shard until a new

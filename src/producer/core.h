@@ -28,6 +28,10 @@
 #define KN_PUT_MAX_RECORDS 500
 #define KN_PUT_MAX_BYTES (5 * 1024 * 1024) /* data and keys of one call */
 #define KN_PUT_RECORD_MAX (1024 * 1024)    /* data and key of one record */
+/* On a stream of large records (MaxRecordSizeInKiB over 1,024): records up
+ * to 10 MiB, and calls too. */
+#define KN_PUT_RECORD_MAX_LARGE (10 * 1024 * 1024)
+#define KN_PUT_MAX_BYTES_LARGE (10 * 1024 * 1024)
 #define KN_PKEY_MAX_CHARS 256
 
 typedef struct kn_pcore_cfg {
@@ -104,6 +108,17 @@ void kn_pcore_add(kn_pcore_t *c, kn_msg_t *m);
 int kn_pcore_set_map(kn_pcore_t *c, kn_shard_list_t *l, int resolve_verify,
                      int64_t now_us, kn_msg_list_t *done);
 int kn_pcore_has_map(const kn_pcore_t *c);
+
+/* What DescribeStreamSummary says of the stream: its largest record (data
+ * and key, bytes: MaxRecordSizeInKiB * 1024) and whether the service picks
+ * the shard (RecordDistributionStrategy AUTO).  Calls are sized by the
+ * first (up to 10 MiB on a stream of large records, and never smaller
+ * than one record); the second stops aggregation (the service would place
+ * an aggregate anywhere, and a reader drops the records outside its
+ * shard's range) and takes a record stored on any shard as stored where it
+ * belongs.  Records bigger than the limit are the caller's to refuse.
+ * Returns 0, or -1 for a record_max out of range. */
+int kn_pcore_set_stream(kn_pcore_t *c, size_t record_max, int auto_dist);
 
 /* The next call to send now, or NULL.  flush: ignore linger.  *wake_us
  * gets when to ask again if nothing changes before (INT64_MAX: never;

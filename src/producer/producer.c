@@ -87,19 +87,22 @@ fail:
 kn_err_t kn_producer_send(kn_producer_t *kp, const char *partition_key,
                           const char *explicit_hash_key, const void *data,
                           size_t len, int flags, void *opaque) {
-  if (!kp || !partition_key || (!data && len)) return KN_ERR__INVALID_ARG;
+  if (!kp || (!data && len)) return KN_ERR__INVALID_ARG;
+  /* NULL: no key, for a stream whose service picks the shard. */
+  int keyless = !partition_key;
+  if (keyless) partition_key = "";
   size_t key_len = strlen(partition_key);
   long chars = kn_utf8_count(partition_key, key_len);
-  if (chars < 1 || chars > KN_PKEY_MAX_CHARS) return KN_ERR__INVALID_ARG;
-  if (len > KN_PUT_RECORD_MAX || key_len > KN_PUT_RECORD_MAX - len)
+  if (chars < !keyless || chars > KN_PKEY_MAX_CHARS) return KN_ERR__INVALID_ARG;
+  if (len > KN_PUT_RECORD_MAX_LARGE || key_len > KN_PUT_RECORD_MAX_LARGE - len)
     return KN_ERR__INVALID_ARG;
-  kn_u128_t hk;
+  kn_u128_t hk = kn_u128_make(0, 0);
   size_t ehk_len = 0;
   if (explicit_hash_key) {
     ehk_len = strlen(explicit_hash_key);
     if (kn_u128_parse(explicit_hash_key, ehk_len, &hk))
       return KN_ERR__INVALID_ARG;
-  } else {
+  } else if (key_len) {
     hk = kn_hashkey_of(partition_key, key_len);
   }
   kn_msg_t *m = kn_msg_new(partition_key, key_len, explicit_hash_key, ehk_len,
@@ -114,10 +117,18 @@ kn_err_t kn_producer_send(kn_producer_t *kp, const char *partition_key,
   pthread_mutex_lock(&kp->mu);
   if (kp->closing) {
     rc = KN_ERR__STATE;
+  } else if (kp->described && (len + key_len > kp->record_max ||
+                               (!key_len && !kp->auto_dist))) {
+    rc = KN_ERR__INVALID_ARG; /* checked on the I/O thread until known */
   } else if (kp->outq_records >= kp->cfg.max_records ||
              kp->outq_bytes + size > kp->cfg.max_bytes) {
     rc = KN_ERR__QUEUE_FULL;
   } else {
+    if (!key_len && !explicit_hash_key) {
+      /* Spread over the shards the producer's queues and rates. */
+      uint64_t seq = kp->keyless_seq++;
+      m->hk = kn_hashkey_of((const char *)&seq, sizeof(seq));
+    }
     kn_msg_list_push(&kp->inbound, m);
     kp->inbound_bytes += size;
     kp->outq_records++;

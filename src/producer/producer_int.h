@@ -63,6 +63,13 @@ struct kn_producer_s {
   kn_hist_t put_hist;  /* PutRecords durations (metrics) */
   kn_error_t *map_err; /* why no shard map could be listed yet */
   int map_loaded;
+  /* What DescribeStreamSummary said, set once by the I/O thread before
+   * the first record reaches the core: the largest record (data and key,
+   * bytes) and whether the service picks the shard (AUTO). */
+  int described;
+  size_t record_max;
+  int auto_dist;
+  uint64_t keyless_seq; /* spreads records without a key over the map */
 
   /* I/O thread only. */
   kn_pcore_t *core;       /* NULL once stopped */
@@ -70,6 +77,9 @@ struct kn_producer_s {
   kn_timer_t *list_timer; /* ListShards again after a failure */
   kn_pbatch_t *calls;     /* PutRecords in flight */
   int n_calls;
+  kn_call_t *describe_call;  /* DescribeStreamSummary in flight */
+  int stream_known;          /* described (the I/O thread's copy) */
+  uint64_t spread_seq;       /* AUTO: spreads records over the map */
   kn_call_t *list_call;      /* ListShards page in flight */
   kn_shard_list_t *list_acc; /* pages so far */
   char *list_token;

@@ -15,6 +15,7 @@
 #define LIST_BACKOFF_MAX_MS 5000
 
 static void start_list(kn_producer_t *kp);
+static void start_describe(kn_producer_t *kp);
 
 /* ---- reports ---- */
 
@@ -187,10 +188,30 @@ void kn_sender_kick(void *arg) { kick(arg); }
 
 void kn_sender_drain(void *arg) { kick(arg); }
 
+/* A record the stream cannot take, told apart before it reaches the core
+ * (send() checks them too once the stream is described). */
+static kn_error_t *refusal(const kn_producer_t *kp, const kn_msg_t *m) {
+  if (kn_msg_size(m) > kp->record_max)
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "stream \"%s\": a record of %zu bytes (data and "
+                        "partition key) is over the stream's "
+                        "MaxRecordSizeInKiB of %zu KiB",
+                        kp->stream, kn_msg_size(m), kp->record_max / 1024);
+  if (!m->key_len && !kp->auto_dist)
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "stream \"%s\": a record without a partition key "
+                        "needs a stream whose RecordDistributionStrategy is "
+                        "AUTO",
+                        kp->stream);
+  return NULL;
+}
+
 /* Moves the inbound queue into the core (or fails its records at once when
- * the stream cannot be listed).  Returns 0 when the producer is stopped:
+ * the stream cannot be listed).  Records wait in the inbound queue until
+ * the stream is described.  Returns 0 when the producer is stopped:
  * nothing more to do. */
 static int take_inbound(kn_producer_t *kp) {
+  if (kp->core && !kp->stream_known) return 1;
   pthread_mutex_lock(&kp->mu);
   kn_msg_list_t in = kp->inbound;
   memset(&kp->inbound, 0, sizeof(kp->inbound));
@@ -214,15 +235,89 @@ static int take_inbound(kn_producer_t *kp) {
     kn_producer_deliver(kp, &in);
     return 1;
   }
-  for (kn_msg_t *m; (m = kn_msg_list_pop(&in));) kn_pcore_add(kp->core, m);
+  kn_msg_list_t refused = {0};
+  for (kn_msg_t *m; (m = kn_msg_list_pop(&in));) {
+    if ((m->err = refusal(kp, m))) {
+      kn_msg_list_push(&refused, m);
+      continue;
+    }
+    if (kp->auto_dist) {
+      /* The service ignores keys: queues and rates go evenly over the
+       * shards, not by key. */
+      uint64_t seq = kp->spread_seq++;
+      m->hk = kn_hashkey_of((const char *)&seq, sizeof(seq));
+    }
+    kn_pcore_add(kp->core, m);
+  }
+  kn_producer_deliver(kp, &refused);
   return 1;
+}
+
+/* ---- what the stream says of itself ---- */
+
+static void on_describe(void *opaque, kn_call_result_t *res) {
+  kn_producer_t *kp = opaque;
+  kp->describe_call = NULL;
+  kn_error_t *err = res->err;
+  res->err = NULL;
+  kn_stream_summary_t *s = NULL;
+  if (!err)
+    err = kn_decode_stream_summary(res->body.p ? res->body.p : "",
+                                   res->body.len, &s);
+  size_t record_max = KN_PUT_RECORD_MAX;
+  int auto_dist = 0;
+  if (err) {
+    /* Retries of the call are spent (or it is refused): go on as for a
+     * stream of the defaults rather than hold every record. */
+    kn_warn(&kp->log, "PRODUCE",
+            "stream \"%s\": DescribeStreamSummary failed (%s): taking "
+            "records of at most 1 MiB and partition keys as placing them",
+            kp->stream, kn_error_string(err));
+    kn_error_destroy(err);
+  } else {
+    int kib = kn_stream_summary_max_record_kib(s);
+    if (kib >= KN_RECORD_KIB_MIN && kib <= KN_RECORD_KIB_MAX)
+      record_max = (size_t)kib * 1024;
+    const char *dist = kn_stream_summary_distribution(s);
+    auto_dist = dist && strcmp(dist, "AUTO") == 0;
+    kn_stream_summary_destroy(s);
+  }
+  kn_pcore_set_stream(kp->core, record_max, auto_dist);
+  if (auto_dist && kp->core_cfg.aggregate)
+    kn_log(&kp->log, KN_LOG_NOTICE, "PRODUCE",
+            "stream \"%s\" places records itself (RecordDistributionStrategy "
+            "AUTO): aggregation is off, as readers would drop aggregated "
+            "records the service puts outside their shard's range",
+            kp->stream);
+  pthread_mutex_lock(&kp->mu);
+  kp->described = 1;
+  kp->record_max = record_max;
+  kp->auto_dist = auto_dist;
+  pthread_mutex_unlock(&kp->mu);
+  kp->stream_known = 1;
+  start_list(kp);
+  kick(kp);
+}
+
+static void start_describe(kn_producer_t *kp) {
+  kn_buf_t body = KN_BUF_INIT;
+  kn_error_t *err = NULL;
+  if (kn_enc_stream(&body, kp->stream) == 0)
+    kp->describe_call = kn_svc_call(kp->svc, "DescribeStreamSummary", &body,
+                                    NULL, on_describe, kp, &err);
+  kn_buf_free(&body);
+  if (!kp->describe_call) {
+    kn_call_result_t res = {0};
+    res.err = err ? err : kn_error_new(KN_ERR__NOMEM, "out of memory");
+    on_describe(kp, &res);
+  }
 }
 
 /* ---- the shard map ---- */
 
 static void on_list_timer(void *arg) {
   kn_producer_t *kp = arg;
-  if (kp->core && !kp->list_call) start_list(kp);
+  if (kp->core && !kp->list_call && kp->stream_known) start_list(kp);
 }
 
 static void list_failed(kn_producer_t *kp, kn_error_t *err) {
@@ -336,12 +431,14 @@ void kn_sender_start(void *arg) {
     kp->core = NULL;
     return;
   }
-  start_list(kp);
+  start_describe(kp);
 }
 
 void kn_sender_stop(void *arg) {
   kn_producer_t *kp = arg;
   if (!kp->core) return;
+  kn_call_cancel(kp->describe_call);
+  kp->describe_call = NULL;
   kn_call_cancel(kp->list_call);
   kp->list_call = NULL;
   kn_shard_list_destroy(kp->list_acc);

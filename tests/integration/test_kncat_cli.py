@@ -485,7 +485,7 @@ class E2E:
         text = p.stderr.decode()
         self.assertIn("record 3 not sent", text)
         self.assertIn("record 4 not sent", text)
-        self.assertIn("1 MiB", text)
+        self.assertIn("over the stream's MaxRecordSizeInKiB of 1024 KiB", text)
         self.assertIn("3 records sent, 2 failed", text)
         recs = self.consume_json(s)
         self.assertEqual([len(self.payload(r)) for r in recs], [6, mib - 3, 6])

@@ -376,9 +376,55 @@ class Base:
             self.assertRegex(item["checkpoint"]["S"], r"^\d+$")
 
 
+def raw_call(endpoint: str, action: str, body: dict):
+    """A Kinesis call boto3 cannot make (a record without a key, the record
+    distribution strategy): the decoded answer, or None."""
+    import urllib.request
+    req = urllib.request.Request(endpoint + "/", data=json.dumps(body).encode(), headers={
+        "Content-Type": "application/x-amz-json-1.1",
+        "X-Amz-Target": "Kinesis_20131202." + action,
+        "Authorization": "AWS4-HMAC-SHA256 Credential=AKIDLAB/20260101/us-east-1/"
+                         "kinesis/aws4_request, SignedHeaders=host, Signature=00",
+        "X-Amz-Date": "20260101T000000Z"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        raw = r.read()
+        return json.loads(raw) if raw else None
+
+
 class Kinesalite(Base, unittest.TestCase):
     server_name = "kinesalite"
     retrieval = "POLLING"
+
+    def test_records_without_a_key(self):
+        """A stream whose service places records (AUTO, as the lab's limit
+        proxy emulates it): a record written without a key reaches the
+        child with "partitionKey": null."""
+        import base64
+        out = self.dir / "out"
+        out.mkdir()
+        with FaultProxy(self.server, limits={"scale": 1000}) as proxy:
+            stream = unique("mlauto", self.server_name)
+            raw_call(proxy.endpoint, "CreateStream", {
+                "StreamName": stream, "StreamModeDetails": {"StreamMode": "ON_DEMAND"}})
+            wait_for("stream active", lambda: raw_call(
+                proxy.endpoint, "DescribeStreamSummary", {"StreamName": stream})[
+                    "StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE", 30)
+            raw_call(proxy.endpoint, "UpdateStreamRecordDistributionStrategy", {
+                "StreamARN": "arn:aws:kinesis:us-east-1:000000000000:stream/" + stream,
+                "RecordDistributionStrategy": "AUTO"})
+            sent = ["n%d" % i for i in range(8)] + ["keyed"]
+            raw_call(proxy.endpoint, "PutRecords", {"StreamName": stream, "Records": [
+                dict({"Data": base64.b64encode(d.encode()).decode()},
+                     **({"PartitionKey": "k"} if d == "keyed" else {})) for d in sent]})
+            env = self.env(ML_OUT=out)
+            env["AWS_ENDPOINT_URL_KINESIS"] = proxy.endpoint
+            exe = f"{sys.executable} {HERE / 'ml_raw.py'}"
+            d = self.start(env, self.props(stream, unique("mlauto", "app"), exe), "auto")
+            wait_for("every record processed", lambda: set(sent) <= {
+                r["data"] for r in read_jsonl(f"{out}/rec-*")}, TIMEOUT)
+            self.assertEqual(d.stop(), 0, d.stderr())
+        keys = {r["data"]: r["key"] for r in read_jsonl(f"{out}/rec-*")}
+        self.assertEqual(keys, dict({"n%d" % i: None for i in range(8)}, keyed="k"))
 
     def test_failing_processor_and_bad_file(self):
         stream = self.create(1)

@@ -24,6 +24,10 @@ What AWS documents, and how it is modelled here (MiB = 2**20 bytes):
                  second of rate; a record that does not fit both is
                  refused with a per-record
                  ProvisionedThroughputExceededException and costs nothing.
+                 A record larger than the byte bucket (a large record)
+                 is taken on a full bucket and leaves it in debt (the
+                 reference says only that per-shard limits are
+                 unchanged).
   SubscribeToShard  2 MiB/s per shard per consumer: events are delivered
                  no faster, each event's data a debt as for GetRecords.
 
@@ -148,7 +152,11 @@ class WriteMeter:
         at `now`; if so its cost is taken."""
         self.bytes.refill(now)
         self.records.refill(now)
-        if self.bytes.tokens < nbytes or self.records.tokens < 1:
+        # A record larger than a second of rate (a large record, up to
+        # 10 MiB) goes through on a full bucket and leaves it in debt: the
+        # shard's rate holds over time, and such a record is not refused
+        # for ever.
+        if self.bytes.tokens < min(nbytes, self.bytes.capacity) or self.records.tokens < 1:
             return False
         self.bytes.tokens -= nbytes
         self.records.tokens -= 1

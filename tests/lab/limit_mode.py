@@ -24,6 +24,9 @@ request is for and answers as the service would:
                     backlog: each continues after its last record and,
                     but for the last, is behind the tip
 
+Stream settings the servers do not know (MaxRecordSizeInKiB, the AUTO
+record distribution) are emulated too: see stream_features.py.
+
 Requests that are not understood (no JSON, an unknown iterator) pass
 through unlimited and are counted under "unmapped".
 """
@@ -36,6 +39,7 @@ import json
 import threading
 import zlib
 
+import stream_features as sf
 from kinesis_limits import (EventPacer, Limits, ReadMeter, ShardMap,
                             WriteMeter, base64_len, hash_key)
 
@@ -74,6 +78,7 @@ class LimitEnforcer:
         self._lock = threading.Lock()
         self._stats: dict = {}
         self._shards: dict = {}   # (action, stream, shard) -> counts
+        self.settings = sf.StreamSettings()
 
     # -- statistics
 
@@ -134,6 +139,19 @@ class LimitEnforcer:
             if action in ("GetRecords", "PutRecords", "PutRecord", "SubscribeToShard"):
                 self.count("unmapped", calls=1)
             return None
+        if action == "CreateStream":
+            return await self._create_stream(data, request, entry, writer, upstream)
+        if action == "UpdateMaxRecordSize":
+            return await self._update_max_record_size(data, request, entry, writer,
+                                                      upstream)
+        if action == "UpdateStreamRecordDistributionStrategy":
+            return await self._update_strategy(data, request, entry, writer, upstream)
+        if action == "DescribeStreamSummary":
+            status, response, raw = await self._forward(request, request.body, entry,
+                                                        upstream)
+            if status == 200:
+                raw = sf.describe_summary(self.settings, _stream_of(data), raw)
+            return await self._reply(writer, entry, status, response, raw)
         if action == "GetShardIterator":
             return await self._get_shard_iterator(data, request, entry, writer, upstream)
         if action == "GetRecords":
@@ -153,6 +171,98 @@ class LimitEnforcer:
 
     async def _reply(self, writer, entry, status, response, raw):
         return await self.fp._send(writer, entry, status, self.fp._end_to_end(response), raw)
+
+    async def _refuse(self, request, entry, writer, kind: str, message: str):
+        entry.fault = "limit"
+        return await self.fp._send(writer, entry, 400,
+                                   [("Content-Type", self.fp._json_type(request))],
+                                   sf.error_body(kind, message))
+
+    async def _call(self, request, action: str, body: dict):
+        """Another Kinesis call to the target, on its own connection:
+        (status, body)."""
+        conn = self.fp._Upstream(*self.target)
+        try:
+            headers = [(k, v) for k, v in request.headers
+                       if k.lower() not in ("x-amz-target", "content-length")]
+            headers.append(("X-Amz-Target", "Kinesis_20131202." + action))
+            message = self.fp._Message(request.start, headers)
+            status, _, _, pieces = await conn.exchange(message, json.dumps(body).encode())
+            raw = b"".join([p async for p in pieces])
+            conn.done()
+            return status, raw
+        finally:
+            conn.close()
+
+    # -- stream settings (stream_features.py)
+
+    async def _create_stream(self, data, request, entry, writer, upstream):
+        stream = data.get("StreamName")
+        kib = data.get("MaxRecordSizeInKiB")
+        if kib is not None and not (isinstance(kib, int)
+                                    and sf.KIB_MIN <= kib <= sf.KIB_MAX):
+            return await self._refuse(request, entry, writer, "ValidationException",
+                                      f"MaxRecordSizeInKiB {kib} is not between "
+                                      f"{sf.KIB_MIN} and {sf.KIB_MAX}.")
+        mode = (data.get("StreamModeDetails") or {}).get("StreamMode")
+        status, response, raw = await self._forward(request, request.body, entry, upstream)
+        if status != 200 and mode == "ON_DEMAND" and "ShardCount" not in data:
+            # kinesalite knows no modes and wants a shard count.
+            body = dict(data, ShardCount=sf.ON_DEMAND_SHARDS)
+            body.pop("StreamModeDetails", None)
+            status, response, raw = await self._forward(
+                request, json.dumps(body).encode(), entry, upstream)
+        if status == 200 and stream:
+            if kib is not None:
+                self.settings.max_kib[stream] = kib
+            if mode:
+                self.settings.mode[stream] = mode
+        return await self._reply(writer, entry, status, response, raw)
+
+    async def _update_max_record_size(self, data, request, entry, writer, upstream):
+        stream = _stream_of(data)
+        kib = data.get("MaxRecordSizeInKiB")
+        if not (isinstance(kib, int) and sf.KIB_MIN <= kib <= sf.KIB_MAX):
+            return await self._refuse(request, entry, writer, "ValidationException",
+                                      f"MaxRecordSizeInKiB {kib} is not between "
+                                      f"{sf.KIB_MIN} and {sf.KIB_MAX}.")
+        status, response, raw = await self._forward(request, request.body, entry, upstream)
+        if status != 200 and b"UnknownOperation" in raw and stream:
+            # kinesalite: answered here once the stream is known to exist.
+            status, raw = await self._call(request, "DescribeStreamSummary",
+                                           {"StreamName": stream})
+            if status != 200:
+                return await self._reply(writer, entry, status, response, raw)
+        if status != 200:
+            return await self._reply(writer, entry, status, response, raw)
+        self.settings.max_kib[stream] = kib
+        return await self.fp._send(writer, entry, 200,
+                                   [("Content-Type", self.fp._json_type(request))], b"")
+
+    async def _update_strategy(self, data, request, entry, writer, upstream):
+        arn = data.get("StreamARN")
+        strategy = data.get("RecordDistributionStrategy")
+        if not arn:
+            return await self._refuse(request, entry, writer, "ValidationException",
+                                      "StreamARN is required.")
+        if strategy not in ("AUTO", "USER_PARTITION_KEY"):
+            return await self._refuse(request, entry, writer, "ValidationException",
+                                      f"RecordDistributionStrategy {strategy!r} is not "
+                                      "one of AUTO, USER_PARTITION_KEY.")
+        stream = _stream_of(data)
+        status, raw = await self._call(request, "DescribeStreamSummary",
+                                       {"StreamName": stream})
+        if status != 200:
+            entry.fault = "limit"
+            return await self.fp._send(writer, entry, status,
+                                       [("Content-Type", self.fp._json_type(request))], raw)
+        if strategy == "AUTO" and sf.stream_mode(self.settings, stream, raw) != "ON_DEMAND":
+            return await self._refuse(request, entry, writer, "InvalidArgumentException",
+                                      "RecordDistributionStrategy AUTO requires a "
+                                      "stream in ON_DEMAND capacity mode.")
+        self.settings.strategy[stream] = strategy
+        return await self.fp._send(writer, entry, 200,
+                                   [("Content-Type", self.fp._json_type(request))], b"")
 
     async def _throttle(self, request, entry, writer, what: str):
         body = json.dumps({"__type": PTE, "message": f"Rate exceeded for {what} "
@@ -221,6 +331,8 @@ class LimitEnforcer:
             self.count_shard("GetRecords", key, admitted, nbytes, len(records))
             if result is not None:
                 self._remember(result.get("NextShardIterator"), key)
+                if sf.strip_no_key(records):
+                    raw = json.dumps(result).encode()
         return await self._reply(writer, entry, status, response, raw)
 
     # -- writes
@@ -262,13 +374,24 @@ class LimitEnforcer:
         if not stream or not isinstance(records, list):
             self.count("unmapped", calls=1)
             return None
+        whole, refused = sf.check_put(self.settings, stream, action, data, records)
+        if whole:
+            self.count(action, calls=1, refused=1)
+            return await self._refuse(request, entry, writer, *whole)
         smap = await self._shard_map(stream, request, refresh=False)
         if smap is None:
             self.count("unmapped", calls=1)
             return None
+        if self.settings.auto(stream) and smap.ranges:
+            for r in records:
+                if isinstance(r, dict):
+                    sf.place(self.settings, stream, smap, r)
+            request.body = json.dumps(data).encode()
         now = self.clock()
-        refused, admitted_bytes = {}, 0
+        admitted_bytes = 0
         for i, r in enumerate(records):
+            if i in refused:
+                continue
             try:
                 where = hash_key(r["PartitionKey"], r.get("ExplicitHashKey"))
             except (KeyError, TypeError, ValueError):
@@ -287,14 +410,17 @@ class LimitEnforcer:
                 admitted_bytes += size
                 self.count_shard("PutRecords", (stream, shard), now, size, 1)
             else:
-                refused[i] = shard
+                refused[i] = (PTE, f"Rate exceeded for shard {shard} in stream "
+                              f"{stream} under account {ACCOUNT}.")
                 self.count_shard("PutRecords", (stream, shard), now, throttled=1)
-        self.count(action, calls=1, throttled=len(refused),
+        self.count(action, calls=1, throttled=sum(v[0] == PTE for v in refused.values()),
                    records=len(records) - len(refused), bytes=admitted_bytes)
         if action == "PutRecord":
             if refused:
-                return await self._throttle(request, entry, writer,
-                                            f"shard {refused[0]} in stream {stream}")
+                entry.fault = "limit"
+                return await self.fp._send(writer, entry, 400,
+                                           [("Content-Type", self.fp._json_type(request))],
+                                           sf.error_body(*refused[0]))
             return None
         if not refused:
             return None
@@ -312,13 +438,11 @@ class LimitEnforcer:
         merged = []
         for i in range(len(records)):
             if i in refused:
-                merged.append({"ErrorCode": PTE, "ErrorMessage":
-                               f"Rate exceeded for shard {refused[i]} in stream "
-                               f"{stream} under account {ACCOUNT}."})
+                merged.append({"ErrorCode": refused[i][0], "ErrorMessage": refused[i][1]})
             else:
                 merged.append(next(answers))
         result["Records"] = merged
-        result["FailedRecordCount"] = sum("ErrorCode" in r for r in merged)
+        result["FailedRecordCount"] = sum(bool(r.get("ErrorCode")) for r in merged)
         return await self.fp._send(writer, entry, 200,
                                    [("Content-Type", self.fp._json_type(request))],
                                    json.dumps(result).encode())
@@ -337,6 +461,7 @@ class LimitEnforcer:
 
         def events(piece: bytes):
             for message in splitter.feed(piece):
+                message = _strip_no_key(message)
                 records = _event_records(message)
                 if records is None or _data_bytes(records) <= most:
                     yield message
@@ -400,6 +525,17 @@ def split_event(message: bytes, most: int) -> list:
                      "MillisBehindLatest": max(1000, payload.get("MillisBehindLatest") or 0)}
         out.append(_event_message(headers, json.dumps(event).encode()))
     return out
+
+
+def _strip_no_key(message: bytes) -> bytes:
+    """An event whose records carry the placeholder of a missing partition
+    key, rebuilt without it."""
+    if sf.NO_KEY.encode() not in message or _event_records(message) is None:
+        return message
+    headers_len = int.from_bytes(message[4:8], "big")
+    payload = _json_or_none(message[12 + headers_len:-4]) or {}
+    sf.strip_no_key(payload.get("Records") or [])
+    return _event_message(message[12:12 + headers_len], json.dumps(payload).encode())
 
 
 def _json_or_none(raw: bytes):

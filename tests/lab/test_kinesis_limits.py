@@ -127,6 +127,13 @@ class WriteMeterTest(unittest.TestCase):
         self.assertFalse(m.admit(100, 0.0))
         self.assertTrue(m.admit(10, 0.0))
 
+    def test_large_record_on_a_full_bucket_leaves_debt(self):
+        m = WriteMeter(Limits(), 0.0)
+        self.assertTrue(m.admit(3 * MIB, 0.0))   # over a second of rate
+        self.assertFalse(m.admit(1, 1.0))        # 2 MiB of debt at 1 MiB/s
+        self.assertFalse(m.admit(3 * MIB, 2.5))  # the bucket is not full
+        self.assertTrue(m.admit(3 * MIB, 3.0))
+
 
 class EventPacerTest(unittest.TestCase):
     def test_paces_to_the_rate(self):

@@ -495,11 +495,8 @@ static void test_malformed(void) {
       "{\"Records\":[[]]}",
       "{\"Records\":[{}]}",
       "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"SequenceNumber\":\"1\"}]}",
       "{\"Records\":[{\"PartitionKey\":\"k\",\"SequenceNumber\":\"1\"}]}",
       "{\"Records\":[{\"Data\":null,\"PartitionKey\":\"k\",\"SequenceNumber\":"
-      "\"1\"}]}",
-      "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":null,\"SequenceNumber\":"
       "\"1\"}]}",
       "{\"Records\":[{\"Data\":\"\",\"PartitionKey\":\"k\",\"SequenceNumber\":"
       "null}]}",
@@ -815,8 +812,28 @@ static void test_long_data(void) {
   free(data);
 }
 
+/* A stream whose service picks the shard (RecordDistributionStrategy
+ * AUTO) answers records written without a key with no PartitionKey, or
+ * null: the record reads with the empty key. */
+static void test_no_partition_key(void) {
+  const char *body =
+      "{\"Records\":[{\"Data\":\"aGk=\",\"SequenceNumber\":\"" SEQ1
+      "\"},{\"Data\":\"\",\"PartitionKey\":null,\"SequenceNumber\":\"" SEQ2
+      "\"}]}";
+  kn_batch_t *b;
+  kn_error_t *e = decode(body, &b);
+  KT_REQUIRE(e == NULL, fprintf(stderr, "  %s\n", kn_error_string(e)),
+             kn_error_destroy(e), kn_batch_destroy(b));
+  KT_REQUIRE(kn_batch_count(b) == 2, kn_batch_destroy(b));
+  KT_CHECK(data_is(kn_batch_record(b, 0), "hi", 2));
+  KT_CHECK_STR(kn_record_partition_key(kn_batch_record(b, 0)), "");
+  KT_CHECK_STR(kn_record_partition_key(kn_batch_record(b, 1)), "");
+  kn_batch_destroy(b);
+}
+
 int main(void) {
   KT_RUN(test_kinesalite);
+  KT_RUN(test_no_partition_key);
   KT_RUN(test_binary_and_escaped_key);
   KT_RUN(test_kinesis_local);
   KT_RUN(test_aws_doc_example);

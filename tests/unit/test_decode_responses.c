@@ -192,8 +192,20 @@ static void test_stream_summary(void) {
   KT_CHECK_STR(kn_stream_summary_status(s), "CREATING");
   KT_CHECK_INT(kn_stream_summary_consumers(s), -1);
   KT_CHECK_INT(s->created_ms, 1795971595885);
+  KT_CHECK_INT(kn_stream_summary_max_record_kib(s), 1024); /* null */
+  KT_CHECK(kn_stream_summary_distribution(s) == NULL);
   kn_stream_summary_destroy(s);
   kn_stream_summary_destroy(NULL);
+
+  /* A stream of large records whose service picks the shard. */
+  const char *big =
+      "{\"StreamDescriptionSummary\":{\"StreamName\":\"s\",\"StreamStatus\":"
+      "\"ACTIVE\",\"StreamModeDetails\":{\"StreamMode\":\"ON_DEMAND\"},"
+      "\"MaxRecordSizeInKiB\":10240,\"RecordDistributionStrategy\":\"AUTO\"}}";
+  KT_CHECK_OK(kn_decode_stream_summary(big, strlen(big), &s));
+  KT_CHECK_INT(kn_stream_summary_max_record_kib(s), 10240);
+  KT_CHECK_STR(kn_stream_summary_distribution(s), "AUTO");
+  kn_stream_summary_destroy(s);
 
   KT_CHECK(is_bad(kn_decode_stream_summary("{}", 2, &s)));
   KT_CHECK(s == NULL);

@@ -27,10 +27,15 @@ static void test_stream_naming(void) {
   KT_CHECK(kn_enc_stream(&b, "arn:aws:kinesis:us-east-1:1:stream/s") == 0);
   KT_CHECK_STR(b.p, "{\"StreamARN\":\"arn:aws:kinesis:us-east-1:1:stream/s\"}");
   kn_buf_reset(&b);
-  KT_CHECK(kn_enc_create_stream(&b, "s", 3) == 0);
+  KT_CHECK(kn_enc_create_stream(&b, "s", 3, 0) == 0);
   KT_CHECK_STR(b.p, "{\"StreamName\":\"s\",\"ShardCount\":3}");
   kn_buf_reset(&b);
-  KT_CHECK(kn_enc_create_stream(&b, "s", 0) == 0);
+  KT_CHECK(kn_enc_create_stream(&b, "s", 3, 10240) == 0);
+  KT_CHECK_STR(b.p,
+               "{\"StreamName\":\"s\",\"ShardCount\":3,"
+               "\"MaxRecordSizeInKiB\":10240}");
+  kn_buf_reset(&b);
+  KT_CHECK(kn_enc_create_stream(&b, "s", 0, 0) == 0);
   json_t *d = parse(&b);
   KT_CHECK_STR(sub(d, "StreamModeDetails", "StreamMode"), "ON_DEMAND");
   json_decref(d);

@@ -96,6 +96,12 @@ static void test_golden_out(void) {
   kc_ml_enc_record(&b, 1, &r5);
   kc_ml_enc_records_end(&b, 0);
   KT_CHECK(strstr(take(&b), "\"partitionKey\":\"a\\ufffdb\"") != NULL);
+  /* No key (a stream that places records itself): null, as the KCL's. */
+  kc_ml_rec_t r6 = {"x", 1, NULL, "1", 0, 5};
+  kc_ml_enc_records_begin(&b);
+  kc_ml_enc_record(&b, 1, &r6);
+  kc_ml_enc_records_end(&b, 0);
+  KT_CHECK(strstr(take(&b), "\"partitionKey\":null,") != NULL);
 
   kc_ml_enc_action(&b, "leaseLost");
   KT_CHECK_STR(take(&b), "{\"action\":\"leaseLost\"}\n");

@@ -301,6 +301,9 @@ static void test_json_record(void) {
   KT_CHECK(kc_out_json_record(&o, prefix, plen, &b) == 0);
   kc_json_rec_t e = {"2", 0, "bad\xff", 0, "", 0};
   KT_CHECK(kc_out_json_record(&o, prefix, plen, &e) == 0);
+  /* No key: a record of a stream that places records itself. */
+  kc_json_rec_t nk = {"3", 0, "", 6, "x", 1};
+  KT_CHECK(kc_out_json_record(&o, prefix, plen, &nk) == 0);
   KT_CHECK(kc_out_raw_record(&o, "key", "\t", 1, "a\0b", 3, "\n", 1) == 0);
   KT_CHECK(kc_out_raw_record(&o, NULL, NULL, 0, "x", 1, "--", 2) == 0);
   KT_CHECK(kc_out_flush(&o) == 0);
@@ -317,6 +320,8 @@ static void test_json_record(void) {
       "\"subseq\":0,\"key\":\"k\",\"ts\":5,\"data_b64\":\"/wAB\"}\n"
       "{\"stream\":\"s\\\"1\",\"shard\":\"shardId-000000000000\",\"seq\":\"2\","
       "\"subseq\":0,\"key\":\"bad\xEF\xBF\xBD\",\"ts\":0,\"data\":\"\"}\n"
+      "{\"stream\":\"s\\\"1\",\"shard\":\"shardId-000000000000\",\"seq\":\"3\","
+      "\"subseq\":0,\"key\":null,\"ts\":6,\"data\":\"x\"}\n"
       "key\ta\0b\nx--";
   KT_CHECK_INT(n, sizeof(want) - 1);
   KT_CHECK(!memcmp(got, want, sizeof(want) - 1));

@@ -76,9 +76,12 @@ static void test_args_and_queue_full(void) {
       kn_producer_send(kp, "k", "340282366920938463463374607431768211456", "x",
                        1, 0, NULL),
       KN_ERR__INVALID_ARG);
-  /* 1 MiB counts the key. */
-  KT_CHECK_INT(kn_producer_send(kp, "k", NULL, big, sizeof(big), 0, NULL),
-               KN_ERR__INVALID_ARG);
+  /* 10 MiB, the most any stream takes, counts the key. */
+  char *huge = malloc(10 * 1024 * 1024);
+  KT_CHECK_INT(
+      kn_producer_send(kp, "k", NULL, huge, 10 * 1024 * 1024, 0, NULL),
+      KN_ERR__INVALID_ARG);
+  free(huge);
   KT_CHECK_INT(
       kn_producer_send(kp, "k", "340282366920938463463374607431768211455", big,
                        sizeof(big) - 1, KN_MSG_F_NOCOPY, NULL),
@@ -106,6 +109,43 @@ static void test_args_and_queue_full(void) {
   kn_producer_destroy(kp);
   KT_CHECK_INT(seen.n, 5);
   KT_CHECK_INT(seen.destroyed, 5);
+  kn_conf_destroy(c);
+}
+
+/* Over the stream's limit (here 1 MiB: DescribeStreamSummary cannot be
+ * asked, so the default): refused at send once the stream is described,
+ * else in the record's report, with the limit named. */
+static void test_record_over_the_stream_limit(void) {
+  seen_t seen = {0};
+  kn_conf_t *c = conf_for(&seen, "60000");
+  char err[256];
+  kn_producer_t *kp = kn_producer_new(c, err, sizeof(err));
+  KT_CHECK_MSG(kp != NULL, "%s", err);
+  if (!kp) {
+    kn_conf_destroy(c);
+    return;
+  }
+  static char big[1024 * 1024];
+  seen_t *s = &seen;
+  kn_err_t rc = kn_producer_send(kp, "k", NULL, big, sizeof(big), 0, s);
+  if (rc == KN_ERR_NO_ERROR) {
+    for (int i = 0; i < 100 && !seen.n; i++) kn_producer_poll(kp, 100);
+    KT_CHECK_INT(seen.n, 1);
+    KT_CHECK_INT(seen.failed, 1);
+    KT_CHECK_INT(seen.timed_out + seen.destroyed, 0);
+  } else {
+    KT_CHECK_INT(rc, KN_ERR__INVALID_ARG);
+  }
+  /* A record without a key needs an AUTO stream. */
+  rc = kn_producer_send(kp, NULL, NULL, "x", 1, 0, s);
+  if (rc == KN_ERR_NO_ERROR) {
+    int before = seen.n;
+    for (int i = 0; i < 100 && seen.n == before; i++) kn_producer_poll(kp, 100);
+    KT_CHECK_INT(seen.failed, before + 1);
+  } else {
+    KT_CHECK_INT(rc, KN_ERR__INVALID_ARG);
+  }
+  kn_producer_destroy(kp);
   kn_conf_destroy(c);
 }
 
@@ -160,6 +200,7 @@ static void test_new_needs_stream(void) {
 int main(void) {
   KT_RUN(test_new_needs_stream);
   KT_RUN(test_args_and_queue_full);
+  KT_RUN(test_record_over_the_stream_limit);
   KT_RUN(test_ttl_reports);
   return KT_DONE();
 }

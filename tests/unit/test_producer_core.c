@@ -705,6 +705,86 @@ static void test_wrong_shard(void) {
   kn_pcore_destroy(c, NULL);
 }
 
+/* ---- what the stream says of itself ---- */
+
+/* A stream of 10 MiB records: calls of up to 10 MiB, a record bigger than
+ * an aggregate goes out alone, next to the aggregates. */
+static void test_large_records(void) {
+  kn_pcore_cfg_t cfg = base_cfg();
+  cfg.aggregate = 1;
+  kn_pcore_t *c = kn_pcore_new(&cfg, 0);
+  KT_REQUIRE(c != NULL);
+  kn_msg_list_t done = {0};
+  kn_pcore_set_map(c, even_shards(1), 1, 0, &done);
+  KT_CHECK_INT(kn_pcore_set_stream(c, KN_PUT_RECORD_MAX_LARGE, 0), 0);
+  size_t len = 3 * 1024 * 1024;
+  char *big = calloc(1, len);
+  for (int i = 0; i < 5; i++) {
+    char key[8];
+    snprintf(key, sizeof(key), "b%d", i);
+    kn_pcore_add(c, msg_at(key, big, len, 0));
+    kn_pcore_add(c, msg_at("small", "s", 1, 0));
+  }
+  int64_t wake;
+  size_t calls = 0, big_entries = 0;
+  for (kn_pbatch_t *b; (b = kn_pcore_take(c, 0, 1, &wake, &done));) {
+    calls++;
+    KT_CHECK(b->bytes <= KN_PUT_MAX_BYTES_LARGE);
+    for (size_t i = 0; i < b->n; i++)
+      big_entries += b->e[i].msgs.n == 1 && !b->e[i].aggregated &&
+                     b->e[i].msgs.head->len == len;
+    done_ok(c, b, NULL, NULL, 0, &done);
+  }
+  KT_CHECK_INT(big_entries, 5);
+  KT_CHECK_INT(calls, 2); /* three of 3 MiB fill a call of 10 MiB */
+  KT_CHECK_INT(free_list(&done), 10);
+  free(big);
+  kn_pcore_destroy(c, NULL);
+}
+
+/* A stream whose service picks the shard (AUTO): no aggregates, a record
+ * stored on another shard than predicted is no news, a record without a
+ * key goes without PartitionKey. */
+static void test_auto_distribution(void) {
+  kn_pcore_cfg_t cfg = base_cfg();
+  cfg.aggregate = 1;
+  kn_pcore_t *c = kn_pcore_new(&cfg, 0);
+  KT_REQUIRE(c != NULL);
+  kn_msg_list_t done = {0};
+  kn_pcore_set_map(c, even_shards(2), 1, 0, &done);
+  KT_CHECK_INT(kn_pcore_set_stream(c, KN_PUT_RECORD_MAX, 1), 0);
+  for (int i = 0; i < 10; i++) {
+    char key[8];
+    snprintf(key, sizeof(key), "k%d", i);
+    kn_pcore_add(c, msg_at(key, "x", 1, 0));
+  }
+  kn_pcore_add(c, msg_at("", "y", 1, 0));
+  int64_t wake;
+  kn_pbatch_t *b = kn_pcore_take(c, 0, 1, &wake, &done);
+  KT_REQUIRE(b != NULL, free_list(&done), kn_pcore_destroy(c, NULL));
+  KT_CHECK_INT(b->n, 11);
+  KT_CHECK_INT(b->n_msgs, 11);
+  json_t *recs = records_of(b);
+  size_t keyless = 0;
+  for (size_t i = 0; i < json_array_size(recs); i++)
+    keyless += !json_object_get(json_array_get(recs, i), "PartitionKey");
+  json_decref(recs);
+  KT_CHECK_INT(keyless, 1);
+  /* All stored on one shard, whatever was predicted. */
+  KT_CHECK_INT(done_ok(c, b, "shardId-000000000001", NULL, 0, &done), 0);
+  KT_CHECK_INT(done.n, 11);
+  for (kn_msg_t *m = done.head; m; m = m->next)
+    KT_CHECK_STR(m->shard_id, "shardId-000000000001");
+  free_list(&done);
+  /* Nothing is held. */
+  kn_pcore_add(c, msg_at("k0", "z", 1, 0));
+  b = kn_pcore_take(c, 0, 1, &wake, &done);
+  KT_CHECK(b != NULL);
+  if (b) done_ok(c, b, "shardId-000000000000", NULL, 0, &done);
+  KT_CHECK_INT(free_list(&done), 1);
+  kn_pcore_destroy(c, NULL);
+}
+
 /* ---- strict order ---- */
 
 static void test_strict(void) {
@@ -783,5 +863,7 @@ int main(void) {
   KT_RUN(test_wrong_shard);
   KT_RUN(test_strict);
   KT_RUN(test_one_call_per_shard);
+  KT_RUN(test_large_records);
+  KT_RUN(test_auto_distribution);
   return KT_DONE();
 }

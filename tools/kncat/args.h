@@ -40,7 +40,8 @@ enum {
   KC_OPT_EFO_ARN,
   KC_OPT_METRICS,
   KC_OPT_METRICS_LINGER,
-  KC_OPT_STATE
+  KC_OPT_STATE,
+  KC_OPT_MAX_RECORD_SIZE
 };
 
 /* The global options, accepted before the command and after it. */

@@ -10,6 +10,7 @@
 typedef struct admin_opts {
   const kc_ctx_t *ctx;
   long long shards;
+  long long max_record_kib; /* 0: the service's default */
   long long timeout_s;
   int no_wait, force, json;
   const char *at;
@@ -21,6 +22,14 @@ static int on_opt(void *st, int id, const char *arg) {
     case KC_OPT_SHARDS:
       if (kc_parse_int(arg, 0, 100000, &o->shards))
         return kc_usage_error(o->ctx, "--shards needs a number, not \"%s\"",
+                              arg);
+      return KC_GO_ON;
+    case KC_OPT_MAX_RECORD_SIZE:
+      if (kc_parse_int(arg, KN_RECORD_KIB_MIN, KN_RECORD_KIB_MAX,
+                       &o->max_record_kib))
+        return kc_usage_error(o->ctx,
+                              "--max-record-size needs KiB (1024 to 10240), "
+                              "not \"%s\"",
                               arg);
       return KC_GO_ON;
     case KC_OPT_TIMEOUT:
@@ -86,6 +95,8 @@ static int wait_stream(const kc_ctx_t *ctx, kn_client_t *kc,
 /* ---- create ---- */
 
 static const kc_opt_t create_opts[] = {{KC_OPT_SHARDS, 0, "shards", 1},
+                                       {KC_OPT_MAX_RECORD_SIZE, 0,
+                                        "max-record-size", 1},
                                        {KC_OPT_NO_WAIT, 0, "no-wait", 0},
                                        {KC_OPT_TIMEOUT, 0, "timeout", 1},
                                        KC_GLOBAL_OPTS,
@@ -103,7 +114,8 @@ static int run_create(kc_ctx_t *ctx, int argc, char **argv) {
                           ops[0]);
   kn_client_t *kc = kc_client_new(ctx, NULL, &rc);
   if (!kc) return rc;
-  kn_error_t *err = kn_create_stream(kc, ops[0], (int)o.shards);
+  kn_error_t *err = kn_create_stream_sized(kc, ops[0], (int)o.shards,
+                                           (int)o.max_record_kib);
   if (err) {
     char what[300];
     snprintf(what, sizeof(what), "cannot create stream \"%s\"", ops[0]);
@@ -118,12 +130,16 @@ static int run_create(kc_ctx_t *ctx, int argc, char **argv) {
 
 const kc_command_t kc_cmd_create = {
     "create", run_create, "create a stream and wait until it is ACTIVE",
-    "kncat create STREAM [--shards N] [--no-wait] [--timeout SEC]\n",
+    "kncat create STREAM [--shards N] [--max-record-size KIB] [--no-wait]\n"
+    "             [--timeout SEC]\n",
     "\n"
     "Creates STREAM and waits until it is ACTIVE.\n"
     "\n"
     "  --shards N     number of shards (default 1); 0 creates an on-demand\n"
     "                 stream (capacity managed by the service)\n"
+    "  --max-record-size KIB  the stream's MaxRecordSizeInKiB: the largest\n"
+    "                 record (data and partition key), 1024 (the default,\n"
+    "                 1 MiB) to 10240 (10 MiB)\n"
     "  --no-wait      return as soon as the request is accepted\n"
     "  --timeout SEC  give up waiting after SEC seconds (default 300; exit "
     "1)\n"};

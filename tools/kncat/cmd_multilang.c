@@ -715,7 +715,9 @@ static int pump(shard_t *s) {
     const kn_record_t *r = kn_batch_record(b, s->stream_idx);
     kc_ml_rec_t mr;
     mr.data = kn_record_data(r, &mr.len);
-    mr.key = kn_record_partition_key(r);
+    /* No key (a stream that places records itself): null, as the
+     * MultiLangDaemon passes the KCL's absent key on. */
+    mr.key = *kn_record_partition_key(r) ? kn_record_partition_key(r) : NULL;
     mr.seq = kn_record_sequence_number(r);
     mr.subseq = kn_record_subsequence_number(r);
     mr.arrival_ms = kn_record_arrival_ms(r);

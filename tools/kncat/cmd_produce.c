@@ -20,7 +20,9 @@
 #include "signals.h"
 
 /* Limits of Kinesis. */
-#define KC_RECORD_MAX_BYTES (1024u * 1024) /* key and data of one record */
+/* Key and data of one record: the stream's MaxRecordSizeInKiB, 1 MiB by
+ * default, up to 10 MiB. */
+#define KC_RECORD_MAX_BYTES (1024u * 1024)
 #define KC_KEY_MAX_CHARS 256
 #define KC_KEY_MAX_BYTES (KC_KEY_MAX_CHARS * 4)
 
@@ -33,6 +35,8 @@ typedef struct produce {
   char delim[64], key_delim[64];
   size_t delim_len, key_delim_len;
   const char *key; /* -k */
+  size_t record_max; /* key and data of one record, as the stream says */
+  int auto_dist;     /* the service places records: keys are optional */
   int aggregate;
   const char *linger;         /* --linger MS, or NULL */
   long long rate, rate_bytes; /* --rate, --rate-bytes; 0: none */
@@ -163,9 +167,15 @@ static const char *key_problem(const char *key, size_t n) {
 }
 
 /* Checks the stream first so that a typo fails before input is read. */
-static int check_stream(kc_ctx_t *ctx, kn_client_t *kc, const char *stream) {
+static int check_stream(produce_t *p, kn_client_t *kc, const char *stream) {
+  kc_ctx_t *ctx = p->ctx;
   kn_stream_summary_t *sum = NULL;
   kn_error_t *err = kn_describe_stream_summary(kc, stream, &sum);
+  if (sum) {
+    p->record_max = (size_t)kn_stream_summary_max_record_kib(sum) * 1024;
+    const char *dist = kn_stream_summary_distribution(sum);
+    p->auto_dist = dist && strcmp(dist, "AUTO") == 0;
+  }
   kn_stream_summary_destroy(sum);
   if (!err) return KC_GO_ON;
   int rc = kc_fail(ctx, err, stream, "cannot describe the stream");
@@ -285,8 +295,10 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
     }
     recno++;
     if (r == KC_READ_TOO_LONG) {
-      failure_line(p, "record %llu not sent: %zu bytes, over the 1 MiB limit",
-                   (unsigned long long)recno, len);
+      failure_line(p,
+                   "record %llu not sent: %zu bytes, over the stream's "
+                   "MaxRecordSizeInKiB of %zu KiB",
+                   (unsigned long long)recno, len, p->record_max / 1024);
       p->not_sent++;
       continue;
     }
@@ -307,11 +319,14 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
       key = p->key;
       key_len = strlen(p->key);
     }
-    if (!key) {
+    /* On a stream whose service places records, a record without a key
+     * goes without one. */
+    int keyless = !key && p->auto_dist;
+    if (!key && !keyless) {
       key = keybuf;
       key_len = random_key(p, keybuf);
     }
-    const char *why = key_problem(key, key_len);
+    const char *why = keyless ? NULL : key_problem(key, key_len);
     if (!why && key_len > KC_KEY_MAX_BYTES) why = "is too long";
     if (why) {
       failure_line(p, "record %llu not sent: its partition key %s",
@@ -319,15 +334,16 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
       p->not_sent++;
       continue;
     }
-    if (key_len + len > KC_RECORD_MAX_BYTES) {
+    if (key_len + len > p->record_max) {
       failure_line(p,
                    "record %llu not sent: %zu bytes with its key, over the "
-                   "1 MiB limit",
-                   (unsigned long long)recno, key_len + len);
+                   "stream's MaxRecordSizeInKiB of %zu KiB",
+                   (unsigned long long)recno, key_len + len,
+                   p->record_max / 1024);
       p->not_sent++;
       continue;
     }
-    if (key != keybuf) { /* the producer wants a terminated key */
+    if (key && key != keybuf) { /* the producer wants a terminated key */
       memcpy(keybuf, key, key_len);
       keybuf[key_len] = '\0';
     }
@@ -341,7 +357,8 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
     kn_err_t rc;
     /* A mapped record stays where it is until its report. */
     int flags = from_map ? KN_MSG_F_NOCOPY : KN_MSG_F_COPY;
-    while ((rc = kn_producer_send(kp, keybuf, NULL, data, len, flags,
+    while ((rc = kn_producer_send(kp, keyless ? NULL : keybuf, NULL, data,
+                                  len, flags,
                                   (void *)(uintptr_t)recno)) ==
            KN_ERR__QUEUE_FULL) {
       /* Backpressure: the producer holds as much as it may. */
@@ -411,7 +428,8 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
    * read, with its own exit code. */
   kn_client_t *kc = kc_client_new(ctx, stream, &rc);
   if (!kc) goto out;
-  rc = check_stream(ctx, kc, stream);
+  p.record_max = KC_RECORD_MAX_BYTES;
+  rc = check_stream(&p, kc, stream);
   kn_client_destroy(kc);
   if (rc != KC_GO_ON) goto out;
 
@@ -442,14 +460,14 @@ static int run_produce(kc_ctx_t *ctx, int argc, char **argv) {
   if (ctx->metrics) kc_metrics_attach_producer(ctx->metrics, kp);
   /* A raw record holds the key, its delimiter and the payload. */
   if (kc_reader_init(&rd, fd, p.delim, p.delim_len,
-                     KC_RECORD_MAX_BYTES + p.key_delim_len)) {
+                     p.record_max + p.key_delim_len)) {
     kc_errorf(ctx, "out of memory");
     goto out;
   }
   rd.idle = on_idle;
   rd.idle_opaque = kp;
   int mapped = kc_mapped_open(&map, fd, p.delim, p.delim_len,
-                              KC_RECORD_MAX_BYTES + p.key_delim_len);
+                              p.record_max + p.key_delim_len);
   if (mapped < 0) {
     kc_errorf(ctx, "out of memory");
     goto out;
@@ -498,9 +516,9 @@ const kc_command_t kc_cmd_produce = {
     "\n"
     "Reads records from FILE (standard input when FILE is absent or \"-\")\n"
     "and writes them to STREAM through the library's producer: records are\n"
-    "collected per shard into PutRecords calls (up to 500 records or 5 MiB),\n"
-    "each shard kept under its write limits.  Input is read as a stream,\n"
-    "never whole (a regular file through a memory mapping, each part let\n"
+    "collected per shard into PutRecords calls (up to 500 records or 5 MiB;\n"
+    "10 MiB on a stream of large records), each shard kept under its write\n"
+    "limits.  Input is read as a stream, never whole (a regular file through a memory mapping, each part let\n"
     "go once its records are delivered, so they are sent without a copy),\n"
     "and may hold any bytes (NUL included).  The empty record after a final\n"
     "delimiter is not sent; an empty line elsewhere is an empty record.  A\n"
@@ -527,11 +545,16 @@ const kc_command_t kc_cmd_produce = {
     "Partition keys: without -k and -K every record gets a new random key\n"
     "(16 hex digits), which spreads records evenly over the shards; such\n"
     "records have no order between them.  Records that share a key go to\n"
-    "one shard, in input order.\n"
+    "one shard, in input order.  On a stream whose service places records\n"
+    "(RecordDistributionStrategy AUTO) a record without a key is sent\n"
+    "without one, keys given are ignored by the service, and --aggregate is\n"
+    "turned off (said once on stderr).\n"
     "\n"
     "Limits: a key is 1 to 256 characters of UTF-8; key and payload of a\n"
-    "record together at most 1 MiB.  A record over a limit is reported on\n"
-    "stderr, not sent, and counted as failed.\n"
+    "record together at most the stream's MaxRecordSizeInKiB (1 MiB unless\n"
+    "the stream was created or updated for larger records, up to 10 MiB).\n"
+    "A record over a limit is reported on stderr, not sent, and counted as\n"
+    "failed.\n"
     "\n"
     "Retries: records that the service rejects (throttling, internal\n"
     "failure) and calls that fail as a whole are sent again, only those, with\n"

@@ -428,9 +428,13 @@ int kc_out_json_record(kc_out_t *o, const char *prefix, size_t prefix_len,
   d += seq_len;
   d = LIT(d, "\",\"subseq\":");
   d = put_u64(d, r->subseq);
-  d = LIT(d, ",\"key\":\"");
-  d = put_text(d, r->key);
-  d = LIT(d, "\",\"ts\":");
+  if (*r->key) {
+    d = LIT(d, ",\"key\":\"");
+    d = put_text(d, r->key);
+    d = LIT(d, "\",\"ts\":");
+  } else { /* written without a key, to a stream that places records */
+    d = LIT(d, ",\"key\":null,\"ts\":");
+  }
   if (r->ts_ms < 0) {
     *d++ = '-';
     d = put_u64(d, (uint64_t)0 - (uint64_t)r->ts_ms);

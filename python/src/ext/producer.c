@@ -51,7 +51,8 @@ static PyObject *report_new(const kn_msg_t *m) {
                     text(kn_msg_sequence_number(m)),
                     PyLong_FromUnsignedLongLong(kn_msg_subsequence_number(m)),
                     PyBool_FromLong(kn_msg_aggregated(m)),
-                    text(kn_msg_partition_key(m)),
+                    text(*kn_msg_partition_key(m) ? kn_msg_partition_key(m)
+                                                   : NULL),
                     text(kn_msg_explicit_hash_key(m)),
                     PyLong_FromLong(kn_msg_attempts(m))};
   int ok = 1;
@@ -146,14 +147,27 @@ static PyObject *producer_produce(ProducerObject *self, PyObject *args,
                            "on_delivery", NULL};
   Py_buffer data = {0};
   const char *key = NULL, *hash_key = NULL;
-  PyObject *on_delivery = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "s*|$szO:produce", kwlist, &data,
-                                   &key, &hash_key, &on_delivery))
+  PyObject *key_obj = NULL, *on_delivery = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s*|$OzO:produce", kwlist, &data,
+                                   &key_obj, &hash_key, &on_delivery))
     return NULL;
   PyObject *out = NULL;
-  if (!key) {
+  if (!key_obj) {
     PyErr_SetString(PyExc_TypeError, "produce() needs partition_key");
     goto end;
+  }
+  /* None: no key, for a stream whose service places records (AUTO). */
+  if (key_obj != Py_None) {
+    if (!PyUnicode_Check(key_obj)) {
+      PyErr_SetString(PyExc_TypeError, "partition_key must be str or None");
+      goto end;
+    }
+    Py_ssize_t n;
+    if (!(key = PyUnicode_AsUTF8AndSize(key_obj, &n))) goto end;
+    if ((size_t)n != strlen(key)) {
+      PyErr_SetString(PyExc_ValueError, "embedded null character");
+      goto end;
+    }
   }
   if (on_delivery != Py_None && !PyCallable_Check(on_delivery)) {
     PyErr_SetString(PyExc_TypeError, "on_delivery must be callable");
@@ -173,9 +187,11 @@ static PyObject *producer_produce(ProducerObject *self, PyObject *args,
           "and produce again";
     else if (err == KN_ERR__INVALID_ARG) {
       snprintf(msg, sizeof(msg),
-               "bad record: a partition key of 1 to 256 characters, an "
-               "explicit hash key in [0, 2^128-1] and at most 1 MiB of data "
-               "and key together");
+               "bad record: a partition key of 1 to 256 characters (None "
+               "only on a stream whose RecordDistributionStrategy is AUTO), "
+               "an explicit hash key in [0, 2^128-1] and data and key "
+               "together within the stream's MaxRecordSizeInKiB (1 MiB "
+               "unless raised, at most 10 MiB)");
       why = msg;
     }
     knpy_raise(err, why);
@@ -309,7 +325,9 @@ static PyMethodDef producer_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "produce(data, *, partition_key, explicit_hash_key=None, "
      "on_delivery=None)\n\nQueues one record (data: bytes-like or str) and "
-     "returns at once.  on_delivery(err, report) runs inside a later poll, "
+     "returns at once.  partition_key None: no key, on a stream whose "
+     "RecordDistributionStrategy is AUTO.  on_delivery(err, report) runs "
+     "inside a later poll, "
      "flush or close.  KinesisError(code=ERR__QUEUE_FULL, retriable=True) "
      "when the queue is full."},
     {"poll", (PyCFunction)(void (*)(void))producer_poll,

@@ -144,7 +144,10 @@ static Py_ssize_t record_len(RecordObject *o) {
   return (Py_ssize_t)len;
 }
 static PyObject *record_key(RecordObject *o, void *c) {
-  return utf8(kn_record_partition_key(o->r));
+  /* None: written without a key (a stream whose service places records). */
+  const char *k = kn_record_partition_key(o->r);
+  if (!*k) Py_RETURN_NONE;
+  return utf8(k);
 }
 static PyObject *record_hash_key(RecordObject *o, void *c) {
   return utf8(kn_record_explicit_hash_key(o->r));
@@ -202,7 +205,8 @@ static PyGetSetDef record_getset[] = {
      "The payload as a read-only memoryview, without a copy; it keeps the "
      "batch alive.",
      NULL},
-    {"partition_key", (getter)record_key, NULL, "The partition key (str).",
+    {"partition_key", (getter)record_key, NULL, "The partition key (str), or None for a record written without one "
+     "(a stream whose RecordDistributionStrategy is AUTO).",
      NULL},
     {"explicit_hash_key", (getter)record_hash_key, NULL,
      "The explicit hash key of a user record of an aggregate, or None.", NULL},
