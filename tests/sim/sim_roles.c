@@ -32,7 +32,8 @@ static void init(rsim_t *r, const sim_opts_t *o, int readers, int rpc) {
   sim_t *s = &r->s;
   s->o = *o;
   s->rng.s = o->seed * 0x2545f4914f6cdd1dULL + 0x9e3779b97f4a7c15ULL;
-  r->rpc = rpc >= 0 ? rpc : sim_chance(&s->rng, 500);
+  int drawn = sim_chance(&s->rng, 500);
+  r->rpc = rpc >= 0 ? rpc : drawn;
   r->read_ms = sim_range(&s->rng, 20, 200);
   r->commit_ms = sim_range(&s->rng, 100, 2000);
   r->round_ms = sim_range(&s->rng, 50, 500);
@@ -226,6 +227,7 @@ static void run(rsim_t *r) {
   }
 }
 
+static const char *topo_names[] = {"static", "split", "merge", "mixed"};
 static const char *assigner_names[] = {"hash_range", "shard_count",
                                        "throughput"};
 
@@ -247,29 +249,33 @@ int sim_roles_main(const sim_opts_t *o, int readers, int rpc, long long runs,
     sim_opts_t ro = *o;
     ro.seed = o->seed + (uint64_t)k;
     sim_rng_t pick = {ro.seed ^ 0x5bd1e995ULL};
-    int rn = readers ? readers : (int)sim_range(&pick, 2, 4);
-    if (!ro.shards) ro.shards = (int)sim_range(&pick, 1, 6);
-    if (ro.faults < 0) ro.faults = sim_chance(&pick, 800) ? 1 : 0;
-    if (ro.topology == SIM_TOPO_RANDOM)
-      ro.topology = (int)sim_range(&pick, SIM_TOPO_STATIC, SIM_TOPO_MIXED);
+    /* Drawn whatever the command line gives, so that a seed printed
+     * with its parameters replays the same run. */
+    int rn = (int)sim_range(&pick, 2, 4), sh = (int)sim_range(&pick, 1, 6);
+    int fa = sim_chance(&pick, 800) ? 1 : 0;
+    int to = (int)sim_range(&pick, SIM_TOPO_STATIC, SIM_TOPO_MIXED);
+    if (readers) rn = readers;
+    if (!ro.shards) ro.shards = sh;
+    if (ro.faults < 0) ro.faults = fa;
+    if (ro.topology == SIM_TOPO_RANDOM) ro.topology = to;
     static rsim_t r;
     init(&r, &ro, rn, rpc);
     run(&r);
     if (r.s.violated) {
       violations++;
       printf("VIOLATION seed %llu (roles: readers %d shards %d faults %s "
-             "protocol %s assigner %s initial %s child_shards %d retention "
+             "protocol %s topology %s assigner %s initial %s child_shards %d retention "
              "%lld): %s\n",
              (unsigned long long)ro.seed, rn, ro.shards,
              fault_names[ro.faults], r.rpc ? "rpc" : "tx",
-             assigner_names[r.assigner], r.s.initial, r.s.child_shards,
+             topo_names[ro.topology], assigner_names[r.assigner], r.s.initial, r.s.child_shards,
              (long long)r.s.retention_ms, r.s.violation);
       if (violations <= 1) sim_trace_print(&r.s, 200);
       printf("reproduce: kn_sim --roles --seed %llu --readers %d --shards %d "
-             "--faults %s --protocol %s --seconds %lld\n",
+             "--faults %s --protocol %s --topology %s --seconds %lld\n",
              (unsigned long long)ro.seed, rn, ro.shards,
              fault_names[ro.faults], r.rpc ? "rpc" : "tx",
-             (long long)ro.seconds);
+             topo_names[ro.topology], (long long)ro.seconds);
     }
     records += r.s.records;
     committed += r.committed;
