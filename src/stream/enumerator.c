@@ -222,6 +222,12 @@ kn_err_t kn_enumerator_reader_left(kn_enumerator_t *en, const char *reader_id) {
       set_reader(s, NULL);
     }
   }
+  /* Actions queued for it are void: its shards are offered again. */
+  size_t keep = en->head;
+  for (size_t i = en->head; i < en->n_actions; i++)
+    if (strcmp(en->actions[i].reader_id, reader_id) != 0)
+      en->actions[keep++] = en->actions[i];
+  en->n_actions = keep;
   free(en->readers[r]);
   memmove(&en->readers[r], &en->readers[r + 1],
           (en->n_readers - (size_t)r - 1) * sizeof(char *));
