@@ -412,8 +412,10 @@ void rs_enum_round(rsim_t *r) {
     r->joins++;
     sim_trace(&r->s, i, "enum joined", NULL, 0, 0);
   }
-  if ((joins || sim_chance(&r->s.rng, 20)) && kn_enumerator_rebalance(r->en))
-    abort();
+  /* Now and then without a join too, while the activity lasts (the
+   * quiet period lets the last moves settle). */
+  int again = sim_chance(&r->s.rng, 20) && r->s.faults_on;
+  if ((joins || again) && kn_enumerator_rebalance(r->en)) abort();
   for (size_t k = 0; k < r->n_ev; k++) {
     rs_event_t *e = &r->ev[k];
     if (e->consumed) continue;
