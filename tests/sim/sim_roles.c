@@ -34,6 +34,10 @@ static void init(rsim_t *r, const sim_opts_t *o, int readers, int rpc) {
   s->rng.s = o->seed * 0x2545f4914f6cdd1dULL + 0x9e3779b97f4a7c15ULL;
   int drawn = sim_chance(&s->rng, 500);
   r->rpc = rpc >= 0 ? rpc : drawn;
+  /* The aggregates draw from a PRNG of their own: the rest of a run does
+   * not change with them (seeds kept as tests replay as they failed). */
+  r->agg_rng.s = o->seed ^ 0x6a09e667f3bcc908ULL;
+  r->aggregated = sim_chance(&r->agg_rng, 500);
   r->read_ms = sim_range(&s->rng, 20, 200);
   r->commit_ms = sim_range(&s->rng, 100, 2000);
   r->round_ms = sim_range(&s->rng, 50, 500);
@@ -178,8 +182,11 @@ static void event(rsim_t *r, const sim_ev_t *ev) {
         int open[SIM_MAX_SHARDS], n = 0;
         for (int k = 0; k < s->n_sh; k++)
           if (!s->sh[k].closed) open[n++] = k;
-        sim_append(s, open[sim_range(&s->rng, 0, n - 1)],
-                   (int)sim_range(&s->rng, 1, 5));
+        int k = open[sim_range(&s->rng, 0, n - 1)];
+        size_t from = s->sh[k].n;
+        sim_append(s, k, (int)sim_range(&s->rng, 1, 5));
+        for (size_t j = from; r->aggregated && j < s->sh[k].n; j++)
+          s->sh[k].rec[j].users = (int)sim_range(&r->agg_rng, 1, 4);
         sim_retention(s);
       }
       sim_push(s, s->now + sim_range(&s->rng, 20, 300), RV_APPEND, -1, 0, 0, 0,

@@ -58,6 +58,7 @@ typedef struct rs_event {
 typedef struct rs_row {
   int shard;
   size_t rec;
+  uint64_t sub; /* the user record inside it */
 } rs_row_t;
 
 typedef struct rs_pos {
@@ -91,6 +92,8 @@ typedef struct rs_reader {
 typedef struct rsim {
   sim_t s;
   int rpc; /* finished reports travel as messages, not in the commit */
+  int aggregated; /* records are KPL aggregates of 1 to 4 user records */
+  sim_rng_t agg_rng;
   int64_t read_ms, commit_ms, round_ms, sync_ms;
   kn_assigner_t assigner;
   kn_position_t initial;
@@ -109,7 +112,10 @@ typedef struct rsim {
   size_t n_as, cap_as;
   rs_event_t *ev;
   size_t n_ev, cap_ev;
-  int last_idx[SIM_MAX_SHARDS]; /* sink: last record committed, or -1 */
+  /* sink: the last user record committed of each shard (record, or -1;
+   * user record inside it) */
+  int last_idx[SIM_MAX_SHARDS];
+  uint64_t last_sub[SIM_MAX_SHARDS];
   /* figures */
   int64_t commits, kills_r, kills_e, restores_r, restores_e, joins, leaves,
       reshards, committed, lost_msgs;
@@ -129,8 +135,8 @@ int rs_reader_index(const rsim_t *r, const char *id);
 void rs_free(rsim_t *r);
 
 /* sim_roles_check.c */
-/* A record committed to the sink by reader i. */
-void rs_check_commit(rsim_t *r, int i, int shard, size_t rec);
+/* User record sub of record rec committed to the sink by reader i. */
+void rs_check_commit(rsim_t *r, int i, int shard, size_t rec, uint64_t sub);
 /* After every step: no shard read by two live readers. */
 void rs_check_step(rsim_t *r);
 /* At the end of the quiet period. */

@@ -11,30 +11,40 @@ static int is_child(const sim_t *s, int p, int c) {
   return s->sh[c].parent == p || s->sh[c].adjacent == p;
 }
 
-void rs_check_commit(rsim_t *r, int i, int si, size_t k) {
+void rs_check_commit(rsim_t *r, int i, int si, size_t k, uint64_t sub) {
   sim_t *s = &r->s;
   sim_shard_t *h = &s->sh[si];
-  sim_rec_t *rec = &h->rec[k];
-  if (++rec->deliveries > 1) {
-    sim_violate(s, "%s committed record %zu of %s twice", r->rd[i].id, k,
-                h->id);
-    return;
-  }
-  r->committed++;
-  /* In order: nothing wanted before it is still missing. */
+  const char *who = r->rd[i].id;
+  /* Commits of a shard go in order: a user record at or before the last
+   * one is a repeat, one past its successor skips something wanted. */
   int last = r->last_idx[si];
-  if ((long)k <= last) {
-    sim_violate(s, "%s committed record %zu of %s after record %d", r->rd[i].id,
-                k, h->id, last);
+  uint64_t lsub = r->last_sub[si];
+  if ((long)k < last || ((long)k == last && sub <= lsub)) {
+    sim_violate(s, "%s committed record %zu/%llu of %s twice", who, k,
+                (unsigned long long)sub, h->id);
     return;
   }
-  for (size_t j = (size_t)(last + 1); j < k; j++)
-    if (h->rec[j].required) {
-      sim_violate(s, "%s committed record %zu of %s, skipping record %zu",
-                  r->rd[i].id, k, h->id, j);
-      return;
-    }
+  int skipped = 0;
+  if ((long)k == last) {
+    skipped = sub != lsub + 1;
+  } else {
+    if (last >= 0 && h->rec[last].required &&
+        lsub + 1 < (uint64_t)h->rec[last].users)
+      skipped = 1;
+    for (size_t j = (size_t)(last + 1); j < k; j++)
+      if (h->rec[j].required) skipped = 1;
+    if (sub && h->rec[k].required) skipped = 1;
+  }
+  if (skipped) {
+    sim_violate(s, "%s committed record %zu/%llu of %s after record %d/%llu",
+                who, k, (unsigned long long)sub, h->id, last,
+                (unsigned long long)lsub);
+    return;
+  }
   r->last_idx[si] = (int)k;
+  r->last_sub[si] = sub;
+  r->committed++;
+  if (sub + 1 == (uint64_t)h->rec[k].users) h->rec[k].deliveries = 1;
   /* Parents first: every record of each parent is in, and no child has
    * any record in yet. */
   int ps[2] = {h->parent, h->adjacent};
@@ -46,14 +56,15 @@ void rs_check_commit(rsim_t *r, int i, int si, size_t k) {
         sim_violate(s,
                     "%s committed record %zu of %s before record %zu of its "
                     "parent %s",
-                    r->rd[i].id, k, h->id, j, ph->id);
+                    who, k, h->id, j, ph->id);
         return;
       }
   }
   for (int c = 0; c < s->n_sh; c++)
     if (is_child(s, si, c) && r->last_idx[c] >= 0) {
-      sim_violate(s, "%s committed record %zu of %s after records of its child %s",
-                  r->rd[i].id, k, h->id, s->sh[c].id);
+      sim_violate(s,
+                  "%s committed record %zu of %s after records of its child %s",
+                  who, k, h->id, s->sh[c].id);
       return;
     }
 }

@@ -9,6 +9,7 @@
 #include "kinesis/seqnum.h"
 #include "kinesis/shard.h"
 #include "kn/snapshot.h"
+#include "kn/stream_reader.h"
 #include "sim_roles.h"
 
 /* Room for one more element of a growing array. */
@@ -101,34 +102,47 @@ static void take_assignments(rsim_t *r, int i) {
   }
 }
 
-/* Where the simulated read of shard h resumes for position p. */
-static size_t start_index(const sim_shard_t *h, const kn_position_t *p) {
-  size_t k = 0;
+/* Where the simulated read of shard h resumes for position p: record *k,
+ * user record *sub inside it (after user record p->subseq, the next one
+ * of the same aggregate, if any). */
+static void start_at(const sim_shard_t *h, const kn_position_t *p, size_t *k,
+                     uint64_t *sub) {
+  size_t i = 0;
+  *sub = 0;
   switch (p->kind) {
     case KN_POSITION_TRIM_HORIZON:
-      return 0;
+      break;
     case KN_POSITION_LATEST:
-      return h->n;
+      i = h->n;
+      break;
     case KN_POSITION_AT_TIMESTAMP:
-      while (k < h->n && h->rec[k].t < p->timestamp_ms) k++;
-      return k;
+      while (i < h->n && h->rec[i].t < p->timestamp_ms) i++;
+      break;
     case KN_POSITION_AT_SEQUENCE:
-      while (k < h->n && kn_seqnum_cmp(h->rec[k].seq, p->seq) < 0) k++;
-      return k;
+      while (i < h->n && kn_seqnum_cmp(h->rec[i].seq, p->seq) < 0) i++;
+      break;
     case KN_POSITION_AFTER:
-      while (k < h->n && kn_seqnum_cmp(h->rec[k].seq, p->seq) <= 0) k++;
-      return k;
+      while (i < h->n && kn_seqnum_cmp(h->rec[i].seq, p->seq) < 0) i++;
+      if (i < h->n && kn_seqnum_cmp(h->rec[i].seq, p->seq) == 0) {
+        if (p->subseq < (uint64_t)h->rec[i].users - 1)
+          *sub = p->subseq + 1;
+        else
+          i++;
+      }
+      break;
   }
-  return 0;
+  *k = i;
 }
 
 /* One poll: a batch of one or two active shards, as the consumer under
- * the reader would return them, and the ends it would report. */
+ * the reader would return them (de-aggregated: a batch may end inside an
+ * aggregate), and the ends it would report. */
 void rs_reader_read(rsim_t *r, int i) {
   rs_reader_t *d = &r->rd[i];
   take_assignments(r, i);
   for (int n = 0; n < 2 && d->alive && d->book.n; n++) {
-    kn_rb_shard_t *b = &d->book.v[sim_range(&r->s.rng, 0, (int64_t)d->book.n - 1)];
+    kn_rb_shard_t *b =
+        &d->book.v[sim_range(&r->s.rng, 0, (int64_t)d->book.n - 1)];
     if (!kn_rbook_active(b)) continue;
     int si = sim_shard_find(&r->s, b->id);
     sim_shard_t *h = &r->s.sh[si];
@@ -138,22 +152,31 @@ void rs_reader_read(rsim_t *r, int i) {
       sim_trace(&r->s, i, "gone", b->id, 0, 0);
       continue;
     }
-    size_t k = start_index(h, &b->pos), end = k + (size_t)sim_range(&r->s.rng, 1, 12);
-    if (end > h->n) end = h->n;
-    if (end > k) {
-      int64_t arrival = h->rec[k].t;
-      for (size_t j = k; j < end; j++) {
-        RS_GROW(d->rows, d->n_rows, d->cap_rows);
-        d->rows[d->n_rows++] = (rs_row_t){si, j};
-        if (h->rec[j].t > arrival) arrival = h->rec[j].t;
+    size_t k, k0, last = 0;
+    uint64_t sub, last_sub = 0;
+    start_at(h, &b->pos, &k, &sub);
+    k0 = k;
+    int64_t arrival = KN_WATERMARK_NONE;
+    for (int64_t quota = sim_range(&r->s.rng, 1, 12); quota > 0 && k < h->n;
+         quota--) {
+      RS_GROW(d->rows, d->n_rows, d->cap_rows);
+      d->rows[d->n_rows++] = (rs_row_t){si, k, sub};
+      if (h->rec[k].t > arrival) arrival = h->rec[k].t;
+      last = k;
+      last_sub = sub;
+      if (++sub >= (uint64_t)h->rec[k].users) {
+        k++;
+        sub = 0;
       }
-      kn_rbook_returned(&d->book, b->id, h->rec[end - 1].seq, 0, arrival,
-                        r->s.now);
-      sim_trace(&r->s, i, "poll", b->id, (int64_t)k, (int64_t)end);
     }
-    if (h->closed && end == h->n) {
+    if (arrival != KN_WATERMARK_NONE) {
+      kn_rbook_returned(&d->book, b->id, h->rec[last].seq, last_sub, arrival,
+                        r->s.now);
+      sim_trace(&r->s, i, "poll", b->id, (int64_t)k0, (int64_t)k);
+    }
+    if (h->closed && k == h->n) {
       kn_rbook_finished(&d->book, b->id);
-      sim_trace(&r->s, i, "end", b->id, (int64_t)end, 0);
+      sim_trace(&r->s, i, "end", b->id, (int64_t)k, 0);
     }
   }
   if (d->alive)
@@ -200,7 +223,7 @@ void rs_reader_commit(rsim_t *r, int i) {
   take_assignments(r, i);
   if (!d->alive) return;
   for (size_t k = 0; k < d->n_rows; k++)
-    rs_check_commit(r, i, d->rows[k].shard, d->rows[k].rec);
+    rs_check_commit(r, i, d->rows[k].shard, d->rows[k].rec, d->rows[k].sub);
   size_t n_sent = d->n_unacked;
   const char *id;
   while ((id = kn_rbook_take_finished(&d->book))) {
