@@ -106,7 +106,9 @@ KN_API kn_err_t kn_enumerator_reader_joined(kn_enumerator_t *en,
                                             const char *reader_id);
 /* A reader left (stopped, failed, or gone in a rescale): its unfinished
  * shards are offered again from their last known positions (see
- * kn_enumerator_shard_returned()).  Unknown readers are ignored. */
+ * kn_enumerator_shard_returned()), and actions queued for it and not
+ * yet taken with kn_enumerator_next_action() are dropped.  Unknown
+ * readers are ignored. */
 KN_API kn_err_t kn_enumerator_reader_left(kn_enumerator_t *en,
                                           const char *reader_id);
 

@@ -51,6 +51,12 @@ kn_rb_shard_t *kn_rbook_find(kn_rbook_t *b, const char *id);
  * KN_ERR__NOMEM. */
 kn_err_t kn_rbook_add(kn_rbook_t *b, const char *id, const kn_position_t *pos,
                       int64_t now_ms, int64_t wall_ms);
+/* Adds every shard of snapshot s (of this or an earlier run): reading
+ * shards from their positions, finished ones as finished and not yet
+ * announced, so that kn_rbook_take_finished() reports them again (the
+ * enumerator may not have heard).  Stops at the first error. */
+kn_err_t kn_rbook_restore(kn_rbook_t *b, const kn_snapshot_t *s, int64_t now_ms,
+                          int64_t wall_ms);
 /* Removes shard id; *pos (may be NULL) gets where it would resume.
  * KN_ERR__NOT_FOUND; KN_ERR__STATE for a finished shard, which stays
  * (its report comes from kn_rbook_take_finished). */

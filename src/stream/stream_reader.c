@@ -104,16 +104,9 @@ kn_err_t kn_stream_reader_resume_shard(kn_stream_reader_t *r,
 
 kn_err_t kn_stream_reader_restore(kn_stream_reader_t *r,
                                   const kn_snapshot_t *s) {
-  for (size_t i = 0; i < kn_snapshot_count(s); i++) {
-    const char *id = kn_snapshot_shard(s, i);
-    const kn_position_t *p = kn_snapshot_position(s, i);
-    kn_position_t th;
-    kn_position_trim_horizon(&th);
-    kn_err_t e = kn_stream_reader_add_shard(r, id, p ? p : &th);
-    if (e) return e;
-    if (!p) kn_rbook_finished(&r->book, id);
-  }
-  return KN_ERR_NO_ERROR;
+  kn_err_t e = kn_rbook_restore(&r->book, s, kn_mono_ms(), kn_wall_ms());
+  if (kn_snapshot_count(s)) r->dirty = 1;
+  return e;
 }
 
 /* Active shards the stream no longer lists have aged out: finished. */

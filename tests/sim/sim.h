@@ -77,6 +77,7 @@ typedef struct sim_rec {
   char seq[32]; /* decimal, increasing per shard (and globally) */
   int required; /* must be delivered (not before a LATEST start) */
   int deliveries;
+  int users;    /* user records in it: a KPL aggregate when > 1 (--roles) */
   int last_ten; /* index of the tenure that delivered it last, or -1 */
 } sim_rec_t;
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "sim.h"
+#include "sim_roles.h"
 
 static const char *topo_names[] = {"static", "split", "merge",
                                    "mixed",  "idle",  "random"};
@@ -24,6 +25,12 @@ static void usage(void) {
           "              [--faults none|kills|all|mixed]\n"
           "              [--topology static|split|merge|mixed|idle|random]\n"
           "              [--seconds T] [--trace] [--first] [--scenario NAME]\n"
+          "       kn_sim --roles [--seed N] [--runs K] [--readers 1..4] "
+          "[--shards S]\n"
+          "              [--faults none|kills|mixed] [--protocol tx|rpc]\n"
+          "              [--topology static|split|merge|mixed|random]\n"
+          "              [--seconds T] [--trace] [--first]\n"
+          "              (the enumerator and readers: README.md)\n"
           "       kn_sim --cost --shards S --workers W [--seconds T] "
           "[--no-members]\n"
           "              [--ddb-limits]\n"
@@ -49,6 +56,7 @@ int main(int argc, char **argv) {
   long long runs = 1;
   int first = 0; /* stop at the first violation */
   int cost = 0, members = 1, limits = 0;
+  int roles = 0, readers = 0, rpc = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--trace") == 0) {
@@ -61,6 +69,10 @@ int main(int argc, char **argv) {
     }
     if (strcmp(a, "--cost") == 0) {
       cost = 1;
+      continue;
+    }
+    if (strcmp(a, "--roles") == 0) {
+      roles = 1;
       continue;
     }
     if (strcmp(a, "--no-members") == 0) {
@@ -86,7 +98,15 @@ int main(int argc, char **argv) {
       o.shards = atoi(v);
     else if (strcmp(a, "--seconds") == 0)
       o.seconds = atoll(v);
-    else if (strcmp(a, "--scenario") == 0)
+    else if (strcmp(a, "--readers") == 0)
+      readers = atoi(v);
+    else if (strcmp(a, "--protocol") == 0) {
+      rpc = strcmp(v, "rpc") == 0 ? 1 : strcmp(v, "tx") == 0 ? 0 : -2;
+      if (rpc == -2) {
+        usage();
+        return 2;
+      }
+    } else if (strcmp(a, "--scenario") == 0)
       o.scenario = v;
     else if (strcmp(a, "--faults") == 0) {
       o.faults = strcmp(v, "mixed") == 0 ? -1 : lookup(v, fault_names, 3);
@@ -112,6 +132,14 @@ int main(int argc, char **argv) {
     }
     return sim_cost_main(o.shards, o.workers, o.seconds, o.seed, members,
                          limits);
+  }
+  if (roles) {
+    if (runs < 1 || readers < 0 || readers > 4 || o.shards < 0 ||
+        o.shards > 16 || o.seconds < 1 || o.scenario) {
+      usage();
+      return 2;
+    }
+    return sim_roles_main(&o, readers, rpc, runs, first);
   }
   if (runs < 1 || o.workers < 0 || o.workers > SIM_MAX_WORKERS ||
       o.shards < 0 || o.shards > 16 || o.seconds < 1) {

@@ -56,6 +56,7 @@ void sim_append(sim_t *s, int i, int n) {
         !(s->initial && strcmp(s->initial, KN_CKPT_AT_TIMESTAMP) == 0 &&
           h->parent < 0 && s->now < s->at_ts);
     r->deliveries = 0;
+    r->users = 1;
     r->last_ten = -1;
     s->records++;
   }

@@ -248,6 +248,29 @@ static void test_reader_left(void) {
   kn_enumerator_destroy(en);
 }
 
+/* A reader that leaves takes no action queued for it: a REVOKE or ASSIGN
+ * not yet taken with next_action() would reach a reader the application
+ * was told is gone (and, were it to come back under its id, give it a
+ * shard that another reader then reads too). */
+static void test_reader_left_queued(void) {
+  kn_position_t th;
+  kn_position_trim_horizon(&th);
+  kn_enumerator_t *en = kn_enumerator_new(&th, KN_ASSIGN_SHARD_COUNT);
+  char acts[1024];
+  if (!en) return;
+  KT_CHECK(!kn_enumerator_reader_joined(en, "a"));
+  KT_CHECK(!listing(en, 1, 0));
+  drain(en, acts, sizeof(acts));
+  KT_CHECK_STR(acts, "A 00 a trim_horizon;A 01 a trim_horizon;");
+  /* b joins: a rebalance queues a REVOKE for a, which then leaves. */
+  KT_CHECK(!kn_enumerator_reader_joined(en, "b"));
+  KT_CHECK(!kn_enumerator_rebalance(en));
+  KT_CHECK(!kn_enumerator_reader_left(en, "a"));
+  drain(en, acts, sizeof(acts));
+  KT_CHECK_STR(acts, "A 00 b trim_horizon;A 01 b trim_horizon;");
+  kn_enumerator_destroy(en);
+}
+
 /* Four open shards in quarters of the key space. */
 static kn_shard_list_t *quarters(void) {
   kn_shard_list_t *l = kn_shard_list_new();
@@ -874,6 +897,7 @@ int main(void) {
   KT_RUN(test_expired_parents);
   KT_RUN(test_latest);
   KT_RUN(test_reader_left);
+  KT_RUN(test_reader_left_queued);
   KT_RUN(test_rescale_count);
   KT_RUN(test_rescale_hash);
   KT_RUN(test_throughput);
