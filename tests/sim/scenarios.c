@@ -240,7 +240,9 @@ static void slow_control_step(sim_t *s, int64_t step) {
 }
 static const sim_scenario_ops_t slow_control_ops = {
     .step = slow_control_step, .fail_call = slow_control_fail};
-static void slow_control(sim_t *s) {
+/* Two workers with heartbeats on two shards; the script's first step
+ * 20-30 s in, when the group has settled. */
+static void beating_pair(sim_t *s, const sim_scenario_ops_t *ops) {
   base(s, 2);
   s->cfg.members = 1;
   s->cfg.renew_ms = 2000;
@@ -248,8 +250,9 @@ static void slow_control(sim_t *s) {
   sim_shard_add(s, -1, -1, 0, half - 1);
   sim_shard_add(s, -1, -1, half, UINT64_MAX);
   sim_push(s, sim_range(&s->rng, 20000, 30000), EV_SCRIPT, -1, 0, 0, 0, NULL);
-  s->sc = &slow_control_ops;
+  s->sc = ops;
 }
+static void slow_control(sim_t *s) { beating_pair(s, &slow_control_ops); }
 
 /* (10) A worker's heartbeats fail for 40 s (its membership item
  * throttled) while the lease table answers: it marks its leases and reads
@@ -274,16 +277,7 @@ static const sim_scenario_ops_t beat_fallback_ops = {
     .step = beat_fallback_step,
     .fail_call = beat_fallback_fail,
     .check_end = beat_fallback_end};
-static void beat_fallback(sim_t *s) {
-  base(s, 2);
-  s->cfg.members = 1;
-  s->cfg.renew_ms = 2000;
-  uint64_t half = UINT64_MAX / 2;
-  sim_shard_add(s, -1, -1, 0, half - 1);
-  sim_shard_add(s, -1, -1, half, UINT64_MAX);
-  sim_push(s, sim_range(&s->rng, 20000, 30000), EV_SCRIPT, -1, 0, 0, 0, NULL);
-  s->sc = &beat_fallback_ops;
-}
+static void beat_fallback(sim_t *s) { beating_pair(s, &beat_fallback_ops); }
 
 /* (9) A create that lands late: the store layer retries a create for
  * minutes (back-off, time-outs), so it may land long after it was sent.
