@@ -18,6 +18,17 @@ void kn_cc_ho_remove(kn_cc_t *c, const char *key) {
   *x = c->ho.in[--c->ho.n_in];
 }
 
+/* Whether the owner of listed lease t answers when asked for it: a live
+ * member, or a KCL 3.x worker (owner_hands_over).  Another owner (a KCL
+ * 2.x worker) never would: asked, it keeps reading the shard, its
+ * checkpoints are refused, and the lease stays unread here for handoff_ms.
+ * Without membership nobody can tell: everyone is asked. */
+int kn_cc_ho_answers(const kn_cc_t *c, const kn_lease_t *t) {
+  if (!c->mb.on || t->owner_hands_over) return 1;
+  const kn_mview_ent_t *e = kn_mview_get(&c->mb.view, t->owner);
+  return e && !e->dead;
+}
+
 /* Starts watching a lease asked for. */
 void kn_cc_ho_add(kn_cc_t *c, const char *key, int64_t counter, int from_start,
                   int64_t now) {

@@ -310,6 +310,7 @@ void kn_cc_mb_free(kn_cc_t *c);
 
 /* ---- cc_handoff.c: hand-offs asked for ---- */
 
+int kn_cc_ho_answers(const kn_cc_t *c, const kn_lease_t *t);
 cc_in_t *kn_cc_ho_find(kn_cc_t *c, const char *key);
 void kn_cc_ho_remove(kn_cc_t *c, const char *key);
 void kn_cc_ho_add(kn_cc_t *c, const char *key, int64_t counter, int from_start,

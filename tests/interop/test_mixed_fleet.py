@@ -380,6 +380,41 @@ class Kcl3Handoffs:
         self.finish(produced, (a, b), set(), steals_ok=False)
 
 
+class StealFromKcl2:
+    """kncat (its default hand-off) joins a KCL 2.x worker holding every
+    lease.  The KCL 2.x knows nothing of checkpointOwner and would never
+    pass a lease on: kncat steals its share, as the KCL 2.x steals,
+    instead of asking for it and leaving the shard unread for
+    lease.handoff.timeout.ms (30 s).  The time from kncat's start to its
+    first record is printed."""
+
+    def test_steal_from_kcl2(self):
+        self.stream = unique("steal", "s")
+        self.app = unique("steal", "app")
+        run_kncat(KNCAT, self.env, "create", self.stream, "--shards", 4)
+        prod = Producer(self.boto, self.stream, spread_keys(8, "k"),
+                        interval=0.2)
+        prod.start()
+        try:
+            t = self.now()
+            k1 = self.kcl("kcl-1")
+            self.wait_owned("the KCL holding every shard", "kcl-", t)
+            kn1 = self.kn("kn-1", props=KN3_PROPS)
+            wait_for("kn-1 delivering", lambda: kn1.count() > 0, STEP_TIMEOUT,
+                     lambda: f"owners {self.owners()}")
+            first = kn1.records()[0][0] - kn1.started
+        finally:
+            produced = prod.finish()
+        err = kn1.stderr()
+        print(f"\n  {self.server_name}: kn-1's first record {first:.1f} s after "
+              f"it started; {err.count('stole shard')} leases stolen from the "
+              f"KCL 2.x", file=sys.stderr)
+        self.assertIn("stole shard", err)
+        self.assertNotIn("asked kcl-1 for shard", err)
+        self.assertNotIn("did not hand it over", err)
+        self.finish(produced, (k1, kn1), set())
+
+
 class OnKinesalite(Rolling, MixedFleetBase, unittest.TestCase):
     """No split or merge: the KCL 2.x never finishes a closed shard on
     kinesalite (its GetRecords end has no ChildShards; the KCL's polling
@@ -394,6 +429,10 @@ class OnKinesisLocal(Rolling, MixedFleetBase, unittest.TestCase):
 
 
 class Kcl3OnKinesalite(Kcl3Handoffs, MixedFleetBase, unittest.TestCase):
+    server_name = "kinesalite"
+
+
+class StealFromKcl2OnKinesalite(StealFromKcl2, MixedFleetBase, unittest.TestCase):
     server_name = "kinesalite"
 
 
