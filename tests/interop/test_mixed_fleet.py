@@ -15,9 +15,10 @@ and a merge on the way and a SIGKILL on each side.
 
 Checked: every record produced is delivered; each delivery of a record
 after its first follows one by a killed worker, or by a worker that the
-lease was taken from while it ran (balancing: the KCL 2.x steals at once
-and knows nothing of kncat's hand-off, so the loser's records since its
-last checkpoint come again; counted and printed), never one around a
+lease was taken from while it ran (balancing: the KCL 2.x steals at once,
+and kncat steals from the KCL 2.x, which cannot hand a lease over, so the
+loser's records since its last checkpoint come again, and those it reads
+until its next renewal fails; counted and printed), never one around a
 graceful stop (SIGTERM: both kinds checkpoint what they delivered); within a
 shard, each worker's deliveries follow the stream's order; no record of a
 child before the last of its parents; every lease item keeps the KCL's
@@ -60,14 +61,7 @@ KN_PROPS = {
     "checkpoint.interval.ms": 500,
     "poll.idle.ms": 200,
     "shard.sync.interval.ms": 2000,
-    # The KCL 2.x knows no hand-off: asked for a lease (checkpointOwner),
-    # it loses it at its next renewal and never passes it on, so kncat's
-    # default waits lease.handoff.timeout.ms (30 s) with the shard unread.
-    # In a table shared with the KCL 2.x, take at once, as the KCL does.
-    "lease.handoff.timeout.ms": 0,
 }
-# With the KCL 3.x, which hands leases over: kncat's default hand-off.
-KN3_PROPS = {k: v for k, v in KN_PROPS.items() if k != "lease.handoff.timeout.ms"}
 KCL_OPTS = {
     "failover-ms": LEASE_MS,
     "checkpoint-ms": 0,          # after every batch
@@ -192,17 +186,37 @@ class MixedFleetBase:
     def check(self, want: set[int], killed: set[str], steals_ok=True):
         deliveries = defaultdict(list)     # i -> [(time, worker id, shard)]
         reads = defaultdict(list)          # shard -> [(time, worker id)]
-        for w in self.workers:
-            for t, r in w.records():
-                deliveries[payload(r)["i"]].append((t, w.wid, r["shard"]))
-                reads[r["shard"]].append((t, w.wid))
+        # Kept with the workers' logs (KN_KEEP_LOGS=1): every delivery and
+        # every signal, on the test's clock.
+        with open(self.dir / "deliveries.tsv", "w") as f:
+            for wid, t in self.stopped.items():
+                print(f"{t:.3f}\t{wid}\tSIGNAL", file=f)
+            for w in self.workers:
+                for t, r in w.records():
+                    deliveries[payload(r)["i"]].append((t, w.wid, r["shard"]))
+                    reads[r["shard"]].append((t, w.wid))
+                    print(f"{t:.3f}\t{w.wid}\t{r['shard']}\t{payload(r)['i']}", file=f)
+
+        first = {}                         # (worker id, shard) -> first read
+        for s, v in reads.items():
+            for t, o in v:
+                first[(o, s)] = min(t, first.get((o, s), t))
+        lease_s = LEASE_MS / 1000
 
         def stolen(wid: str, shard: str, t0: float) -> bool:
-            """After wid delivered from shard at t0, another worker read
-            shard while wid still ran: the lease was taken from a live
-            worker (balancing), not handed over at a stop."""
+            """The lease of shard was taken from wid while it ran
+            (balancing), not handed over at a stop: before wid was
+            signalled, another worker read shard after t0, or before t0 but
+            after wid had started on it and less than a lease duration
+            before -- the two read it at once.  (A KCL 2.x worker goes on
+            reading a stolen shard until its next renewal fails, at most a
+            lease duration: the thief delivers the same records, and may do
+            so just after a SIGTERM that found the loser still reading.)"""
             end = self.stopped.get(wid, float("inf"))
-            return any(o != wid and t0 < t < end for t, o in reads[shard])
+            start = first.get((wid, shard), float("inf"))
+            return any(o != wid and t < end
+                       and (t > t0 or (t > t0 - lease_s and t > start))
+                       for t, o in reads[shard])
 
         # Each delivery after a record's first must be explained by the one
         # before it: that reader was killed, or the lease was taken from it
@@ -365,7 +379,7 @@ class Kcl3Handoffs:
             t = self.now()
             a = self.kcl("kcl3-1", "kcl3", v3)
             self.wait_owned("the KCL 3.x holding every shard", "kcl3-", t)
-            kn1 = self.kn("kn-1", props=KN3_PROPS)
+            kn1 = self.kn("kn-1", props=KN_PROPS)
             wait_for("kn-1 delivering", lambda: kn1.count() > 0, STEP_TIMEOUT,
                      lambda: f"owners {self.owners()}")
             # (Whether the KCL 3.x's leader moves a lease to the second
@@ -399,7 +413,7 @@ class StealFromKcl2:
             t = self.now()
             k1 = self.kcl("kcl-1")
             self.wait_owned("the KCL holding every shard", "kcl-", t)
-            kn1 = self.kn("kn-1", props=KN3_PROPS)
+            kn1 = self.kn("kn-1", props=KN_PROPS)
             wait_for("kn-1 delivering", lambda: kn1.count() > 0, STEP_TIMEOUT,
                      lambda: f"owners {self.owners()}")
             first = kn1.records()[0][0] - kn1.started
