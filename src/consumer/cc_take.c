@@ -256,9 +256,16 @@ static int issue_one(kn_cc_t *c, const kn_lease_t *v, size_t n,
   if (pass && t->checkpoint_owner) return 0;
   /* A live worker's lease is asked for when it can answer: it hands it
    * over once its application is done with what it was handed.  Others
-   * have it stolen, as the KCL 2.x steals. */
-  int ask = pass && c->cfg.handoff_ms > 0 && t->owner && !ours &&
-            kn_cc_ho_answers(c, t);
+   * (a KCL 2.x worker) have it stolen, as the KCL 2.x steals, once they
+   * have been without heartbeats long enough to be no member. */
+  int ask = pass && c->cfg.handoff_ms > 0 && t->owner && !ours;
+  if (ask && !kn_cc_ho_answers(c, t)) {
+    if (!kn_cc_ho_foreign(c, t->owner, now)) {
+      c->tk.idle = 0; /* look again */
+      return 0;
+    }
+    ask = 0;
+  }
   cc_op_t *o =
       kn_cc_op_new(c, ask ? KN_CC_HANDOFF : KN_CC_TAKE, t->key, -1, now);
   if (!o) return 0;
@@ -297,22 +304,6 @@ static void issue(kn_cc_t *c, const kn_lease_t *v, size_t n, const char **ours,
   free(ranges);
 }
 
-/* Non-zero when the plan steals from a worker that would not answer a
- * hand-off as the view stands, and the view is older than the listing:
- * that worker may be a member that joined meanwhile (it beats before it
- * takes anything), so the next heartbeat decides. */
-static int steal_needs_view(const kn_cc_t *c, const kn_lease_t *v,
-                            const char **ours, const kn_take_plan_t *plan,
-                            int64_t answered_ms) {
-  if (!c->mb.on || c->cfg.handoff_ms <= 0 || c->mb.view_sent_ms >= answered_ms)
-    return 0;
-  for (size_t k = 0; k < plan->n_steal; k++) {
-    const kn_lease_t *t = &v[plan->steal[k]];
-    if (t->owner && !ours[plan->steal[k]] && !kn_cc_ho_answers(c, t)) return 1;
-  }
-  return 0;
-}
-
 void kn_cc_tk_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
                     const cc_op_t *seen, int64_t answered_ms, int64_t now) {
   c->tk.at = now + c->cfg.take_ms;
@@ -320,6 +311,7 @@ void kn_cc_tk_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
   c->tk.scan_epoch = seen->epoch;
   c->tk.scan_deaths = seen->deaths;
   c->tk.foreign = 0;
+  kn_cc_ho_seen(c);
   check_held(c, v, n, seen->emit_ms, now);
   kn_lease_t *w = NULL;
   const char **ours = NULL;
@@ -337,12 +329,8 @@ void kn_cc_tk_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
   if (classify(c, w, ours, n, answered_ms, now)) {
     keep_pending(c, v, n, seen, answered_ms, now);
   } else if (plan(c, w, n, &p, now) == 0) {
-    if (steal_needs_view(c, v, ours, &p, answered_ms)) {
-      keep_pending(c, v, n, seen, answered_ms, now);
-    } else {
-      issue(c, v, n, ours, &p, now);
-      if (c->mb.on) release_extra(c, w, ours, n, &p, now);
-    }
+    issue(c, v, n, ours, &p, now);
+    if (c->mb.on) release_extra(c, w, ours, n, &p, now);
     kn_take_plan_free(&p);
   }
   free(w);

@@ -36,8 +36,9 @@
  *   answer -- a member, a KCL 3.x worker (kn_lease_t.owner_hands_over), or
  *   anyone without membership -- is asked for, not stolen (HANDOFF: the
  *   KCL 3.x's checkpointOwner); from others (a KCL 2.x worker) it is
- *   stolen, as the KCL 2.x steals, once a view newer than the listing
- *   says that the owner is no member that just joined.  Its owner
+ *   stolen, as the KCL 2.x steals, once the owner has been in no view for
+ *   a lease duration (a member missing from one, forgotten by a leader
+ *   with a stale view, beats itself back sooner).  Its owner
  *   learns it from its next renewal, stops reading (YIELD), lets the
  *   application finish what it was handed (kn_cc_yielded), checkpoints
  *   exactly that and passes the lease on (HANDOFF_DONE).  The asking

@@ -1000,14 +1000,14 @@ static int beside_kcl(kn_rig_t *r, kn_rig_worker_t *w, int answers,
 }
 
 /* A worker that writes no heartbeat and is no KCL 3.x -- a KCL 2.x worker
- * -- never answers a hand-off: its leases are stolen, as the KCL 2.x
- * steals, within a few take rounds; none is asked for and waited on for
- * handoff_ms (30 s). */
+ * -- never answers a hand-off: once it has been in no view for a lease
+ * duration (10 s), its leases are stolen, as the KCL 2.x steals; none is
+ * asked for and waited on for handoff_ms (30 s) and more. */
 static void test_steal_from_kcl2(void) {
   kn_rig_t r;
   kn_rig_worker_t w;
   int asked;
-  KT_REQUIRE(beside_kcl(&r, &w, 0, 12000, &asked) == 0);
+  KT_REQUIRE(beside_kcl(&r, &w, 0, 20000, &asked) == 0);
   KT_CHECK(!asked);
   KT_CHECK_INT(held(&w), 2);
   KT_CHECK_INT(w.s.start, 2);
