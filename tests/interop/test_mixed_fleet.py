@@ -33,6 +33,7 @@ Run with `make interop` (needs `make peers`), or
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -81,6 +82,46 @@ def setUpModule():
 
 def tearDownModule():
     SERVERS.stop()
+
+
+# What a worker logs when it finds that a lease it held was taken by
+# another while it ran, with the time (time.monotonic()'s clock): the Java
+# harness (tests/lab/java) prints CLOCK_MONOTONIC; kncat prints the time of
+# day.  A KCL worker's "lease lost" after its "shutdown requested" for the
+# same shard is its own graceful stop (the KCL 2.x drops the lease), not a
+# loss.
+KCL_LINE = re.compile(r"consume: (lease lost|shutdown requested|checkpoint \(.*?\) of) "
+                      r"(\S+) at ([0-9.]+)(.*)")
+KN_LINE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) WARN consumer \[COORD\] "
+                     r"(?:lost the lease of shard ([^ :]+)|shard ([^ :]+): \w+ refused: "
+                     r"lease taken by another worker)")
+
+
+def lease_losses(w) -> list[tuple[float, str]]:
+    """(time, shard) of each lease w found taken from it while it ran."""
+    out, asked = [], set()
+    if isinstance(w, KclWorker):
+        for line in w.stderr().splitlines():
+            m = KCL_LINE.search(line)
+            if not m:
+                continue
+            what, shard, t = m.group(1), m.group(2), float(m.group(3))
+            if what == "shutdown requested":
+                asked.add(shard)
+            elif what == "lease lost" and shard not in asked:
+                out.append((t, shard))
+            elif what.startswith("checkpoint") and "doesn't hold the lease" in m.group(4):
+                out.append((t, shard))
+        return out
+    # time of day -> monotonic (the test runs within one day)
+    midnight = time.mktime(time.localtime()[:3] + (0, 0, 0, 0, 0, -1))
+    offset = time.time() - time.monotonic()
+    for line in w.stderr().splitlines():
+        m = KN_LINE.search(line)
+        if m:
+            wall = midnight + int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+            out.append((wall - offset, m.group(4) or m.group(5)))
+    return out
 
 
 class MixedFleetBase:
@@ -203,15 +244,21 @@ class MixedFleetBase:
                 first[(o, s)] = min(t, first.get((o, s), t))
         lease_s = LEASE_MS / 1000
 
+        losses = {w.wid: lease_losses(w) for w in self.workers}
+
         def stolen(wid: str, shard: str, t0: float) -> bool:
             """The lease of shard was taken from wid while it ran
-            (balancing), not handed over at a stop: before wid was
-            signalled, another worker read shard after t0, or before t0 but
-            after wid had started on it and less than a lease duration
-            before -- the two read it at once.  (A KCL 2.x worker goes on
-            reading a stolen shard until its next renewal fails, at most a
-            lease duration: the thief delivers the same records, and may do
-            so just after a SIGTERM that found the loser still reading.)"""
+            (balancing), not handed over at a stop.  Either wid says so
+            itself: it found the lease gone (lease_losses) within a lease
+            duration after delivering at t0 -- a loser reads on until its
+            next renewal or checkpoint fails, and whether the thief's
+            first read comes before or after a SIGTERM that followed is
+            chance.  Or the reads show it: before wid was signalled,
+            another worker read shard after t0, or before t0 but after wid
+            had started on it and less than a lease duration before."""
+            if any(s == shard and t0 - 0.5 <= t <= t0 + lease_s
+                   for t, s in losses[wid]):
+                return True
             end = self.stopped.get(wid, float("inf"))
             start = first.get((wid, shard), float("inf"))
             return any(o != wid and t < end
