@@ -10,6 +10,14 @@ throttles per minute and client CPU per MB, for
   JS SDK v3   bench/consume_js.js (a plain GetRecords loop per shard) and
               bench/produce_node.js (a PutRecords loop re-sending failed
               entries), the SDK's default retries
+  KPL         put cases only (--clients kncat,kpl): the KPL 1.1.1
+              (tests/lab/java, `make peers`) fed the same lines on stdin,
+              aggregating in put-agg; it speaks only HTTPS, so it reaches
+              the proxy through tests/lab/tlsfront.py (certificate checks
+              off); told nothing of the scaled limits (its rate limit is
+              150% of the real ones); its CPU and RSS include its native
+              daemon's; the stream is then read back with `kncat consume`
+              and every line must come out
 
 with the ratios kncat / JS.  Cases (names for --cases):
 
@@ -26,6 +34,8 @@ with the ratios kncat / JS.  Cases (names for --cases):
   put-bytes      4 shards, 10 KB records: bound by 1 MiB/s
   put-count      4 shards, 100 B records: bound by 1,000 records/s
   put-agg        put-count with --aggregate (JS: the same, unaggregated)
+  put-agg-1      the same on 1 shard at the full limits (the KPL, told
+                 nothing, knows them)
   put-hot        4 shards, 1 KB records, one partition key: one shard
                  saturated, the others idle
 
@@ -77,11 +87,15 @@ sys.path.insert(0, os.path.join(SRC, "tests", "lab"))
 sys.path.insert(0, os.path.join(SRC, "bench"))
 import lab  # noqa: E402
 from bench_consume import run_measured  # noqa: E402
+sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+sys.path.insert(0, os.path.join(SRC, "tests", "interop"))
+from peers import java_cmd  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 from kinesis_limits import Limits  # noqa: E402
+from tlsfront import TlsFront  # noqa: E402
 
 MIB = 1 << 20
-LABELS = {"kncat": "kncat", "js": "JS SDK v3", "kncat-poll": "kncat poll",
+LABELS = {"kncat": "kncat", "js": "JS SDK v3", "kpl": "KPL", "kncat-poll": "kncat poll",
           "kncat-before": "kncat before", "kncat-group": "kncat group"}
 
 # name -> (kind, shards, record size, scale, options)
@@ -105,10 +119,57 @@ CASES = {
     "put-64-count": ("put", 64, 100, 1 / 32, {}),
     "put-count": ("put", 4, 100, 0.25, {}),
     "put-agg": ("put", 4, 100, 0.25, {"kpl": True}),
+    "put-agg-1": ("put", 1, 100, 1.0, {"kpl": True}),
     "put-hot": ("put", 4, 1000, 1.0, {"hot": True}),
 }
 QUICK = ["poll-1-1k", "poll-4-100", "poll-64-1k", "poll-1-50k-kpl", "put-bytes",
          "put-count", "put-hot"]
+
+
+def tree_rss_mb(pid):
+    """Resident MB of pid and its descendants (the KPL's JVM and its native
+    daemon), or None once pid is gone."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open("/proc/%d/status" % p) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            for t in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, t)) as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            if p == pid:
+                return None
+    return total / 1024.0
+
+
+def run_tree_measured(cmd, stdin_path):
+    """run_measured for a client that starts processes of its own: stdin
+    from a file, CPU from wait4 (with the children it reaped), peak RSS
+    the largest sum over its process tree (sampled every 50 ms)."""
+    t = time.time()
+    with open(stdin_path, "rb") as inp, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdin=inp, stdout=out, stderr=err)
+        peak = 0.0
+        while True:
+            # (waitid without reaping: the tree can still be read)
+            st = os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if st is not None:
+                break
+            peak = max(peak, tree_rss_mb(p.pid) or 0.0)
+            time.sleep(0.05)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return {"rc": p.returncode, "cpu": ru.ru_utime + ru.ru_stime,
+                "wall": time.time() - t, "rss": peak,
+                "out": out.read().decode(errors="replace"),
+                "err": err.read().decode(errors="replace")[-3000:]}
 
 
 def make_input(path, n, size, hot=False):
@@ -242,13 +303,15 @@ class Bench:
                "cpu_mb": r["cpu"] / (data_bytes / 1e6) if data_bytes else None,
                "wall": r["wall"], "cpu": r["cpu"], "throttled": throttled,
                "throttled_pct": 100.0 * throttled / sent if sent else None}
+        row["rss"] = r.get("rss")
         self.results.append(row)
         print("  %-10s %s of limit  %s MB/s  %s rec/s  %6.1f throttles/min%s  "
-              "%s CPU s/MB  wall %.1f s"
+              "%s CPU s/MB  RSS %s MB  wall %.1f s"
               % (LABELS.get(client, client), fmt(fraction, "%5.3f"), fmt(mbps, "%6.2f"),
                  fmt(rps, "%7.0f"), row["throttles_min"],
                  "" if sent is None else " (%.2f%% of entries)" % row["throttled_pct"],
-                 fmt(row["cpu_mb"], "%.4f"), r["wall"]), flush=True)
+                 fmt(row["cpu_mb"], "%.4f"), fmt(row["rss"], "%.1f"), r["wall"]),
+              flush=True)
 
     # -- cases
 
@@ -403,7 +466,11 @@ class Bench:
                     continue   # a reader
                 stream = "lim-%s-%s-%d" % (name, c, rnd)
                 create_stream(client, stream, shards)
-                if c != "js":
+                if c == "kpl":
+                    cmd = java_cmd("kpl", "dev.libkinesis.lab.Produce") + [
+                        "--stream", stream, "--kinesis", "TLS",
+                        "--aggregate", "true" if opts.get("kpl") else "false"]
+                elif c != "js":
                     cmd = [self.binary(c), "-q", "produce", stream, data, "-K", "\\t"] + \
                         [x for p in props for x in ("-X", p)]
                     if opts.get("kpl"):
@@ -411,12 +478,16 @@ class Bench:
                 else:
                     cmd = ["node", os.path.join(SRC, "bench", "produce_node.js"),
                            "ENDPOINT", stream, data]
-                with FaultProxy(server, limits=limits) as proxy:
-                    cmd = [proxy.endpoint if x == "ENDPOINT" else x for x in cmd]
+                with FaultProxy(server, limits=limits) as proxy, TlsFront(proxy) as tls:
+                    cmd = [proxy.endpoint if x == "ENDPOINT" else
+                           tls.endpoint if x == "TLS" else x for x in cmd]
                     env = lab.env_for(kinesis=proxy)
                     env["KN_SOURCE_DIR"] = SRC
-                    r = run_measured(cmd, env, None)
+                    r = run_tree_measured(cmd, data) if c == "kpl" else \
+                        run_measured(cmd, env, None)
                     stats = proxy.limit_stats()
+                if c == "kpl" and r["rc"] == 0:
+                    self.read_back(server, stream, n)
                 client.delete_stream(StreamName=stream)
                 if r["rc"]:
                     sys.stderr.write(r["err"])
@@ -435,6 +506,19 @@ class Bench:
                             p.get("throttled", 0),
                             sent=admitted + p.get("throttled", 0))
         os.unlink(data)
+
+    def read_back(self, server, stream, n):
+        """Every line the KPL was fed comes out of the stream (kncat
+        consume de-aggregates)."""
+        r = subprocess.run([self.kncat, "-q", "consume", stream, "-e"],
+                           env=lab.env_for(kinesis=server), capture_output=True,
+                           timeout=600)
+        got = r.stdout.count(b"\n")
+        print("  read back with kncat consume: %d of %d records%s"
+              % (got, n, "" if got == n and r.returncode == 0 else ": MISMATCH"),
+              flush=True)
+        if got != n or r.returncode:
+            self.failed = True
 
     def run(self, cases):
         self.clients = [c for c in self.a.clients.split(",") if c]
@@ -465,8 +549,8 @@ class Bench:
             by.setdefault((row["case"], row["client"]), []).append(row)
         med = {}
         for key, rows in by.items():
-            m = {k: median([r[k] for r in rows]) for k in
-                 ("fraction", "mbps", "rps", "throttles_min", "cpu_mb")}
+            m = {k: median([r.get(k) for r in rows]) for k in
+                 ("fraction", "mbps", "rps", "throttles_min", "cpu_mb", "rss")}
             med[key] = m
             print("%-16s %-10s %8s %9s %9s %10s %10s" % (
                 key[0], LABELS.get(key[1], key[1]), fmt(m["fraction"], "%.3f"),
@@ -477,13 +561,13 @@ class Bench:
         for (case, client), m in med.items():
             if client != "kncat":
                 continue
-            for peer in ("js", "kncat-poll", "kncat-before", "kncat-group"):
+            for peer in ("js", "kpl", "kncat-poll", "kncat-before", "kncat-group"):
                 if (case, peer) not in med:
                     continue
                 p = med[(case, peer)]
-                print("%-16s vs %-12s fraction %s   CPU/MB %s" % (
+                print("%-16s vs %-12s fraction %s   CPU/MB %s   RSS %s" % (
                     case, LABELS[peer], ratio(m["fraction"], p["fraction"]),
-                    ratio(m["cpu_mb"], p["cpu_mb"])))
+                    ratio(m["cpu_mb"], p["cpu_mb"]), ratio(m["rss"], p["rss"])))
         print()
         short = [(c, m["fraction"]) for (c, cl), m in med.items()
                  if cl == "kncat" and m["fraction"] is not None and m["fraction"] < 0.95]

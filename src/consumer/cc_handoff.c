@@ -18,6 +18,53 @@ void kn_cc_ho_remove(kn_cc_t *c, const char *key) {
   *x = c->ho.in[--c->ho.n_in];
 }
 
+/* Whether the owner of listed lease t answers when asked for it: a live
+ * member, or a KCL 3.x worker (owner_hands_over).  Another owner (a KCL
+ * 2.x worker) never would: asked, it keeps reading the shard, its
+ * checkpoints are refused, and the lease stays unread here for handoff_ms.
+ * Without membership nobody can tell: everyone is asked. */
+int kn_cc_ho_answers(const kn_cc_t *c, const kn_lease_t *t) {
+  if (!c->mb.on || t->owner_hands_over) return 1;
+  const kn_mview_ent_t *e = kn_mview_get(&c->mb.view, t->owner);
+  return e && !e->dead;
+}
+
+/* Non-zero when owner, seen in no view, has been so for a lease duration
+ * of views (first asked about now, it has not).  A member that a leader
+ * with a stale view forgot is missing from the views until its next
+ * heartbeat, within a renewal interval; one whose heartbeats fail stops
+ * reading within the grace.  So an owner missing that long is no member
+ * that reads: a worker of another kind (a KCL 2.x). */
+int kn_cc_ho_foreign(kn_cc_t *c, const char *owner, int64_t now) {
+  for (size_t i = 0; i < c->ho.n_fg; i++)
+    if (strcmp(c->ho.fg[i].worker, owner) == 0)
+      return c->mb.view_sent_ms - c->ho.fg[i].since >= c->cfg.duration_ms;
+  if (c->ho.n_fg == c->ho.cap_fg) {
+    size_t cap = c->ho.cap_fg ? c->ho.cap_fg * 2 : 4;
+    cc_foreign_t *v = realloc(c->ho.fg, cap * sizeof(*v));
+    if (!v) return 0; /* asked for later */
+    c->ho.fg = v;
+    c->ho.cap_fg = cap;
+  }
+  char *w = strdup(owner);
+  if (!w) return 0;
+  c->ho.fg[c->ho.n_fg].worker = w;
+  c->ho.fg[c->ho.n_fg++].since = now;
+  return 0;
+}
+
+/* Forgets the owners a view shows as members again. */
+void kn_cc_ho_seen(kn_cc_t *c) {
+  for (size_t i = 0; i < c->ho.n_fg;) {
+    if (kn_mview_get(&c->mb.view, c->ho.fg[i].worker)) {
+      free(c->ho.fg[i].worker);
+      c->ho.fg[i] = c->ho.fg[--c->ho.n_fg];
+    } else {
+      i++;
+    }
+  }
+}
+
 /* Starts watching a lease asked for. */
 void kn_cc_ho_add(kn_cc_t *c, const char *key, int64_t counter, int from_start,
                   int64_t now) {
@@ -122,4 +169,6 @@ int64_t kn_cc_ho_next_ms(const kn_cc_t *c) {
 void kn_cc_ho_free(kn_cc_t *c) {
   for (size_t i = 0; i < c->ho.n_in; i++) free(c->ho.in[i].key);
   free(c->ho.in);
+  for (size_t i = 0; i < c->ho.n_fg; i++) free(c->ho.fg[i].worker);
+  free(c->ho.fg);
 }

@@ -214,11 +214,19 @@ typedef struct cc_take {
   uint64_t pend_deaths;
 } cc_take_t;
 
+/* An owner of leases seen in no view (kn_cc_ho_foreign). */
+typedef struct cc_foreign {
+  char *worker;
+  int64_t since; /* first seen so (this worker's clock) */
+} cc_foreign_t;
+
 /* Hand-offs this worker asked for, cc_handoff.c (the owner's side is
- * per lease, in cc_lease_t). */
+ * per lease, in cc_lease_t), and the owners that cannot answer one. */
 typedef struct cc_handoffs {
   cc_in_t *in;
   size_t n_in, cap_in;
+  cc_foreign_t *fg;
+  size_t n_fg, cap_fg;
   int64_t watch_ms; /* how often a lease asked for is looked at */
 } cc_handoffs_t;
 
@@ -358,6 +366,9 @@ void kn_cc_mb_watch_asker(kn_cc_t *c, const char *worker, int64_t now);
 
 /* ---- cc_handoff.c: hand-offs asked for ---- */
 
+int kn_cc_ho_answers(const kn_cc_t *c, const kn_lease_t *t);
+int kn_cc_ho_foreign(kn_cc_t *c, const char *owner, int64_t now);
+void kn_cc_ho_seen(kn_cc_t *c);
 cc_in_t *kn_cc_ho_find(kn_cc_t *c, const char *key);
 void kn_cc_ho_remove(kn_cc_t *c, const char *key);
 void kn_cc_ho_add(kn_cc_t *c, const char *key, int64_t counter, int from_start,

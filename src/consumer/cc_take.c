@@ -177,12 +177,13 @@ static int family_read(const kn_lease_t *v, size_t n, const kn_lease_t *t) {
 
 /* A lease in owner's name with this worker as checkpointOwner was asked
  * for by owner -- or stolen by a worker that knows nothing of hand-offs
- * (the KCL 2.x), the ask left behind.  Only a member of the group asks
- * (without membership, every owner is taken at its word): a pass-on to a
- * stealer would bump the counter under it while it reads. */
-static int asked_by_member(const kn_cc_t *c, const char *owner) {
-  if (!c->mb.on) return 1;
-  return c->mb.ok && owner && kn_mview_get(&c->mb.view, owner) != NULL;
+ * (the KCL 2.x), the ask left behind.  Only a member of the group or a
+ * KCL 3.x worker (owner_hands_over) asks (without membership, every owner
+ * is taken at its word): a pass-on to a stealer would bump the counter
+ * under it while it reads. */
+static int asked_by_member(const kn_cc_t *c, const kn_lease_t *t) {
+  if (!c->mb.on || t->owner_hands_over) return 1;
+  return c->mb.ok && t->owner && kn_mview_get(&c->mb.view, t->owner) != NULL;
 }
 
 static int classify(kn_cc_t *c, kn_lease_t *w, const char **ours, size_t n,
@@ -191,7 +192,7 @@ static int classify(kn_cc_t *c, kn_lease_t *w, const char **ours, size_t n,
     const cc_lease_t *l = kn_cc_wr_find(c, w[i].key);
     int held = l && l->held;
     if (!held && cc_is_me(c, w[i].checkpoint_owner) &&
-        !cc_is_me(c, w[i].owner) && asked_by_member(c, w[i].owner) &&
+        !cc_is_me(c, w[i].owner) && asked_by_member(c, &w[i]) &&
         !kn_cc_in_flight(c, KN_CC_HANDOFF_DONE, w[i].key) &&
         !kn_cc_in_flight(c, KN_CC_TAKE, w[i].key)) {
       /* Asked for while an earlier run of this worker id held it: nothing
@@ -291,9 +292,18 @@ static int issue_one(kn_cc_t *c, const kn_lease_t *v, size_t n,
     return 0;
   /* A lease being handed over is not asked for again. */
   if (pass && t->checkpoint_owner) return 0;
-  /* A live worker's lease is asked for: it hands it over once its
-   * application is done with what it was handed. */
+  /* A live worker's lease is asked for when it can answer: it hands it
+   * over once its application is done with what it was handed.  Others
+   * (a KCL 2.x worker) have it stolen, as the KCL 2.x steals, once they
+   * have been without heartbeats long enough to be no member. */
   int ask = pass && c->cfg.handoff_ms > 0 && t->owner && !ours;
+  if (ask && !kn_cc_ho_answers(c, t)) {
+    if (!kn_cc_ho_foreign(c, t->owner, now)) {
+      c->tk.idle = 0; /* look again */
+      return 0;
+    }
+    ask = 0;
+  }
   cc_op_t *o =
       kn_cc_op_new(c, ask ? KN_CC_HANDOFF : KN_CC_TAKE, t->key, -1, now);
   if (!o) return 0;
@@ -340,6 +350,7 @@ void kn_cc_tk_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
   c->tk.scan_epoch = seen->epoch;
   c->tk.scan_deaths = seen->deaths;
   c->tk.foreign = 0;
+  kn_cc_ho_seen(c);
   check_held(c, v, n, seen->emit_ms, now);
   kn_lease_t *w = NULL;
   const char **ours = NULL;

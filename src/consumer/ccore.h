@@ -32,8 +32,13 @@
  * - checkpoints: conditional on the counter; SHARD_END once the application
  *   has been handed (and, with manual checkpoints, has checkpointed) the
  *   last record of a closed shard; then the lease is released.
- * - hand-off (handoff_ms > 0): a lease taken from a live worker is asked
- *   for, not stolen (HANDOFF: the KCL 3.x's checkpointOwner).  Its owner
+ * - hand-off (handoff_ms > 0): a lease taken from a live worker that can
+ *   answer -- a member, a KCL 3.x worker (kn_lease_t.owner_hands_over), or
+ *   anyone without membership -- is asked for, not stolen (HANDOFF: the
+ *   KCL 3.x's checkpointOwner); from others (a KCL 2.x worker) it is
+ *   stolen, as the KCL 2.x steals, once the owner has been in no view for
+ *   a lease duration (a member missing from one, forgotten by a leader
+ *   with a stale view, beats itself back sooner).  Its owner
  *   learns it from its next renewal, stops reading (YIELD), lets the
  *   application finish what it was handed (kn_cc_yielded), checkpoints
  *   exactly that and passes the lease on (HANDOFF_DONE).  The asking
@@ -85,7 +90,7 @@ typedef struct kn_cc_cfg {
    * KN_CKPT_TRIM_HORIZON, KN_CKPT_LATEST or KN_CKPT_AT_TIMESTAMP. */
   const char *initial;
   int auto_checkpoint; /* checkpoint.auto */
-  int64_t handoff_ms;  /* lease.handoff.timeout.ms; 0: steal */
+  int64_t handoff_ms;  /* lease.handoff.timeout.ms; 0: always steal */
   int members;         /* lease.members: heartbeats (see above) */
   int64_t scan_ms;     /* lease.scan.interval.ms: the leader's look */
   /* First beat of this run: random, so that a restarted worker of the

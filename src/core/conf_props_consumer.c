@@ -133,7 +133,10 @@ const kn_prop_t kn_props_consumer[] = {
      "load; 0 never steals."},
     {"lease.handoff.timeout.ms", "lease", KN_PROP_INT, "30000", 0, MS_MAX, NULL,
      "A lease taken from a live worker to balance the load is asked for "
-     "(the KCL 3.x's checkpointOwner): its owner stops reading, lets the "
+     "(the KCL 3.x's checkpointOwner) when its owner can answer: a member "
+     "(lease.members) or a KCL 3.x worker (its worker-metrics item in the "
+     "lease table); from others (a KCL 2.x worker) it is taken at once, as "
+     "the KCL 2.x steals. Asked, the owner stops reading, lets the "
      "application finish what it was handed, checkpoints exactly that and "
      "passes the lease on, so nothing is delivered twice. The owner gives "
      "its application this long from the renewal that told it of the ask, "

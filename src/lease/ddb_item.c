@@ -202,6 +202,12 @@ static int get_extra(json_t *item, char **out) {
   return rc;
 }
 
+const char *kn_ddb_item_metrics_worker(json_t *item) {
+  const char *entity = json_string_value(attr(item, KN_DDB_ENTITY_TYPE, "S"));
+  if (!entity || strcmp(entity, KN_DDB_ENTITY_WORKER_METRICS) != 0) return NULL;
+  return json_string_value(attr(item, KN_DDB_LEASE_KEY, "S"));
+}
+
 int kn_ddb_item_to_lease(json_t *item, kn_lease_t *out, kn_error_t **errp) {
   memset(out, 0, sizeof(*out));
   *errp = NULL;

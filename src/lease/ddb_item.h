@@ -30,6 +30,9 @@
 /* Written by KCL 3.x; items of another entity type than LEASE are not
  * leases and are skipped. */
 #define KN_DDB_ENTITY_TYPE "entityType"
+/* The KCL 3.x's item for one worker's metrics in the lease table, whose
+ * leaseKey is the worker's id. */
+#define KN_DDB_ENTITY_WORKER_METRICS "WORKER_METRIC_STATS"
 
 /* Attribute values; new references, NULL on out-of-memory. */
 json_t *kn_ddb_s(const char *s);
@@ -48,6 +51,9 @@ json_t *kn_ddb_item_from_lease(const kn_lease_t *l, kn_error_t **errp);
  * is not a lease (another entityType); -1 with *errp set (out-of-memory,
  * no leaseKey, a malformed number).  out is cleared on error. */
 int kn_ddb_item_to_lease(json_t *item, kn_lease_t *out, kn_error_t **errp);
+/* The worker id of a KCL 3.x worker-metrics item (borrowed from item), or
+ * NULL for any other item. */
+const char *kn_ddb_item_metrics_worker(json_t *item);
 
 /* The membership item (store.h, heartbeat): in the table TABLE-members,
  * whose hash key is "key", the one item {"key": {"S": "members"}} holds

@@ -55,6 +55,7 @@ int kn_lease_copy(kn_lease_t *dst, const kn_lease_t *src) {
   dst->checkpoint_subseq = src->checkpoint_subseq;
   dst->pending_subseq = src->pending_subseq;
   dst->beat_failing = src->beat_failing;
+  dst->owner_hands_over = src->owner_hands_over;
   int rc = dup0(&dst->key, src->key) | dup0(&dst->owner, src->owner) |
            dup0(&dst->checkpoint, src->checkpoint) |
            dup0(&dst->pending, src->pending) |

@@ -46,6 +46,13 @@ typedef struct kn_lease {
    * {"throughputKBps":{"N":"12.5"}}, or NULL when there are none.  Every
    * store keeps it verbatim; updates never touch it. */
   char *extra;
+  /* Not an attribute: filled by a store's list() (0 elsewhere, and
+   * never written).  Non-zero when the owner answers a graceful hand-off
+   * (checkpointOwner) although it writes no heartbeat: a KCL 3.x worker,
+   * known by the worker-metrics item (entityType WORKER_METRIC_STATS,
+   * leaseKey = its id) it keeps in the lease table.  A KCL 2.x worker
+   * never answers one. */
+  int owner_hands_over;
 } kn_lease_t;
 
 /* Every pointer in a kn_lease_t is malloc'ed and owned by the struct:

@@ -18,6 +18,7 @@
 #include "util/clock.h"
 #include "util/pager.h"
 #include "util/str.h"
+#include "util/strmap.h"
 
 #define TABLE_WAIT_MS 120000
 
@@ -181,12 +182,49 @@ static kn_error_t *ddb_get(kn_lease_store_t *ls, const char *key,
   return err;
 }
 
-/* Appends the leases of one Scan page to *v. */
+/* Workers with a KCL 3.x worker-metrics item, met in a Scan: the owners
+ * that answer a hand-off (kn_lease_t.owner_hands_over). */
+typedef struct kcl3_workers {
+  kn_strmap_t map; /* id -> itself (owned by ids) */
+  char **ids;
+  size_t n, cap;
+} kcl3_workers_t;
+
+static int kcl3_add(kcl3_workers_t *w, const char *id) {
+  if (kn_strmap_get(&w->map, id)) return 0;
+  if (w->n == w->cap) {
+    size_t cap = w->cap ? w->cap * 2 : 8;
+    char **v = realloc(w->ids, cap * sizeof(*v));
+    if (!v) return -1;
+    w->ids = v;
+    w->cap = cap;
+  }
+  char *s = strdup(id);
+  if (!s || kn_strmap_put(&w->map, s, s)) {
+    free(s);
+    return -1;
+  }
+  w->ids[w->n++] = s;
+  return 0;
+}
+
+static void kcl3_free(kcl3_workers_t *w) {
+  kn_strmap_free(&w->map);
+  for (size_t i = 0; i < w->n; i++) free(w->ids[i]);
+  free(w->ids);
+}
+
+/* Appends the leases of one Scan page to *v, the KCL 3.x workers to w. */
 static kn_error_t *add_page(ddb_store_t *d, json_t *items, kn_lease_t **v,
-                            size_t *n, size_t *cap) {
+                            size_t *n, size_t *cap, kcl3_workers_t *w) {
   size_t i;
   json_t *item;
   json_array_foreach(items, i, item) {
+    const char *kcl3 = kn_ddb_item_metrics_worker(item);
+    if (kcl3) {
+      if (kcl3_add(w, kcl3)) return nomem(d);
+      continue;
+    }
     if (*n == *cap) {
       size_t ncap = *cap ? *cap * 2 : 64;
       kn_lease_t *nv = realloc(*v, ncap * sizeof(*nv));
@@ -208,6 +246,7 @@ static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
   size_t count = 0, cap = 0;
   json_t *start = NULL;   /* LastEvaluatedKey of the previous page */
   kn_pager_t pager = {0}; /* a key seen before or endless pages end it */
+  kcl3_workers_t kcl3 = {KN_STRMAP_INIT, NULL, 0, 0};
   kn_error_t *err = NULL;
   *out = NULL;
   *n = 0;
@@ -228,7 +267,8 @@ static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
     }
     err = call(d, "Scan", req, &resp);
     if (!err)
-      err = add_page(d, json_object_get(resp, "Items"), &v, &count, &cap);
+      err =
+          add_page(d, json_object_get(resp, "Items"), &v, &count, &cap, &kcl3);
     if (!err) {
       start = json_object_get(resp, "LastEvaluatedKey");
       if (json_object_size(start))
@@ -249,6 +289,10 @@ static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
   } while (!err && start);
   kn_pager_free(&pager);
   json_decref(start);
+  for (size_t i = 0; !err && kcl3.n && i < count; i++)
+    v[i].owner_hands_over =
+        v[i].owner && kn_strmap_get(&kcl3.map, v[i].owner) != NULL;
+  kcl3_free(&kcl3);
   if (err) {
     kn_lease_array_free(v, count);
     return context(d, err, "list", NULL);

@@ -128,6 +128,7 @@ static kn_error_t *mem_create(kn_lease_store_t *ls, const kn_lease_t *l) {
     return kn_error_new(KN_ERR__INVALID_ARG,
                         "lease store %s: a lease needs a key", ls->name);
   if (kn_lease_copy(&copy, l)) return nomem(ls);
+  copy.owner_hands_over = 0; /* not an attribute (lease.h) */
   pthread_mutex_lock(&t->lock);
   int found;
   size_t i = find(t, l->key, &found);

@@ -15,9 +15,10 @@ and a merge on the way and a SIGKILL on each side.
 
 Checked: every record produced is delivered; each delivery of a record
 after its first follows one by a killed worker, or by a worker that the
-lease was taken from while it ran (balancing: the KCL 2.x steals at once
-and knows nothing of kncat's hand-off, so the loser's records since its
-last checkpoint come again; counted and printed), never one around a
+lease was taken from while it ran (balancing: the KCL 2.x steals at once,
+and kncat steals from the KCL 2.x, which cannot hand a lease over, so the
+loser's records since its last checkpoint come again, and those it reads
+until its next renewal fails; counted and printed), never one around a
 graceful stop (SIGTERM: both kinds checkpoint what they delivered); within a
 shard, each worker's deliveries follow the stream's order; no record of a
 child before the last of its parents; every lease item keeps the KCL's
@@ -32,6 +33,7 @@ Run with `make interop` (needs `make peers`), or
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -60,14 +62,7 @@ KN_PROPS = {
     "checkpoint.interval.ms": 500,
     "poll.idle.ms": 200,
     "shard.sync.interval.ms": 2000,
-    # The KCL 2.x knows no hand-off: asked for a lease (checkpointOwner),
-    # it loses it at its next renewal and never passes it on, so kncat's
-    # default waits lease.handoff.timeout.ms (30 s) with the shard unread.
-    # In a table shared with the KCL 2.x, take at once, as the KCL does.
-    "lease.handoff.timeout.ms": 0,
 }
-# With the KCL 3.x, which hands leases over: kncat's default hand-off.
-KN3_PROPS = {k: v for k, v in KN_PROPS.items() if k != "lease.handoff.timeout.ms"}
 KCL_OPTS = {
     "failover-ms": LEASE_MS,
     "checkpoint-ms": 0,          # after every batch
@@ -87,6 +82,46 @@ def setUpModule():
 
 def tearDownModule():
     SERVERS.stop()
+
+
+# What a worker logs when it finds that a lease it held was taken by
+# another while it ran, with the time (time.monotonic()'s clock): the Java
+# harness (tests/lab/java) prints CLOCK_MONOTONIC; kncat prints the time of
+# day.  A KCL worker's "lease lost" after its "shutdown requested" for the
+# same shard is its own graceful stop (the KCL 2.x drops the lease), not a
+# loss.
+KCL_LINE = re.compile(r"consume: (lease lost|shutdown requested|checkpoint \(.*?\) of) "
+                      r"(\S+) at ([0-9.]+)(.*)")
+KN_LINE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) WARN consumer \[COORD\] "
+                     r"(?:lost the lease of shard ([^ :]+)|shard ([^ :]+): \w+ refused: "
+                     r"lease taken by another worker)")
+
+
+def lease_losses(w) -> list[tuple[float, str]]:
+    """(time, shard) of each lease w found taken from it while it ran."""
+    out, asked = [], set()
+    if isinstance(w, KclWorker):
+        for line in w.stderr().splitlines():
+            m = KCL_LINE.search(line)
+            if not m:
+                continue
+            what, shard, t = m.group(1), m.group(2), float(m.group(3))
+            if what == "shutdown requested":
+                asked.add(shard)
+            elif what == "lease lost" and shard not in asked:
+                out.append((t, shard))
+            elif what.startswith("checkpoint") and "doesn't hold the lease" in m.group(4):
+                out.append((t, shard))
+        return out
+    # time of day -> monotonic (the test runs within one day)
+    midnight = time.mktime(time.localtime()[:3] + (0, 0, 0, 0, 0, -1))
+    offset = time.time() - time.monotonic()
+    for line in w.stderr().splitlines():
+        m = KN_LINE.search(line)
+        if m:
+            wall = midnight + int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+            out.append((wall - offset, m.group(4) or m.group(5)))
+    return out
 
 
 class MixedFleetBase:
@@ -192,17 +227,43 @@ class MixedFleetBase:
     def check(self, want: set[int], killed: set[str], steals_ok=True):
         deliveries = defaultdict(list)     # i -> [(time, worker id, shard)]
         reads = defaultdict(list)          # shard -> [(time, worker id)]
-        for w in self.workers:
-            for t, r in w.records():
-                deliveries[payload(r)["i"]].append((t, w.wid, r["shard"]))
-                reads[r["shard"]].append((t, w.wid))
+        # Kept with the workers' logs (KN_KEEP_LOGS=1): every delivery and
+        # every signal, on the test's clock.
+        with open(self.dir / "deliveries.tsv", "w") as f:
+            for wid, t in self.stopped.items():
+                print(f"{t:.3f}\t{wid}\tSIGNAL", file=f)
+            for w in self.workers:
+                for t, r in w.records():
+                    deliveries[payload(r)["i"]].append((t, w.wid, r["shard"]))
+                    reads[r["shard"]].append((t, w.wid))
+                    print(f"{t:.3f}\t{w.wid}\t{r['shard']}\t{payload(r)['i']}", file=f)
+
+        first = {}                         # (worker id, shard) -> first read
+        for s, v in reads.items():
+            for t, o in v:
+                first[(o, s)] = min(t, first.get((o, s), t))
+        lease_s = LEASE_MS / 1000
+
+        losses = {w.wid: lease_losses(w) for w in self.workers}
 
         def stolen(wid: str, shard: str, t0: float) -> bool:
-            """After wid delivered from shard at t0, another worker read
-            shard while wid still ran: the lease was taken from a live
-            worker (balancing), not handed over at a stop."""
+            """The lease of shard was taken from wid while it ran
+            (balancing), not handed over at a stop.  Either wid says so
+            itself: it found the lease gone (lease_losses) within a lease
+            duration after delivering at t0 -- a loser reads on until its
+            next renewal or checkpoint fails, and whether the thief's
+            first read comes before or after a SIGTERM that followed is
+            chance.  Or the reads show it: before wid was signalled,
+            another worker read shard after t0, or before t0 but after wid
+            had started on it and less than a lease duration before."""
+            if any(s == shard and t0 - 0.5 <= t <= t0 + lease_s
+                   for t, s in losses[wid]):
+                return True
             end = self.stopped.get(wid, float("inf"))
-            return any(o != wid and t0 < t < end for t, o in reads[shard])
+            start = first.get((wid, shard), float("inf"))
+            return any(o != wid and t < end
+                       and (t > t0 or (t > t0 - lease_s and t > start))
+                       for t, o in reads[shard])
 
         # Each delivery after a record's first must be explained by the one
         # before it: that reader was killed, or the lease was taken from it
@@ -365,7 +426,7 @@ class Kcl3Handoffs:
             t = self.now()
             a = self.kcl("kcl3-1", "kcl3", v3)
             self.wait_owned("the KCL 3.x holding every shard", "kcl3-", t)
-            kn1 = self.kn("kn-1", props=KN3_PROPS)
+            kn1 = self.kn("kn-1", props=KN_PROPS)
             wait_for("kn-1 delivering", lambda: kn1.count() > 0, STEP_TIMEOUT,
                      lambda: f"owners {self.owners()}")
             # (Whether the KCL 3.x's leader moves a lease to the second
@@ -378,6 +439,41 @@ class Kcl3Handoffs:
         finally:
             produced = prod.finish()
         self.finish(produced, (a, b), set(), steals_ok=False)
+
+
+class StealFromKcl2:
+    """kncat (its default hand-off) joins a KCL 2.x worker holding every
+    lease.  The KCL 2.x knows nothing of checkpointOwner and would never
+    pass a lease on: kncat steals its share, as the KCL 2.x steals,
+    instead of asking for it and leaving the shard unread for
+    lease.handoff.timeout.ms (30 s).  The time from kncat's start to its
+    first record is printed."""
+
+    def test_steal_from_kcl2(self):
+        self.stream = unique("steal", "s")
+        self.app = unique("steal", "app")
+        run_kncat(KNCAT, self.env, "create", self.stream, "--shards", 4)
+        prod = Producer(self.boto, self.stream, spread_keys(8, "k"),
+                        interval=0.2)
+        prod.start()
+        try:
+            t = self.now()
+            k1 = self.kcl("kcl-1")
+            self.wait_owned("the KCL holding every shard", "kcl-", t)
+            kn1 = self.kn("kn-1", props=KN_PROPS)
+            wait_for("kn-1 delivering", lambda: kn1.count() > 0, STEP_TIMEOUT,
+                     lambda: f"owners {self.owners()}")
+            first = kn1.records()[0][0] - kn1.started
+        finally:
+            produced = prod.finish()
+        err = kn1.stderr()
+        print(f"\n  {self.server_name}: kn-1's first record {first:.1f} s after "
+              f"it started; {err.count('stole shard')} leases stolen from the "
+              f"KCL 2.x", file=sys.stderr)
+        self.assertIn("stole shard", err)
+        self.assertNotIn("asked kcl-1 for shard", err)
+        self.assertNotIn("did not hand it over", err)
+        self.finish(produced, (k1, kn1), set())
 
 
 class OnKinesalite(Rolling, MixedFleetBase, unittest.TestCase):
@@ -394,6 +490,10 @@ class OnKinesisLocal(Rolling, MixedFleetBase, unittest.TestCase):
 
 
 class Kcl3OnKinesalite(Kcl3Handoffs, MixedFleetBase, unittest.TestCase):
+    server_name = "kinesalite"
+
+
+class StealFromKcl2OnKinesalite(StealFromKcl2, MixedFleetBase, unittest.TestCase):
     server_name = "kinesalite"
 
 

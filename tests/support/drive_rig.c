@@ -180,6 +180,11 @@ static void answer(kn_rig_worker_t *w, kn_store_job_t *j) {
   kn_rig_t *r = w->rig;
   const kn_error_t *f = fault(w, j);
   if (!f && j->op != KN_CC_LIST_SHARDS) kn_store_job_apply(r->ls, w->id, j);
+  /* As the DynamoDB store marks the leases of KCL 3.x workers. */
+  for (size_t i = 0;
+       r->hands_over && j->op == KN_CC_LIST_LEASES && i < j->n_leases; i++)
+    j->leases[i].owner_hands_over =
+        j->leases[i].owner && strcmp(j->leases[i].owner, r->hands_over) == 0;
   const kn_error_t *err = f ? f : j->err;
   if (!err && j->op == KN_CC_RENEW && r->landed_renew) err = r->landed_renew;
   if (err && kn_error_code(err) == KN_ERR_CONDITIONAL_CHECK_FAILED)

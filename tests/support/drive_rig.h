@@ -51,6 +51,10 @@ typedef struct kn_rig {
   const kn_error_t *landed_renew;
   /* Every renewal that marks a lease (kn_cc_action_t.mark) fails so. */
   const kn_error_t *fail_mark;
+  /* A worker that answers hand-offs without heartbeats (borrowed; NULL:
+   * none): listings mark its leases owner_hands_over, as the DynamoDB
+   * store marks those of a KCL 3.x worker. */
+  const char *hands_over;
   /* Leases read for the test (kn_rig_lease, kn_rig_list). */
   kn_lease_t look[KN_RIG_LOOKS];
   unsigned n_look;

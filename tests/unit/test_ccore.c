@@ -1222,6 +1222,93 @@ static void test_members_fallback(void) {
   members_end(&r, w);
 }
 
+/* A worker without heartbeats ("kcl") holds the four leases and renews
+ * them every 2 s; w1 (membership on) joins at 0 and is stepped every 250
+ * ms to `until`.  With answers, "kcl" is a KCL 3.x worker: its leases are
+ * listed owner_hands_over and it passes on a lease asked for at its next
+ * renewal; else it is a KCL 2.x worker, which never does.  *asked: a
+ * hand-off was seen under way.  Returns 0, or -1 (out of memory: nothing
+ * left to free). */
+static int beside_kcl(kn_rig_t *r, kn_rig_worker_t *w, int answers,
+                      int64_t until, int *asked) {
+  static const char *ids[4] = {"s0", "s1", "s2", "s3"};
+  int64_t counter[4];
+  for (int i = 0; i < 4; i++) g_four[i] = sh(ids[i], NULL, NULL, 0);
+  if (kn_rig_open(r)) return -1;
+  r->shards = g_four;
+  r->n_shards = 4;
+  r->hands_over = answers ? "kcl" : NULL;
+  for (int i = 0; i < 4; i++) {
+    kn_lease_t l = ls(ids[i], KN_CKPT_TRIM_HORIZON);
+    KT_CHECK_OK(r->ls->ops->create(r->ls, &l));
+    KT_CHECK_OK(r->ls->ops->take(r->ls, ids[i], 0, NULL, "kcl", &counter[i]));
+  }
+  kn_cc_cfg_t cfg = members_cfg("w1");
+  if (kn_rig_start(r, w, &cfg)) {
+    kn_rig_close(r);
+    return -1;
+  }
+  w->answer_yields = 1;
+  *asked = 0;
+  for (int64_t now = 0; now < until; now += 250) {
+    at(r, now);
+    for (int i = 0; now % 2000 == 0 && i < 4; i++) {
+      char *to = NULL;
+      int64_t c = counter[i];
+      kn_error_t *e =
+          counter[i] < 0
+              ? NULL
+              : r->ls->ops->renew(r->ls, ids[i], c, "kcl", &counter[i], &to);
+      if (e) counter[i] = -1; /* lost: taken from it */
+      if (!e && to && answers &&
+          r->ls->ops->handoff_done(r->ls, ids[i], counter[i], "kcl",
+                                   &counter[i]) == NULL)
+        counter[i] = -1; /* passed on */
+      kn_error_destroy(e);
+      free(to);
+    }
+    tick(w, now);
+    const kn_lease_t *v;
+    size_t n = kn_rig_list(r, &v);
+    for (size_t i = 0; i < n; i++) *asked |= v[i].checkpoint_owner != NULL;
+  }
+  return 0;
+}
+
+/* A worker that writes no heartbeat and is no KCL 3.x -- a KCL 2.x worker
+ * -- never answers a hand-off: once it has been in no view for a lease
+ * duration (10 s), its leases are stolen, as the KCL 2.x steals; none is
+ * asked for and waited on for handoff_ms (30 s) and more. */
+static void test_steal_from_kcl2(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  int asked;
+  KT_REQUIRE(beside_kcl(&r, &w, 0, 20000, &asked) == 0);
+  KT_CHECK(!asked);
+  KT_CHECK_INT(held(&w), 2);
+  KT_CHECK_INT(w.s.start, 2);
+  const kn_lease_t *v;
+  size_t n = kn_rig_list(&r, &v), mine = 0;
+  for (size_t i = 0; i < n; i++) mine += same(v[i].owner, "w1");
+  KT_CHECK_INT(mine, 2);
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
+}
+
+/* A KCL 3.x worker is asked (it answers: checkpointOwner), and hands
+ * over. */
+static void test_ask_kcl3(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w;
+  int asked;
+  KT_REQUIRE(beside_kcl(&r, &w, 1, 20000, &asked) == 0);
+  KT_CHECK(asked);
+  KT_CHECK_INT(held(&w), 2);
+  KT_CHECK_INT(w.s.start, 2);
+  kn_rig_kill(&w);
+  kn_rig_close(&r);
+}
+
 int main(void) {
   KT_RUN(test_plan_empty_table);
   KT_RUN(test_plan_partial_table);
@@ -1247,6 +1334,8 @@ int main(void) {
   KT_RUN(test_handoff_one_clock);
   KT_RUN(test_members_settled);
   KT_RUN(test_members_handoff_answered);
+  KT_RUN(test_steal_from_kcl2);
+  KT_RUN(test_ask_kcl3);
   KT_RUN(test_members_death);
   KT_RUN(test_members_dead_asker);
   KT_RUN(test_members_forget_capped);

@@ -503,6 +503,40 @@ static void test_list_pages(void) {
   kn_lease_store_destroy(ls);
 }
 
+/* The KCL 3.x's worker-metrics items are no leases, but tell which owners
+ * answer a hand-off: their leases are listed owner_hands_over, whichever
+ * page the item came on. */
+static void test_list_kcl3_workers(void) {
+  static const step_t steps[] = {
+      {"Scan",
+       "{\"Items\":[{\"leaseKey\":{\"S\":\"a\"},\"leaseCounter\":{\"N\":\"1\"},"
+       "\"leaseOwner\":{\"S\":\"kcl3-1\"}},"
+       "{\"leaseKey\":{\"S\":\"b\"},\"leaseCounter\":{\"N\":\"1\"},"
+       "\"leaseOwner\":{\"S\":\"kcl2-1\"}}],"
+       "\"LastEvaluatedKey\":{\"leaseKey\":{\"S\":\"b\"}}}",
+       NULL},
+      {"Scan",
+       "{\"Items\":[{\"leaseKey\":{\"S\":\"c\"},\"leaseCounter\":{\"N\":\"1\"}}"
+       ","
+       "{\"leaseKey\":{\"S\":\"kcl3-1\"},"
+       "\"entityType\":{\"S\":\"WORKER_METRIC_STATS\"},"
+       "\"lastUpdateTime\":{\"N\":\"1764690000\"}},"
+       "{\"leaseKey\":{\"S\":\"Migration3.0\"},"
+       "\"entityType\":{\"S\":\"CLIENT_VERSION_MIGRATION\"}}]}",
+       NULL},
+  };
+  kn_lease_store_t *ls = store_with(steps, 2);
+  if (!ls) return;
+  kn_lease_t *v = NULL;
+  size_t n = 0;
+  KT_CHECK_OK(ls->ops->list(ls, &v, &n));
+  KT_CHECK_INT(n, 3);
+  for (size_t i = 0; i < n; i++)
+    KT_CHECK_INT(v[i].owner_hands_over, strcmp(v[i].key, "a") == 0);
+  kn_lease_array_free(v, n);
+  kn_lease_store_destroy(ls);
+}
+
 /* A LastEvaluatedKey seen before (even with pages between) ends a scan. */
 static void test_list_cycle(void) {
   static const step_t steps[] = {
@@ -848,6 +882,7 @@ int main(void) {
   KT_RUN(test_checkpoint_handoff);
   KT_RUN(test_list_pages);
   KT_RUN(test_list_cycle);
+  KT_RUN(test_list_kcl3_workers);
   KT_RUN(test_ensure_table);
   KT_RUN(test_heartbeat);
   KT_RUN(test_members_item);

@@ -305,18 +305,18 @@ public final class Consume {
 
         @Override
         public void leaseLost(LeaseLostInput in) {
-            System.err.println("consume: lease lost " + shard);
+            System.err.println("consume: lease lost " + shard + at());
         }
 
         @Override
         public void shardEnded(ShardEndedInput in) {
-            System.err.println("consume: shard ended " + shard);
+            System.err.println("consume: shard ended " + shard + at());
             checkpoint(in.checkpointer(), "shard end");
         }
 
         @Override
         public void shutdownRequested(ShutdownRequestedInput in) {
-            System.err.println("consume: shutdown requested " + shard);
+            System.err.println("consume: shutdown requested " + shard + at());
             checkpoint(in.checkpointer(), "shutdown");
         }
 
@@ -324,8 +324,14 @@ public final class Consume {
             try {
                 c.checkpoint();
             } catch (Exception e) {
-                System.err.println("consume: checkpoint (" + why + ") of " + shard + ": " + e);
+                System.err.println("consume: checkpoint (" + why + ") of " + shard + at() + ": " + e);
             }
+        }
+
+        /** " at T": CLOCK_MONOTONIC in seconds (System.nanoTime on Linux), the clock of
+         *  Python's time.monotonic(), so that a test can place these lines among what it saw. */
+        private static String at() {
+            return String.format(" at %.3f", System.nanoTime() / 1e9);
         }
     }
 }
