@@ -296,6 +296,8 @@ struct sim {
   int64_t dups[DUP_N];
   int64_t handoffs; /* HANDOFF_DONE that landed */
   int64_t deliveries, records;
+  int64_t last_delivery_t; /* the quiet period runs on while readers catch up */
+  int extensions;
   /* conditional writes refused although no one else took the lease: the
    * core's counter fell behind one of its own writes (one that landed but
    * answered an error) */

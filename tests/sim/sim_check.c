@@ -112,6 +112,7 @@ void sim_check_delivery(sim_t *s, int w, const sim_reader_t *r, size_t idx) {
   rec->last_ten = r->ten;
   t->delivered++;
   s->deliveries++;
+  s->last_delivery_t = s->now;
 }
 
 /* A reader still running (its deadline not passed) while a later tenure

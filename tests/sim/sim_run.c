@@ -122,6 +122,14 @@ static void apply(sim_t *s, sim_call_t *c) {
 int sim_run(sim_t *s) {
   sim_ev_t ev;
   while (!s->violated && sim_pop(s, &ev)) {
+    if (ev.t > s->end && !s->faults_on && s->extensions < 12 &&
+        s->last_delivery_t > s->end - 5000) {
+      /* Readers still catching up (a shard read again from its start
+       * after a run of failed checkpoints): the end waits, 2 min at most,
+       * so that the end's checks judge a settled group. */
+      s->end += 10000;
+      s->extensions++;
+    }
     if (ev.t > s->end && !s->faults_on) {
       sim_ev_free(&ev);
       continue;
