@@ -232,6 +232,11 @@ static int op_start(void *env, const kn_cc_action_t *a) {
   cs->end_popped = 0;
   cs->caught_up = 0;
   cs->state = KN_CS_WAITING;
+  /* The lease shows as held before the reader's first batch can reach
+   * the application (the drive publishes its view after start returns). */
+  cs->view.held = 1;
+  cs->view.counter = a->tenure;
+  view_ckpt_locked(cs, l ? l->checkpoint : NULL, l ? l->checkpoint_subseq : 0);
   kn_app_event_locked(kc, KN_APP_EV_ACQUIRED, cs->id, a->tenure,
                       KN_ERR_NO_ERROR, state, state ? l->pending_state_len : 0);
   pthread_mutex_unlock(&kc->mu);
