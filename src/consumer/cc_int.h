@@ -168,7 +168,7 @@ typedef struct cc_members {
   struct cc_asker {
     char *worker;
     int64_t until;
-  } *askers;
+  } * askers;
   size_t n_askers;
 } cc_members_t;
 
@@ -287,8 +287,7 @@ static inline int cc_beat_fenced(const kn_cc_t *c) {
 }
 /* Heartbeats failing while membership is on: leases are to be marked. */
 static inline int cc_beat_failing(const kn_cc_t *c, int64_t now) {
-  return c->mb.on && c->mb.ok && !c->mb.no_mark && !c->closing &&
-         !c->fatal &&
+  return c->mb.on && c->mb.ok && !c->mb.no_mark && !c->closing && !c->fatal &&
          now > c->mb.ok_sent_ms + c->cfg.renew_ms + c->cfg.renew_ms / 2;
 }
 /* Something the others should look at: the next heartbeat says so, now. */

@@ -80,8 +80,7 @@ void kn_cc_mb_fence(kn_cc_t *c) {
 }
 
 void kn_cc_mb_watch_asker(kn_cc_t *c, const char *worker, int64_t now) {
-  struct cc_asker *a =
-      realloc(c->mb.askers, (c->mb.n_askers + 1) * sizeof(*a));
+  struct cc_asker *a = realloc(c->mb.askers, (c->mb.n_askers + 1) * sizeof(*a));
   if (!a) return; /* the leader's scan finds the lease in time */
   c->mb.askers = a;
   if (!(a[c->mb.n_askers].worker = strdup(worker))) return;
@@ -147,8 +146,7 @@ static int heard(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
               mid_run ? " (once the others have forgotten this worker; "
                         "until then it reads nothing)"
                       : "");
-    if (mid_run)
-      c->mb.stale_until = c->mb.ok_sent_ms + 7 * c->cfg.duration_ms;
+    if (mid_run) c->mb.stale_until = c->mb.ok_sent_ms + 7 * c->cfg.duration_ms;
     c->mb.on = 0;
     c->mb.ok = 0;
     c->tk.idle = 0;

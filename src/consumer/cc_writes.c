@@ -152,8 +152,8 @@ static int next_req(kn_cc_t *c, cc_lease_t *l, int64_t now) {
 
 /* A write of the lease on its counter (RENEW, RELEASE, HANDOFF_DONE);
  * mark: kn_cc_action_t.mark of a RENEW. */
-static void lease_call_mark(kn_cc_t *c, cc_lease_t *l, kn_cc_op_t op,
-                            int mark, int64_t now) {
+static void lease_call_mark(kn_cc_t *c, cc_lease_t *l, kn_cc_op_t op, int mark,
+                            int64_t now) {
   cc_op_t *o = kn_cc_op_new(c, op, l->key, l->tenure, now);
   if (o) o->mark = mark;
   cc_act_t *x = o ? kn_cc_call(c, o) : NULL;
@@ -412,8 +412,8 @@ void kn_cc_wr_verified(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
     l->next_renew_ms = now + c->cfg.renew_ms / 3;
     return;
   }
-  kn_cc_log(c, KN_CC_LOG_WARN,
-            "shard %s: lease taken by another worker", l->key);
+  kn_cc_log(c, KN_CC_LOG_WARN, "shard %s: lease taken by another worker",
+            l->key);
   kn_cc_wr_drop(c, l, KN_ERR__LEASE_LOST);
 }
 
@@ -490,8 +490,8 @@ int64_t kn_cc_wr_next_ms(const kn_cc_t *c) {
       if (c->wr.ls[i]->held && !c->wr.ls[i]->marked && !c->wr.ls[i]->busy &&
           !c->wr.ls[i]->shard_end_written && !c->wr.ls[i]->handoff_to &&
           !c->wr.ls[i]->failed_write) {
-        t = cc_min64(t, c->mb.ok_sent_ms + c->cfg.renew_ms +
-                            c->cfg.renew_ms / 2 + 1);
+        t = cc_min64(
+            t, c->mb.ok_sent_ms + c->cfg.renew_ms + c->cfg.renew_ms / 2 + 1);
         break;
       }
   for (size_t i = 0; i < c->wr.n_ls; i++) {

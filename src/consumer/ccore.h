@@ -157,14 +157,14 @@ static inline int kn_cc_op_is_call(kn_cc_op_t op) {
 
 typedef struct kn_cc_action {
   kn_cc_op_t op;
-  uint64_t id;             /* store calls and listings: echo it back */
-  const char *key;         /* shard id */
-  int64_t tenure;          /* START, STOP, EXTEND, DONE, YIELD; store
-                              calls made for a held lease; else -1 */
-  int64_t counter;         /* condition of TAKE..REMOVE */
-  const char *old_owner;   /* TAKE: NULL for a free lease; HANDOFF: the
-                              owner asked; YIELD: the next owner */
-  int steal;               /* TAKE: from a live worker, to balance */
+  uint64_t id;           /* store calls and listings: echo it back */
+  const char *key;       /* shard id */
+  int64_t tenure;        /* START, STOP, EXTEND, DONE, YIELD; store
+                            calls made for a held lease; else -1 */
+  int64_t counter;       /* condition of TAKE..REMOVE */
+  const char *old_owner; /* TAKE: NULL for a free lease; HANDOFF: the
+                            owner asked; YIELD: the next owner */
+  int steal;             /* TAKE: from a live worker, to balance */
   int mark; /* RENEW: 1 also sets ownerBeatFailing, 2 removes it (store
                mark), 0 a plain renewal */
   const kn_lease_t *lease; /* CREATE: the new lease; START: the lease as

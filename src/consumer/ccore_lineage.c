@@ -90,8 +90,7 @@ static int build(walk_t *w, link_t *links) {
   for (size_t i = 0; i < w->ns; i++)
     if (kn_strmap_put(&w->by_shard, w->s[i].id, (void *)&w->s[i])) return -1;
   for (size_t i = 0; i < w->n; i++)
-    if (w->v[i].key && kn_cc_lease_started(&w->v[i]) &&
-        mark_up(w, w->v[i].key))
+    if (w->v[i].key && kn_cc_lease_started(&w->v[i]) && mark_up(w, w->v[i].key))
       return -1;
   return 0;
 }
@@ -100,8 +99,17 @@ kn_cc_done_t *kn_cc_done_new(const kn_lease_t *v, size_t n,
                              const kn_cc_shard_t *shards, size_t n_shards) {
   size_t n_links = 0;
   for (size_t i = 0; i < n; i++) n_links += v[i].n_children;
-  walk_t w = {v, n, shards, n_shards, KN_STRMAP_INIT, KN_STRMAP_INIT,
-              KN_STRMAP_INIT, NULL, 0, 0, calloc(1, sizeof(kn_cc_done_t))};
+  walk_t w = {v,
+              n,
+              shards,
+              n_shards,
+              KN_STRMAP_INIT,
+              KN_STRMAP_INIT,
+              KN_STRMAP_INIT,
+              NULL,
+              0,
+              0,
+              calloc(1, sizeof(kn_cc_done_t))};
   link_t *links = calloc(n_links + 1, sizeof(*links));
   int rc = w.d && links ? build(&w, links) : -1;
   kn_strmap_free(&w.by_lease);

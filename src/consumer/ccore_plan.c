@@ -278,9 +278,7 @@ oom:
   return -1;
 }
 
-static int started(const kn_lease_t *l) {
-  return l && kn_cc_lease_started(l);
-}
+static int started(const kn_lease_t *l) { return l && kn_cc_lease_started(l); }
 
 int kn_cc_can_remove(const kn_lease_t *leases, size_t n_leases, size_t i,
                      const kn_cc_shard_t *shards, size_t n_shards) {

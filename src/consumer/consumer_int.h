@@ -266,7 +266,7 @@ struct kn_consumer_s {
   kn_strmap_t shard_map; /* id -> shards entry */
   kn_dentry_t *q_head, *q_tail;
   size_t q_len;
-  size_t total_bytes;  /* buffered + reserved in flight */
+  size_t total_bytes; /* buffered + reserved in flight */
   /* User records of aggregates dropped as belonging to another shard's
    * hash range (statistics `dropped_records`). */
   uint64_t records_dropped;

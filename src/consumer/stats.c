@@ -62,8 +62,9 @@ char *kn_consumer_stats_json(kn_consumer_t *kc) {
       "\"renewals\":%llu,\"renew_failures\":%llu,\"renew_last_ms\":%.3f,"
       "\"renew_max_ms\":%.3f},\"shards\":[",
       (unsigned long long)records, (unsigned long long)bytes,
-      (unsigned long long)kc->records_dropped, (long long)max_behind, kc->q_len, kc->total_bytes, held,
-      (unsigned long long)kc->lstats.taken, (unsigned long long)kc->lstats.lost,
+      (unsigned long long)kc->records_dropped, (long long)max_behind, kc->q_len,
+      kc->total_bytes, held, (unsigned long long)kc->lstats.taken,
+      (unsigned long long)kc->lstats.lost,
       (unsigned long long)kc->lstats.handed_over,
       (unsigned long long)kc->lstats.renewals,
       (unsigned long long)kc->lstats.renew_failures,

@@ -162,8 +162,7 @@ void kn_store_job_apply(kn_lease_store_t *ls, const char *w,
         err = o->renew(ls, j->key, j->counter, w, &j->new_counter,
                        &j->handoff_to);
       else if (o->mark)
-        err = o->mark(ls, j->key, j->counter, w, j->mark == 1,
-                      &j->new_counter);
+        err = o->mark(ls, j->key, j->counter, w, j->mark == 1, &j->new_counter);
       else
         err = kn_error_new(KN_ERR__UNSUPPORTED,
                            "this lease store keeps no ownerBeatFailing");

@@ -21,9 +21,8 @@ kn_error_t *kn_create_stream_sized(kn_client_t *kc, const char *stream,
                                    int shard_count, int max_record_kib) {
   NEED(kc && stream && *stream, "kn_create_stream", "no stream name");
   NEED(shard_count >= 0, "kn_create_stream", "negative shard count");
-  NEED(max_record_kib == 0 ||
-           (max_record_kib >= KN_RECORD_KIB_MIN &&
-            max_record_kib <= KN_RECORD_KIB_MAX),
+  NEED(max_record_kib == 0 || (max_record_kib >= KN_RECORD_KIB_MIN &&
+                               max_record_kib <= KN_RECORD_KIB_MAX),
        "kn_create_stream_sized", "MaxRecordSizeInKiB out of 1024..10240");
   kn_buf_t req = KN_BUF_INIT, resp;
   int rc = kn_enc_create_stream(&req, stream, shard_count, max_record_kib);

@@ -316,7 +316,8 @@ static int64_t value_digest(const json_t *value) {
   char *s = json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
   if (!s) return INT64_MIN;
   uint64_t h = 1469598103934665603ULL;
-  for (const char *p = s; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  for (const char *p = s; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
   free(s);
   return (int64_t)(h >> 1);
 }
@@ -358,8 +359,7 @@ int kn_ddb_item_to_members(json_t *item, kn_members_t *out, kn_error_t **errp) {
       m.beat = value_digest(value);
       m.leases = 0;
     }
-    if (!(m.worker = strdup(name + plen)) ||
-        (bad && m.beat == INT64_MIN)) {
+    if (!(m.worker = strdup(name + plen)) || (bad && m.beat == INT64_MIN)) {
       free(m.worker);
       kn_members_clear(out);
       *errp = nomem();

@@ -79,8 +79,7 @@ int kn_mview_update(kn_mview_t *m, const kn_members_t *in, int64_t now,
                     int64_t duration_ms) {
   uint64_t deaths = 0, joins = 0, ignored = 0;
   kn_mview_ent_t *nv = NULL, *nb = NULL;
-  if (track(m->v, m->n, in->v, in->n, now, duration_ms, &nv, &deaths,
-            &joins))
+  if (track(m->v, m->n, in->v, in->n, now, duration_ms, &nv, &deaths, &joins))
     return -1;
   if (track(m->bad, m->n_bad, in->bad, in->n_bad, now, duration_ms, &nb,
             &ignored, &ignored)) {

@@ -978,11 +978,10 @@ static void ddb_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t ddb_ops = {
-    ddb_ensure_table, ddb_list,      ddb_get,          ddb_create,
-    ddb_take,         ddb_renew,     ddb_mark,         ddb_release,
-    ddb_checkpoint,
-    ddb_set_children, ddb_handoff,   ddb_handoff_done, ddb_remove,
-    ddb_destroy,      ddb_heartbeat, ddb_members,
+    ddb_ensure_table, ddb_list,         ddb_get,       ddb_create,
+    ddb_take,         ddb_renew,        ddb_mark,      ddb_release,
+    ddb_checkpoint,   ddb_set_children, ddb_handoff,   ddb_handoff_done,
+    ddb_remove,       ddb_destroy,      ddb_heartbeat, ddb_members,
 };
 
 kn_lease_store_t *kn_lease_store_dynamodb_new(const char *table,

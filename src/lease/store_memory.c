@@ -489,11 +489,10 @@ static void mem_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t mem_ops = {
-    mem_ensure_table, mem_list,      mem_get,          mem_create,
-    mem_take,         mem_renew,     mem_mark,         mem_release,
-    mem_checkpoint,
-    mem_set_children, mem_handoff,   mem_handoff_done, mem_remove,
-    mem_destroy,      mem_heartbeat, mem_members,
+    mem_ensure_table, mem_list,         mem_get,       mem_create,
+    mem_take,         mem_renew,        mem_mark,      mem_release,
+    mem_checkpoint,   mem_set_children, mem_handoff,   mem_handoff_done,
+    mem_remove,       mem_destroy,      mem_heartbeat, mem_members,
 };
 
 static mem_table_t *table_new(const char *name) {

@@ -860,11 +860,22 @@ static void sql_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t sql_ops = {
-    sql_ensure_table, sql_list,      sql_get,          sql_create,
-    sql_take,         sql_renew,     NULL /* mark: one host */,
-    sql_release,      sql_checkpoint,
-    sql_set_children, sql_handoff,   sql_handoff_done, sql_remove,
-    sql_destroy,      sql_heartbeat, sql_members,
+    sql_ensure_table,
+    sql_list,
+    sql_get,
+    sql_create,
+    sql_take,
+    sql_renew,
+    NULL /* mark: one host */,
+    sql_release,
+    sql_checkpoint,
+    sql_set_children,
+    sql_handoff,
+    sql_handoff_done,
+    sql_remove,
+    sql_destroy,
+    sql_heartbeat,
+    sql_members,
 };
 
 /* ---- opening and the schema ---- */

@@ -29,7 +29,7 @@ struct kn_pcore {
   kn_msg_list_t unrouted; /* no map yet, or no open shard holds them */
   kn_pverify_t *verify;
   kn_aggregator_t *agg; /* NULL: not aggregating */
-  int auto_dist;         /* the service picks the shard */
+  int auto_dist;        /* the service picks the shard */
   uint64_t batch_seq;
   size_t rr; /* first shard looked at by the next take */
   size_t queued, inflight;
@@ -115,8 +115,8 @@ static kn_msg_t *dequeue(kn_pcore_t *c, kn_pshard_t *ps) {
 int kn_pcore_set_stream(kn_pcore_t *c, size_t record_max, int auto_dist) {
   if (record_max < KN_PUT_RECORD_MAX || record_max > KN_PUT_RECORD_MAX_LARGE)
     return -1;
-  size_t call_max =
-      record_max > KN_PUT_RECORD_MAX ? KN_PUT_MAX_BYTES_LARGE : KN_PUT_MAX_BYTES;
+  size_t call_max = record_max > KN_PUT_RECORD_MAX ? KN_PUT_MAX_BYTES_LARGE
+                                                   : KN_PUT_MAX_BYTES;
   if (c->cfg.batch_max_bytes < record_max) c->cfg.batch_max_bytes = record_max;
   if (c->cfg.batch_max_bytes > call_max) c->cfg.batch_max_bytes = call_max;
   c->auto_dist = auto_dist;

@@ -117,8 +117,8 @@ kn_err_t kn_producer_send(kn_producer_t *kp, const char *partition_key,
   pthread_mutex_lock(&kp->mu);
   if (kp->closing) {
     rc = KN_ERR__STATE;
-  } else if (kp->described && (len + key_len > kp->record_max ||
-                               (!key_len && !kp->auto_dist))) {
+  } else if (kp->described &&
+             (len + key_len > kp->record_max || (!key_len && !kp->auto_dist))) {
     rc = KN_ERR__INVALID_ARG; /* checked on the I/O thread until known */
   } else if (kp->outq_records >= kp->cfg.max_records ||
              kp->outq_bytes + size > kp->cfg.max_bytes) {

@@ -285,10 +285,10 @@ static void on_describe(void *opaque, kn_call_result_t *res) {
   kn_pcore_set_stream(kp->core, record_max, auto_dist);
   if (auto_dist && kp->core_cfg.aggregate)
     kn_log(&kp->log, KN_LOG_NOTICE, "PRODUCE",
-            "stream \"%s\" places records itself (RecordDistributionStrategy "
-            "AUTO): aggregation is off, as readers would drop aggregated "
-            "records the service puts outside their shard's range",
-            kp->stream);
+           "stream \"%s\" places records itself (RecordDistributionStrategy "
+           "AUTO): aggregation is off, as readers would drop aggregated "
+           "records the service puts outside their shard's range",
+           kp->stream);
   pthread_mutex_lock(&kp->mu);
   kp->described = 1;
   kp->record_max = record_max;

@@ -61,11 +61,11 @@ typedef struct counts {
  * serves at most 1,000 WCU/s per partition, and an item never spans
  * partitions), and the hottest 5-s window of each phase. */
 typedef struct hot {
-  int64_t sec, win;        /* the second and window counted */
-  double *sec_wcu;         /* per item: the membership item, then leases */
+  int64_t sec, win; /* the second and window counted */
+  double *sec_wcu;  /* per item: the membership item, then leases */
   double *win_wcu;
-  double phase_max[4];     /* WCU/s of the hottest item in a window */
-  int phase;               /* 0 settle, 1 steady, 2 kill, 3 join */
+  double phase_max[4]; /* WCU/s of the hottest item in a window */
+  int phase;           /* 0 settle, 1 steady, 2 kill, 3 join */
 } hot_t;
 
 typedef struct cost {
@@ -614,8 +614,8 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
       (c1.items_written - c0.items_written) / shards / m,
       (c1.wcu - c0.wcu) / shards / m);
   char extra[96];
-  print_counts("steady", &c0, &c1, (double)seconds, shards,
-               s.hot.phase_max[1], "");
+  print_counts("steady", &c0, &c1, (double)seconds, shards, s.hot.phase_max[1],
+               "");
   snprintf(extra, sizeof(extra), ", \"failover_s\": %.1f",
            (double)failover_ms / 1000);
   print_counts("kill", &c1, &c2, 60, shards, s.hot.phase_max[2], extra);

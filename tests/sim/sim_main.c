@@ -20,24 +20,25 @@ static int lookup(const char *v, const char *const *names, int n) {
 }
 
 static void usage(void) {
-  fprintf(stderr,
-          "usage: kn_sim [--seed N] [--runs K] [--workers W] [--shards S]\n"
-          "              [--faults none|kills|all|mixed]\n"
-          "              [--topology static|split|merge|mixed|idle|random]\n"
-          "              [--seconds T] [--trace] [--first] [--scenario NAME]\n"
-          "       kn_sim --roles [--seed N] [--runs K] [--readers 1..4] "
-          "[--shards S]\n"
-          "              [--faults none|kills|mixed] [--protocol tx|rpc]\n"
-          "              [--topology static|split|merge|mixed|random]\n"
-          "              [--seconds T] [--trace] [--first]\n"
-          "              (the enumerator and readers: README.md)\n"
-          "       kn_sim --cost --shards S --workers W [--seconds T] "
-          "[--no-members]\n"
-          "              [--ddb-limits]\n"
-          "              (the lease table's DynamoDB cost: one JSON line;\n"
-          "              --ddb-limits: writes past 1,000 WCU/s an item refused)\n"
-          "scenarios: %s\n",
-          sim_scenario_names());
+  fprintf(
+      stderr,
+      "usage: kn_sim [--seed N] [--runs K] [--workers W] [--shards S]\n"
+      "              [--faults none|kills|all|mixed]\n"
+      "              [--topology static|split|merge|mixed|idle|random]\n"
+      "              [--seconds T] [--trace] [--first] [--scenario NAME]\n"
+      "       kn_sim --roles [--seed N] [--runs K] [--readers 1..4] "
+      "[--shards S]\n"
+      "              [--faults none|kills|mixed] [--protocol tx|rpc]\n"
+      "              [--topology static|split|merge|mixed|random]\n"
+      "              [--seconds T] [--trace] [--first]\n"
+      "              (the enumerator and readers: README.md)\n"
+      "       kn_sim --cost --shards S --workers W [--seconds T] "
+      "[--no-members]\n"
+      "              [--ddb-limits]\n"
+      "              (the lease table's DynamoDB cost: one JSON line;\n"
+      "              --ddb-limits: writes past 1,000 WCU/s an item refused)\n"
+      "scenarios: %s\n",
+      sim_scenario_names());
 }
 
 static double wall_now(void) {
@@ -204,8 +205,10 @@ int main(int argc, char **argv) {
   printf(
       "kn_sim: runs %lld violations %lld records %lld deliveries %lld "
       "duplicates kill %lld freeze %lld store %lld move %lld "
-      "stale_counter %lld stale_lost %lld recreated %lld virtual_hours %.1f wall_s %.1f\n",
+      "stale_counter %lld stale_lost %lld recreated %lld virtual_hours %.1f "
+      "wall_s %.1f\n",
       runs, violations, records, deliveries, dups[DUP_KILL], dups[DUP_FREEZE],
-      dups[DUP_STORE], dups[DUP_MOVE], stale, stale_lost, recreated, vhours, wall_now() - t0);
+      dups[DUP_STORE], dups[DUP_MOVE], stale, stale_lost, recreated, vhours,
+      wall_now() - t0);
   return violations ? 1 : 0;
 }

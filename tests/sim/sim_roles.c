@@ -59,9 +59,9 @@ static void init(rsim_t *r, const sim_opts_t *o, int readers, int rpc) {
   for (int k = 0; k < SIM_MAX_SHARDS; k++) r->last_idx[k] = -1;
   uint64_t step = UINT64_MAX / (uint64_t)o->shards;
   for (int k = 0; k < o->shards; k++)
-    sim_shard_add(s, -1, -1, step * (uint64_t)k,
-                  k == o->shards - 1 ? UINT64_MAX
-                                     : step * (uint64_t)(k + 1) - 1);
+    sim_shard_add(
+        s, -1, -1, step * (uint64_t)k,
+        k == o->shards - 1 ? UINT64_MAX : step * (uint64_t)(k + 1) - 1);
   s->faults_end = o->seconds * 1000;
   s->faults_on = 1;
   /* The quiet period: restarts (8 s at most), a listing, and a listing,
@@ -71,8 +71,7 @@ static void init(rsim_t *r, const sim_opts_t *o, int readers, int rpc) {
   for (int i = 0; i < readers; i++) add_reader(r);
   sim_push(s, sim_range(&s->rng, 0, 300), RV_APPEND, -1, 0, 0, 0, NULL);
   if (o->topology != SIM_TOPO_STATIC)
-    sim_push(s, sim_range(&s->rng, 3000, 10000), RV_RESHARD, -1, 0, 0, 0,
-             NULL);
+    sim_push(s, sim_range(&s->rng, 3000, 10000), RV_RESHARD, -1, 0, 0, 0, NULL);
   if (o->faults)
     sim_push(s, sim_range(&s->rng, 2000, 6000), RV_KILL, -1, 0, 0, 0, NULL);
   sim_push(s, sim_range(&s->rng, 5000, 20000), RV_SCALE, -1, 0, 0, 0, NULL);
@@ -120,7 +119,8 @@ static void rescale(rsim_t *r) {
   }
   int pick[RS_MAX_READERS], n = 0;
   for (int i = 0; i < r->n_rd; i++)
-    if (r->rd[i].alive && !r->rd[i].retired && !r->rd[i].retiring) pick[n++] = i;
+    if (r->rd[i].alive && !r->rd[i].retired && !r->rd[i].retiring)
+      pick[n++] = i;
   if (n && live > 1) {
     int i = pick[sim_range(&s->rng, 0, n - 1)];
     r->rd[i].retiring = 1; /* its next commit says it left */
@@ -171,7 +171,8 @@ static void event(rsim_t *r, const sim_ev_t *ev) {
       if (!r->en_alive) rs_enum_start(r);
       return;
     case RV_REPORT:
-      if (r->en_alive && r->en_inc == ev->b) rs_enum_report(r, ev->w, (int)ev->a);
+      if (r->en_alive && r->en_inc == ev->b)
+        rs_enum_report(r, ev->w, (int)ev->a);
       return;
     case RV_ACK:
       if (d->alive && d->inc == ev->inc) rs_reader_ack(r, ev->w, (int)ev->a);
@@ -270,19 +271,21 @@ int sim_roles_main(const sim_opts_t *o, int readers, int rpc, long long runs,
     run(&r);
     if (r.s.violated) {
       violations++;
-      printf("VIOLATION seed %llu (roles: readers %d shards %d faults %s "
-             "protocol %s topology %s assigner %s initial %s child_shards %d retention "
-             "%lld): %s\n",
-             (unsigned long long)ro.seed, rn, ro.shards,
-             fault_names[ro.faults], r.rpc ? "rpc" : "tx",
-             topo_names[ro.topology], assigner_names[r.assigner], r.s.initial, r.s.child_shards,
-             (long long)r.s.retention_ms, r.s.violation);
+      printf(
+          "VIOLATION seed %llu (roles: readers %d shards %d faults %s "
+          "protocol %s topology %s assigner %s initial %s child_shards %d "
+          "retention "
+          "%lld): %s\n",
+          (unsigned long long)ro.seed, rn, ro.shards, fault_names[ro.faults],
+          r.rpc ? "rpc" : "tx", topo_names[ro.topology],
+          assigner_names[r.assigner], r.s.initial, r.s.child_shards,
+          (long long)r.s.retention_ms, r.s.violation);
       if (violations <= 1) sim_trace_print(&r.s, 200);
-      printf("reproduce: kn_sim --roles --seed %llu --readers %d --shards %d "
-             "--faults %s --protocol %s --topology %s --seconds %lld\n",
-             (unsigned long long)ro.seed, rn, ro.shards,
-             fault_names[ro.faults], r.rpc ? "rpc" : "tx",
-             topo_names[ro.topology], (long long)ro.seconds);
+      printf(
+          "reproduce: kn_sim --roles --seed %llu --readers %d --shards %d "
+          "--faults %s --protocol %s --topology %s --seconds %lld\n",
+          (unsigned long long)ro.seed, rn, ro.shards, fault_names[ro.faults],
+          r.rpc ? "rpc" : "tx", topo_names[ro.topology], (long long)ro.seconds);
     }
     records += r.s.records;
     committed += r.committed;
@@ -302,12 +305,12 @@ int sim_roles_main(const sim_opts_t *o, int readers, int rpc, long long runs,
       break;
     }
   }
-  printf("kn_sim --roles: runs %lld violations %lld records %lld committed "
-         "%lld commits %lld kills reader %lld enumerator %lld restores reader "
-         "%lld enumerator %lld joins %lld leaves %lld reshards %lld "
-         "messages_lost %lld virtual_hours %.1f wall_s %.1f\n",
-         runs, violations, records, committed, commits, kills_r, kills_e,
-         rest_r, rest_e, joins, leaves, reshards, lost, vhours,
-         wall_now() - t0);
+  printf(
+      "kn_sim --roles: runs %lld violations %lld records %lld committed "
+      "%lld commits %lld kills reader %lld enumerator %lld restores reader "
+      "%lld enumerator %lld joins %lld leaves %lld reshards %lld "
+      "messages_lost %lld virtual_hours %.1f wall_s %.1f\n",
+      runs, violations, records, committed, commits, kills_r, kills_e, rest_r,
+      rest_e, joins, leaves, reshards, lost, vhours, wall_now() - t0);
   return violations ? 1 : 0;
 }

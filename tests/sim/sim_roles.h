@@ -91,7 +91,7 @@ typedef struct rs_reader {
 
 typedef struct rsim {
   sim_t s;
-  int rpc; /* finished reports travel as messages, not in the commit */
+  int rpc;        /* finished reports travel as messages, not in the commit */
   int aggregated; /* records are KPL aggregates of 1 to 4 user records */
   sim_rng_t agg_rng;
   int64_t read_ms, commit_ms, round_ms, sync_ms;

@@ -118,11 +118,13 @@ void rs_check_end(rsim_t *r) {
     if (r->en && kn_enumerator_shard_state(r->en, h->id, who, sizeof(who)) ==
                      KN_ENUM_ASSIGNED)
       ri = rs_reader_index(r, who);
-    kn_rb_shard_t *b =
-        ri >= 0 && r->rd[ri].alive ? kn_rbook_find(&r->rd[ri].book, h->id)
-                                   : NULL;
+    kn_rb_shard_t *b = ri >= 0 && r->rd[ri].alive
+                           ? kn_rbook_find(&r->rd[ri].book, h->id)
+                           : NULL;
     if (!b || !kn_rbook_active(b))
-      sim_violate(s, "open shard %s is not read (the enumerator gives it to "
-                  "\"%s\")", h->id, who);
+      sim_violate(s,
+                  "open shard %s is not read (the enumerator gives it to "
+                  "\"%s\")",
+                  h->id, who);
   }
 }

@@ -13,14 +13,14 @@
 #include "sim_roles.h"
 
 /* Room for one more element of a growing array. */
-#define RS_GROW(p, n, cap)                                 \
-  do {                                                     \
-    if ((n) == (cap)) {                                    \
-      (cap) = (cap) ? (cap) * 2 : 16;                      \
-      void *v_ = realloc((p), (cap) * sizeof(*(p)));       \
-      if (!v_) abort();                                    \
-      (p) = v_;                                            \
-    }                                                      \
+#define RS_GROW(p, n, cap)                           \
+  do {                                               \
+    if ((n) == (cap)) {                              \
+      (cap) = (cap) ? (cap)*2 : 16;                  \
+      void *v_ = realloc((p), (cap) * sizeof(*(p))); \
+      if (!v_) abort();                              \
+      (p) = v_;                                      \
+    }                                                \
   } while (0)
 
 static int64_t jitter(rsim_t *r, int64_t ms) {
@@ -54,8 +54,7 @@ void rs_reader_start(rsim_t *r, int i) {
       return;
     }
     kn_err_t err = kn_rbook_restore(&d->book, snap, r->s.now, r->s.now);
-    if (err)
-      sim_violate(&r->s, "%s: restore: %s", d->id, kn_err2str(err));
+    if (err) sim_violate(&r->s, "%s: restore: %s", d->id, kn_err2str(err));
     sim_trace(&r->s, i, "restore", NULL, (int64_t)kn_snapshot_count(snap),
               d->ckpt);
     kn_snapshot_destroy(snap);
@@ -180,8 +179,8 @@ void rs_reader_read(rsim_t *r, int i) {
     }
   }
   if (d->alive)
-    sim_push(&r->s, r->s.now + jitter(r, r->read_ms), RV_READ, i, d->inc, 0,
-             0, NULL);
+    sim_push(&r->s, r->s.now + jitter(r, r->read_ms), RV_READ, i, d->inc, 0, 0,
+             NULL);
 }
 
 static void add_event(rsim_t *r, int kind, int reader, int shard,
@@ -340,8 +339,8 @@ static kn_shard_list_t *children_of(rsim_t *r, int si) {
   for (int c = 0; c < h->n_children; c++) {
     kn_cc_shard_t x;
     sim_shard_desc(&r->s, h->children[c], &x);
-    kn_shard_desc_t sd = {x.id, x.parent, x.adjacent, x.hash_start,
-                          x.hash_end, NULL, NULL};
+    kn_shard_desc_t sd = {x.id,       x.parent, x.adjacent, x.hash_start,
+                          x.hash_end, NULL,     NULL};
     if (kn_shard_list_add(l, &sd)) abort();
   }
   return l;
@@ -349,8 +348,8 @@ static kn_shard_list_t *children_of(rsim_t *r, int si) {
 
 static void finished(rsim_t *r, int reader, int si) {
   kn_shard_list_t *ch = children_of(r, si);
-  kn_err_t e = kn_enumerator_finished(r->en, r->rd[reader].id,
-                                      r->s.sh[si].id, ch);
+  kn_err_t e =
+      kn_enumerator_finished(r->en, r->rd[reader].id, r->s.sh[si].id, ch);
   kn_shard_list_destroy(ch);
   /* A report about a shard the graph dropped (aged out) is harmless. */
   if (e && e != KN_ERR__NOT_FOUND)
@@ -399,9 +398,9 @@ static void list_shards(rsim_t *r) {
   kn_shard_list_t *l = kn_shard_list_new();
   if (!l) abort();
   for (size_t k = 0; k < n; k++) {
-    kn_shard_desc_t sd = {v[k].id,       v[k].parent,   v[k].adjacent,
-                          v[k].hash_start, v[k].hash_end, "1",
-                          v[k].closed ? "9" : NULL};
+    kn_shard_desc_t sd = {
+        v[k].id,       v[k].parent, v[k].adjacent,           v[k].hash_start,
+        v[k].hash_end, "1",         v[k].closed ? "9" : NULL};
     if (kn_shard_list_add(l, &sd)) abort();
   }
   free(v);
@@ -455,7 +454,8 @@ void rs_enum_round(rsim_t *r) {
     list_shards(r);
   kn_enum_action_t a;
   while (kn_enumerator_next_action(r->en, &a)) {
-    int ri = rs_reader_index(r, a.reader_id), si = sim_shard_find(&r->s, a.shard_id);
+    int ri = rs_reader_index(r, a.reader_id),
+        si = sim_shard_find(&r->s, a.shard_id);
     if (ri < 0 || si < 0 || r->rd[ri].retired) {
       sim_violate(&r->s, "enumerator: %s of %s to %s, no such reader or shard",
                   a.kind == KN_ENUM_ASSIGN ? "ASSIGN" : "REVOKE", a.shard_id,
@@ -470,7 +470,8 @@ void rs_enum_round(rsim_t *r) {
     x->kind = a.kind == KN_ENUM_ASSIGN ? RS_ASSIGN : RS_REVOKE;
     x->done = 0;
     x->start = a.start;
-    sim_trace(&r->s, ri, a.kind == KN_ENUM_ASSIGN ? "enum ASSIGN" : "enum REVOKE",
+    sim_trace(&r->s, ri,
+              a.kind == KN_ENUM_ASSIGN ? "enum ASSIGN" : "enum REVOKE",
               a.shard_id, x->id, 0);
   }
   void *bytes;

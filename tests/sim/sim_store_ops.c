@@ -323,11 +323,10 @@ static void sst_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t sst_ops = {
-    sst_ensure_table, sst_list,      sst_get,          sst_create,
-    sst_take,         sst_renew,     sst_mark,         sst_release,
-    sst_checkpoint,
-    sst_set_children, sst_handoff,   sst_handoff_done, sst_remove,
-    sst_destroy,      sst_heartbeat, sst_members,
+    sst_ensure_table, sst_list,         sst_get,       sst_create,
+    sst_take,         sst_renew,        sst_mark,      sst_release,
+    sst_checkpoint,   sst_set_children, sst_handoff,   sst_handoff_done,
+    sst_remove,       sst_destroy,      sst_heartbeat, sst_members,
 };
 
 kn_lease_store_t *sim_store_open(sim_store_table_t *t, kn_error_t **errp) {

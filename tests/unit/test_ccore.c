@@ -216,10 +216,11 @@ static void test_done_by_lineage(void) {
   /* G -> P -> C (C read up to a sequence number), P's lease removed;
    * M named as a child by Q (SHARD_END) only; Z a stranger; S at its
    * start with a child K also at its start. */
-  kn_lease_t l[] = {ls("G", KN_CKPT_TRIM_HORIZON), ls("C", "49600"),
-                    ls("Z", KN_CKPT_TRIM_HORIZON), ls("Q", KN_CKPT_SHARD_END),
-                    ls("M", KN_CKPT_TRIM_HORIZON), ls("R", KN_CKPT_LATEST),
-                    ls("S", KN_CKPT_TRIM_HORIZON), ls("K", KN_CKPT_TRIM_HORIZON)};
+  kn_lease_t l[] = {
+      ls("G", KN_CKPT_TRIM_HORIZON), ls("C", "49600"),
+      ls("Z", KN_CKPT_TRIM_HORIZON), ls("Q", KN_CKPT_SHARD_END),
+      ls("M", KN_CKPT_TRIM_HORIZON), ls("R", KN_CKPT_LATEST),
+      ls("S", KN_CKPT_TRIM_HORIZON), ls("K", KN_CKPT_TRIM_HORIZON)};
   size_t n = sizeof(l) / sizeof(l[0]);
   char *cp[] = {"P"}, *qk[] = {"Q2"}, *kp[] = {"S"};
   l[1].parents = cp;

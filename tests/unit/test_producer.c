@@ -78,9 +78,8 @@ static void test_args_and_queue_full(void) {
       KN_ERR__INVALID_ARG);
   /* 10 MiB, the most any stream takes, counts the key. */
   char *huge = malloc(10 * 1024 * 1024);
-  KT_CHECK_INT(
-      kn_producer_send(kp, "k", NULL, huge, 10 * 1024 * 1024, 0, NULL),
-      KN_ERR__INVALID_ARG);
+  KT_CHECK_INT(kn_producer_send(kp, "k", NULL, huge, 10 * 1024 * 1024, 0, NULL),
+               KN_ERR__INVALID_ARG);
   free(huge);
   KT_CHECK_INT(
       kn_producer_send(kp, "k", "340282366920938463463374607431768211455", big,

@@ -94,13 +94,13 @@ static int wait_stream(const kc_ctx_t *ctx, kn_client_t *kc,
 
 /* ---- create ---- */
 
-static const kc_opt_t create_opts[] = {{KC_OPT_SHARDS, 0, "shards", 1},
-                                       {KC_OPT_MAX_RECORD_SIZE, 0,
-                                        "max-record-size", 1},
-                                       {KC_OPT_NO_WAIT, 0, "no-wait", 0},
-                                       {KC_OPT_TIMEOUT, 0, "timeout", 1},
-                                       KC_GLOBAL_OPTS,
-                                       {0, 0, NULL, 0}};
+static const kc_opt_t create_opts[] = {
+    {KC_OPT_SHARDS, 0, "shards", 1},
+    {KC_OPT_MAX_RECORD_SIZE, 0, "max-record-size", 1},
+    {KC_OPT_NO_WAIT, 0, "no-wait", 0},
+    {KC_OPT_TIMEOUT, 0, "timeout", 1},
+    KC_GLOBAL_OPTS,
+    {0, 0, NULL, 0}};
 
 static int run_create(kc_ctx_t *ctx, int argc, char **argv) {
   admin_opts_t o;
@@ -114,8 +114,8 @@ static int run_create(kc_ctx_t *ctx, int argc, char **argv) {
                           ops[0]);
   kn_client_t *kc = kc_client_new(ctx, NULL, &rc);
   if (!kc) return rc;
-  kn_error_t *err = kn_create_stream_sized(kc, ops[0], (int)o.shards,
-                                           (int)o.max_record_kib);
+  kn_error_t *err =
+      kn_create_stream_sized(kc, ops[0], (int)o.shards, (int)o.max_record_kib);
   if (err) {
     char what[300];
     snprintf(what, sizeof(what), "cannot create stream \"%s\"", ops[0]);

@@ -34,7 +34,7 @@ typedef struct produce {
   kc_ctx_t *ctx;
   char delim[64], key_delim[64];
   size_t delim_len, key_delim_len;
-  const char *key; /* -k */
+  const char *key;   /* -k */
   size_t record_max; /* key and data of one record, as the stream says */
   int auto_dist;     /* the service places records: keys are optional */
   int aggregate;
@@ -357,9 +357,8 @@ static int produce_loop(produce_t *p, kc_reader_t *rd, kn_producer_t *kp,
     kn_err_t rc;
     /* A mapped record stays where it is until its report. */
     int flags = from_map ? KN_MSG_F_NOCOPY : KN_MSG_F_COPY;
-    while ((rc = kn_producer_send(kp, keyless ? NULL : keybuf, NULL, data,
-                                  len, flags,
-                                  (void *)(uintptr_t)recno)) ==
+    while ((rc = kn_producer_send(kp, keyless ? NULL : keybuf, NULL, data, len,
+                                  flags, (void *)(uintptr_t)recno)) ==
            KN_ERR__QUEUE_FULL) {
       /* Backpressure: the producer holds as much as it may. */
       kn_producer_poll(kp, 100);
@@ -518,7 +517,8 @@ const kc_command_t kc_cmd_produce = {
     "and writes them to STREAM through the library's producer: records are\n"
     "collected per shard into PutRecords calls (up to 500 records or 5 MiB;\n"
     "10 MiB on a stream of large records), each shard kept under its write\n"
-    "limits.  Input is read as a stream, never whole (a regular file through a memory mapping, each part let\n"
+    "limits.  Input is read as a stream, never whole (a regular file through a "
+    "memory mapping, each part let\n"
     "go once its records are delivered, so they are sent without a copy),\n"
     "and may hold any bytes (NUL included).  The empty record after a final\n"
     "delimiter is not sent; an empty line elsewhere is an empty record.  A\n"
