@@ -1179,6 +1179,30 @@ static void test_members_lost_mid_run(void) {
   members_end(&r, w);
 }
 
+/* A heartbeat refused for good (the item past DynamoDB's 400 KB, a
+ * malformed epoch: ValidationException, not retriable) is not retried for
+ * ever: the worker leaves the membership and the lease table decides. */
+static void test_members_refused_for_good(void) {
+  kn_rig_t r;
+  kn_rig_worker_t w[2];
+  int64_t now;
+  KT_REQUIRE(members_pair(&r, w, &now) == 0);
+  kn_error_t *bad = kn_error_new(KN_ERR_VALIDATION,
+                                 "Item size has exceeded the maximum allowed");
+  KT_REQUIRE(!kn_error_is_retriable(bad), kn_error_destroy(bad),
+             members_end(&r, w));
+  r.fail_beat = bad;
+  r.fail_beat_of = "w1";
+  steps(w, 2, &now, now + 20000);
+  int beats = w[0].s.beats;
+  steps(w, 2, &now, now + 60000);
+  KT_CHECK_INT(w[0].s.beats, beats); /* no more heartbeats */
+  KT_CHECK(kn_cc_members(core(&w[0])) == 0);
+  r.fail_beat = NULL;
+  kn_error_destroy(bad);
+  members_end(&r, w);
+}
+
 /* Heartbeats fail (the membership item throttled) while the lease table
  * answers: the worker marks every lease it holds before its heartbeat's
  * deadline and reads on by the leases' deadlines; the other counts it
@@ -1342,6 +1366,7 @@ int main(void) {
   KT_RUN(test_members_forget_capped);
   KT_RUN(test_members_fence);
   KT_RUN(test_members_lost_mid_run);
+  KT_RUN(test_members_refused_for_good);
   KT_RUN(test_members_fallback);
   return KT_DONE();
 }
