@@ -88,7 +88,8 @@ static void check_event_in(void *block, char *body, size_t len, event_t *out) {
     const char *pk = kn_record_partition_key(rec);
     const char *seq = kn_record_sequence_number(rec);
     if (!data || data < lo || dlen > (size_t)(hi - data)) __builtin_trap();
-    if (!pk || pk < lo || pk + strlen(pk) > hi) __builtin_trap();
+    /* A record without a key (service-placed streams) has "" of its own. */
+    if (!pk || (*pk && (pk < lo || pk + strlen(pk) > hi))) __builtin_trap();
     if (!seq || seq < lo || seq + strlen(seq) > hi ||
         !kn_seqnum_valid(seq, strlen(seq)))
       __builtin_trap();
