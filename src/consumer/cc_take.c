@@ -175,28 +175,20 @@ static int family_read(const kn_lease_t *v, size_t n, const kn_lease_t *t) {
   return read;
 }
 
-/* A lease in owner's name with this worker as checkpointOwner was asked
- * for by owner -- or stolen by a worker that knows nothing of hand-offs
- * (the KCL 2.x), the ask left behind.  Only a member of the group or a
- * KCL 3.x worker (owner_hands_over) asks (without membership, every owner
- * is taken at its word): a pass-on to a stealer would bump the counter
- * under it while it reads. */
-static int asked_by_member(const kn_cc_t *c, const kn_lease_t *t) {
-  if (!c->mb.on || t->owner_hands_over) return 1;
-  return c->mb.ok && t->owner && kn_mview_get(&c->mb.view, t->owner) != NULL;
-}
-
 static int classify(kn_cc_t *c, kn_lease_t *w, const char **ours, size_t n,
                     int64_t answered_ms, int64_t now) {
   for (size_t i = 0; i < n; i++) {
     const cc_lease_t *l = kn_cc_wr_find(c, w[i].key);
     int held = l && l->held;
     if (!held && cc_is_me(c, w[i].checkpoint_owner) &&
-        !cc_is_me(c, w[i].owner) && asked_by_member(c, &w[i]) &&
+        !cc_is_me(c, w[i].owner) && kn_cc_ho_answers(c, &w[i]) &&
         !kn_cc_in_flight(c, KN_CC_HANDOFF_DONE, w[i].key) &&
         !kn_cc_in_flight(c, KN_CC_TAKE, w[i].key)) {
       /* Asked for while an earlier run of this worker id held it: nothing
-       * was handed out here, so it is passed on at once. */
+       * was handed out here, so it is passed on at once -- if the owner is
+       * of a kind that asks (kn_cc_ho_answers): a KCL 2.x steal leaves
+       * checkpointOwner behind, and a pass-on would bump the counter under
+       * a holder that reads. */
       cc_op_t *o = kn_cc_op_new(c, KN_CC_HANDOFF_DONE, w[i].key, -1, now);
       cc_act_t *x = o ? kn_cc_call(c, o) : NULL;
       if (x) x->a.counter = w[i].counter;

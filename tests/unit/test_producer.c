@@ -47,16 +47,21 @@ static kn_conf_t *conf_for(seen_t *seen, const char *ttl) {
   return c;
 }
 
-static void test_args_and_queue_full(void) {
-  seen_t seen = {0};
-  kn_conf_t *c = conf_for(&seen, "60000");
+/* A producer on conf_for's configuration (copied: the conf goes at
+ * once); NULL (checked) if refused. */
+static kn_producer_t *producer_for(seen_t *seen, const char *timeout_ms) {
+  kn_conf_t *c = conf_for(seen, timeout_ms);
   char err[256];
   kn_producer_t *kp = kn_producer_new(c, err, sizeof(err));
   KT_CHECK_MSG(kp != NULL, "%s", err);
-  if (!kp) {
-    kn_conf_destroy(c);
-    return;
-  }
+  kn_conf_destroy(c);
+  return kp;
+}
+
+static void test_args_and_queue_full(void) {
+  seen_t seen = {0};
+  kn_producer_t *kp = producer_for(&seen, "60000");
+  if (!kp) return;
   static char big[1024 * 1024];
   KT_CHECK_INT(kn_producer_send(kp, "", NULL, "x", 1, 0, NULL),
                KN_ERR__INVALID_ARG);
@@ -108,7 +113,6 @@ static void test_args_and_queue_full(void) {
   kn_producer_destroy(kp);
   KT_CHECK_INT(seen.n, 5);
   KT_CHECK_INT(seen.destroyed, 5);
-  kn_conf_destroy(c);
 }
 
 /* Over the stream's limit (here 1 MiB: DescribeStreamSummary cannot be
@@ -116,14 +120,8 @@ static void test_args_and_queue_full(void) {
  * else in the record's report, with the limit named. */
 static void test_record_over_the_stream_limit(void) {
   seen_t seen = {0};
-  kn_conf_t *c = conf_for(&seen, "60000");
-  char err[256];
-  kn_producer_t *kp = kn_producer_new(c, err, sizeof(err));
-  KT_CHECK_MSG(kp != NULL, "%s", err);
-  if (!kp) {
-    kn_conf_destroy(c);
-    return;
-  }
+  kn_producer_t *kp = producer_for(&seen, "60000");
+  if (!kp) return;
   static char big[1024 * 1024];
   seen_t *s = &seen;
   kn_err_t rc = kn_producer_send(kp, "k", NULL, big, sizeof(big), 0, s);
@@ -145,19 +143,12 @@ static void test_record_over_the_stream_limit(void) {
     KT_CHECK_INT(rc, KN_ERR__INVALID_ARG);
   }
   kn_producer_destroy(kp);
-  kn_conf_destroy(c);
 }
 
 static void test_ttl_reports(void) {
   seen_t seen = {0};
-  kn_conf_t *c = conf_for(&seen, "300");
-  char err[256];
-  kn_producer_t *kp = kn_producer_new(c, err, sizeof(err));
-  KT_CHECK_MSG(kp != NULL, "%s", err);
-  if (!kp) {
-    kn_conf_destroy(c);
-    return;
-  }
+  kn_producer_t *kp = producer_for(&seen, "300");
+  if (!kp) return;
   for (int i = 0; i < 3; i++)
     KT_CHECK_INT(kn_producer_send(kp, "k", NULL, "x", 1, 0, NULL),
                  KN_ERR_NO_ERROR);
@@ -178,7 +169,6 @@ static void test_ttl_reports(void) {
   KT_CHECK_INT(seen.opaque_ok, 1);
   KT_CHECK_INT(kn_producer_send(kp, "k", NULL, "x", 1, 0, NULL), KN_ERR__STATE);
   kn_producer_destroy(kp);
-  kn_conf_destroy(c);
 }
 
 static void test_new_needs_stream(void) {
