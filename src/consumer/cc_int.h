@@ -126,6 +126,7 @@ typedef struct cc_op {
   int wave;        /* CREATE */
   int mark;        /* RENEW: kn_cc_action_t.mark */
   int64_t bump;    /* HEARTBEAT: added to the epoch */
+  int bucket, leave; /* HEARTBEAT: the item written, the item left */
   int64_t epoch;   /* LIST_LEASES, P_PROBE: the epoch when sent */
   uint64_t deaths; /* LIST_LEASES: deaths counted when sent */
   cc_req_t *req;   /* CHECKPOINT for the application */
@@ -170,6 +171,23 @@ typedef struct cc_members {
     int64_t until;
   } * askers;
   size_t n_askers;
+  /* Spread over items (cfg.member_items): nb items as the digest says
+   * (1 before any), this worker's item, the one it left last (-1: none
+   * pending), the digest's epoch and sequence and when that last
+   * changed; home0: no leader publishes, so it beats in item 0 where one
+   * can be found. */
+  int nb, bucket, leave, home0;
+  int64_t d_epoch, d_seq, d_changed_ms;
+  int published_nb; /* the leader's last digest said this many */
+  /* The roster the call in flight (roster_id) read: every item's members
+   * (owned). */
+  uint64_t roster_id;
+  kn_members_t roster;
+  int has_roster;
+  /* The last heartbeat's digest and forget items (borrowed by its
+   * action until the next heartbeat). */
+  char digest_out[96];
+  int *forget_bucket;
 } cc_members_t;
 
 /* Shard sync, cc_sync.c: the shard listing, the lease listings around it
@@ -347,7 +365,7 @@ int kn_cc_mb_leader(const kn_cc_t *c);
 void kn_cc_mb_send(kn_cc_t *c, int64_t now);
 /* The answer to HEARTBEAT o: 1 when it brought a view (the take round
  * may have news), else 0. */
-int kn_cc_mb_done(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
+int kn_cc_mb_done(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
                   const kn_members_t *m, int64_t sent, int64_t now);
 /* Readers judge the heartbeat deadline themselves: FENCE when it moved. */
 void kn_cc_mb_fence(kn_cc_t *c);
@@ -357,6 +375,12 @@ void kn_cc_mb_beat_now(kn_cc_t *c, int64_t now);
 int64_t kn_cc_mb_next_ms(const kn_cc_t *c);
 void kn_cc_mb_tick(kn_cc_t *c, int64_t now);
 void kn_cc_mb_free(kn_cc_t *c);
+int kn_cc_mb_home(const char *w, int nb);
+void kn_cc_mb_roster(kn_cc_t *c, uint64_t id, const kn_members_t *r,
+                     int64_t now);
+/* Spread over items, the roster a take round's listing read: its members
+ * join the view as remote ones. */
+void kn_cc_mb_roster_listed(kn_cc_t *c, uint64_t id, int64_t now);
 /* Whether the heartbeat's deadline is lifted now (cc_members_t.lifted);
  * a FENCE goes out when that changes. */
 void kn_cc_mb_relift(kn_cc_t *c, int64_t now);

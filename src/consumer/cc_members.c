@@ -1,13 +1,52 @@
 /* The coordination core's membership: heartbeats and the view of the
  * members they return (cc_int.h). */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "consumer/cc_int.h"
 
+/* The leader is the lowest live id of item 0: every worker there sees the
+ * others beat, so it follows a death there as the members' view does. */
 int kn_cc_mb_leader(const kn_cc_t *c) {
-  const char *w = kn_mview_leader(&c->mb.view);
+  if (c->mb.bucket != 0) return 0;
+  const char *w = kn_mview_leader(&c->mb.view, 0);
   return w && strcmp(w, c->worker) == 0;
+}
+
+static int spread_ok(const kn_cc_t *c) { return c->cfg.member_items > 1; }
+
+static int item_size(const kn_cc_t *c) {
+  return c->cfg.member_item_size > 0 ? c->cfg.member_item_size : 16;
+}
+
+/* The item of worker w with nb items. */
+int kn_cc_mb_home(const char *w, int nb) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const char *p = w; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  return nb > 1 ? (int)(h % (uint64_t)nb) : 0;
+}
+
+/* Where this worker beats next. */
+static int want_bucket(const kn_cc_t *c) {
+  if (c->mb.nb <= 1 || c->mb.home0 || kn_cc_mb_leader(c)) return 0;
+  return kn_cc_mb_home(c->worker, c->mb.nb);
+}
+
+/* The item count the leader wants for live members: three quarters full
+ * at most, powers of two, changed only past a factor of two. */
+static int want_nb(const kn_cc_t *c, size_t live) {
+  int nb = c->mb.nb, size = item_size(c);
+  if (!spread_ok(c)) return 1;
+  if (live <= (size_t)nb * (size_t)size && live * 4 >= (size_t)nb * size / 2)
+    return nb;
+  int want = 1;
+  while ((size_t)want * (size_t)size * 3 / 4 < live &&
+         want < c->cfg.member_items)
+    want *= 2;
+  return want;
 }
 
 int kn_cc_is_leader(const kn_cc_t *c) {
@@ -21,6 +60,21 @@ size_t kn_cc_members(const kn_cc_t *c) {
 /* Names forgotten by one heartbeat at most: with ids of up to 128
  * characters the expression stays far under 4 KB (placeholders). */
 #define KN_CC_FORGET_MAX 32
+
+/* The leader's digest into every item (and those it used to have): the
+ * item count, the summed epoch, and a sequence that says it is alive. */
+static void publish(kn_cc_t *c, cc_act_t *x, int spread) {
+  int nb = want_nb(c, kn_mview_live(&c->mb.view));
+  int n = nb > c->mb.nb ? nb : c->mb.nb;
+  if (c->mb.published_nb > n) n = c->mb.published_nb;
+  if (!spread && nb <= 1 && c->mb.published_nb <= 1) return;
+  snprintf(c->mb.digest_out, sizeof(c->mb.digest_out),
+           "nb=%d epoch=%" PRId64 " seq=%" PRId64, nb, c->mb.view.epoch,
+           x->a.beat);
+  x->a.digest = c->mb.digest_out;
+  x->a.publish_n = n;
+  c->mb.published_nb = nb;
+}
 
 void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
   if (c->mb.hb_busy) return;
@@ -36,22 +90,51 @@ void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
   x->a.beat = ++c->mb.beat;
   x->a.leases = (int64_t)kn_cc_held(c);
   x->a.bump = o->bump;
+  int to = want_bucket(c);
+  o->bucket = to;
+  x->a.bucket = to;
+  x->a.leave = c->mb.bucket != to ? c->mb.bucket : c->mb.leave;
+  if (x->a.leave == to) x->a.leave = -1;
+  o->leave = x->a.leave;
+  int spread = c->mb.nb > 1 || c->mb.published_nb > 1;
+  int lead = kn_cc_mb_leader(c);
+  x->a.roster = lead && spread;
+  if (lead && spread_ok(c)) publish(c, x, spread);
   /* The leader forgets members long dead, and entries that are no
    * members and stay unchanged: the item stays small.  A few at a time:
    * each is a REMOVE in the heartbeat's expression, which DynamoDB caps
    * at 4 KB (after a redeploy hundreds may be due at once). */
-  if (!kn_cc_mb_leader(c)) return;
+  if (!lead) return;
   if (!(x->children = calloc(KN_CC_FORGET_MAX, sizeof(char *)))) return;
+  free(c->mb.forget_bucket);
+  c->mb.forget_bucket = x->a.digest ? calloc(KN_CC_FORGET_MAX, sizeof(int))
+                                    : NULL;
+  if (x->a.digest && !c->mb.forget_bucket) return;
+  /* Copies a worker left behind in an item it moved out of (its leave
+   * failed), then members long dead. */
+  for (size_t i = 0; c->mb.has_roster && i < c->mb.roster.n &&
+                     x->n_children < KN_CC_FORGET_MAX;
+       i++) {
+    const kn_member_t *r = &c->mb.roster.v[i];
+    const kn_mview_ent_t *e = kn_mview_get(&c->mb.view, r->worker);
+    if (!c->mb.forget_bucket || !e || e->bucket == r->bucket) continue;
+    if (!(x->children[x->n_children] = strdup(r->worker))) break;
+    c->mb.forget_bucket[x->n_children++] = r->bucket;
+  }
   const kn_mview_ent_t *lists[2] = {c->mb.view.v, c->mb.view.bad};
   size_t ns[2] = {c->mb.view.n, c->mb.view.n_bad};
   for (int k = 0; k < 2; k++)
     for (size_t i = 0; i < ns[k] && x->n_children < KN_CC_FORGET_MAX; i++)
-      if (lists[k][i].dead &&
+      if (lists[k][i].dead && !lists[k][i].remote &&
           now - lists[k][i].changed_ms >= 6 * c->cfg.duration_ms &&
-          (x->children[x->n_children] = strdup(lists[k][i].worker)))
+          (x->children[x->n_children] = strdup(lists[k][i].worker))) {
+        if (c->mb.forget_bucket)
+          c->mb.forget_bucket[x->n_children] = lists[k][i].bucket;
         x->n_children++;
+      }
   x->a.forget = x->children;
   x->a.n_forget = x->n_children;
+  x->a.forget_bucket = c->mb.forget_bucket;
 }
 
 /* The interval to the next heartbeat: a renewal interval, or a quarter of
@@ -61,7 +144,8 @@ static int64_t next_beat_ms(const kn_cc_t *c, int64_t now) {
   int64_t late = c->cfg.renew_ms + c->cfg.renew_ms / 2;
   for (size_t i = 0; i < c->mb.view.n; i++) {
     const kn_mview_ent_t *e = &c->mb.view.v[i];
-    if (!e->dead && now - e->changed_ms > late && !cc_is_me(c, e->worker))
+    if (!e->dead && !e->remote && now - e->changed_ms > late &&
+        !cc_is_me(c, e->worker))
       return c->cfg.renew_ms / 4 > 100 ? c->cfg.renew_ms / 4 : 100;
   }
   return c->cfg.renew_ms;
@@ -111,8 +195,10 @@ static void check_askers(kn_cc_t *c, int64_t now) {
   size_t k = 0;
   for (size_t i = 0; i < c->mb.n_askers; i++) {
     struct cc_asker *a = &c->mb.askers[i];
-    int dead = !kn_mview_get(&c->mb.view, a->worker) ||
-               kn_mview_is_dead(&c->mb.view, a->worker);
+    const kn_mview_ent_t *e = kn_mview_get(&c->mb.view, a->worker);
+    /* Spread over items, an asker of another item is followed by its own
+     * item's members, who take its leases when it dies. */
+    int dead = c->mb.nb > 1 ? e && !e->remote && e->dead : !e || e->dead;
     if (dead) {
       kn_cc_log(c, KN_CC_LOG_INFO,
                 "%s, handed a lease, stopped beating: telling the others",
@@ -127,9 +213,79 @@ static void check_askers(kn_cc_t *c, int64_t now) {
   c->mb.n_askers = k;
 }
 
-static int heard(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
+/* The digest of this worker's item: the item count and summed epoch the
+ * leader last wrote, and whether it still writes. */
+static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
+  int nb = 0;
+  long long ep = 0, seq = 0;
+  if (!spread_ok(c)) return;
+  if (!d || sscanf(d, "nb=%d epoch=%lld seq=%lld", &nb, &ep, &seq) != 3 ||
+      nb < 1 || nb > c->cfg.member_items) {
+    if (c->mb.nb > 1 && !d) c->mb.nb = 1; /* an item no leader wrote */
+    return;
+  }
+  if (seq != c->mb.d_seq || !c->mb.d_changed_ms) {
+    c->mb.d_seq = seq;
+    c->mb.d_changed_ms = now;
+    c->mb.home0 = 0;
+  }
+  if (nb != c->mb.nb)
+    kn_cc_log(c, KN_CC_LOG_INFO, "membership spread over %d items", nb);
+  c->mb.nb = nb;
+  c->mb.d_epoch = ep;
+  /* No leader writes (item 0 is empty, or its members all died): this
+   * worker beats in item 0, where one will be. */
+  if (nb > 1 && !kn_cc_mb_leader(c) &&
+      now - c->mb.d_changed_ms > 3 * c->cfg.duration_ms)
+    c->mb.home0 = 1;
+}
+
+/* r with each worker once: the copy in its own item where it has two
+ * (it moved, and its leave has not landed).  0 or -1 (out of memory). */
+static int one_each(const kn_cc_t *c, const kn_members_t *r,
+                    kn_members_t *out) {
+  memset(out, 0, sizeof(*out));
+  out->epoch = r->epoch;
+  if (!r->n) return 0;
+  if (!(out->v = calloc(r->n, sizeof(*out->v)))) return -1;
+  for (size_t i = 0; i < r->n; i++) {
+    const kn_member_t *m = &r->v[i];
+    if (out->n && strcmp(out->v[out->n - 1].worker, m->worker) == 0) {
+      if (m->bucket != kn_cc_mb_home(m->worker, c->mb.nb)) continue;
+      out->n--;
+      free(out->v[out->n].worker);
+    }
+    out->v[out->n] = *m;
+    if (!(out->v[out->n].worker = strdup(m->worker))) {
+      kn_members_clear(out);
+      return -1;
+    }
+    out->n++;
+  }
+  return 0;
+}
+
+void kn_cc_mb_roster(kn_cc_t *c, uint64_t id, const kn_members_t *r,
+                     int64_t now) {
+  (void)now;
+  kn_members_clear(&c->mb.roster);
+  c->mb.has_roster = kn_members_copy(&c->mb.roster, r) == 0;
+  c->mb.roster_id = id;
+}
+
+void kn_cc_mb_roster_listed(kn_cc_t *c, uint64_t id, int64_t now) {
+  if (!c->mb.has_roster || c->mb.roster_id != id) return;
+  kn_members_t one;
+  if (one_each(c, &c->mb.roster, &one)) return;
+  kn_mview_set_remote(&c->mb.view, &one, now);
+  kn_members_clear(&one);
+}
+
+static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
                  const kn_members_t *m, int64_t sent, int64_t now) {
+  int64_t bumped = o->bump;
   c->mb.hb_busy = 0;
+  int roster = c->mb.has_roster && c->mb.roster_id == o->id;
   if (err && kn_error_code(err) == KN_ERR__BAD_MSG)
     c->mb.bad_answers++;
   else if (!err)
@@ -158,8 +314,20 @@ static int heard(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
     c->mb.hb_at = now + again;
     return 0;
   }
+  c->mb.bucket = o->bucket;
+  c->mb.leave = -1;
+  digest_read(c, m->digest, now);
   uint64_t deaths = c->mb.view.deaths;
-  if (kn_mview_update(&c->mb.view, m, now, c->cfg.duration_ms) == 0) {
+  /* The leader observes every item; the others their own. */
+  kn_members_t one = {0};
+  const kn_members_t *in = m;
+  if (roster && kn_cc_mb_leader(c) && !one_each(c, &c->mb.roster, &one))
+    in = &one;
+  int updated = kn_mview_update(&c->mb.view, in, now, c->cfg.duration_ms) == 0;
+  if (in == &one) c->mb.view.epoch = c->mb.roster.epoch;
+  else if (c->mb.nb > 1) c->mb.view.epoch = m->epoch + c->mb.d_epoch;
+  kn_members_clear(&one);
+  if (updated) {
     c->mb.ok = 1;
     if (sent > c->mb.view_sent_ms) c->mb.view_sent_ms = sent;
     if (sent > c->mb.ok_sent_ms) c->mb.ok_sent_ms = sent;
@@ -174,9 +342,9 @@ static int heard(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
   return 1;
 }
 
-int kn_cc_mb_done(kn_cc_t *c, int64_t bumped, const kn_error_t *err,
+int kn_cc_mb_done(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
                   const kn_members_t *m, int64_t sent, int64_t now) {
-  int r = heard(c, bumped, err, m, sent, now);
+  int r = heard(c, o, err, m, sent, now);
   if (c->closing || c->fatal) c->mb.hb_at = sent + c->cfg.renew_ms;
   return r;
 }
@@ -220,6 +388,8 @@ void kn_cc_mb_beat_now(kn_cc_t *c, int64_t now) {
 
 void kn_cc_mb_free(kn_cc_t *c) {
   kn_mview_free(&c->mb.view);
+  kn_members_clear(&c->mb.roster);
+  free(c->mb.forget_bucket);
   for (size_t i = 0; i < c->mb.n_askers; i++) free(c->mb.askers[i].worker);
   free(c->mb.askers);
 }

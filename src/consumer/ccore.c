@@ -46,6 +46,8 @@ kn_cc_t *kn_cc_new(const kn_cc_cfg_t *cfg, int64_t now_ms) {
   c->mb.hb_at = now_ms;
   c->mb.beat = cfg->beat_base;
   kn_mview_init(&c->mb.view);
+  c->mb.nb = 1;
+  c->mb.leave = -1;
   c->wr.flush_at = now_ms + cfg->checkpoint_ms;
   return c;
 }
@@ -148,9 +150,9 @@ void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
   kn_cc_q_retire(&c->q);
   cc_op_t *o = kn_cc_op_take(c, id);
   if (!o) return;
-  int64_t bumped = o->bump;
+  int news = kn_cc_mb_done(c, o, err, m, sent, now);
   kn_cc_op_free(o);
-  if (kn_cc_mb_done(c, bumped, err, m, sent, now)) {
+  if (news) {
     /* News of a death or a change: the take round looks now, and a round
      * kept for a newer view runs. */
     kn_cc_tk_news(c, now);
@@ -187,9 +189,15 @@ void kn_cc_shards_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     kn_cc_sy_shards(c, probe, v, n, now);
 }
 
+void kn_cc_roster(kn_cc_t *c, uint64_t id, const kn_members_t *roster,
+                  int64_t now) {
+  kn_cc_mb_roster(c, id, roster, now);
+}
+
 void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                        const kn_lease_t *v, size_t n, int64_t now) {
   kn_cc_q_retire(&c->q);
+  if (!err) kn_cc_mb_roster_listed(c, id, now);
   cc_op_t *o = kn_cc_op_take(c, id);
   if (!o) return;
   int purpose = o->purpose;

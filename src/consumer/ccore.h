@@ -96,6 +96,13 @@ typedef struct kn_cc_cfg {
   /* First beat of this run: random, so that a restarted worker of the
    * same id never repeats the beat its last run ended on. */
   int64_t beat_base;
+  /* Membership items the store keeps at most (store.h publish; 0 or 1:
+   * one item), and members per item before the leader spreads them over
+   * more (0: 16).  Spread, each worker writes one item and sees its own
+   * item's members; the leader (the lowest id of item 0) reads them all,
+   * and tells the item count and the summed epoch through a digest in
+   * every item. */
+  int member_items, member_item_size;
 } kn_cc_cfg_t;
 
 /* One shard of a listing (ListShards or ChildShards). */
@@ -184,6 +191,18 @@ typedef struct kn_cc_action {
   int64_t beat, leases, bump; /* HEARTBEAT */
   char *const *forget;        /* HEARTBEAT: members to forget */
   size_t n_forget;
+  /* HEARTBEAT: the membership item written (store.h heartbeat), and the
+   * one to leave (-1: none; a worker that moved between items). */
+  int bucket, leave;
+  /* HEARTBEAT (the leader): digest written into items 0 .. publish_n - 1
+   * (store publish), with forget[i] forgotten in item forget_bucket[i]
+   * (forget_bucket NULL: all in `bucket`). */
+  const char *digest;
+  int publish_n;
+  const int *forget_bucket;
+  /* HEARTBEAT, LIST_LEASES: also read every member (store members); its
+   * answer goes to kn_cc_roster before the call's own. */
+  int roster;
   kn_err_t reason;     /* STOP: KN_ERR__LEASE_LOST, KN_ERR__DESTROY,
                           KN_ERR__TIMED_OUT (not renewed in time);
                           REPLY: the checkpoint's outcome; FATAL: the
@@ -238,6 +257,11 @@ void kn_cc_store_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
 void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                      const kn_lease_t *l, int64_t now_ms);
 
+/* The roster a HEARTBEAT or LIST_LEASES asked for (action.roster): every
+ * member of every item (borrowed), given before the call's own answer;
+ * not given when it could not be read. */
+void kn_cc_roster(kn_cc_t *c, uint64_t id, const kn_members_t *roster,
+                  int64_t now_ms);
 /* Answer to HEARTBEAT: the members (borrowed), or err (KN_ERR__UNSUPPORTED:
  * the store keeps no membership; the core does without). */
 void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,

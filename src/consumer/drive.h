@@ -95,6 +95,7 @@ typedef struct kn_drive_result {
   size_t n_shards;
   const kn_lease_t *got;       /* GET */
   const kn_members_t *members; /* HEARTBEAT */
+  const kn_members_t *roster;  /* HEARTBEAT, LIST_LEASES: asked and read */
   int64_t new_counter;         /* TAKE, RENEW, CHECKPOINT, RELEASE,
                                   HANDOFF_DONE */
   const char *handoff_to;      /* RENEW, CHECKPOINT */

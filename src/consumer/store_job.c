@@ -27,6 +27,10 @@ kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a) {
   j->beat = a->beat;
   j->n_held = a->leases;
   j->bump = a->bump;
+  j->bucket = a->bucket;
+  j->leave = a->op == KN_CC_HEARTBEAT ? a->leave : -1;
+  j->publish_n = a->publish_n;
+  j->roster = a->roster;
   int rc = dup_opt(&j->key, a->key);
   rc |= dup_opt(&j->old_owner, a->old_owner);
   if (a->op == KN_CC_CREATE && a->lease)
@@ -46,6 +50,13 @@ kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a) {
   }
   char *const *names = a->op == KN_CC_HEARTBEAT ? a->forget : a->children;
   size_t n_names = a->op == KN_CC_HEARTBEAT ? a->n_forget : a->n_children;
+  if (a->op == KN_CC_HEARTBEAT) rc |= dup_opt(&j->digest, a->digest);
+  if (a->op == KN_CC_HEARTBEAT && a->forget_bucket && n_names) {
+    if ((j->forget_bucket = malloc(n_names * sizeof(int))))
+      memcpy(j->forget_bucket, a->forget_bucket, n_names * sizeof(int));
+    else
+      rc = -1;
+  }
   if ((a->op == KN_CC_SET_CHILDREN || a->op == KN_CC_HEARTBEAT) && n_names) {
     j->children = calloc(n_names, sizeof(char *));
     if (!j->children) rc = -1;
@@ -101,6 +112,9 @@ void kn_store_job_free(kn_store_job_t *j) {
   kn_error_destroy(j->err);
   free(j->handoff_to);
   kn_members_clear(&j->members);
+  kn_members_clear(&j->roster_m);
+  free(j->digest);
+  free(j->forget_bucket);
   kn_lease_clear(&j->got);
   kn_lease_array_free(j->leases, j->n_leases);
   kn_shard_list_destroy(j->list);
@@ -119,6 +133,7 @@ kn_drive_result_t kn_store_job_result(const kn_store_job_t *j) {
       .n_shards = j->n_shards,
       .got = &j->got,
       .members = &j->members,
+      .roster = j->has_roster ? &j->roster_m : NULL,
       .new_counter = j->new_counter,
       .handoff_to = j->handoff_to,
       .sent_ms = j->sent_ms,
@@ -143,6 +158,50 @@ int kn_store_job_view_shards(kn_store_job_t *j) {
   return 0;
 }
 
+/* The names to forget in item b (all of them without forget_bucket);
+ * *n set.  NULL when none (or out of memory: they wait for the next). */
+static char **forget_in(const kn_store_job_t *j, int b, size_t *n) {
+  *n = 0;
+  if (!j->n_children) return NULL;
+  if (!j->forget_bucket)
+    return b == j->bucket ? (*n = j->n_children, j->children) : NULL;
+  char **v = calloc(j->n_children, sizeof(char *));
+  for (size_t i = 0; v && i < j->n_children; i++)
+    if (j->forget_bucket[i] == b) v[(*n)++] = j->children[i];
+  if (!*n) {
+    free(v);
+    return NULL;
+  }
+  return v;
+}
+
+/* A heartbeat: the write, the item left, the digest published (its
+ * failures wait for the next beat), the roster read. */
+static kn_error_t *heartbeat(kn_lease_store_t *ls, const char *w,
+                             kn_store_job_t *j) {
+  const kn_lease_store_ops_t *o = ls->ops;
+  if (!o->heartbeat)
+    return kn_error_new(KN_ERR__UNSUPPORTED,
+                        "this lease store keeps no membership");
+  size_t n = 0;
+  char **f = j->digest && j->forget_bucket ? NULL : forget_in(j, j->bucket, &n);
+  kn_error_t *err = o->heartbeat(ls, w, j->bucket, j->beat, j->n_held, j->bump,
+                                 f, n, &j->members);
+  if (f != j->children) free(f);
+  if (!err && j->leave >= 0 && o->leave) err = o->leave(ls, w, j->leave);
+  for (int b = 0; !err && j->digest && o->publish && b < j->publish_n; b++) {
+    f = forget_in(j, b, &n);
+    kn_error_destroy(o->publish(ls, b, j->digest, f, n));
+    if (f != j->children) free(f);
+  }
+  if (!err && j->roster && o->members) {
+    kn_error_t *e = o->members(ls, &j->roster_m);
+    j->has_roster = e == NULL;
+    kn_error_destroy(e);
+  }
+  return err;
+}
+
 void kn_store_job_apply(kn_lease_store_t *ls, const char *w,
                         kn_store_job_t *j) {
   const kn_lease_store_ops_t *o = ls->ops;
@@ -150,6 +209,11 @@ void kn_store_job_apply(kn_lease_store_t *ls, const char *w,
   switch (j->op) {
     case KN_CC_LIST_LEASES:
       err = o->list(ls, &j->leases, &j->n_leases);
+      if (!err && j->roster && o->members) {
+        kn_error_t *e = o->members(ls, &j->roster_m);
+        j->has_roster = e == NULL;
+        kn_error_destroy(e);
+      }
       break;
     case KN_CC_CREATE:
       err = o->create(ls, &j->lease);
@@ -191,10 +255,7 @@ void kn_store_job_apply(kn_lease_store_t *ls, const char *w,
       err = o->set_children(ls, j->key, j->children, j->n_children);
       break;
     case KN_CC_HEARTBEAT:
-      err = o->heartbeat ? o->heartbeat(ls, w, j->beat, j->n_held, j->bump,
-                                        j->children, j->n_children, &j->members)
-                         : kn_error_new(KN_ERR__UNSUPPORTED,
-                                        "this lease store keeps no membership");
+      err = heartbeat(ls, w, j);
       break;
     default:
       err = kn_error_new(KN_ERR__FAIL, "not a store call: %s",

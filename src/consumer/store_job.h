@@ -50,6 +50,11 @@ typedef struct kn_store_job {
   char **children; /* SET_CHILDREN; HEARTBEAT: the members to forget */
   size_t n_children;
   int64_t beat, n_held, bump; /* HEARTBEAT */
+  int bucket, leave;          /* HEARTBEAT (kn_cc_action_t) */
+  char *digest;               /* HEARTBEAT: to publish (owned) ... */
+  int publish_n;              /* ... into this many items */
+  int *forget_bucket;         /* HEARTBEAT: item of each name (owned) */
+  int roster;                 /* HEARTBEAT, LIST_LEASES: read every member */
   /* The outcome. */
   int64_t sent_ms; /* monotonic ms when the call began */
   int64_t took_us;
@@ -58,6 +63,8 @@ typedef struct kn_store_job {
   char *handoff_to;     /* RENEW, CHECKPOINT: a hand-off asked for; owned */
   kn_lease_t got;       /* GET: the lease (owned) */
   kn_members_t members; /* HEARTBEAT: owned */
+  kn_members_t roster_m; /* every member, when roster (owned) ... */
+  int has_roster;        /* ... and read */
   kn_lease_t *leases;   /* LIST_LEASES: owned */
   size_t n_leases;
   kn_shard_list_t *list; /* LIST_SHARDS: owned ... */

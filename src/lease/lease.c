@@ -105,6 +105,7 @@ void kn_members_clear(kn_members_t *m) {
   free(m->v);
   for (size_t i = 0; i < m->n_bad; i++) free(m->bad[i].worker);
   free(m->bad);
+  free(m->digest);
   memset(m, 0, sizeof(*m));
 }
 
@@ -122,10 +123,48 @@ static int copy_list(kn_member_t **dst, size_t *dn, const kn_member_t *src,
 int kn_members_copy(kn_members_t *dst, const kn_members_t *src) {
   memset(dst, 0, sizeof(*dst));
   dst->epoch = src->epoch;
-  if (copy_list(&dst->v, &dst->n, src->v, src->n) ||
+  if ((src->digest && !(dst->digest = strdup(src->digest))) ||
+      copy_list(&dst->v, &dst->n, src->v, src->n) ||
       copy_list(&dst->bad, &dst->n_bad, src->bad, src->n_bad)) {
     kn_members_clear(dst);
     return -1;
   }
   return 0;
+}
+
+static int by_member(const void *a, const void *b) {
+  const kn_member_t *x = a, *y = b;
+  int c = strcmp(x->worker, y->worker);
+  return c ? c : (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+int kn_members_merge(kn_members_t *out, const kn_members_t *items, size_t n) {
+  memset(out, 0, sizeof(*out));
+  size_t total = 0, total_bad = 0;
+  for (size_t b = 0; b < n; b++) {
+    total += items[b].n;
+    total_bad += items[b].n_bad;
+    out->epoch += items[b].epoch;
+  }
+  if ((total && !(out->v = calloc(total, sizeof(*out->v)))) ||
+      (total_bad && !(out->bad = calloc(total_bad, sizeof(*out->bad)))) ||
+      (n && items[0].digest && !(out->digest = strdup(items[0].digest))))
+    goto oom;
+  for (size_t b = 0; b < n; b++) {
+    for (size_t i = 0; i < items[b].n; i++, out->n++) {
+      out->v[out->n] = items[b].v[i];
+      if (!(out->v[out->n].worker = strdup(items[b].v[i].worker))) goto oom;
+    }
+    for (size_t i = 0; i < items[b].n_bad; i++, out->n_bad++) {
+      out->bad[out->n_bad] = items[b].bad[i];
+      if (!(out->bad[out->n_bad].worker = strdup(items[b].bad[i].worker)))
+        goto oom;
+    }
+  }
+  if (out->n) qsort(out->v, out->n, sizeof(*out->v), by_member);
+  if (out->n_bad) qsort(out->bad, out->n_bad, sizeof(*out->bad), by_member);
+  return 0;
+oom:
+  kn_members_clear(out);
+  return -1;
 }

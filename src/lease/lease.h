@@ -64,6 +64,7 @@ typedef struct kn_member {
   char *worker;   /* its id (the leaseOwner it writes) */
   int64_t beat;   /* changes with every heartbeat of that worker */
   int64_t leases; /* leases it held at that heartbeat */
+  int bucket;     /* the membership item it was found in (store.h) */
 } kn_member_t;
 
 /* Every member and the table's epoch: a number any worker adds to when it
@@ -79,6 +80,9 @@ typedef struct kn_members {
    * unchanged (the item would only grow).  n_bad entries. */
   kn_member_t *bad;
   size_t n_bad;
+  /* The digest the group's leader last wrote into this item (store.h,
+   * publish), or NULL; owned. */
+  char *digest;
 } kn_members_t;
 
 /* Frees what m holds (its array and strings) and zeroes it.  Accepts
@@ -86,6 +90,10 @@ typedef struct kn_members {
 void kn_members_clear(kn_members_t *m);
 /* Deep copy; 0 or -1 on out-of-memory (dst is then cleared). */
 int kn_members_copy(kn_members_t *dst, const kn_members_t *src);
+/* The n membership items (store.h) as one: members sorted by worker id
+ * (then item), epochs summed, items[0]'s digest; 0 or -1 on
+ * out-of-memory (out is then cleared). */
+int kn_members_merge(kn_members_t *out, const kn_members_t *items, size_t n);
 
 /* Frees what l holds (not l itself) and zeroes it.  Accepts NULL. */
 void kn_lease_clear(kn_lease_t *l);

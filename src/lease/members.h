@@ -21,6 +21,9 @@ typedef struct kn_mview_ent {
   int64_t changed_ms; /* observer's clock when the beat last changed */
   int dead;           /* counted dead (it never comes back to life: a
                          later beat makes it a new member) */
+  int bucket;         /* the membership item it beats in */
+  int remote;         /* not observed: known from a roster read only
+                         (kn_mview_set_remote), never counted dead */
 } kn_mview_ent_t;
 
 typedef struct kn_mview {
@@ -40,17 +43,24 @@ typedef struct kn_mview {
 void kn_mview_init(kn_mview_t *m);
 void kn_mview_free(kn_mview_t *m);
 /* Records an answer received at now_ms; members unchanged for
- * duration_ms are counted dead.  Returns 0, or -1 on out-of-memory (the
- * view is then unchanged). */
+ * duration_ms are counted dead.  The answer's members are observed; remote
+ * entries of workers it does not hold stay.  in must hold each worker
+ * once.  Returns 0, or -1 on out-of-memory (the view is then
+ * unchanged). */
 int kn_mview_update(kn_mview_t *m, const kn_members_t *in, int64_t now_ms,
                     int64_t duration_ms);
+/* Replaces the remote entries by roster's members that the view does not
+ * observe (each worker once); 0, or -1 on out-of-memory (unchanged). */
+int kn_mview_set_remote(kn_mview_t *m, const kn_members_t *roster,
+                        int64_t now_ms);
 /* The entry of worker, or NULL. */
 const kn_mview_ent_t *kn_mview_get(const kn_mview_t *m, const char *worker);
 /* Non-zero when worker is a member counted dead. */
 int kn_mview_is_dead(const kn_mview_t *m, const char *worker);
 /* Live members. */
 size_t kn_mview_live(const kn_mview_t *m);
-/* The live member with the lowest id, or NULL. */
-const char *kn_mview_leader(const kn_mview_t *m);
+/* The live observed member with the lowest id in item `bucket`, or
+ * NULL. */
+const char *kn_mview_leader(const kn_mview_t *m, int bucket);
 
 #endif

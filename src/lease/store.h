@@ -32,6 +32,9 @@
 
 typedef struct kn_lease_store kn_lease_store_t;
 
+/* Membership items a store keeps at most (heartbeat's bucket). */
+#define KN_MEMBERS_BUCKETS_MAX 1024
+
 typedef struct kn_lease_store_ops {
   /* Creates the table if missing (DynamoDB: on-demand billing) and waits
    * until it is usable.  Idempotent; safe when several workers race. */
@@ -112,27 +115,45 @@ typedef struct kn_lease_store_ops {
   /* Deletes a lease if its counter is still `counter`. */
   kn_error_t *(*remove)(kn_lease_store_t *ls, const char *key, int64_t counter);
   void (*destroy)(kn_lease_store_t *ls);
-  /* Membership: one atomic write that sets worker's heartbeat (beat,
-   * leases), adds `bump` (0 or more) to the epoch, forgets the members
-   * named in forget (n_forget entries, not worker itself), and fills *out
-   * with every member and the epoch as they are after the write (the
-   * caller clears it with kn_members_clear; left zeroed on error).  It
-   * is the only call a settled worker makes besides renewing its own
-   * leases: a write that returns what it wrote reads nothing.
-   * DynamoDB: one UpdateItem of the item {"key": "members"} in the table
-   * TABLE-members (ReturnValues ALL_NEW), one attribute per worker;
-   * SQLite: the tables members and meta of the same file.  NULL, or an
-   * error with code KN_ERR__UNSUPPORTED: this store keeps no membership
-   * (the consumer then looks at the lease table on every take round). */
+  /* Membership: one atomic write of membership item `bucket` (0 to
+   * KN_MEMBERS_BUCKETS_MAX - 1) that sets worker's heartbeat (beat,
+   * leases), adds `bump` (0 or more) to the item's epoch, forgets the
+   * members named in forget (n_forget entries, not worker itself), and
+   * fills *out with that item's members, epoch and digest as they are
+   * after the write (the caller clears it with kn_members_clear; left
+   * zeroed on error).  It is the only call a settled worker makes besides
+   * renewing its own leases: a write that returns what it wrote reads
+   * nothing.  Members are spread over items so that no item is written by
+   * every worker (DynamoDB serves one item 1,000 write units a second);
+   * a store without publish keeps them all in one place and may ignore
+   * bucket (its answer then holds every member).
+   * DynamoDB: one UpdateItem of the item {"key": "members"} (bucket 0) or
+   * {"key": "members#B"} in the table TABLE-members (ReturnValues
+   * ALL_NEW), one attribute per worker; SQLite: the tables members and
+   * meta of the same file.  NULL, or an error with code
+   * KN_ERR__UNSUPPORTED: this store keeps no membership (the consumer
+   * then looks at the lease table on every take round). */
   kn_error_t *(*heartbeat)(kn_lease_store_t *ls, const char *worker,
-                           int64_t beat, int64_t leases, int64_t bump,
-                           char *const *forget, size_t n_forget,
+                           int bucket, int64_t beat, int64_t leases,
+                           int64_t bump, char *const *forget, size_t n_forget,
                            kn_members_t *out);
-  /* The membership as the last heartbeats left it, read consistently and
-   * without writing anything (for tools: `kncat leases`).  *out as for
-   * heartbeat; before any heartbeat, no members and epoch 0.  NULL, or an
-   * error with code KN_ERR__UNSUPPORTED: this store keeps no membership
-   * (DynamoDB: the side table is missing or out of reach). */
+  /* Removes worker's entry from item `bucket` (it beats in another one
+   * now); no error if absent.  NULL: the store keeps one item. */
+  kn_error_t *(*leave)(kn_lease_store_t *ls, const char *worker, int bucket);
+  /* Writes digest (the leader's summary, parsed by the consumer) into
+   * item `bucket`, creating it if missing, and forgets the members named
+   * in forget there.  NULL: the store keeps one item (bucket is ignored
+   * by its heartbeat). */
+  kn_error_t *(*publish)(kn_lease_store_t *ls, int bucket, const char *digest,
+                         char *const *forget, size_t n_forget);
+  /* Every member of every item, read consistently and without writing
+   * anything (for the group's leader and take rounds, and for tools:
+   * `kncat leases`), each with the item it is in (kn_member_t.bucket;
+   * a worker that moved may show in two); epoch is the sum of the items'
+   * epochs, digest item 0's.  *out as for heartbeat; before any
+   * heartbeat, no members and epoch 0.  NULL, or an error with code
+   * KN_ERR__UNSUPPORTED: this store keeps no membership (DynamoDB: the
+   * side table is missing or out of reach). */
   kn_error_t *(*members)(kn_lease_store_t *ls, kn_members_t *out);
 } kn_lease_store_ops_t;
 

@@ -17,8 +17,13 @@ typedef struct mem_table {
   pthread_mutex_t lock;   /* guards v, n, cap and the membership */
   kn_lease_t *v;          /* sorted by key */
   size_t n, cap;
-  kn_members_t members; /* v sorted by worker id; cap entries allocated */
-  size_t members_cap;
+  /* The membership items (store.h heartbeat): n_bk of them, each's
+   * members sorted by worker id, cap entries allocated. */
+  struct mem_bucket {
+    kn_members_t m;
+    size_t cap;
+  } * bk;
+  size_t n_bk;
 } mem_table_t;
 
 typedef struct mem_store {
@@ -400,28 +405,64 @@ static size_t find_member(const kn_members_t *m, const char *worker,
                         offsetof(kn_member_t, worker), worker, found);
 }
 
+static kn_error_t *bad_bucket(kn_lease_store_t *ls, const char *op, int b) {
+  return kn_error_new(KN_ERR__INVALID_ARG,
+                      "lease store %s: %s: no membership item %d", ls->name,
+                      op, b);
+}
+
+/* Item b, created (empty) if missing; NULL on out-of-memory. */
+static struct mem_bucket *bucket_at(mem_table_t *t, int b) {
+  if ((size_t)b >= t->n_bk) {
+    struct mem_bucket *v = realloc(t->bk, ((size_t)b + 1) * sizeof(*v));
+    if (!v) return NULL;
+    memset(&v[t->n_bk], 0, ((size_t)b + 1 - t->n_bk) * sizeof(*v));
+    t->bk = v;
+    t->n_bk = (size_t)b + 1;
+  }
+  return &t->bk[b];
+}
+
+static void forget_in(kn_members_t *m, char *const *forget, size_t n,
+                      const char *keep) {
+  int found;
+  for (size_t k = 0; k < n; k++) {
+    if (!forget[k] || (keep && strcmp(forget[k], keep) == 0)) continue;
+    size_t j = find_member(m, forget[k], &found);
+    if (!found) continue;
+    free(m->v[j].worker);
+    memmove(&m->v[j], &m->v[j + 1], (m->n - j - 1) * sizeof(*m->v));
+    m->n--;
+  }
+}
+
 static kn_error_t *mem_heartbeat(kn_lease_store_t *ls, const char *worker,
-                                 int64_t beat, int64_t leases, int64_t bump,
-                                 char *const *forget, size_t n_forget,
-                                 kn_members_t *out) {
+                                 int bucket, int64_t beat, int64_t leases,
+                                 int64_t bump, char *const *forget,
+                                 size_t n_forget, kn_members_t *out) {
   mem_table_t *t = table_of(ls);
   kn_error_t *err = NULL;
   memset(out, 0, sizeof(*out));
   if (!worker || !*worker)
     return kn_error_new(KN_ERR__INVALID_ARG,
                         "lease store %s: heartbeat: no worker id", ls->name);
+  if (bucket < 0 || bucket >= KN_MEMBERS_BUCKETS_MAX)
+    return bad_bucket(ls, "heartbeat", bucket);
   char *w = strdup(worker);
   if (!w) return nomem(ls);
   pthread_mutex_lock(&t->lock);
-  kn_members_t *m = &t->members;
-  int found;
-  size_t i = find_member(m, worker, &found);
-  if (!found && m->n == t->members_cap) {
-    size_t cap = t->members_cap ? t->members_cap * 2 : 8;
+  struct mem_bucket *bk = bucket_at(t, bucket);
+  kn_members_t *m = bk ? &bk->m : NULL;
+  int found = 0;
+  size_t i = m ? find_member(m, worker, &found) : 0;
+  if (!m) {
+    err = nomem(ls);
+  } else if (!found && m->n == bk->cap) {
+    size_t cap = bk->cap ? bk->cap * 2 : 8;
     kn_member_t *v = realloc(m->v, cap * sizeof(*v));
     if (v) {
       m->v = v;
-      t->members_cap = cap;
+      bk->cap = cap;
     } else {
       err = nomem(ls);
     }
@@ -430,20 +471,14 @@ static kn_error_t *mem_heartbeat(kn_lease_store_t *ls, const char *worker,
     if (!found) {
       memmove(&m->v[i + 1], &m->v[i], (m->n - i) * sizeof(*m->v));
       m->v[i].worker = w;
+      m->v[i].bucket = bucket;
       m->n++;
       w = NULL;
     }
     m->v[i].beat = beat;
     m->v[i].leases = leases;
     m->epoch += bump;
-    for (size_t k = 0; k < n_forget; k++) {
-      if (!forget[k] || strcmp(forget[k], worker) == 0) continue;
-      size_t j = find_member(m, forget[k], &found);
-      if (!found) continue;
-      free(m->v[j].worker);
-      memmove(&m->v[j], &m->v[j + 1], (m->n - j - 1) * sizeof(*m->v));
-      m->n--;
-    }
+    forget_in(m, forget, n_forget, worker);
     /* The write stands even if the copy fails (as a store whose answer
      * was lost). */
     if (kn_members_copy(out, m)) err = nomem(ls);
@@ -453,17 +488,58 @@ static kn_error_t *mem_heartbeat(kn_lease_store_t *ls, const char *worker,
   return err;
 }
 
+static kn_error_t *mem_leave(kn_lease_store_t *ls, const char *worker,
+                             int bucket) {
+  mem_table_t *t = table_of(ls);
+  if (bucket < 0 || bucket >= KN_MEMBERS_BUCKETS_MAX)
+    return bad_bucket(ls, "leave", bucket);
+  char *const one[1] = {(char *)worker};
+  pthread_mutex_lock(&t->lock);
+  if ((size_t)bucket < t->n_bk) forget_in(&t->bk[bucket].m, one, 1, NULL);
+  pthread_mutex_unlock(&t->lock);
+  return NULL;
+}
+
+static kn_error_t *mem_publish(kn_lease_store_t *ls, int bucket,
+                               const char *digest, char *const *forget,
+                               size_t n_forget) {
+  mem_table_t *t = table_of(ls);
+  if (bucket < 0 || bucket >= KN_MEMBERS_BUCKETS_MAX)
+    return bad_bucket(ls, "publish", bucket);
+  char *d = digest ? strdup(digest) : NULL;
+  if (digest && !d) return nomem(ls);
+  kn_error_t *err = NULL;
+  pthread_mutex_lock(&t->lock);
+  struct mem_bucket *bk = bucket_at(t, bucket);
+  if (bk) {
+    free(bk->m.digest);
+    bk->m.digest = d;
+    d = NULL;
+    forget_in(&bk->m, forget, n_forget, NULL);
+  } else {
+    err = nomem(ls);
+  }
+  pthread_mutex_unlock(&t->lock);
+  free(d);
+  return err;
+}
+
 static kn_error_t *mem_members(kn_lease_store_t *ls, kn_members_t *out) {
   mem_table_t *t = table_of(ls);
   pthread_mutex_lock(&t->lock);
-  int rc = kn_members_copy(out, &t->members);
+  kn_members_t *items = calloc(t->n_bk ? t->n_bk : 1, sizeof(*items));
+  int rc = !items;
+  for (size_t b = 0; !rc && b < t->n_bk; b++) items[b] = t->bk[b].m;
+  if (!rc) rc = kn_members_merge(out, items, t->n_bk);
   pthread_mutex_unlock(&t->lock);
+  free(items);
   return rc ? nomem(ls) : NULL;
 }
 
 static void table_free(mem_table_t *t) {
   kn_lease_array_free(t->v, t->n);
-  kn_members_clear(&t->members);
+  for (size_t b = 0; b < t->n_bk; b++) kn_members_clear(&t->bk[b].m);
+  free(t->bk);
   pthread_mutex_destroy(&t->lock);
   free(t->name);
   free(t);
@@ -492,7 +568,8 @@ static const kn_lease_store_ops_t mem_ops = {
     mem_ensure_table, mem_list,         mem_get,       mem_create,
     mem_take,         mem_renew,        mem_mark,      mem_release,
     mem_checkpoint,   mem_set_children, mem_handoff,   mem_handoff_done,
-    mem_remove,       mem_destroy,      mem_heartbeat, mem_members,
+    mem_remove,       mem_destroy,      mem_heartbeat, mem_leave,
+    mem_publish,      mem_members,
 };
 
 static mem_table_t *table_new(const char *name) {

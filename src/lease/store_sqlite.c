@@ -780,11 +780,12 @@ static int read_members(sql_store_t *s, kn_members_t *out) {
 /* One write transaction: the heartbeat row, the epoch, the forgotten
  * workers, then everything read back under the same lock. */
 static kn_error_t *sql_heartbeat(kn_lease_store_t *ls, const char *worker,
-                                 int64_t beat, int64_t leases, int64_t bump,
+                                 int bucket, int64_t beat, int64_t leases, int64_t bump,
                                  char *const *forget, size_t n_forget,
                                  kn_members_t *out) {
   sql_store_t *s = store_of(ls);
   memset(out, 0, sizeof(*out));
+  (void)bucket; /* one host: every member in one place */
   if (!worker || !*worker)
     return kn_error_new(KN_ERR__INVALID_ARG,
                         "lease store %s: heartbeat: no worker id", ls->name);
@@ -875,6 +876,8 @@ static const kn_lease_store_ops_t sql_ops = {
     sql_remove,
     sql_destroy,
     sql_heartbeat,
+    NULL /* leave: one place for every member */,
+    NULL /* publish */,
     sql_members,
 };
 

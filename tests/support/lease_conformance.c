@@ -654,7 +654,7 @@ static int beat_(kn_lease_store_t *ls, const char *worker, int64_t beat,
                  size_t n_forget, kn_members_t *m) {
   m->n = 99; /* zeroed by the call */
   kn_error_t *e =
-      ls->ops->heartbeat(ls, worker, beat, leases, bump, forget, n_forget, m);
+      ls->ops->heartbeat(ls, worker, 0, beat, leases, bump, forget, n_forget, m);
   KT_CHECK_MSG(!e, "%s: heartbeat %s: %s", label, worker, msg_of(e));
   kn_error_destroy(e);
   if (e) {
@@ -748,7 +748,7 @@ static void case_members(const kn_lc_target_t *t, kn_lease_store_t *ls,
   KT_CHECK_INT(m.n >= 3, 1);
   kn_members_clear(&m);
   /* No worker id: refused. */
-  e = ls->ops->heartbeat(ls, "", 1, 0, 0, NULL, 0, &m);
+  e = ls->ops->heartbeat(ls, "", 0, 1, 0, 0, NULL, 0, &m);
   KT_CHECK_INT(code_of(e), KN_ERR__INVALID_ARG);
   kn_error_destroy(e);
   /* Leave one member of this run behind, not three. */

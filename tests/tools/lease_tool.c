@@ -316,7 +316,7 @@ static int run(int argc, char **argv) {
   } else if (strcmp(cmd, "heartbeat") == 0 && argc >= 6) {
     kn_members_t m;
     e = ls->ops->heartbeat
-            ? ls->ops->heartbeat(ls, argv[2], num(argv[3]), num(argv[4]),
+            ? ls->ops->heartbeat(ls, argv[2], 0, num(argv[3]), num(argv[4]),
                                  num(argv[5]), argv + 6, (size_t)argc - 6, &m)
             : kn_error_new(KN_ERR__UNSUPPORTED, "no membership");
     if (!e) {

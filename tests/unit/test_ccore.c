@@ -257,14 +257,14 @@ static void test_done_by_lineage(void) {
 static kn_cc_cfg_t cfg_for(const char *worker) {
   kn_cc_cfg_t cfg = {
       worker, 10000, 3000, 2000, 60000, 1000, 0, 1, KN_CKPT_TRIM_HORIZON,
-      1,      30000, 0,    0,    0};
+      1,      30000, 0,    0,    0, 0, 0};
   return cfg;
 }
 
 /* A renew interval of 2/3 of the lease duration or more is refused: the
  * lease would expire between two renewals. */
 static void test_refused_config(void) {
-  kn_cc_cfg_t bad = {"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1, 0, 0, 0, 0};
+  kn_cc_cfg_t bad = {"w", 9000, 6000, 0, 0, 0, 0, 0, NULL, 1, 0, 0, 0, 0, 0, 0};
   KT_CHECK(kn_cc_new(&bad, 0) == NULL);
   kn_rig_t r;
   kn_rig_worker_t w;
@@ -1086,7 +1086,7 @@ static void test_members_forget_capped(void) {
     char id[32];
     snprintf(id, sizeof(id), "old-%03d", i);
     kn_members_t m = {0};
-    KT_REQUIRE(!r.ls->ops->heartbeat(r.ls, id, 1, 0, 0, NULL, 0, &m),
+    KT_REQUIRE(!r.ls->ops->heartbeat(r.ls, id, 0, 1, 0, 0, NULL, 0, &m),
                kn_rig_close(&r));
     kn_members_clear(&m);
   }

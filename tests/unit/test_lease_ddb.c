@@ -698,7 +698,7 @@ static void test_heartbeat(void) {
   if (!ls) return;
   kn_members_t m;
   char *forget[] = {"w3", "w1", "w4", "w3"};
-  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 12, 3, 2, forget, 4, &m));
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 0, 12, 3, 2, forget, 4, &m));
   check_sent(0,
              "{\"TableName\":\"leases_app-members\",\"Key\":" MEMBERS_KEY
              ",\"UpdateExpression\":\"SET #w = :w REMOVE #f0, #f2 "
@@ -719,7 +719,7 @@ static void test_heartbeat(void) {
   }
   kn_members_clear(&m);
   /* Bump 0 is still an ADD (it makes the epoch when there is none). */
-  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 13, 3, 0, NULL, 0, &m));
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 0, 13, 3, 0, NULL, 0, &m));
   check_sent(1,
              "{\"TableName\":\"leases_app-members\",\"Key\":" MEMBERS_KEY
              ",\"UpdateExpression\":\"SET #w = :w ADD #e :bump\","
@@ -731,32 +731,32 @@ static void test_heartbeat(void) {
   KT_CHECK_INT(m.epoch, 0);
   kn_members_clear(&m);
   /* An answer without the item. */
-  kn_error_t *e = ls->ops->heartbeat(ls, "w1", 14, 3, 0, NULL, 0, &m);
+  kn_error_t *e = ls->ops->heartbeat(ls, "w1", 0, 14, 3, 0, NULL, 0, &m);
   KT_CHECK_INT(kn_error_code(e), KN_ERR__BAD_MSG);
   KT_CHECK(e && strstr(kn_error_string(e), "heartbeat"));
   KT_CHECK(m.n == 0 && m.v == NULL);
   kn_error_destroy(e);
   kn_members_clear(&m); /* an answer out of turn */
   /* No table, no rights: unsupported, saying why. */
-  e = ls->ops->heartbeat(ls, "w1", 15, 3, 0, NULL, 0, &m);
+  e = ls->ops->heartbeat(ls, "w1", 0, 15, 3, 0, NULL, 0, &m);
   KT_CHECK_INT(kn_error_code(e), KN_ERR__UNSUPPORTED);
   KT_CHECK(e && strstr(kn_error_string(e), "does not exist"));
   KT_CHECK(!kn_error_is_retriable(e));
   kn_error_destroy(e);
   kn_members_clear(&m); /* an answer out of turn */
-  e = ls->ops->heartbeat(ls, "w1", 16, 3, 0, NULL, 0, &m);
+  e = ls->ops->heartbeat(ls, "w1", 0, 16, 3, 0, NULL, 0, &m);
   KT_CHECK_INT(kn_error_code(e), KN_ERR__UNSUPPORTED);
   KT_CHECK(e && strstr(kn_error_string(e), "AccessDenied"));
   kn_error_destroy(e);
   kn_members_clear(&m); /* an answer out of turn */
   /* Throttling stays retriable. */
-  e = ls->ops->heartbeat(ls, "w1", 17, 3, 0, NULL, 0, &m);
+  e = ls->ops->heartbeat(ls, "w1", 0, 17, 3, 0, NULL, 0, &m);
   KT_CHECK(e && kn_error_is_retriable(e) && kn_error_is_throttling(e));
   kn_error_destroy(e);
   kn_members_clear(&m); /* an answer out of turn */
   KT_CHECK_INT(script.next, 6);
   /* No worker: refused before any call. */
-  e = ls->ops->heartbeat(ls, NULL, 1, 0, 0, NULL, 0, &m);
+  e = ls->ops->heartbeat(ls, NULL, 0, 1, 0, 0, NULL, 0, &m);
   KT_CHECK_INT(kn_error_code(e), KN_ERR__INVALID_ARG);
   kn_error_destroy(e);
   kn_members_clear(&m); /* an answer out of turn */
@@ -771,7 +771,7 @@ static void test_heartbeat(void) {
   KT_CHECK(ls != NULL);
   kn_error_destroy(e);
   if (ls) {
-    e = ls->ops->heartbeat(ls, "w1", 1, 0, 0, NULL, 0, &m);
+    e = ls->ops->heartbeat(ls, "w1", 0, 1, 0, 0, NULL, 0, &m);
     KT_CHECK_INT(kn_error_code(e), KN_ERR__UNSUPPORTED);
     kn_error_destroy(e);
     kn_lease_store_destroy(ls);

@@ -292,7 +292,7 @@ static void test_sqlite_schema(void) {
     kn_lease_clear(&got);
     /* Rows written by another connection are the membership. */
     kn_members_t m;
-    KT_CHECK_OK(ls->ops->heartbeat(ls, "w-y", 1, 0, 1, NULL, 0, &m));
+    KT_CHECK_OK(ls->ops->heartbeat(ls, "w-y", 0, 1, 0, 1, NULL, 0, &m));
     KT_CHECK_INT(m.n, 2);
     KT_CHECK_INT(m.epoch, 12);
     if (m.n == 2) {
@@ -338,7 +338,7 @@ static void test_sqlite_migrate(void) {
   KT_CHECK_INT(got.counter, 5);
   kn_lease_clear(&got);
   kn_members_t m;
-  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 1, 1, 0, NULL, 0, &m));
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 0, 1, 1, 0, NULL, 0, &m));
   KT_CHECK_INT(m.n, 1);
   KT_CHECK_INT(m.epoch, 0);
   kn_members_clear(&m);
@@ -434,18 +434,18 @@ static void test_sqlite_heartbeat_locked(void) {
   kn_error_destroy(e);
   KT_REQUIRE(ls != NULL);
   kn_members_t m;
-  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 1, 0, 0, NULL, 0, &m));
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 0, 1, 0, 0, NULL, 0, &m));
   kn_members_clear(&m);
   sqlite3 *other = NULL;
   KT_CHECK(sqlite3_open(path, &other) == SQLITE_OK);
   sql(other, "BEGIN EXCLUSIVE");
   int64_t t0 = kn_mono_ms();
-  e = ls->ops->heartbeat(ls, "w2", 1, 0, 5, NULL, 0, &m);
+  e = ls->ops->heartbeat(ls, "w2", 0, 1, 0, 5, NULL, 0, &m);
   KT_CHECK(m.n == 0 && m.v == NULL);
   expect_locked(e, t0, 300);
   sql(other, "ROLLBACK");
   sqlite3_close(other);
-  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 2, 0, 0, NULL, 0, &m));
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 0, 2, 0, 0, NULL, 0, &m));
   KT_CHECK_INT(m.n, 1);
   KT_CHECK_INT(m.epoch, 0);
   kn_members_clear(&m);

@@ -6,21 +6,21 @@
 #include "lease/members.h"
 
 static kn_members_t answer(kn_member_t *v, size_t n, int64_t epoch) {
-  kn_members_t m = {v, n, epoch, NULL, 0};
+  kn_members_t m = {v, n, epoch, NULL, 0, NULL};
   return m;
 }
 
 static void test_death_by_observation(void) {
   kn_mview_t m;
   kn_mview_init(&m);
-  kn_member_t v[2] = {{"a", 7, 3}, {"b", 1, 2}};
+  kn_member_t v[2] = {{"a", 7, 3, 0}, {"b", 1, 2, 0}};
   kn_members_t in = answer(v, 2, 4);
   KT_CHECK_INT(kn_mview_update(&m, &in, 1000, 10000), 0);
   KT_CHECK_INT((int)m.n, 2);
   KT_CHECK_INT((int)m.epoch, 4);
   KT_CHECK(m.joins == 0); /* the first answer is no join */
   KT_CHECK_INT((int)kn_mview_live(&m), 2);
-  KT_CHECK_STR(kn_mview_leader(&m), "a");
+  KT_CHECK_STR(kn_mview_leader(&m, 0), "a");
   /* a beats on, b stands still: dead once a duration has passed on this
    * observer's clock since it first saw that beat. */
   v[0].beat = 8;
@@ -47,10 +47,10 @@ static void test_leader_joins_and_lookup(void) {
   kn_mview_t m;
   kn_mview_init(&m);
   /* Stores answer sorted; the view sorts whatever it gets. */
-  kn_member_t v[3] = {{"w2", 1, 0}, {"w0", 1, 5}, {"w1", 1, 4}};
+  kn_member_t v[3] = {{"w2", 1, 0, 0}, {"w0", 1, 5, 0}, {"w1", 1, 4, 0}};
   kn_members_t in = answer(v, 2, 0);
   KT_CHECK_INT(kn_mview_update(&m, &in, 0, 10000), 0);
-  KT_CHECK_STR(kn_mview_leader(&m), "w0");
+  KT_CHECK_STR(kn_mview_leader(&m, 0), "w0");
   in.n = 3;
   KT_CHECK_INT(kn_mview_update(&m, &in, 100, 10000), 0);
   KT_CHECK(m.joins == 1);
@@ -70,22 +70,22 @@ static void test_leader_joins_and_lookup(void) {
   v[0].beat = 2;
   v[2].beat = 2;
   KT_CHECK_INT(kn_mview_update(&m, &in, 10000, 10000), 0);
-  KT_CHECK_STR(kn_mview_leader(&m), "w1");
+  KT_CHECK_STR(kn_mview_leader(&m, 0), "w1");
   /* A member forgotten by the store leaves the view. */
   in.v = &v[0]; /* w2 */
   in.n = 1;
   KT_CHECK_INT(kn_mview_update(&m, &in, 10001, 10000), 0);
   KT_CHECK_INT((int)m.n, 1);
-  KT_CHECK_STR(kn_mview_leader(&m), "w2");
+  KT_CHECK_STR(kn_mview_leader(&m, 0), "w2");
   /* Nobody alive: no leader. */
   kn_members_t none = answer(NULL, 0, 0);
   KT_CHECK_INT(kn_mview_update(&m, &none, 10002, 10000), 0);
-  KT_CHECK(kn_mview_leader(&m) == NULL);
+  KT_CHECK(kn_mview_leader(&m, 0) == NULL);
   kn_mview_free(&m);
 }
 
 static void test_members_copy(void) {
-  kn_member_t v[2] = {{"x", 1, 2}, {"y", 3, 4}};
+  kn_member_t v[2] = {{"x", 1, 2, 0}, {"y", 3, 4, 0}};
   kn_members_t in = answer(v, 2, 9), out;
   KT_CHECK_INT(kn_members_copy(&out, &in), 0);
   if (out.n != 2) return; /* out of memory (torture) */
@@ -103,7 +103,7 @@ static void test_members_copy(void) {
 static void test_bad_entries(void) {
   kn_mview_t m;
   kn_mview_init(&m);
-  kn_member_t v[1] = {{"a", 7, 3}}, bad[1] = {{"junk", 42, 0}};
+  kn_member_t v[1] = {{"a", 7, 3, 0}}, bad[1] = {{"junk", 42, 0, 0}};
   kn_members_t in = answer(v, 1, 1);
   in.bad = bad;
   in.n_bad = 1;
