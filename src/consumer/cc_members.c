@@ -324,8 +324,11 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   if (roster && kn_cc_mb_leader(c) && !one_each(c, &c->mb.roster, &one))
     in = &one;
   int updated = kn_mview_update(&c->mb.view, in, now, c->cfg.duration_ms) == 0;
+  /* Spread over items, a bump reaches the bumper's item and the leader
+   * (the sum of every item's epoch): a whole fleet listing the table on
+   * each would cost more than the membership saves.  Free leases nobody
+   * near takes go to the leader (cc_take.c, heirs). */
   if (in == &one) c->mb.view.epoch = c->mb.roster.epoch;
-  else if (c->mb.nb > 1) c->mb.view.epoch = m->epoch + c->mb.d_epoch;
   kn_members_clear(&one);
   if (updated) {
     c->mb.ok = 1;

@@ -258,26 +258,33 @@ static int plan(kn_cc_t *c, const kn_lease_t *w, size_t n, kn_take_plan_t *plan,
  * key even past its target: nobody else looks at once, and balance
  * follows through hand-offs.  Appends them to plan->take. */
 static void heirs(kn_cc_t *c, const kn_lease_t *w, const char **ours, size_t n,
-                  kn_take_plan_t *plan) {
+                  kn_take_plan_t *plan, int64_t now) {
   if (c->mb.nb <= 1) return;
   int lead = kn_cc_mb_leader(c);
   for (size_t i = 0; i < n; i++) {
+    if (w[i].owner || kn_lease_is_shard_end(&w[i]) ||
+        !kn_lease_is_ready(&w[i], w, n))
+      continue;
     const kn_mview_ent_t *d = ours[i] && !cc_is_me(c, ours[i])
                                   ? kn_mview_get(&c->mb.view, ours[i])
                                   : NULL;
-    if (!d || !d->dead || d->remote || w[i].owner ||
-        kn_lease_is_shard_end(&w[i]) || !kn_lease_is_ready(&w[i], w, n))
-      continue;
+    /* Free for a lease duration (the others were told only near the
+     * change): the leader takes it. */
+    int stray = !ours[i] && lead &&
+                kn_lease_is_expired(&c->obs, &w[i], now, c->cfg.duration_ms);
+    if (!stray && (!d || !d->dead || d->remote)) continue;
     size_t live = 0, mine = 0;
-    for (size_t k = 0; k < c->mb.view.n; k++) {
-      const kn_mview_ent_t *e = &c->mb.view.v[k];
-      if (e->dead || e->remote || e->bucket != d->bucket) continue;
-      if (cc_is_me(c, e->worker)) mine = live;
-      live++;
+    if (!stray) {
+      for (size_t k = 0; k < c->mb.view.n; k++) {
+        const kn_mview_ent_t *e = &c->mb.view.v[k];
+        if (e->dead || e->remote || e->bucket != d->bucket) continue;
+        if (cc_is_me(c, e->worker)) mine = live;
+        live++;
+      }
+      int me_in = d->bucket == c->mb.bucket;
+      if (!(me_in && live) && !(lead && !live)) continue;
+      if (live && kn_cc_mb_home(w[i].key, (int)live) != (int)mine) continue;
     }
-    int me_in = d->bucket == c->mb.bucket;
-    if (!(me_in && live) && !(lead && !live)) continue;
-    if (live && kn_cc_mb_home(w[i].key, (int)live) != (int)mine) continue;
     int planned = 0;
     for (size_t k = 0; k < plan->n_take && !planned; k++)
       planned = plan->take[k] == i;
@@ -396,7 +403,7 @@ void kn_cc_tk_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
   if (classify(c, w, ours, n, answered_ms, now)) {
     keep_pending(c, v, n, seen, answered_ms, now);
   } else if (plan(c, w, n, &p, now) == 0) {
-    heirs(c, w, ours, n, &p);
+    heirs(c, w, ours, n, &p, now);
     issue(c, v, n, ours, &p, now);
     if (c->mb.on) release_extra(c, w, ours, n, &p, now);
     kn_take_plan_free(&p);

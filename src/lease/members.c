@@ -93,9 +93,8 @@ static int keep_remote(kn_mview_ent_t **v, size_t *n,
     if (!old[i].remote || find(nv, *n, old[i].worker)) continue;
     nv[k] = old[i];
     if (!(nv[k].worker = strdup(old[i].worker))) {
-      ents_free(nv, k);
-      *v = NULL;
-      return -1;
+      for (size_t j = *n; j < k; j++) free(nv[j].worker);
+      return -1; /* *v keeps its *n entries */
     }
     k++;
   }
@@ -111,7 +110,10 @@ int kn_mview_update(kn_mview_t *m, const kn_members_t *in, int64_t now,
   size_t n = in->n;
   if (track(m->v, m->n, in->v, in->n, now, duration_ms, &nv, &deaths, &joins))
     return -1;
-  if (keep_remote(&nv, &n, m->v, m->n)) return -1;
+  if (keep_remote(&nv, &n, m->v, m->n)) {
+    ents_free(nv, n);
+    return -1;
+  }
   if (track(m->bad, m->n_bad, in->bad, in->n_bad, now, duration_ms, &nb,
             &ignored, &ignored)) {
     ents_free(nv, n);

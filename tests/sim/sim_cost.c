@@ -53,6 +53,7 @@ typedef struct cworker {
 typedef struct counts {
   double items_read, rcu, items_written, wcu;
   int64_t scans, gets, writes, heartbeats;
+  int64_t rosters, publishes; /* membership reads (Scans) and digests */
   int64_t throttled; /* writes refused for the item's write rate */
   int64_t stops;     /* tenures a worker ended on its own (deadlines) */
 } counts_t;
@@ -165,11 +166,28 @@ static double item_bytes(const kn_lease_t *l) {
   return b;
 }
 
+#define ITEMS KN_MEMBERS_BUCKETS_MAX
+
+/* The size of each membership item (sz[ITEMS]) from a roster; every
+ * item is counted with item 0's digest (the leader writes the same into
+ * each). */
+static void items_bytes(const kn_members_t *m, double *sz) {
+  for (int b = 0; b < ITEMS; b++) sz[b] = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    int b = m->v[i].bucket;
+    if (b < 0 || b >= ITEMS) continue;
+    if (!sz[b])
+      sz[b] = str_attr("key", "members#000") + strlen("epoch") + 8 +
+              (m->digest ? str_attr("digest", m->digest) : 0);
+    sz[b] += 2 + strlen(m->v[i].worker) + 3 + 1 + num_bytes(m->v[i].beat) + 1 +
+             num_bytes(m->v[i].leases);
+  }
+}
+
 static double members_bytes(const kn_members_t *m) {
-  double b = str_attr("key", "members") + strlen("epoch") + num_bytes(m->epoch);
-  for (size_t i = 0; i < m->n; i++)
-    b += 2 + strlen(m->v[i].worker) + 3 + 1 + num_bytes(m->v[i].beat) + 1 +
-         num_bytes(m->v[i].leases);
+  double sz[ITEMS], b = 0;
+  items_bytes(m, sz);
+  for (int i = 0; i < ITEMS; i++) b += sz[i];
   return b;
 }
 
@@ -185,17 +203,18 @@ static double lease_size(cost_t *s, const char *key) {
 
 /* ---- the hottest item ---- */
 
-/* Item index: 0 the membership item, 1 + i shard i's lease. */
+/* Item index: B the membership item B, ITEMS + i shard i's lease. */
 static size_t item_of(const cost_t *s, const kn_store_job_t *j) {
-  if (j->op == KN_CC_HEARTBEAT || !j->key) return 0;
+  if (j->op == KN_CC_HEARTBEAT || !j->key)
+    return j->bucket >= 0 && j->bucket < ITEMS ? (size_t)j->bucket : 0;
   long i = strtol(j->key + strlen("shardId-"), NULL, 10);
-  return i >= 0 && i < s->shards ? (size_t)i + 1 : 0;
+  return i >= 0 && i < s->shards ? (size_t)i + ITEMS : 0;
 }
 
 static void hot_roll(cost_t *s) {
   hot_t *h = &s->hot;
   int64_t sec = s->now / 1000, win = s->now / 5000;
-  size_t n = (size_t)s->shards + 1;
+  size_t n = (size_t)s->shards + ITEMS;
   if (sec != h->sec) {
     memset(h->sec_wcu, 0, n * sizeof(double));
     h->sec = sec;
@@ -221,21 +240,57 @@ static int throttled(cost_t *s, kn_store_job_t *j, double wcu) {
   return 1;
 }
 
-static void hot_add(cost_t *s, const kn_store_job_t *j, double wcu) {
-  size_t i = item_of(s, j);
+static void hot_add_at(cost_t *s, size_t i, double wcu) {
   s->hot.sec_wcu[i] += wcu;
   s->hot.win_wcu[i] += wcu;
 }
 
+static void hot_add(cost_t *s, const kn_store_job_t *j, double wcu) {
+  hot_add_at(s, item_of(s, j), wcu);
+}
+
 /* ---- the store calls, counted ---- */
 
-static double members_now(cost_t *s) {
+static void members_now(cost_t *s, double *sz) {
   kn_members_t m = {0};
   kn_error_t *e = s->ls->ops->members(s->ls, &m);
-  double b = e ? 0 : members_bytes(&m);
+  items_bytes(&m, sz);
   kn_error_destroy(e);
   kn_members_clear(&m);
-  return b;
+}
+
+/* A roster read: a Scan of the membership table (4 KB units of it all). */
+static void bill_roster(cost_t *s, const kn_store_job_t *j) {
+  if (!j->has_roster) return;
+  double b = members_bytes(&j->roster_m);
+  s->cnt.items_read += 1;
+  s->cnt.rcu += ceil(b / 4096);
+  s->cnt.rosters++;
+}
+
+/* A heartbeat: its item's write, the item left, the digests published. */
+static void bill_heartbeat(cost_t *s, const kn_store_job_t *j,
+                           const double *before) {
+  double after[ITEMS];
+  members_now(s, after);
+  int items[2] = {j->bucket, j->leave};
+  for (int k = 0; k < 2; k++) {
+    int b = items[k];
+    if (b < 0 || b >= ITEMS || (k && j->err)) continue;
+    double w = ceil((before[b] > after[b] ? before[b] : after[b]) / 1024);
+    if (w < 1) w = 1;
+    s->cnt.items_written += 1;
+    s->cnt.wcu += w;
+    hot_add_at(s, (size_t)b, w);
+  }
+  for (int b = 0; !j->err && j->digest && b < j->publish_n && b < ITEMS; b++) {
+    double w = ceil((after[b] ? after[b] : 100) / 1024);
+    s->cnt.items_written += 1;
+    s->cnt.wcu += w;
+    s->cnt.publishes++;
+    hot_add_at(s, (size_t)b, w);
+  }
+  bill_roster(s, j);
 }
 
 static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
@@ -243,9 +298,12 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
   double before = 0;
   j->sent_ms = s->now;
   hot_roll(s);
-  if (j->op == KN_CC_HEARTBEAT && s->limits &&
-      throttled(s, j, ceil(members_now(s) / 1024)))
-    return;
+  double items_before[ITEMS];
+  if (j->op == KN_CC_HEARTBEAT) {
+    members_now(s, items_before);
+    double b = items_before[item_of(s, j)];
+    if (s->limits && throttled(s, j, ceil((b ? b : 100) / 1024))) return;
+  }
   if (j->key && j->op != KN_CC_GET) before = lease_size(s, j->key);
   kn_store_job_apply(s->ls, worker, j); /* what the store threads run */
   switch (j->op) {
@@ -255,6 +313,7 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
       c->items_read += (double)j->n_leases;
       c->rcu += ceil(b / 4096);
       c->scans++;
+      bill_roster(s, j);
       return;
     }
     case KN_CC_GET:
@@ -263,12 +322,7 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
       c->gets++;
       return;
     case KN_CC_HEARTBEAT:
-      if (!j->err) {
-        double w = ceil(members_bytes(&j->members) / 1024);
-        c->items_written += 1;
-        c->wcu += w;
-        hot_add(s, j, w);
-      }
+      if (!j->err || j->leave >= 0) bill_heartbeat(s, j, items_before);
       c->heartbeats++;
       return;
     default:
@@ -497,7 +551,8 @@ static void print_counts(const char *name, const counts_t *a, const counts_t *b,
       "%s\"%s\": {\"seconds\": %.1f, \"items_read_per_shard_min\": %.4f, "
       "\"rcu_per_shard_min\": %.4f, \"items_written_per_lease_min\": %.3f, "
       "\"wcu_per_lease_min\": %.3f, \"scans\": %lld, \"gets\": %lld, "
-      "\"writes\": %lld, \"heartbeats\": %lld, \"throttled\": %lld, "
+      "\"writes\": %lld, \"heartbeats\": %lld, \"rosters\": %lld, "
+      "\"digests\": %lld, \"throttled\": %lld, "
       "\"stops\": %lld, \"hot_item_wcu_s\": %.1f%s}",
       strcmp(name, "steady") ? ", " : "", name, seconds,
       (b->items_read - a->items_read) / shards / m,
@@ -506,20 +561,22 @@ static void print_counts(const char *name, const counts_t *a, const counts_t *b,
       (b->wcu - a->wcu) / shards / m, (long long)(b->scans - a->scans),
       (long long)(b->gets - a->gets), (long long)(b->writes - a->writes),
       (long long)(b->heartbeats - a->heartbeats),
+      (long long)(b->rosters - a->rosters),
+      (long long)(b->publishes - a->publishes),
       (long long)(b->throttled - a->throttled),
       (long long)(b->stops - a->stops), hot, extra);
 }
 
 int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
-                  int members, int limits) {
+                  int members, int limits, int one_item) {
   static cost_t s;
   memset(&s, 0, sizeof(s));
   s.rng.s = seed * 0x2545f4914f6cdd1dULL + 1;
   s.shards = shards;
   s.verbose = getenv("KN_SIM_COST_LOG") != NULL;
   s.limits = limits;
-  s.hot.sec_wcu = calloc((size_t)shards + 1, sizeof(double));
-  s.hot.win_wcu = calloc((size_t)shards + 1, sizeof(double));
+  s.hot.sec_wcu = calloc((size_t)shards + ITEMS, sizeof(double));
+  s.hot.win_wcu = calloc((size_t)shards + ITEMS, sizeof(double));
   if (!s.hot.sec_wcu || !s.hot.win_wcu) abort();
   s.cfg = (kn_cc_cfg_t){.duration_ms = 10000,
                         .renew_ms = members ? 4000 : 3333,
@@ -531,6 +588,7 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
                         .auto_checkpoint = 1,
                         .handoff_ms = 30000,
                         .members = members,
+                        .member_items = one_item ? 1 : ITEMS,
                         .scan_ms = 600000};
   kn_error_t *err = NULL;
   s.ls = kn_lease_store_open("memory", NULL, &err);

@@ -34,9 +34,10 @@ static void usage(void) {
       "              (the enumerator and readers: README.md)\n"
       "       kn_sim --cost --shards S --workers W [--seconds T] "
       "[--no-members]\n"
-      "              [--ddb-limits]\n"
+      "              [--ddb-limits] [--one-item]\n"
       "              (the lease table's DynamoDB cost: one JSON line;\n"
-      "              --ddb-limits: writes past 1,000 WCU/s an item refused)\n"
+      "              --ddb-limits: writes past 1,000 WCU/s an item refused;\n"
+      "              --one-item: every member in one membership item)\n"
       "scenarios: %s\n",
       sim_scenario_names());
 }
@@ -56,7 +57,7 @@ int main(int argc, char **argv) {
                   .seconds = 60};
   long long runs = 1;
   int first = 0; /* stop at the first violation */
-  int cost = 0, members = 1, limits = 0;
+  int cost = 0, members = 1, limits = 0, one_item = 0;
   int roles = 0, readers = 0, rpc = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -78,6 +79,10 @@ int main(int argc, char **argv) {
     }
     if (strcmp(a, "--no-members") == 0) {
       members = 0;
+      continue;
+    }
+    if (strcmp(a, "--one-item") == 0) {
+      one_item = 1;
       continue;
     }
     if (strcmp(a, "--ddb-limits") == 0) {
@@ -132,7 +137,7 @@ int main(int argc, char **argv) {
       return 2;
     }
     return sim_cost_main(o.shards, o.workers, o.seconds, o.seed, members,
-                         limits);
+                         limits, one_item);
   }
   if (roles) {
     if (runs < 1 || readers < 0 || readers > 4 || o.shards < 0 ||

@@ -485,7 +485,48 @@ static void cleanup_dir(void) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* The memory store's membership items: each heartbeat answers its own
+ * item, leave and publish act on one item, members merges them all. */
+static void test_memory_items(void) {
+  kn_error_t *e = NULL;
+  kn_lease_store_t *ls = kn_lease_store_open("memory", NULL, &e);
+  KT_REQUIRE(ls != NULL);
+  kn_members_t m;
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 0, 1, 2, 1, NULL, 0, &m));
+  kn_members_clear(&m);
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w2", 1, 1, 3, 2, NULL, 0, &m));
+  KT_CHECK_INT((int)m.n, 1);
+  KT_CHECK_STR(m.v[0].worker, "w2");
+  KT_CHECK_INT((int)m.epoch, 2);
+  kn_members_clear(&m);
+  KT_CHECK_OK(ls->ops->publish(ls, 1, "nb=2 epoch=3 seq=9", NULL, 0));
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w2", 1, 2, 3, 0, NULL, 0, &m));
+  KT_CHECK_STR(m.digest, "nb=2 epoch=3 seq=9");
+  kn_members_clear(&m);
+  /* w1 moves to item 1 and leaves item 0 */
+  KT_CHECK_OK(ls->ops->heartbeat(ls, "w1", 1, 2, 2, 0, NULL, 0, &m));
+  kn_members_clear(&m);
+  KT_CHECK_OK(ls->ops->members(ls, &m));
+  KT_CHECK_INT((int)m.n, 3); /* w1 in both items until it leaves */
+  KT_CHECK_INT((int)m.epoch, 3);
+  kn_members_clear(&m);
+  KT_CHECK_OK(ls->ops->leave(ls, "w1", 0));
+  char *forget[1] = {"w2"};
+  KT_CHECK_OK(ls->ops->publish(ls, 1, "nb=2 epoch=3 seq=10", forget, 1));
+  KT_CHECK_OK(ls->ops->members(ls, &m));
+  KT_CHECK_INT((int)m.n, 1);
+  KT_CHECK_STR(m.v[0].worker, "w1");
+  KT_CHECK_INT(m.v[0].bucket, 1);
+  kn_members_clear(&m);
+  e = ls->ops->heartbeat(ls, "w1", KN_MEMBERS_BUCKETS_MAX, 3, 0, 0, NULL, 0,
+                         &m);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__INVALID_ARG);
+  kn_error_destroy(e);
+  kn_lease_store_destroy(ls);
+}
+
 int main(void) {
+  KT_RUN(test_memory_items);
   snprintf(dir, sizeof(dir), "/tmp/kn-lease-test-XXXXXX");
   if (!mkdtemp(dir)) {
     perror("mkdtemp");

@@ -125,7 +125,57 @@ static void test_bad_entries(void) {
   kn_mview_free(&m);
 }
 
+/* Spread over items: the others of a roster join as remote entries,
+ * never counted dead by this observer; the leader is item 0's lowest. */
+static void test_remote_entries(void) {
+  kn_mview_t m;
+  kn_mview_init(&m);
+  kn_member_t mine[2] = {{"b", 1, 3, 1}, {"c", 1, 2, 1}};
+  kn_members_t in = answer(mine, 2, 0);
+  KT_CHECK_INT(kn_mview_update(&m, &in, 0, 10000), 0);
+  KT_CHECK(kn_mview_leader(&m, 0) == NULL);
+  KT_CHECK_STR(kn_mview_leader(&m, 1), "b");
+  /* a roster: "a" in item 0, "b" twice (it moved), "c" */
+  kn_member_t all[4] = {
+      {"a", 5, 4, 0}, {"b", 1, 3, 0}, {"b", 1, 3, 1}, {"c", 1, 2, 1}};
+  kn_members_t roster = answer(all, 4, 0);
+  KT_CHECK_INT(kn_mview_set_remote(&m, &roster, 0), 0);
+  KT_CHECK_INT((int)m.n, 3);
+  const kn_mview_ent_t *a = kn_mview_get(&m, "a");
+  KT_REQUIRE(a != NULL, kn_mview_free(&m));
+  KT_CHECK_INT(a->remote, 1);
+  KT_CHECK_INT(kn_mview_get(&m, "b")->remote, 0);
+  /* a lease duration on: the observed stand-still "c" dies, the remote
+   * "a" does not, and stays through the update */
+  mine[0].beat = 2;
+  KT_CHECK_INT(kn_mview_update(&m, &in, 20000, 10000), 0);
+  KT_CHECK_INT(kn_mview_is_dead(&m, "c"), 1);
+  KT_CHECK_INT(kn_mview_is_dead(&m, "a"), 0);
+  KT_CHECK(kn_mview_get(&m, "a") != NULL);
+  KT_CHECK_INT((int)m.deaths, 1);
+  KT_CHECK_INT((int)kn_mview_live(&m), 2);
+  kn_mview_free(&m);
+}
+
+/* Items merged: sorted by worker then item, epochs summed. */
+static void test_members_merge(void) {
+  kn_member_t i0[1] = {{"z", 1, 1, 0}}, i1[2] = {{"a", 2, 0, 1}, {"z", 3, 1, 1}};
+  kn_members_t items[2] = {answer(i0, 1, 4), answer(i1, 2, 3)};
+  items[0].digest = "nb=2 epoch=7 seq=1";
+  kn_members_t out;
+  KT_CHECK_INT(kn_members_merge(&out, items, 2), 0);
+  KT_CHECK_INT((int)out.n, 3);
+  KT_CHECK_INT((int)out.epoch, 7);
+  KT_CHECK_STR(out.v[0].worker, "a");
+  KT_CHECK_INT(out.v[1].bucket, 0);
+  KT_CHECK_INT(out.v[2].bucket, 1);
+  KT_CHECK_STR(out.digest, "nb=2 epoch=7 seq=1");
+  kn_members_clear(&out);
+}
+
 int main(void) {
+  KT_RUN(test_remote_entries);
+  KT_RUN(test_members_merge);
   KT_RUN(test_death_by_observation);
   KT_RUN(test_leader_joins_and_lookup);
   KT_RUN(test_members_copy);
