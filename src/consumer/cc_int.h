@@ -123,13 +123,13 @@ typedef struct cc_op {
                          not read */
   char ckpt[SEQ_CAP]; /* CHECKPOINT: what it writes ("" for none) */
   int64_t ckpt_sub;
-  int wave;        /* CREATE */
-  int mark;        /* RENEW: kn_cc_action_t.mark */
-  int64_t bump;    /* HEARTBEAT: added to the epoch */
+  int wave;          /* CREATE */
+  int mark;          /* RENEW: kn_cc_action_t.mark */
+  int64_t bump;      /* HEARTBEAT: added to the epoch */
   int bucket, leave; /* HEARTBEAT: the item written, the item left */
-  int64_t epoch;   /* LIST_LEASES, P_PROBE: the epoch when sent */
-  uint64_t deaths; /* LIST_LEASES: deaths counted when sent */
-  cc_req_t *req;   /* CHECKPOINT for the application */
+  int64_t epoch;     /* LIST_LEASES, P_PROBE: the epoch when sent */
+  uint64_t deaths;   /* LIST_LEASES: deaths counted when sent */
+  cc_req_t *req;     /* CHECKPOINT for the application */
 } cc_op_t;
 
 /* Membership (cfg.members), cc_members.c: this worker's heartbeats and

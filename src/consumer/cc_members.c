@@ -107,8 +107,8 @@ void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
   if (!lead) return;
   if (!(x->children = calloc(KN_CC_FORGET_MAX, sizeof(char *)))) return;
   free(c->mb.forget_bucket);
-  c->mb.forget_bucket = x->a.digest ? calloc(KN_CC_FORGET_MAX, sizeof(int))
-                                    : NULL;
+  c->mb.forget_bucket =
+      x->a.digest ? calloc(KN_CC_FORGET_MAX, sizeof(int)) : NULL;
   if (x->a.digest && !c->mb.forget_bucket) return;
   /* Copies a worker left behind in an item it moved out of (its leave
    * failed), then members long dead. */

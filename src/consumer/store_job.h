@@ -60,12 +60,12 @@ typedef struct kn_store_job {
   int64_t took_us;
   kn_error_t *err; /* owned */
   int64_t new_counter;
-  char *handoff_to;     /* RENEW, CHECKPOINT: a hand-off asked for; owned */
-  kn_lease_t got;       /* GET: the lease (owned) */
-  kn_members_t members; /* HEARTBEAT: owned */
+  char *handoff_to;      /* RENEW, CHECKPOINT: a hand-off asked for; owned */
+  kn_lease_t got;        /* GET: the lease (owned) */
+  kn_members_t members;  /* HEARTBEAT: owned */
   kn_members_t roster_m; /* every member, when roster (owned) ... */
   int has_roster;        /* ... and read */
-  kn_lease_t *leases;   /* LIST_LEASES: owned */
+  kn_lease_t *leases;    /* LIST_LEASES: owned */
   size_t n_leases;
   kn_shard_list_t *list; /* LIST_SHARDS: owned ... */
   kn_cc_shard_t *shards; /* ... and a view pointing into it */

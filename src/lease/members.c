@@ -79,8 +79,8 @@ static int track(const kn_mview_ent_t *old_v, size_t n_old,
 
 /* Appends to *v (n, sorted) the remote entries of old (n_old) that v
  * lacks, and sorts again; 0 or -1 on out-of-memory. */
-static int keep_remote(kn_mview_ent_t **v, size_t *n,
-                       const kn_mview_ent_t *old, size_t n_old) {
+static int keep_remote(kn_mview_ent_t **v, size_t *n, const kn_mview_ent_t *old,
+                       size_t n_old) {
   size_t add = 0;
   for (size_t i = 0; i < n_old; i++)
     add += old[i].remote && !find(*v, *n, old[i].worker);

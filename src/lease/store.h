@@ -133,9 +133,9 @@ typedef struct kn_lease_store_ops {
    * meta of the same file.  NULL, or an error with code
    * KN_ERR__UNSUPPORTED: this store keeps no membership (the consumer
    * then looks at the lease table on every take round). */
-  kn_error_t *(*heartbeat)(kn_lease_store_t *ls, const char *worker,
-                           int bucket, int64_t beat, int64_t leases,
-                           int64_t bump, char *const *forget, size_t n_forget,
+  kn_error_t *(*heartbeat)(kn_lease_store_t *ls, const char *worker, int bucket,
+                           int64_t beat, int64_t leases, int64_t bump,
+                           char *const *forget, size_t n_forget,
                            kn_members_t *out);
   /* Removes worker's entry from item `bucket` (it beats in another one
    * now); no error if absent.  NULL: the store keeps one item. */

@@ -870,9 +870,9 @@ static kn_error_t *no_membership(ddb_store_t *d, const char *op,
  * first attempt had gone through writes the same values again and adds
  * bump twice, which only makes the other workers look once more. */
 static kn_error_t *ddb_heartbeat(kn_lease_store_t *ls, const char *worker,
-                                 int bucket, int64_t beat, int64_t leases, int64_t bump,
-                                 char *const *forget, size_t n_forget,
-                                 kn_members_t *out) {
+                                 int bucket, int64_t beat, int64_t leases,
+                                 int64_t bump, char *const *forget,
+                                 size_t n_forget, kn_members_t *out) {
   ddb_store_t *d = store_of(ls);
   memset(out, 0, sizeof(*out));
   (void)bucket; /* one item (no publish yet) */
@@ -979,11 +979,24 @@ static void ddb_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t ddb_ops = {
-    ddb_ensure_table, ddb_list,         ddb_get,       ddb_create,
-    ddb_take,         ddb_renew,        ddb_mark,      ddb_release,
-    ddb_checkpoint,   ddb_set_children, ddb_handoff,   ddb_handoff_done,
-    ddb_remove,       ddb_destroy,      ddb_heartbeat, NULL,
-    NULL,             ddb_members,
+    ddb_ensure_table,
+    ddb_list,
+    ddb_get,
+    ddb_create,
+    ddb_take,
+    ddb_renew,
+    ddb_mark,
+    ddb_release,
+    ddb_checkpoint,
+    ddb_set_children,
+    ddb_handoff,
+    ddb_handoff_done,
+    ddb_remove,
+    ddb_destroy,
+    ddb_heartbeat,
+    NULL,
+    NULL,
+    ddb_members,
 };
 
 kn_lease_store_t *kn_lease_store_dynamodb_new(const char *table,

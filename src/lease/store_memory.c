@@ -407,8 +407,8 @@ static size_t find_member(const kn_members_t *m, const char *worker,
 
 static kn_error_t *bad_bucket(kn_lease_store_t *ls, const char *op, int b) {
   return kn_error_new(KN_ERR__INVALID_ARG,
-                      "lease store %s: %s: no membership item %d", ls->name,
-                      op, b);
+                      "lease store %s: %s: no membership item %d", ls->name, op,
+                      b);
 }
 
 /* Item b, created (empty) if missing; NULL on out-of-memory. */

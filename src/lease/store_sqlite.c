@@ -780,9 +780,9 @@ static int read_members(sql_store_t *s, kn_members_t *out) {
 /* One write transaction: the heartbeat row, the epoch, the forgotten
  * workers, then everything read back under the same lock. */
 static kn_error_t *sql_heartbeat(kn_lease_store_t *ls, const char *worker,
-                                 int bucket, int64_t beat, int64_t leases, int64_t bump,
-                                 char *const *forget, size_t n_forget,
-                                 kn_members_t *out) {
+                                 int bucket, int64_t beat, int64_t leases,
+                                 int64_t bump, char *const *forget,
+                                 size_t n_forget, kn_members_t *out) {
   sql_store_t *s = store_of(ls);
   memset(out, 0, sizeof(*out));
   (void)bucket; /* one host: every member in one place */

@@ -54,8 +54,8 @@ typedef struct counts {
   double items_read, rcu, items_written, wcu;
   int64_t scans, gets, writes, heartbeats;
   int64_t rosters, publishes; /* membership reads (Scans) and digests */
-  int64_t throttled; /* writes refused for the item's write rate */
-  int64_t stops;     /* tenures a worker ended on its own (deadlines) */
+  int64_t throttled;          /* writes refused for the item's write rate */
+  int64_t stops; /* tenures a worker ended on its own (deadlines) */
 } counts_t;
 
 /* Write units per item in the current second and 5-s window (DynamoDB

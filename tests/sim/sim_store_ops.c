@@ -257,9 +257,9 @@ static kn_error_t *nomem(const kn_lease_store_t *ls) {
 }
 
 static kn_error_t *sst_heartbeat(kn_lease_store_t *ls, const char *worker,
-                                 int bucket, int64_t beat, int64_t leases, int64_t bump,
-                                 char *const *forget, size_t n_forget,
-                                 kn_members_t *out) {
+                                 int bucket, int64_t beat, int64_t leases,
+                                 int64_t bump, char *const *forget,
+                                 size_t n_forget, kn_members_t *out) {
   sim_store_table_t *t = table_of(ls);
   memset(out, 0, sizeof(*out));
   (void)bucket; /* one item (no publish) */
@@ -324,11 +324,24 @@ static void sst_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t sst_ops = {
-    sst_ensure_table, sst_list,         sst_get,       sst_create,
-    sst_take,         sst_renew,        sst_mark,      sst_release,
-    sst_checkpoint,   sst_set_children, sst_handoff,   sst_handoff_done,
-    sst_remove,       sst_destroy,      sst_heartbeat, NULL,
-    NULL,             sst_members,
+    sst_ensure_table,
+    sst_list,
+    sst_get,
+    sst_create,
+    sst_take,
+    sst_renew,
+    sst_mark,
+    sst_release,
+    sst_checkpoint,
+    sst_set_children,
+    sst_handoff,
+    sst_handoff_done,
+    sst_remove,
+    sst_destroy,
+    sst_heartbeat,
+    NULL,
+    NULL,
+    sst_members,
 };
 
 kn_lease_store_t *sim_store_open(sim_store_table_t *t, kn_error_t **errp) {

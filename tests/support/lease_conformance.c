@@ -653,8 +653,8 @@ static int beat_(kn_lease_store_t *ls, const char *worker, int64_t beat,
                  int64_t leases, int64_t bump, char *const *forget,
                  size_t n_forget, kn_members_t *m) {
   m->n = 99; /* zeroed by the call */
-  kn_error_t *e =
-      ls->ops->heartbeat(ls, worker, 0, beat, leases, bump, forget, n_forget, m);
+  kn_error_t *e = ls->ops->heartbeat(ls, worker, 0, beat, leases, bump, forget,
+                                     n_forget, m);
   KT_CHECK_MSG(!e, "%s: heartbeat %s: %s", label, worker, msg_of(e));
   kn_error_destroy(e);
   if (e) {

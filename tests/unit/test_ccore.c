@@ -257,7 +257,7 @@ static void test_done_by_lineage(void) {
 static kn_cc_cfg_t cfg_for(const char *worker) {
   kn_cc_cfg_t cfg = {
       worker, 10000, 3000, 2000, 60000, 1000, 0, 1, KN_CKPT_TRIM_HORIZON,
-      1,      30000, 0,    0,    0, 0, 0};
+      1,      30000, 0,    0,    0,     0,    0};
   return cfg;
 }
 

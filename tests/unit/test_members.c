@@ -159,7 +159,8 @@ static void test_remote_entries(void) {
 
 /* Items merged: sorted by worker then item, epochs summed. */
 static void test_members_merge(void) {
-  kn_member_t i0[1] = {{"z", 1, 1, 0}}, i1[2] = {{"a", 2, 0, 1}, {"z", 3, 1, 1}};
+  kn_member_t i0[1] = {{"z", 1, 1, 0}},
+              i1[2] = {{"a", 2, 0, 1}, {"z", 3, 1, 1}};
   kn_members_t items[2] = {answer(i0, 1, 4), answer(i1, 2, 3)};
   items[0].digest = "nb=2 epoch=7 seq=1";
   kn_members_t out;
