@@ -74,6 +74,10 @@ static void publish(kn_cc_t *c, cc_act_t *x, int spread) {
   x->a.digest = c->mb.digest_out;
   x->a.publish_n = n;
   c->mb.published_nb = nb;
+  if (nb != c->mb.nb)
+    kn_cc_log(c, KN_CC_LOG_INFO, "membership spread over %d items (leader)",
+              nb);
+  c->mb.nb = nb;
 }
 
 void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
@@ -229,6 +233,9 @@ static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
     c->mb.d_changed_ms = now;
     c->mb.home0 = 0;
   }
+  /* The leader's own word is newer than its item's (the digest in an
+   * answer is the one before). */
+  if (kn_cc_mb_leader(c)) return;
   if (nb != c->mb.nb)
     kn_cc_log(c, KN_CC_LOG_INFO, "membership spread over %d items", nb);
   c->mb.nb = nb;
