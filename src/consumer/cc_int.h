@@ -173,11 +173,12 @@ typedef struct cc_members {
   size_t n_askers;
   /* Spread over items (cfg.member_items): nb items as the digest says
    * (1 before any), this worker's item, the one it left last (-1: none
-   * pending), the digest's epoch and sequence and when that last
-   * changed; home0: no leader publishes, so it beats in item 0 where one
-   * can be found. */
+   * pending), the digest's epoch, sequence and most leases held, when the
+   * sequence last changed; home0: no leader publishes, so it beats in item 0
+   * where one can be found. */
   int nb, bucket, leave, home0;
   int64_t d_epoch, d_seq, d_changed_ms;
+  int64_t d_max;    /* the most leases a member holds, as the leader saw */
   int published_nb; /* the leader's last digest said this many */
   /* The roster the call in flight (roster_id) read: every item's members
    * (owned). */

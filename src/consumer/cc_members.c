@@ -68,9 +68,13 @@ static void publish(kn_cc_t *c, cc_act_t *x, int spread) {
   int n = nb > c->mb.nb ? nb : c->mb.nb;
   if (c->mb.published_nb > n) n = c->mb.published_nb;
   if (!spread && nb <= 1 && c->mb.published_nb <= 1) return;
+  int64_t most = 0;
+  for (size_t i = 0; i < c->mb.view.n; i++)
+    if (!c->mb.view.v[i].dead && c->mb.view.v[i].leases > most)
+      most = c->mb.view.v[i].leases;
   snprintf(c->mb.digest_out, sizeof(c->mb.digest_out),
-           "nb=%d epoch=%" PRId64 " seq=%" PRId64, nb, c->mb.view.epoch,
-           x->a.beat);
+           "nb=%d epoch=%" PRId64 " seq=%" PRId64 " max=%" PRId64, nb,
+           c->mb.view.epoch, x->a.beat, most);
   x->a.digest = c->mb.digest_out;
   x->a.publish_n = n;
   c->mb.published_nb = nb;
@@ -221,9 +225,11 @@ static void check_askers(kn_cc_t *c, int64_t now) {
  * leader last wrote, and whether it still writes. */
 static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
   int nb = 0;
-  long long ep = 0, seq = 0;
+  long long ep = 0, seq = 0, most = 0;
   if (!spread_ok(c)) return;
-  if (!d || sscanf(d, "nb=%d epoch=%lld seq=%lld", &nb, &ep, &seq) != 3 ||
+  if (!d ||
+      sscanf(d, "nb=%d epoch=%lld seq=%lld max=%lld", &nb, &ep, &seq,
+             &most) != 4 ||
       nb < 1 || nb > c->cfg.member_items) {
     if (c->mb.nb > 1 && !d) c->mb.nb = 1; /* an item no leader wrote */
     return;
@@ -240,6 +246,7 @@ static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
     kn_cc_log(c, KN_CC_LOG_INFO, "membership spread over %d items", nb);
   c->mb.nb = nb;
   c->mb.d_epoch = ep;
+  c->mb.d_max = most;
   /* No leader writes (item 0 is empty, or its members all died): this
    * worker beats in item 0, where one will be. */
   if (nb > 1 && !kn_cc_mb_leader(c) &&
@@ -247,8 +254,9 @@ static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
     c->mb.home0 = 1;
 }
 
-/* r with each worker once: the copy in its own item where it has two
- * (it moved, and its leave has not landed).  0 or -1 (out of memory). */
+/* r with each worker once (a worker that moved or restarted may show in
+ * two items until its leave lands or the leader forgets the copy).  0 or
+ * -1 (out of memory). */
 static int one_each(const kn_cc_t *c, const kn_members_t *r,
                     kn_members_t *out) {
   memset(out, 0, sizeof(*out));
@@ -258,7 +266,13 @@ static int one_each(const kn_cc_t *c, const kn_members_t *r,
   for (size_t i = 0; i < r->n; i++) {
     const kn_member_t *m = &r->v[i];
     if (out->n && strcmp(out->v[out->n - 1].worker, m->worker) == 0) {
-      if (m->bucket != kn_cc_mb_home(m->worker, c->mb.nb)) continue;
+      /* Two copies: the one in the item it beats in now (its own; this
+       * worker's: where it wrote last); the other is a former run's, or
+       * one it moved out of, which the leader forgets. */
+      int item = cc_is_me(c, m->worker) ? c->mb.bucket
+                                        : kn_cc_mb_home(m->worker, c->mb.nb);
+      int keep_prev = m->bucket != item;
+      if (keep_prev) continue;
       out->n--;
       free(out->v[out->n].worker);
     }
@@ -285,6 +299,23 @@ void kn_cc_mb_roster_listed(kn_cc_t *c, uint64_t id, int64_t now) {
   kn_members_t one;
   if (one_each(c, &c->mb.roster, &one)) return;
   kn_mview_set_remote(&c->mb.view, &one, now);
+  /* A copy seen dead here while the worker beats in another item (a
+   * former run's, or one it moved out of): its own item judges it. */
+  for (size_t i = 0; i < c->mb.view.n; i++) {
+    kn_mview_ent_t *e = &c->mb.view.v[i];
+    if (!e->dead || e->remote) continue;
+    for (size_t k = 0; k < c->mb.roster.n; k++) {
+      const kn_member_t *r = &c->mb.roster.v[k];
+      if (r->bucket != e->bucket && strcmp(r->worker, e->worker) == 0) {
+        e->remote = 1;
+        e->dead = 0;
+        e->bucket = r->bucket;
+        e->beat = r->beat;
+        e->leases = r->leases;
+        break;
+      }
+    }
+  }
   kn_members_clear(&one);
 }
 
@@ -348,7 +379,10 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
                 "a worker stopped beating: looking for its leases");
     check_askers(c, now);
   }
-  c->mb.hb_at = c->mb.bump_pending > 0 ? now : sent + next_beat_ms(c, now);
+  /* Moving to its own item, the next beat goes there now. */
+  c->mb.hb_at = c->mb.bump_pending > 0 || want_bucket(c) != c->mb.bucket
+                    ? now
+                    : sent + next_beat_ms(c, now);
   return 1;
 }
 
@@ -374,6 +408,10 @@ uint64_t kn_cc_mb_counts_sig(const kn_cc_t *c) {
 
 /* Heartbeats failing: what it took now it might soon have to drop. */
 int kn_cc_mb_fresh(const kn_cc_t *c, int64_t now) {
+  /* Spread over items, nothing is taken before a beat in this worker's
+   * own item: the others there may hold a copy of its former run, dead
+   * in their eyes, until its beat there moves. */
+  if (c->mb.bucket != want_bucket(c)) return 0;
   return now - c->mb.ok_sent_ms <= c->cfg.renew_ms + c->cfg.renew_ms / 2;
 }
 

@@ -39,6 +39,9 @@ static const char *take_reason(const kn_cc_t *c, int64_t now) {
         e->leases >= (int64_t)held + 2)
       return "a worker holds two more leases";
   }
+  /* Spread over items, the leader's digest tells of the others. */
+  if (c->mb.nb > 1 && c->mb.d_max >= (int64_t)held + 2)
+    return "a worker holds two more leases";
   return NULL;
 }
 

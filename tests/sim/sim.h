@@ -133,14 +133,23 @@ typedef struct sim_call {
   char *handoff_to;           /* RENEW, CHECKPOINT: a hand-off asked for */
   kn_lease_t got;             /* GET */
   int64_t beat, leases, bump; /* HEARTBEAT (children: the names forgotten) */
-  kn_members_t members;       /* HEARTBEAT: the answer */
+  int bucket, leave, publish_n, roster; /* HEARTBEAT (kn_cc_action_t) */
+  char *digest;                         /* HEARTBEAT: published (owned) */
+  int *forget_bucket;                   /* HEARTBEAT: owned */
+  kn_members_t members;                 /* HEARTBEAT: the answer */
+  kn_members_t roster_m;                /* roster: every item's members */
+  int has_roster;
 } sim_call_t;
 
-/* A row of the simulated membership. */
+/* A row of the simulated membership: a worker's entry in one item. */
 typedef struct sim_member {
   char worker[8];
   int64_t beat, leases;
+  int bucket;
 } sim_member_t;
+
+/* Membership items the simulated table keeps. */
+#define SIM_ITEMS 16
 
 /* ---- tenures (one per START) ---- */
 enum {
@@ -268,9 +277,11 @@ struct sim {
   kn_lease_t *table;
   size_t n_table, cap_table;
   int64_t outage_until;
-  sim_member_t mb[SIM_MAX_WORKERS];
+  sim_member_t mb[2 * SIM_MAX_WORKERS]; /* sorted by worker, item */
   int n_mb;
-  int64_t epoch;
+  int64_t epoch; /* item 0's */
+  int64_t item_epoch[SIM_ITEMS];
+  char item_digest[SIM_ITEMS][96];
   /* stream */
   sim_shard_t sh[SIM_MAX_SHARDS];
   int n_sh;
@@ -330,6 +341,7 @@ void sim_ev_free(const sim_ev_t *ev);
  * kn_err_t (KN_ERR_CONDITIONAL_CHECK_FAILED). */
 int sim_store_find(const sim_t *s, const char *key);
 kn_err_t sim_store_apply(sim_t *s, sim_call_t *c);
+void sim_store_roster(const sim_t *s, kn_members_t *out);
 void sim_call_free(sim_call_t *c);
 int sim_store_put(sim_t *s, const kn_lease_t *l); /* setup: insert a copy */
 

@@ -33,6 +33,15 @@ static void init_cfg(sim_t *s) {
   /* KN_SIM_MEMBERS=0 or 1 forces the choice (to compare a run both ways). */
   const char *m = getenv("KN_SIM_MEMBERS");
   if (m && (*m == '0' || *m == '1')) s->cfg.members = *m == '1';
+  /* One run in three spreads its members over items of two or three
+   * (drawn from the seed, not the stream of draws: the other runs stay
+   * as they were); KN_SIM_ITEMS=0 or 1 forces the choice. */
+  uint64_t h = s->o.seed * 0x9e3779b97f4a7c15ULL;
+  int spread = (h >> 33) % 3 == 0;
+  const char *it = getenv("KN_SIM_ITEMS");
+  if (it && (*it == '0' || *it == '1')) spread = *it == '1';
+  s->cfg.member_items = spread ? SIM_ITEMS : 1;
+  s->cfg.member_item_size = spread ? 2 + (int)((h >> 40) % 2) : 0;
 }
 
 void sim_init(sim_t *s, const sim_opts_t *o) {

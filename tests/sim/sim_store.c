@@ -68,39 +68,84 @@ static void set_str(char **dst, const char *src) {
   *dst = kn_strdup0(src);
 }
 
-/* The membership: a row per worker, kept sorted by id. */
+/* The membership: a row per worker and item, sorted by id then item;
+ * each item has its epoch and digest (store.h heartbeat, publish). */
+static int row_cmp(const sim_member_t *r, const char *w, int b) {
+  int c = strcmp(r->worker, w);
+  return c ? c : (r->bucket > b) - (r->bucket < b);
+}
+
+static void row_remove(sim_t *s, const char *w, int b) {
+  for (int i = 0; i < s->n_mb; i++)
+    if (row_cmp(&s->mb[i], w, b) == 0) {
+      memmove(&s->mb[i], &s->mb[i + 1],
+              (size_t)(s->n_mb - i - 1) * sizeof(s->mb[0]));
+      s->n_mb--;
+      return;
+    }
+}
+
+/* Forgets c's names that go to item b (all in c's own item without
+ * forget_bucket), never c's worker. */
+static void forget_names(sim_t *s, const sim_call_t *c, int b) {
+  for (size_t f = 0; f < c->n_children; f++) {
+    int fb = c->forget_bucket ? c->forget_bucket[f] : c->bucket;
+    if (fb == b && strcmp(c->children[f], c->owner) != 0)
+      row_remove(s, c->children[f], b);
+  }
+}
+
+static void members_of(const sim_t *s, int b, kn_members_t *out) {
+  kn_members_clear(out);
+  out->v = calloc((size_t)s->n_mb + 1, sizeof(*out->v));
+  if (!out->v) abort();
+  for (int k = 0; k < s->n_mb; k++) {
+    if (b >= 0 && s->mb[k].bucket != b) continue;
+    kn_member_t *m = &out->v[out->n++];
+    m->worker = kn_strdup0(s->mb[k].worker);
+    m->beat = s->mb[k].beat;
+    m->leases = s->mb[k].leases;
+    m->bucket = s->mb[k].bucket;
+  }
+  int from = b >= 0 ? b : 0;
+  for (int i = b >= 0 ? b : 0; i < (b >= 0 ? b + 1 : SIM_ITEMS); i++)
+    out->epoch += s->item_epoch[i];
+  if (s->item_digest[from][0]) out->digest = kn_strdup0(s->item_digest[from]);
+}
+
+/* Every row of every item (store.h members). */
+void sim_store_roster(const sim_t *s, kn_members_t *out) {
+  members_of(s, -1, out);
+}
+
 static void heartbeat(sim_t *s, sim_call_t *c) {
-  for (size_t f = 0; f < c->n_children; f++)
-    for (int i = 0; i < s->n_mb; i++)
-      if (strcmp(s->mb[i].worker, c->children[f]) == 0 &&
-          strcmp(c->children[f], c->owner) != 0) {
-        memmove(&s->mb[i], &s->mb[i + 1],
-                (size_t)(s->n_mb - i - 1) * sizeof(s->mb[0]));
-        s->n_mb--;
-        break;
-      }
+  int b = c->bucket;
+  if (!(c->digest && c->forget_bucket)) forget_names(s, c, b);
   int i = 0;
-  while (i < s->n_mb && strcmp(s->mb[i].worker, c->owner) < 0) i++;
-  if (i == s->n_mb || strcmp(s->mb[i].worker, c->owner) != 0) {
-    if (s->n_mb == SIM_MAX_WORKERS) abort();
+  while (i < s->n_mb && row_cmp(&s->mb[i], c->owner, b) < 0) i++;
+  if (i == s->n_mb || row_cmp(&s->mb[i], c->owner, b) != 0) {
+    if (s->n_mb == 2 * SIM_MAX_WORKERS) abort();
     memmove(&s->mb[i + 1], &s->mb[i], (size_t)(s->n_mb - i) * sizeof(s->mb[0]));
     s->n_mb++;
     memset(&s->mb[i], 0, sizeof(s->mb[i]));
     snprintf(s->mb[i].worker, sizeof(s->mb[i].worker), "%s", c->owner);
+    s->mb[i].bucket = b;
   }
   s->mb[i].beat = c->beat;
   s->mb[i].leases = c->leases;
-  s->epoch += c->bump;
-  kn_members_clear(&c->members);
-  c->members.epoch = s->epoch;
-  c->members.v = calloc((size_t)s->n_mb + 1, sizeof(*c->members.v));
-  if (!c->members.v) abort();
-  for (int k = 0; k < s->n_mb; k++) {
-    c->members.v[k].worker = kn_strdup0(s->mb[k].worker);
-    c->members.v[k].beat = s->mb[k].beat;
-    c->members.v[k].leases = s->mb[k].leases;
+  s->item_epoch[b] += c->bump;
+  s->epoch = s->item_epoch[0];
+  members_of(s, b, &c->members);
+  if (c->leave >= 0 && c->leave < SIM_ITEMS && c->leave != b)
+    row_remove(s, c->owner, c->leave);
+  for (int k = 0; c->digest && k < c->publish_n && k < SIM_ITEMS; k++) {
+    snprintf(s->item_digest[k], sizeof(s->item_digest[k]), "%s", c->digest);
+    forget_names(s, c, k);
   }
-  c->members.n = (size_t)s->n_mb;
+  if (c->roster) {
+    sim_store_roster(s, &c->roster_m);
+    c->has_roster = 1;
+  }
 }
 
 /* Non-zero: arguments the SQLite and DynamoDB stores refuse with
@@ -121,7 +166,8 @@ static int bad_args(const sim_t *s, const sim_call_t *c) {
       return !c->owner || !c->old_owner;
     case KN_CC_HEARTBEAT:
       return !c->owner || !*c->owner ||
-             strlen(c->owner) >= sizeof(s->mb[0].worker);
+             strlen(c->owner) >= sizeof(s->mb[0].worker) || c->bucket < 0 ||
+             c->bucket >= SIM_ITEMS;
     default:
       return 0;
   }
@@ -137,6 +183,10 @@ kn_err_t sim_store_apply(sim_t *s, sim_call_t *c) {
       c->list = s->n_table ? calloc(s->n_table, sizeof(*c->list)) : NULL;
       for (size_t k = 0; k < s->n_table; k++)
         if (kn_lease_copy(&c->list[k], &s->table[k])) abort();
+      if (c->roster) {
+        sim_store_roster(s, &c->roster_m);
+        c->has_roster = 1;
+      }
       return 0;
     case KN_CC_CREATE:
       return sim_store_put(s, &c->lease) ? CCF : 0;
@@ -257,5 +307,8 @@ void sim_call_free(sim_call_t *c) {
   free(c->handoff_to);
   kn_lease_clear(&c->got);
   kn_members_clear(&c->members);
+  kn_members_clear(&c->roster_m);
+  free(c->digest);
+  free(c->forget_bucket);
   free(c);
 }

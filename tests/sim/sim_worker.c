@@ -241,14 +241,27 @@ static void store_call(sim_t *s, int w, const kn_cc_action_t *a) {
     c->children = copy_strv(a->children, a->n_children);
     c->n_children = a->n_children;
   }
+  c->leave = -1;
+  c->roster = a->roster;
   if (a->op == KN_CC_HEARTBEAT) {
     c->beat = a->beat;
     c->leases = a->leases;
     c->bump = a->bump;
     c->children = copy_strv(a->forget, a->n_forget);
     c->n_children = a->n_forget;
+    c->bucket = a->bucket;
+    c->leave = a->leave;
+    c->publish_n = a->publish_n;
+    c->digest = kn_strdup0(a->digest);
+    if (a->forget_bucket && a->n_forget) {
+      c->forget_bucket = malloc(a->n_forget * sizeof(int));
+      if (!c->forget_bucket) abort();
+      memcpy(c->forget_bucket, a->forget_bucket, a->n_forget * sizeof(int));
+    }
   }
-  sim_trace(s, w, kn_cc_op_name(a->op), c->key, (int64_t)a->id, a->counter);
+  sim_trace(s, w, kn_cc_op_name(a->op), c->key, (int64_t)a->id,
+            a->op == KN_CC_HEARTBEAT ? a->bucket * 100 + a->leave + 1
+                                     : a->counter);
   sim_fault_store(s, c);
 }
 
@@ -553,6 +566,7 @@ static void store_reply(sim_t *s, int w, sim_call_t *c) {
       .n_leases = c->n_list,
       .got = &c->got,
       .members = &c->members,
+      .roster = c->has_roster ? &c->roster_m : NULL,
       .new_counter = c->new_counter,
       .handoff_to = c->handoff_to,
       .sent_ms = c->sent_ms,
