@@ -183,7 +183,7 @@ typedef struct cc_members {
   /* The roster the call in flight (roster_id) read: every item's members
    * (owned). */
   uint64_t roster_id;
-  kn_members_t roster;
+  kn_members_t roster, prev_roster; /* and the one before (owned) */
   int has_roster;
   /* The last heartbeat's digest and forget items (borrowed by its
    * action until the next heartbeat). */

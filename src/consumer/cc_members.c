@@ -254,6 +254,15 @@ static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
     c->mb.home0 = 1;
 }
 
+/* Whether copy m's beat moved since the roster before (or is new). */
+static int copy_moved(const kn_cc_t *c, const kn_member_t *m) {
+  const kn_members_t *p = &c->mb.prev_roster;
+  for (size_t i = 0; i < p->n; i++)
+    if (p->v[i].bucket == m->bucket && strcmp(p->v[i].worker, m->worker) == 0)
+      return p->v[i].beat != m->beat;
+  return 1;
+}
+
 /* r with each worker once (a worker that moved or restarted may show in
  * two items until its leave lands or the leader forgets the copy).  0 or
  * -1 (out of memory). */
@@ -265,13 +274,19 @@ static int one_each(const kn_cc_t *c, const kn_members_t *r,
   if (!(out->v = calloc(r->n, sizeof(*out->v)))) return -1;
   for (size_t i = 0; i < r->n; i++) {
     const kn_member_t *m = &r->v[i];
-    if (out->n && strcmp(out->v[out->n - 1].worker, m->worker) == 0) {
-      /* Two copies: the one in the item it beats in now (its own; this
-       * worker's: where it wrote last); the other is a former run's, or
-       * one it moved out of, which the leader forgets. */
+    const kn_member_t *prev = out->n ? &out->v[out->n - 1] : NULL;
+    if (prev && strcmp(prev->worker, m->worker) == 0) {
+      /* Two copies (a former run's, or one it moved out of, which the
+       * leader forgets): the one that beat since the last roster; else
+       * the one this view follows; else the one in its own item. */
+      int mc = copy_moved(c, m), pc = copy_moved(c, prev);
+      const kn_mview_ent_t *e = kn_mview_get(&c->mb.view, m->worker);
       int item = cc_is_me(c, m->worker) ? c->mb.bucket
                                         : kn_cc_mb_home(m->worker, c->mb.nb);
-      int keep_prev = m->bucket != item;
+      int keep_prev = mc != pc                     ? pc
+                      : e && e->beat == prev->beat ? 1
+                      : e && e->beat == m->beat    ? 0
+                                                   : m->bucket != item;
       if (keep_prev) continue;
       out->n--;
       free(out->v[out->n].worker);
@@ -289,7 +304,9 @@ static int one_each(const kn_cc_t *c, const kn_members_t *r,
 void kn_cc_mb_roster(kn_cc_t *c, uint64_t id, const kn_members_t *r,
                      int64_t now) {
   (void)now;
-  kn_members_clear(&c->mb.roster);
+  kn_members_clear(&c->mb.prev_roster);
+  c->mb.prev_roster = c->mb.roster;
+  memset(&c->mb.roster, 0, sizeof(c->mb.roster));
   c->mb.has_roster = kn_members_copy(&c->mb.roster, r) == 0;
   c->mb.roster_id = id;
 }
@@ -437,6 +454,7 @@ void kn_cc_mb_beat_now(kn_cc_t *c, int64_t now) {
 void kn_cc_mb_free(kn_cc_t *c) {
   kn_mview_free(&c->mb.view);
   kn_members_clear(&c->mb.roster);
+  kn_members_clear(&c->mb.prev_roster);
   free(c->mb.forget_bucket);
   for (size_t i = 0; i < c->mb.n_askers; i++) free(c->mb.askers[i].worker);
   free(c->mb.askers);

@@ -336,6 +336,12 @@ int kn_ddb_item_to_members(json_t *item, kn_members_t *out, kn_error_t **errp) {
         "membership item: no integer attribute " KN_DDB_MEMBERS_EPOCH);
     return -1;
   }
+  const char *dg = json_string_value(
+      json_object_get(json_object_get(item, KN_DDB_MEMBERS_DIGEST), "S"));
+  if (dg && !(out->digest = strdup(dg))) {
+    *errp = nomem();
+    return -1;
+  }
   size_t cap = json_object_size(item);
   out->v = cap ? calloc(cap, sizeof(*out->v)) : NULL;
   out->bad = cap ? calloc(cap, sizeof(*out->bad)) : NULL;

@@ -63,14 +63,17 @@ const char *kn_ddb_item_metrics_worker(json_t *item);
 #define KN_DDB_MEMBERS_KEY "key"
 #define KN_DDB_MEMBERS_ITEM "members"
 #define KN_DDB_MEMBERS_EPOCH "epoch"
+#define KN_DDB_MEMBERS_DIGEST "digest"
 #define KN_DDB_MEMBER_PREFIX "w:"
 
 /* The attribute value of one member: {"L": [{"N": beat}, {"N": leases}]};
  * new reference, NULL on out-of-memory. */
 json_t *kn_ddb_member_value(int64_t beat, int64_t leases);
 
-/* Reads the membership from the item (borrowed), sorted by worker id.
- * Attributes other than the epoch and "w:..." ones are ignored, and so are
+/* Reads the membership from the item (borrowed), sorted by worker id,
+ * with the leader's digest (a string attribute "digest") where there is
+ * one.  Other attributes than those, the epoch and "w:..." are ignored,
+ * and so are
  * "w:..." attributes that are not a list of two integers.  Returns 0, or
  * -1 with *errp set: KN_ERR__BAD_MSG when item is not an object or has no
  * integer epoch, KN_ERR__NOMEM.  out is zeroed on error. */

@@ -864,6 +864,33 @@ static kn_error_t *no_membership(ddb_store_t *d, const char *op,
   return e;
 }
 
+/* The key of membership item b: {"key": "members"} for 0, else
+ * {"key": "members#B"}; NULL on out-of-memory. */
+static json_t *item_key(int b) {
+  char k[48];
+  if (b)
+    snprintf(k, sizeof(k), KN_DDB_MEMBERS_ITEM "#%d", b);
+  else
+    snprintf(k, sizeof(k), KN_DDB_MEMBERS_ITEM);
+  json_t *key = json_object();
+  if (key && json_object_set_new(key, KN_DDB_MEMBERS_KEY, kn_ddb_s(k))) {
+    json_decref(key);
+    return NULL;
+  }
+  return key;
+}
+
+static void set_item(kn_members_t *m, int b) {
+  for (size_t i = 0; i < m->n; i++) m->v[i].bucket = b;
+  for (size_t i = 0; i < m->n_bad; i++) m->bad[i].bucket = b;
+}
+
+static kn_error_t *bad_item(ddb_store_t *d, const char *op, int b) {
+  return kn_error_new(KN_ERR__INVALID_ARG,
+                      "lease store %s: %s: no membership item %d",
+                      d->head.name, op, b);
+}
+
 /* One UpdateItem that writes this worker's attribute, adds bump to the
  * epoch and removes the forgotten workers' attributes, answered with the
  * whole item (ALL_NEW): no read.  Not conditional: a retried call whose
@@ -875,10 +902,11 @@ static kn_error_t *ddb_heartbeat(kn_lease_store_t *ls, const char *worker,
                                  size_t n_forget, kn_members_t *out) {
   ddb_store_t *d = store_of(ls);
   memset(out, 0, sizeof(*out));
-  (void)bucket; /* one item (no publish yet) */
   if (!worker || !*worker)
     return kn_error_new(KN_ERR__INVALID_ARG,
                         "lease store %s: heartbeat: no worker id", ls->name);
+  if (bucket < 0 || bucket >= KN_MEMBERS_BUCKETS_MAX)
+    return bad_item(d, "heartbeat", bucket);
   if (!d->members_table) return no_membership(d, "heartbeat", TOO_LONG, NULL);
   expr_t e;
   expr_init(&e);
@@ -905,12 +933,10 @@ static kn_error_t *ddb_heartbeat(kn_lease_store_t *ls, const char *worker,
     free(fa);
     REMOVE(&e, "%s", ph);
   }
-  json_t *req = table_request(d->members_table), *key = json_object(),
+  json_t *req = table_request(d->members_table), *key = item_key(bucket),
          *resp = NULL;
-  if (!req || !key ||
-      json_object_set_new(key, KN_DDB_MEMBERS_KEY,
-                          kn_ddb_s(KN_DDB_MEMBERS_ITEM)) ||
-      json_object_set(req, "Key", key) || expr_apply(&e, req) ||
+  if (!req || !key || json_object_set(req, "Key", key) ||
+      expr_apply(&e, req) ||
       json_object_set_new(req, "ReturnValues", json_string("ALL_NEW"))) {
     json_decref(req);
     json_decref(key);
@@ -931,42 +957,180 @@ static kn_error_t *ddb_heartbeat(kn_lease_store_t *ls, const char *worker,
   }
   if (kn_ddb_item_to_members(json_object_get(resp, "Attributes"), out, &err))
     err = context(d, err, "heartbeat", worker);
+  else
+    set_item(out, bucket);
   json_decref(resp);
   return err;
 }
 
-/* A consistent GetItem of the membership item. */
+/* One UpdateItem of item `bucket` (no answer read back); op names it. */
+static kn_error_t *update_members(ddb_store_t *d, const char *op, int bucket,
+                               expr_t *e) {
+  json_t *req = table_request(d->members_table), *key = item_key(bucket),
+         *resp = NULL;
+  if (!req || !key || json_object_set(req, "Key", key) || expr_apply(e, req)) {
+    json_decref(req);
+    json_decref(key);
+    expr_free(e);
+    return nomem(d);
+  }
+  json_decref(key);
+  expr_free(e);
+  kn_error_t *err = call(d, "UpdateItem", req, &resp);
+  json_decref(resp);
+  if (err && kn_error_code(err) == KN_ERR_RESOURCE_NOT_FOUND)
+    return no_membership(d, op, "it does not exist", err);
+  if (err && kn_error_code(err) == KN_ERR_ACCESS_DENIED)
+    return no_membership(d, op, "no access to it", err);
+  return err ? context(d, err, op, NULL) : NULL;
+}
+
+/* Removes the forgotten workers' attributes (each once) into e. */
+static void forget_into(expr_t *e, char *const *forget, size_t n,
+                        const char *keep) {
+  for (size_t i = 0; i < n; i++) {
+    int skip = !forget[i] || (keep && strcmp(forget[i], keep) == 0);
+    /* The same path twice in one expression is refused. */
+    for (size_t k = 0; !skip && k < i; k++)
+      skip = forget[k] && strcmp(forget[k], forget[i]) == 0;
+    if (skip) continue;
+    char ph[32];
+    snprintf(ph, sizeof(ph), "#f%zu", i);
+    char *fa = kn_asprintf(KN_DDB_MEMBER_PREFIX "%s", forget[i]);
+    if (!fa) e->oom = 1;
+    name(e, ph, fa ? fa : "");
+    free(fa);
+    REMOVE(e, "%s", ph);
+  }
+}
+
+static kn_error_t *ddb_leave(kn_lease_store_t *ls, const char *worker,
+                             int bucket) {
+  ddb_store_t *d = store_of(ls);
+  if (!worker || !*worker)
+    return kn_error_new(KN_ERR__INVALID_ARG,
+                        "lease store %s: leave: no worker id", ls->name);
+  if (bucket < 0 || bucket >= KN_MEMBERS_BUCKETS_MAX)
+    return bad_item(d, "leave", bucket);
+  if (!d->members_table) return no_membership(d, "leave", TOO_LONG, NULL);
+  expr_t e;
+  expr_init(&e);
+  char *attr = kn_asprintf(KN_DDB_MEMBER_PREFIX "%s", worker);
+  if (!attr) e.oom = 1;
+  name(&e, "#w", attr ? attr : "");
+  free(attr);
+  REMOVE(&e, "#w");
+  return update_members(d, "leave", bucket, &e);
+}
+
+/* The digest set, the epoch made to exist (a heartbeat's answer needs
+ * it), the forgotten removed. */
+static kn_error_t *ddb_publish(kn_lease_store_t *ls, int bucket,
+                               const char *digest, char *const *forget,
+                               size_t n_forget) {
+  ddb_store_t *d = store_of(ls);
+  if (bucket < 0 || bucket >= KN_MEMBERS_BUCKETS_MAX)
+    return bad_item(d, "publish", bucket);
+  if (!d->members_table) return no_membership(d, "publish", TOO_LONG, NULL);
+  expr_t e;
+  expr_init(&e);
+  name(&e, "#d", KN_DDB_MEMBERS_DIGEST);
+  value(&e, ":d", kn_ddb_s(digest ? digest : ""));
+  SET(&e, "#d = :d");
+  name(&e, "#e", KN_DDB_MEMBERS_EPOCH);
+  value(&e, ":zero", kn_ddb_n(0));
+  ADD(&e, "#e :zero");
+  forget_into(&e, forget, n_forget, NULL);
+  return update_members(d, "publish", bucket, &e);
+}
+
+/* The item number of a membership item's key ("members" 0, "members#B"
+ * B), or -1 for another item. */
+static int item_of_key(json_t *item) {
+  const char *k = json_string_value(
+      json_object_get(json_object_get(item, KN_DDB_MEMBERS_KEY), "S"));
+  size_t n = strlen(KN_DDB_MEMBERS_ITEM);
+  if (!k || strncmp(k, KN_DDB_MEMBERS_ITEM, n) != 0) return -1;
+  if (!k[n]) return 0;
+  long long b = 0;
+  if (k[n] != '#' || kn_str_to_i64(k + n + 1, 1, KN_MEMBERS_BUCKETS_MAX - 1, &b))
+    return -1;
+  return (int)b;
+}
+
+/* A consistent Scan of the membership table, every item merged. */
 static kn_error_t *ddb_members(kn_lease_store_t *ls, kn_members_t *out) {
   ddb_store_t *d = store_of(ls);
   memset(out, 0, sizeof(*out));
   if (!d->members_table) return no_membership(d, "members", TOO_LONG, NULL);
-  json_t *req = table_request(d->members_table), *key = json_object(),
-         *resp = NULL;
-  if (!req || !key ||
-      json_object_set_new(key, KN_DDB_MEMBERS_KEY,
-                          kn_ddb_s(KN_DDB_MEMBERS_ITEM)) ||
-      json_object_set(req, "Key", key) ||
-      json_object_set_new(req, "ConsistentRead", json_true())) {
-    json_decref(req);
-    json_decref(key);
-    return nomem(d);
-  }
-  json_decref(key);
-  kn_error_t *err = call(d, "GetItem", req, &resp);
-  if (err) {
-    kn_err_t code = kn_error_code(err);
-    if (code == KN_ERR_RESOURCE_NOT_FOUND)
-      return no_membership(d, "members", "it does not exist", err);
-    if (code == KN_ERR_ACCESS_DENIED)
-      return no_membership(d, "members", "no access to it", err);
-    return context(d, err, "members", NULL);
-  }
-  json_t *item = json_object_get(resp, "Item");
-  /* No item: no worker has written a heartbeat yet. */
-  if (json_object_size(item) && kn_ddb_item_to_members(item, out, &err))
-    err = context(d, err, "members", NULL);
-  json_decref(resp);
-  return err;
+  kn_members_t *items = NULL;
+  size_t n = 0;
+  json_t *start = NULL;
+  kn_pager_t pager = {0};
+  kn_error_t *err = NULL;
+  do {
+    json_t *req = table_request(d->members_table), *resp = NULL;
+    int rc = !req || json_object_set_new(req, "ConsistentRead", json_true());
+    if (!rc && start) rc = json_object_set(req, "ExclusiveStartKey", start);
+    json_decref(start);
+    start = NULL;
+    if (rc) {
+      json_decref(req);
+      err = nomem(d);
+      break;
+    }
+    err = call(d, "Scan", req, &resp);
+    json_t *it;
+    size_t i;
+    json_array_foreach(err ? NULL : json_object_get(resp, "Items"), i, it) {
+      int b = item_of_key(it);
+      if (b < 0) continue;
+      kn_members_t *v = realloc(items, (n + 1) * sizeof(*v));
+      if (!v) {
+        err = nomem(d);
+        break;
+      }
+      items = v;
+      if (kn_ddb_item_to_members(it, &items[n], &err)) break;
+      set_item(&items[n++], b);
+    }
+    if (!err) {
+      start = json_object_get(resp, "LastEvaluatedKey");
+      if (json_object_size(start))
+        json_incref(start);
+      else
+        start = NULL;
+      char *key =
+          start ? json_dumps(start, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+      int pr = start && !key ? KN_PAGER_NOMEM : kn_pager_next_str(&pager, key);
+      free(key);
+      err = kn_pager_error(&pager, pr, "Scan");
+      if (pr == KN_PAGER_REPEAT) {
+        json_decref(start);
+        start = NULL;
+      }
+    }
+    json_decref(resp);
+  } while (!err && start);
+  kn_pager_free(&pager);
+  json_decref(start);
+  /* Item 0 first: its digest is the merged one. */
+  for (size_t i = 1; !err && i < n; i++)
+    if (n && items[i].v && items[i].n && items[i].v[0].bucket == 0) {
+      kn_members_t t = items[0];
+      items[0] = items[i];
+      items[i] = t;
+    }
+  if (!err && kn_members_merge(out, items, n)) err = nomem(d);
+  for (size_t i = 0; i < n; i++) kn_members_clear(&items[i]);
+  free(items);
+  if (!err) return NULL;
+  kn_err_t code = kn_error_code(err);
+  if (code == KN_ERR_RESOURCE_NOT_FOUND)
+    return no_membership(d, "members", "it does not exist", err);
+  if (code == KN_ERR_ACCESS_DENIED)
+    return no_membership(d, "members", "no access to it", err);
+  return context(d, err, "members", NULL);
 }
 
 static void ddb_destroy(kn_lease_store_t *ls) {
@@ -994,8 +1158,8 @@ static const kn_lease_store_ops_t ddb_ops = {
     ddb_remove,
     ddb_destroy,
     ddb_heartbeat,
-    NULL,
-    NULL,
+    ddb_leave,
+    ddb_publish,
     ddb_members,
 };
 
