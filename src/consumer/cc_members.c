@@ -228,8 +228,8 @@ static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
   long long ep = 0, seq = 0, most = 0;
   if (!spread_ok(c)) return;
   if (!d ||
-      sscanf(d, "nb=%d epoch=%lld seq=%lld max=%lld", &nb, &ep, &seq,
-             &most) != 4 ||
+      sscanf(d, "nb=%d epoch=%lld seq=%lld max=%lld", &nb, &ep, &seq, &most) !=
+          4 ||
       nb < 1 || nb > c->cfg.member_items) {
     if (c->mb.nb > 1 && !d) c->mb.nb = 1; /* an item no leader wrote */
     return;

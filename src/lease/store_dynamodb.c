@@ -887,8 +887,8 @@ static void set_item(kn_members_t *m, int b) {
 
 static kn_error_t *bad_item(ddb_store_t *d, const char *op, int b) {
   return kn_error_new(KN_ERR__INVALID_ARG,
-                      "lease store %s: %s: no membership item %d",
-                      d->head.name, op, b);
+                      "lease store %s: %s: no membership item %d", d->head.name,
+                      op, b);
 }
 
 /* One UpdateItem that writes this worker's attribute, adds bump to the
@@ -935,8 +935,7 @@ static kn_error_t *ddb_heartbeat(kn_lease_store_t *ls, const char *worker,
   }
   json_t *req = table_request(d->members_table), *key = item_key(bucket),
          *resp = NULL;
-  if (!req || !key || json_object_set(req, "Key", key) ||
-      expr_apply(&e, req) ||
+  if (!req || !key || json_object_set(req, "Key", key) || expr_apply(&e, req) ||
       json_object_set_new(req, "ReturnValues", json_string("ALL_NEW"))) {
     json_decref(req);
     json_decref(key);
@@ -965,7 +964,7 @@ static kn_error_t *ddb_heartbeat(kn_lease_store_t *ls, const char *worker,
 
 /* One UpdateItem of item `bucket` (no answer read back); op names it. */
 static kn_error_t *update_members(ddb_store_t *d, const char *op, int bucket,
-                               expr_t *e) {
+                                  expr_t *e) {
   json_t *req = table_request(d->members_table), *key = item_key(bucket),
          *resp = NULL;
   if (!req || !key || json_object_set(req, "Key", key) || expr_apply(e, req)) {
@@ -1053,7 +1052,8 @@ static int item_of_key(json_t *item) {
   if (!k || strncmp(k, KN_DDB_MEMBERS_ITEM, n) != 0) return -1;
   if (!k[n]) return 0;
   long long b = 0;
-  if (k[n] != '#' || kn_str_to_i64(k + n + 1, 1, KN_MEMBERS_BUCKETS_MAX - 1, &b))
+  if (k[n] != '#' ||
+      kn_str_to_i64(k + n + 1, 1, KN_MEMBERS_BUCKETS_MAX - 1, &b))
     return -1;
   return (int)b;
 }
@@ -1143,24 +1143,11 @@ static void ddb_destroy(kn_lease_store_t *ls) {
 }
 
 static const kn_lease_store_ops_t ddb_ops = {
-    ddb_ensure_table,
-    ddb_list,
-    ddb_get,
-    ddb_create,
-    ddb_take,
-    ddb_renew,
-    ddb_mark,
-    ddb_release,
-    ddb_checkpoint,
-    ddb_set_children,
-    ddb_handoff,
-    ddb_handoff_done,
-    ddb_remove,
-    ddb_destroy,
-    ddb_heartbeat,
-    ddb_leave,
-    ddb_publish,
-    ddb_members,
+    ddb_ensure_table, ddb_list,         ddb_get,       ddb_create,
+    ddb_take,         ddb_renew,        ddb_mark,      ddb_release,
+    ddb_checkpoint,   ddb_set_children, ddb_handoff,   ddb_handoff_done,
+    ddb_remove,       ddb_destroy,      ddb_heartbeat, ddb_leave,
+    ddb_publish,      ddb_members,
 };
 
 kn_lease_store_t *kn_lease_store_dynamodb_new(const char *table,

@@ -259,9 +259,9 @@ static void store_call(sim_t *s, int w, const kn_cc_action_t *a) {
       memcpy(c->forget_bucket, a->forget_bucket, a->n_forget * sizeof(int));
     }
   }
-  sim_trace(s, w, kn_cc_op_name(a->op), c->key, (int64_t)a->id,
-            a->op == KN_CC_HEARTBEAT ? a->bucket * 100 + a->leave + 1
-                                     : a->counter);
+  sim_trace(
+      s, w, kn_cc_op_name(a->op), c->key, (int64_t)a->id,
+      a->op == KN_CC_HEARTBEAT ? a->bucket * 100 + a->leave + 1 : a->counter);
   sim_fault_store(s, c);
 }
 

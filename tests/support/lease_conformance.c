@@ -827,6 +827,76 @@ static void *taker_main(void *arg) {
   return NULL;
 }
 
+/* Membership items (stores with publish): a heartbeat answers its own
+ * item; publish writes the digest and forgets there; leave removes one
+ * entry; members merges every item, each entry with its item. */
+static void case_items(kn_lease_store_t *ls, const char *prefix) {
+  if (!ls->ops->publish) return;
+  KT_CHECK_MSG(ls->ops->leave != NULL, "%s: publish without leave", label);
+  if (!ls->ops->leave) return;
+  uint64_t h = 1469598103934665603ULL;
+  for (const char *p = prefix; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  int b = 1 + (int)(h % (KN_MEMBERS_BUCKETS_MAX - 2));
+  char wa[256], wb[256];
+  snprintf(wa, sizeof(wa), "%s-item-a", prefix);
+  snprintf(wb, sizeof(wb), "%s-item-b", prefix);
+  kn_members_t m;
+  kn_error_t *e = ls->ops->heartbeat(ls, wa, b, 5, 2, 0, NULL, 0, &m);
+  KT_CHECK_MSG(!e, "%s: heartbeat in item %d: %s", label, b, msg_of(e));
+  kn_error_destroy(e);
+  for (size_t i = 0; i < m.n; i++) KT_CHECK_INT(m.v[i].bucket, b);
+  KT_CHECK(member(&m, wa) != NULL);
+  int64_t epoch = m.epoch;
+  kn_members_clear(&m);
+  e = ls->ops->heartbeat(ls, wb, b, 7, 1, 0, NULL, 0, &m);
+  kn_error_destroy(e);
+  kn_members_clear(&m);
+  char *forget[1] = {wb};
+  e = ls->ops->publish(ls, b, "nb=2 epoch=1 seq=3 max=2", forget, 1);
+  KT_CHECK_MSG(!e, "%s: publish: %s", label, msg_of(e));
+  kn_error_destroy(e);
+  e = ls->ops->heartbeat(ls, wa, b, 6, 2, 0, NULL, 0, &m);
+  KT_CHECK_MSG(!e, "%s: heartbeat: %s", label, msg_of(e));
+  kn_error_destroy(e);
+  KT_CHECK_STR(m.digest ? m.digest : "", "nb=2 epoch=1 seq=3 max=2");
+  KT_CHECK(member(&m, wb) == NULL);
+  is_member(&m, wa, 6, 2);
+  KT_CHECK_INT(m.epoch, epoch);
+  kn_members_clear(&m);
+  /* A publish into an item nobody beats in yet makes it, with an epoch. */
+  int empty = b + 1;
+  e = ls->ops->publish(ls, empty, "nb=2 epoch=1 seq=4 max=2", NULL, 0);
+  KT_CHECK_MSG(!e, "%s: publish into a new item: %s", label, msg_of(e));
+  kn_error_destroy(e);
+  e = ls->ops->heartbeat(ls, wb, empty, 1, 0, 0, NULL, 0, &m);
+  KT_CHECK_MSG(!e, "%s: heartbeat after publish: %s", label, msg_of(e));
+  kn_error_destroy(e);
+  KT_CHECK_STR(m.digest ? m.digest : "", "nb=2 epoch=1 seq=4 max=2");
+  kn_members_clear(&m);
+  /* Every item merged: wa in b, wb in b + 1, each once. */
+  e = ls->ops->members(ls, &m);
+  KT_CHECK_MSG(!e, "%s: members: %s", label, msg_of(e));
+  kn_error_destroy(e);
+  const kn_member_t *x = member(&m, wa), *y = member(&m, wb);
+  KT_CHECK(x && x->bucket == b);
+  KT_CHECK(y && y->bucket == empty);
+  kn_members_clear(&m);
+  /* wa leaves its item. */
+  e = ls->ops->leave(ls, wa, b);
+  KT_CHECK_MSG(!e, "%s: leave: %s", label, msg_of(e));
+  kn_error_destroy(e);
+  e = ls->ops->members(ls, &m);
+  kn_error_destroy(e);
+  KT_CHECK(member(&m, wa) == NULL);
+  kn_members_clear(&m);
+  /* An item number out of range is refused before any call. */
+  e = ls->ops->heartbeat(ls, wa, KN_MEMBERS_BUCKETS_MAX, 1, 0, 0, NULL, 0, &m);
+  KT_CHECK_INT(kn_error_code(e), KN_ERR__INVALID_ARG);
+  kn_error_destroy(e);
+  kn_members_clear(&m);
+}
+
 static void case_race(const kn_lc_target_t *t, kn_lease_store_t *ls,
                       const char *prefix) {
   char key[256];
@@ -946,6 +1016,7 @@ int kn_lc_run(const kn_lc_target_t *t, const char *prefix, int *checks) {
     RUN(case_bad_args(ls, prefix));
     RUN(case_list(ls, prefix, t->many));
     RUN(case_members(t, ls, prefix));
+    RUN(case_items(ls, prefix));
     RUN(case_race(t, ls, prefix));
 #undef RUN
     kn_lease_store_destroy(ls);

@@ -778,25 +778,45 @@ static void test_heartbeat(void) {
   }
 }
 
+/* The roster: a consistent Scan of the membership table, paged, each
+ * item's members with its item number, the epochs summed, item 0's
+ * digest; other items ignored. */
 static void test_members_read(void) {
   static const step_t steps[] = {
-      {"GetItem",
-       "{\"Item\":{\"key\":{\"S\":\"members\"},\"epoch\":{\"N\":\"4\"},"
-       "\"w:w1\":{\"L\":[{\"N\":\"2\"},{\"N\":\"1\"}]}}}",
+      {"Scan",
+       "{\"Items\":[{\"key\":{\"S\":\"members#3\"},\"epoch\":{\"N\":\"2\"},"
+       "\"w:w2\":{\"L\":[{\"N\":\"5\"},{\"N\":\"0\"}]}},"
+       "{\"key\":{\"S\":\"other\"},\"epoch\":{\"N\":\"9\"}}],"
+       "\"LastEvaluatedKey\":{\"key\":{\"S\":\"members#3\"}}}",
        NULL},
-      {"GetItem", "{}", NULL},
-      {"GetItem", NULL, NS "ResourceNotFoundException"},
-      {"GetItem", NULL, NS "AccessDeniedException"},
-      {"GetItem", NULL, NS "InternalServerError"},
+      {"Scan",
+       "{\"Items\":[{\"key\":{\"S\":\"members\"},\"epoch\":{\"N\":\"4\"},"
+       "\"digest\":{\"S\":\"nb=4 epoch=6 seq=1 max=1\"},"
+       "\"w:w1\":{\"L\":[{\"N\":\"2\"},{\"N\":\"1\"}]}}]}",
+       NULL},
+      {"Scan", "{\"Items\":[]}", NULL},
+      {"Scan", NULL, NS "ResourceNotFoundException"},
+      {"Scan", NULL, NS "AccessDeniedException"},
+      {"Scan", NULL, NS "InternalServerError"},
   };
-  kn_lease_store_t *ls = store_with(steps, 5);
+  kn_lease_store_t *ls = store_with(steps, 6);
   if (!ls) return;
   kn_members_t m;
   KT_CHECK_OK(ls->ops->members(ls, &m));
-  check_sent(0, "{\"TableName\":\"leases_app-members\",\"Key\":" MEMBERS_KEY
-                ",\"ConsistentRead\":true}");
-  KT_CHECK_INT(m.n, 1);
-  KT_CHECK_INT(m.epoch, 4);
+  check_sent(0,
+             "{\"TableName\":\"leases_app-members\",\"ConsistentRead\":true}");
+  check_sent(1,
+             "{\"TableName\":\"leases_app-members\",\"ConsistentRead\":true,"
+             "\"ExclusiveStartKey\":{\"key\":{\"S\":\"members#3\"}}}");
+  KT_CHECK_INT(m.n, 2);
+  KT_CHECK_INT(m.epoch, 6);
+  if (m.n == 2) {
+    KT_CHECK_STR(m.v[0].worker, "w1");
+    KT_CHECK_INT(m.v[0].bucket, 0);
+    KT_CHECK_STR(m.v[1].worker, "w2");
+    KT_CHECK_INT(m.v[1].bucket, 3);
+  }
+  KT_CHECK_STR(m.digest ? m.digest : "", "nb=4 epoch=6 seq=1 max=1");
   kn_members_clear(&m);
   /* No item yet: nobody. */
   KT_CHECK_OK(ls->ops->members(ls, &m));
@@ -811,7 +831,7 @@ static void test_members_read(void) {
   KT_CHECK(e && kn_error_code(e) != KN_ERR__UNSUPPORTED &&
            kn_error_is_retriable(e));
   kn_error_destroy(e);
-  KT_CHECK_INT(script.next, 5);
+  KT_CHECK_INT(script.next, 6);
   kn_lease_store_destroy(ls);
 }
 
