@@ -546,6 +546,9 @@ static kn_error_t *start(drv_t *d) {
       .members = kc->lease.members,
       .scan_ms = kc->lease.scan_ms,
       .beat_base = (int64_t)(kn_rand_u64() >> 2),
+      /* Past 16 members, spread over items where the store keeps them
+       * (DynamoDB, memory): no item is written by every worker. */
+      .member_items = kc->ls->ops->publish ? KN_MEMBERS_BUCKETS_MAX : 1,
   };
   d->dr = kn_drive_new(&cfg, &drive_ops, d);
   if (!d->dr) return kn_error_new(KN_ERR__NOMEM, "out of memory");
