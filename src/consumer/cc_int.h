@@ -127,6 +127,7 @@ typedef struct cc_op {
   int mark;          /* RENEW: kn_cc_action_t.mark */
   int64_t bump;      /* HEARTBEAT: added to the epoch */
   int bucket, leave; /* HEARTBEAT: the item written, the item left */
+  int roster;        /* LIST_LEASES: asked for the roster too */
   int64_t epoch;     /* LIST_LEASES, P_PROBE: the epoch when sent */
   uint64_t deaths;   /* LIST_LEASES: deaths counted when sent */
   cc_req_t *req;     /* CHECKPOINT for the application */
@@ -178,8 +179,12 @@ typedef struct cc_members {
    * where one can be found. */
   int nb, bucket, leave, home0;
   int64_t d_epoch, d_seq, d_changed_ms;
-  int64_t d_max;    /* the most leases a member holds, as the leader saw */
+  /* The most and fewest leases a member holds, how many hold the
+   * fewest, the leases held past one more than that: as the leader saw */
+  int64_t d_max, d_min, d_nmin, d_over;
   int published_nb; /* the leader's last digest said this many */
+  int roster_fails; /* rosters asked and not read, in a row (3: no more
+                       items than one) */
   /* The roster the call in flight (roster_id) read: every item's members
    * (owned). */
   uint64_t roster_id;
@@ -187,7 +192,7 @@ typedef struct cc_members {
   int has_roster;
   /* The last heartbeat's digest and forget items (borrowed by its
    * action until the next heartbeat). */
-  char digest_out[96];
+  char digest_out[160];
   int *forget_bucket;
 } cc_members_t;
 
@@ -382,6 +387,8 @@ void kn_cc_mb_roster(kn_cc_t *c, uint64_t id, const kn_members_t *r,
 /* Spread over items, the roster a take round's listing read: its members
  * join the view as remote ones. */
 void kn_cc_mb_roster_listed(kn_cc_t *c, uint64_t id, int64_t now);
+int kn_cc_mb_roster_read(const kn_cc_t *c, uint64_t id);
+uint64_t kn_cc_mb_draw(const kn_cc_t *c);
 /* Whether the heartbeat's deadline is lifted now (cc_members_t.lifted);
  * a FENCE goes out when that changes. */
 void kn_cc_mb_relift(kn_cc_t *c, int64_t now);

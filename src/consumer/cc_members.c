@@ -15,7 +15,9 @@ int kn_cc_mb_leader(const kn_cc_t *c) {
   return w && strcmp(w, c->worker) == 0;
 }
 
-static int spread_ok(const kn_cc_t *c) { return c->cfg.member_items > 1; }
+static int spread_ok(const kn_cc_t *c) {
+  return c->cfg.member_items > 1 && c->mb.roster_fails < 3;
+}
 
 static int item_size(const kn_cc_t *c) {
   return c->cfg.member_item_size > 0 ? c->cfg.member_item_size : 16;
@@ -68,13 +70,28 @@ static void publish(kn_cc_t *c, cc_act_t *x, int spread) {
   int n = nb > c->mb.nb ? nb : c->mb.nb;
   if (c->mb.published_nb > n) n = c->mb.published_nb;
   if (!spread && nb <= 1 && c->mb.published_nb <= 1) return;
-  int64_t most = 0;
-  for (size_t i = 0; i < c->mb.view.n; i++)
-    if (!c->mb.view.v[i].dead && c->mb.view.v[i].leases > most)
-      most = c->mb.view.v[i].leases;
+  /* The most and fewest leases held, how many hold the fewest, and how
+   * many are held past one more than that: the workers holding the fewest
+   * look at the lease table for balance, as many of them as there are
+   * leases to move (cc_take.c). */
+  int64_t most = 0, least = INT64_MAX, n_least = 0, over = 0;
+  for (size_t i = 0; i < c->mb.view.n; i++) {
+    const kn_mview_ent_t *e = &c->mb.view.v[i];
+    if (e->dead) continue;
+    if (e->leases > most) most = e->leases;
+    if (e->leases < least) least = e->leases;
+  }
+  for (size_t i = 0; i < c->mb.view.n; i++) {
+    const kn_mview_ent_t *e = &c->mb.view.v[i];
+    if (e->dead) continue;
+    n_least += e->leases == least;
+    if (e->leases > least + 1) over += e->leases - least - 1;
+  }
+  if (least == INT64_MAX) least = 0;
   snprintf(c->mb.digest_out, sizeof(c->mb.digest_out),
-           "nb=%d epoch=%" PRId64 " seq=%" PRId64 " max=%" PRId64, nb,
-           c->mb.view.epoch, x->a.beat, most);
+           "nb=%d epoch=%" PRId64 " seq=%" PRId64 " max=%" PRId64
+           " min=%" PRId64 " nmin=%" PRId64 " over=%" PRId64,
+           nb, c->mb.view.epoch, x->a.beat, most, least, n_least, over);
   x->a.digest = c->mb.digest_out;
   x->a.publish_n = n;
   c->mb.published_nb = nb;
@@ -106,8 +123,8 @@ void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
   o->leave = x->a.leave;
   int spread = c->mb.nb > 1 || c->mb.published_nb > 1;
   int lead = kn_cc_mb_leader(c);
-  x->a.roster = lead && spread;
-  if (lead && spread_ok(c)) publish(c, x, spread);
+  x->a.roster = o->roster = lead && spread;
+  if (lead && (spread_ok(c) || c->mb.published_nb > 1)) publish(c, x, spread);
   /* The leader forgets members long dead, and entries that are no
    * members and stay unchanged: the item stays small.  A few at a time:
    * each is a REMOVE in the heartbeat's expression, which DynamoDB caps
@@ -225,11 +242,12 @@ static void check_askers(kn_cc_t *c, int64_t now) {
  * leader last wrote, and whether it still writes. */
 static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
   int nb = 0;
-  long long ep = 0, seq = 0, most = 0;
+  long long ep = 0, seq = 0, most = 0, least = 0, n_least = 0, over = 0;
   if (!spread_ok(c)) return;
   if (!d ||
-      sscanf(d, "nb=%d epoch=%lld seq=%lld max=%lld", &nb, &ep, &seq, &most) !=
-          4 ||
+      sscanf(d,
+             "nb=%d epoch=%lld seq=%lld max=%lld min=%lld nmin=%lld over=%lld",
+             &nb, &ep, &seq, &most, &least, &n_least, &over) != 7 ||
       nb < 1 || nb > c->cfg.member_items) {
     if (c->mb.nb > 1 && !d) c->mb.nb = 1; /* an item no leader wrote */
     return;
@@ -247,6 +265,9 @@ static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
   c->mb.nb = nb;
   c->mb.d_epoch = ep;
   c->mb.d_max = most;
+  c->mb.d_min = least;
+  c->mb.d_nmin = n_least;
+  c->mb.d_over = over;
   /* No leader writes (item 0 is empty, or its members all died): this
    * worker beats in item 0, where one will be. */
   if (nb > 1 && !kn_cc_mb_leader(c) &&
@@ -311,6 +332,19 @@ void kn_cc_mb_roster(kn_cc_t *c, uint64_t id, const kn_members_t *r,
   c->mb.roster_id = id;
 }
 
+/* A number drawn from this worker's id and the digest's sequence: the
+ * same until the leader writes again. */
+uint64_t kn_cc_mb_draw(const kn_cc_t *c) {
+  uint64_t h = 1469598103934665603ULL ^ (uint64_t)c->mb.d_seq;
+  for (const char *p = c->worker; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  return h ^ (h >> 29);
+}
+
+int kn_cc_mb_roster_read(const kn_cc_t *c, uint64_t id) {
+  return c->mb.has_roster && c->mb.roster_id == id;
+}
+
 void kn_cc_mb_roster_listed(kn_cc_t *c, uint64_t id, int64_t now) {
   if (!c->mb.has_roster || c->mb.roster_id != id) return;
   kn_members_t one;
@@ -341,6 +375,13 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   int64_t bumped = o->bump;
   c->mb.hb_busy = 0;
   int roster = c->mb.has_roster && c->mb.roster_id == o->id;
+  /* The leader that cannot read every item (no right to Scan, say)
+   * gathers the members back into one item, which needs no Scan. */
+  if (!err && o->roster && !roster && ++c->mb.roster_fails == 3)
+    kn_cc_log(c, KN_CC_LOG_WARN,
+              "membership items cannot be read: back to one item");
+  else if (!err && o->roster && roster)
+    c->mb.roster_fails = 0;
   if (err && kn_error_code(err) == KN_ERR__BAD_MSG)
     c->mb.bad_answers++;
   else if (!err)

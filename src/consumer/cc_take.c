@@ -39,8 +39,13 @@ static const char *take_reason(const kn_cc_t *c, int64_t now) {
         e->leases >= (int64_t)held + 2)
       return "a worker holds two more leases";
   }
-  /* Spread over items, the leader's digest tells of the others. */
-  if (c->mb.nb > 1 && c->mb.d_max >= (int64_t)held + 2)
+  /* Spread over items, the leader's digest tells of the others: of the
+   * workers holding the fewest, as many look as there are leases to move
+   * (drawn anew with each digest), not all of them at once. */
+  if (c->mb.nb > 1 && c->mb.d_max >= (int64_t)held + 2 &&
+      (int64_t)held <= c->mb.d_min &&
+      (c->mb.d_nmin <= 0 ||
+       (int64_t)(kn_cc_mb_draw(c) % (uint64_t)c->mb.d_nmin) < c->mb.d_over))
     return "a worker holds two more leases";
   return NULL;
 }

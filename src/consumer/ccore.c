@@ -222,10 +222,19 @@ void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
     return;
   }
   int obs_ok = kn_lease_observer_update(&c->obs, v, n, now) == 0;
-  if (obs_ok && purpose == P_TAKE) kn_cc_tk_round(c, v, n, &seen, now, now);
+  /* Spread over items, owners are judged by the roster read with the
+   * listing: without it (no right to Scan, say), no take round. */
+  int rounds = obs_ok && (!seen.roster || kn_cc_mb_roster_read(c, id));
+  if (obs_ok && !rounds && purpose == P_TAKE) {
+    kn_cc_log(c, KN_CC_LOG_WARN,
+              "membership items could not be read with the lease table: "
+              "no take round");
+    c->tk.at = now + c->cfg.take_ms;
+  }
+  if (rounds && purpose == P_TAKE) kn_cc_tk_round(c, v, n, &seen, now, now);
   /* With membership a sync's fresh listing is a take round's too: the
    * leader's look costs no listing more. */
-  if (obs_ok && purpose == P_SYNC_LEASES2 && c->mb.on && c->mb.ok &&
+  if (rounds && purpose == P_SYNC_LEASES2 && c->mb.on && c->mb.ok &&
       c->sy.synced && !c->tk.taking && kn_cc_mb_fresh(c, now))
     kn_cc_tk_round(c, v, n, &seen, now, now);
   if (sync) kn_cc_sy_leases(c, purpose, v, n, now);

@@ -145,9 +145,13 @@ const kn_prop_t kn_props_consumer[] = {
      "lease duration) loses the lease the ordinary way. 0: take it at "
      "once (read again from its last checkpoint)."},
     {"lease.members", "lease", KN_PROP_BOOL, "true", 0, 0, NULL,
-     "Workers write a heartbeat every renewal interval to one membership "
+     "Workers write a heartbeat every renewal interval to a membership "
      "item (DynamoDB: the table TABLE-members) whose answer tells each "
-     "worker who is alive, what they hold and whether leases changed; the "
+     "worker who is alive, what they hold and whether leases changed; past "
+     "16 workers they spread over more items (members#1, ...), each seeing "
+     "its own item's members, and the lowest worker id of the first item "
+     "reads them all and tells the others through a digest in each item, "
+     "so that no item is written by every worker; the "
      "lease table is then read only when that calls for it, instead of "
      "every lease.take.interval.ms. A worker that stopped beating for "
      "lease.duration.ms is dead and its leases are taken at once. A worker "
