@@ -388,7 +388,7 @@ int64_t sim_latency(sim_t *s);
 
 /* sim_cost.c: kn_sim --cost (one JSON line; 0, or 1 on failure). */
 int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
-                  int members, int limits, int one_item);
+                  int members, int limits, int one_item, double max_hot);
 
 /* sim_check.c */
 void sim_check_delivery(sim_t *s, int w, const sim_reader_t *r, size_t idx);

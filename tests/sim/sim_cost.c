@@ -568,7 +568,7 @@ static void print_counts(const char *name, const counts_t *a, const counts_t *b,
 }
 
 int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
-                  int members, int limits, int one_item) {
+                  int members, int limits, int one_item, double max_hot) {
   static cost_t s;
   memset(&s, 0, sizeof(s));
   s.rng.s = seed * 0x2545f4914f6cdd1dULL + 1;
@@ -681,6 +681,14 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
            (double)share_ms / 1000);
   print_counts("join", &c2, &c3, 60, shards, s.hot.phase_max[3], extra);
   printf("}\n");
+  /* --max-hot-wcu: the hottest item of every phase within it, or exit 1
+   * (a model check: virtual time, no timing). */
+  int over = 0;
+  for (int p = 1; p < 4; p++)
+    if (max_hot > 0 && s.hot.phase_max[p] > max_hot) over = 1;
+  if (over)
+    fprintf(stderr, "kn_sim --cost: an item took more than %.0f WCU/s\n",
+            max_hot);
 
   for (int w = 0; w <= workers; w++) {
     kn_drive_destroy(s.w[w].dr);
@@ -702,5 +710,5 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   free(s.he);
   free(s.listing);
   kn_lease_store_destroy(s.ls);
-  return 0;
+  return over;
 }

@@ -34,10 +34,11 @@ static void usage(void) {
       "              (the enumerator and readers: README.md)\n"
       "       kn_sim --cost --shards S --workers W [--seconds T] "
       "[--no-members]\n"
-      "              [--ddb-limits] [--one-item]\n"
+      "              [--ddb-limits] [--one-item] [--max-hot-wcu X]\n"
       "              (the lease table's DynamoDB cost: one JSON line;\n"
       "              --ddb-limits: writes past 1,000 WCU/s an item refused;\n"
-      "              --one-item: every member in one membership item)\n"
+      "              --one-item: every member in one membership item;\n"
+      "              --max-hot-wcu X: exit 1 if an item took more)\n"
       "scenarios: %s\n",
       sim_scenario_names());
 }
@@ -58,6 +59,7 @@ int main(int argc, char **argv) {
   long long runs = 1;
   int first = 0; /* stop at the first violation */
   int cost = 0, members = 1, limits = 0, one_item = 0;
+  double max_hot = 0;
   int roles = 0, readers = 0, rpc = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -79,6 +81,11 @@ int main(int argc, char **argv) {
     }
     if (strcmp(a, "--no-members") == 0) {
       members = 0;
+      continue;
+    }
+    if (strcmp(a, "--max-hot-wcu") == 0 && v) {
+      max_hot = atof(v);
+      i++;
       continue;
     }
     if (strcmp(a, "--one-item") == 0) {
@@ -137,7 +144,7 @@ int main(int argc, char **argv) {
       return 2;
     }
     return sim_cost_main(o.shards, o.workers, o.seconds, o.seed, members,
-                         limits, one_item);
+                         limits, one_item, max_hot);
   }
   if (roles) {
     if (runs < 1 || readers < 0 || readers > 4 || o.shards < 0 ||

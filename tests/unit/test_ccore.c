@@ -1208,6 +1208,87 @@ static void test_members_refused_for_good(void) {
  * deadline and reads on by the leases' deadlines; the other counts it
  * dead but judges its marked leases by their renewals, so nothing moves.
  * When heartbeats come back, the marks are removed. */
+/* Eight workers on sixteen shards with items of two members: they spread
+ * over items, each item written by few; the leader (w0) reads them all.
+ * A worker killed has its leases held again by the others; without the
+ * roster the leader gathers everyone back into one item. */
+static void test_members_spread(void) {
+  static kn_cc_shard_t shards[16];
+  static char ids[16][8];
+  for (int i = 0; i < 16; i++) {
+    snprintf(ids[i], sizeof(ids[i]), "s%02d", i);
+    shards[i] = sh(ids[i], NULL, NULL, 0);
+  }
+  kn_rig_t r;
+  kn_rig_worker_t w[8];
+  char names[8][4];
+  kn_cc_cfg_t cfg[8];
+  for (int i = 0; i < 8; i++) {
+    snprintf(names[i], sizeof(names[i]), "w%d", i);
+    cfg[i] = members_cfg(names[i]);
+    cfg[i].member_items = 16;
+    cfg[i].member_item_size = 2;
+  }
+  KT_REQUIRE(rig_with(&r, &w[0], shards, 16, &cfg[0]) == 0);
+  int started = 1;
+  for (; started < 8; started++)
+    if (kn_rig_start(&r, &w[started], &cfg[started])) break;
+  int64_t now = 0;
+  steps(w, started, &now, 120000);
+  size_t lo = 16, hi = 0, total = 0;
+  for (int i = 0; i < started; i++) {
+    size_t h = held(&w[i]);
+    total += h;
+    if (h < lo) lo = h;
+    if (h > hi) hi = h;
+  }
+  KT_CHECK_INT((int)total, 16);
+  KT_CHECK(hi - lo <= 1);
+  KT_CHECK(kn_cc_is_leader(core(&w[0])));
+  /* Spread: more than one item, none with more than four members. */
+  kn_members_t m;
+  KT_CHECK_OK(r.ls->ops->members(r.ls, &m));
+  int per[KN_MEMBERS_BUCKETS_MAX] = {0}, items = 0, most = 0;
+  for (size_t i = 0; i < m.n; i++)
+    if (m.v[i].bucket >= 0 && m.v[i].bucket < KN_MEMBERS_BUCKETS_MAX)
+      per[m.v[i].bucket]++;
+  for (int b = 0; b < KN_MEMBERS_BUCKETS_MAX; b++) {
+    items += per[b] > 0;
+    if (per[b] > most) most = per[b];
+  }
+  KT_CHECK_INT((int)m.n, 8);
+  KT_CHECK(items >= 2 && most <= 4);
+  KT_CHECK(m.digest && strncmp(m.digest, "nb=", 3) == 0);
+  kn_members_clear(&m);
+  /* w5 dies: within 20 s its leases are held by the others. */
+  size_t had = held(&w[5]);
+  kn_rig_kill(&w[5]);
+  int64_t killed = now;
+  size_t back = 0;
+  while (now < killed + 20000 && back < 16) {
+    steps(w, started, &now, now + 250);
+    back = 0;
+    for (int i = 0; i < started; i++) back += w[i].d ? held(&w[i]) : 0;
+  }
+  KT_CHECK(had > 0);
+  KT_CHECK_INT((int)back, 16);
+  /* No roster to be had: back to one item, and every lease still held. */
+  r.fail_roster = 1;
+  steps(w, started, &now, now + 60000);
+  KT_CHECK_OK(r.ls->ops->members(r.ls, &m));
+  int outside = 0;
+  /* (w5's entry stays where it died: only a roster shows it) */
+  for (size_t i = 0; i < m.n; i++)
+    outside += m.v[i].bucket != 0 && strcmp(m.v[i].worker, "w5") != 0;
+  KT_CHECK_INT(outside, 0);
+  kn_members_clear(&m);
+  back = 0;
+  for (int i = 0; i < started; i++) back += w[i].d ? held(&w[i]) : 0;
+  KT_CHECK_INT((int)back, 16);
+  for (int i = 0; i < started; i++) kn_rig_kill(&w[i]);
+  kn_rig_close(&r);
+}
+
 static void test_members_fallback(void) {
   kn_rig_t r;
   kn_rig_worker_t w[2];
@@ -1367,6 +1448,7 @@ int main(void) {
   KT_RUN(test_members_fence);
   KT_RUN(test_members_lost_mid_run);
   KT_RUN(test_members_refused_for_good);
+  KT_RUN(test_members_spread);
   KT_RUN(test_members_fallback);
   return KT_DONE();
 }
