@@ -15,7 +15,8 @@ worker a new name.  Records: one a shard every --fleet-interval seconds
 
 Phases, each counted apart:
   settle     the workers start (in batches of 10) until every shard is
-             held by a live worker and none holds more than its share
+             held by a live worker and none holds more than its share,
+             and at least --fleet-tail seconds after the last start
   steady     --fleet-steady seconds
   kill       SIGKILL of a worker holding a lease; --fleet-kill seconds
              from the kill.  The time until none of its leases names it
@@ -268,9 +269,13 @@ def fleet_main(a, kncat):
                         time.sleep(0.5)
                     started = time.monotonic() - t
                     ok = fleet.wait_settled(S, a.settle)
+                    took = time.monotonic() - t
+                    # every worker joined the membership: a few renewals
+                    time.sleep(max(0.0, t + started + a.fleet_tail - time.monotonic()))
                     return (f", all started in {started:.0f} s, "
-                            + (f"settled after {time.monotonic() - t:.0f} s" if ok
-                               else f"NOT settled after {a.settle:.0f} s more"))
+                            + (f"settled after {took:.0f} s" if ok
+                               else f"NOT settled after {a.settle:.0f} s more")
+                            + f", counted {a.fleet_tail:g} s after the last start or more")
                 phase("settle", settle)
                 died = [w.wid for w in fleet.live.values() if w.proc.poll() is not None]
                 if died:
