@@ -717,7 +717,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--quick", action="store_true",
-                    help="16 shards x 4 workers, 60 s steady, 30 s windows")
+                    help="16 shards x 4 workers, 60 s steady, 30 s windows; "
+                         "--fleet: phases of 10 to 25 s, 2 redeploy batches")
     ap.add_argument("--shards", type=int, default=64)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--steady", type=float, default=180)
@@ -772,8 +773,8 @@ def main():
                     help="--fleet: characters of a worker id")
     a = ap.parse_args()
     if a.quick:   # smaller defaults; what is given explicitly stays
-        for name, v in (("fleet_steady", 15), ("fleet_kill", 20),
-                        ("fleet_batch", 0.5), ("fleet_gap", 5), ("fleet_tail", 15),
+        for name, v in (("fleet_steady", 10), ("fleet_kill", 15),
+                        ("fleet_batch", 0.5), ("fleet_gap", 5), ("fleet_tail", 10),
                         ("shards", 16), ("workers", 4), ("steady", 60),
                         ("window", 30), ("mb", 8), ("rounds", 1),
                         ("idle_seconds", 20)):
