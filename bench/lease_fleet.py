@@ -8,6 +8,7 @@ each table costs per 5-s window.
           [--fleet-gap 10] [--fleet-tail 30] [--fleet-interval 2]
           [--id-len 40]
 
+Worker stderr goes to a temporary directory, kept with KN_KEEP_LOGS=1.
 Workers are named like hosts with a process id, --id-len characters
 (ip-10-0-000-017.compute.internal-0004711: 40); a redeploy gives every
 worker a new name.  Records: one a shard every --fleet-interval seconds
@@ -42,6 +43,7 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -343,6 +345,8 @@ def fleet_main(a, kncat):
                 for th in stoppers:
                     th.join()
                 fleet.gone = []
+                if os.environ.get("KN_KEEP_LOGS") != "1":
+                    shutil.rmtree(tmp, ignore_errors=True)
     print(f"\nfleet: {N} workers, {S} shards: hottest item per phase "
           f"(WCU/s in its hottest 5-s window; DynamoDB caps an item at "
           f"{PARTITION_WCU})")
