@@ -10,6 +10,10 @@ today's libkinesis design as formulas, at the measured size and at
           [--item-bytes 250] [--ckpt-separate]
   python3 bench/bench_lease_cost.py --scale [--scale-shards 1000] [--mb 32]
           [--rounds 3] [--idle-seconds 60] [--scale-leases sqlite|dynamodb]
+  python3 bench/bench_lease_cost.py --fleet [N] [--fleet-shards S] ...
+          (N workers, default 200: the hottest item per 5-s window while
+          settling, steady, after a kill and during a rolling redeploy;
+          bench/lease_fleet.py says how)
 
 Wire counts.  kinesalite serves the stream; dynalite the lease table,
 behind a FaultProxy (tests/lab/faultproxy.py) whose observer,
@@ -713,7 +717,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--quick", action="store_true",
-                    help="16 shards x 4 workers, 60 s steady, 30 s windows")
+                    help="16 shards x 4 workers, 60 s steady, 30 s windows; "
+                         "--fleet: phases of 10 to 25 s, 2 redeploy batches")
     ap.add_argument("--shards", type=int, default=64)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--steady", type=float, default=180)
@@ -746,9 +751,31 @@ def main():
                     help="--scale: also run group and consume at the tip of "
                          "the stream for this long (0: not)")
     ap.add_argument("--scale-leases", choices=("sqlite", "dynamodb"), default="sqlite")
+    ap.add_argument("--fleet", type=int, nargs="?", const=200, default=0,
+                    metavar="N", help="N workers (default 200): the hottest "
+                    "item per 5-s window (bench/lease_fleet.py)")
+    ap.add_argument("--fleet-shards", type=int, default=0,
+                    help="--fleet: shards (default N/10)")
+    ap.add_argument("--fleet-steady", type=float, default=60)
+    ap.add_argument("--fleet-kill", type=float, default=60,
+                    help="--fleet: seconds counted from the SIGKILL")
+    ap.add_argument("--fleet-batch", type=float, default=0.1,
+                    help="--fleet: share of the workers replaced at a time")
+    ap.add_argument("--fleet-gap", type=float, default=10,
+                    help="--fleet: seconds between redeploy batches")
+    ap.add_argument("--fleet-tail", type=float, default=30,
+                    help="--fleet: redeploy counted at least this long "
+                         "after the last batch")
+    ap.add_argument("--fleet-interval", type=float, default=2,
+                    help="--fleet: a record a shard every this many seconds "
+                         "(0: none)")
+    ap.add_argument("--id-len", type=int, default=40,
+                    help="--fleet: characters of a worker id")
     a = ap.parse_args()
     if a.quick:   # smaller defaults; what is given explicitly stays
-        for name, v in (("shards", 16), ("workers", 4), ("steady", 60),
+        for name, v in (("fleet_steady", 10), ("fleet_kill", 15),
+                        ("fleet_batch", 0.5), ("fleet_gap", 5), ("fleet_tail", 10),
+                        ("shards", 16), ("workers", 4), ("steady", 60),
                         ("window", 30), ("mb", 8), ("rounds", 1),
                         ("idle_seconds", 20)):
             if getattr(a, name) == ap.get_default(name):
@@ -756,6 +783,9 @@ def main():
     kncat = os.environ.get("KNCAT") or os.path.join(a.build, "kncat")
     if not os.access(kncat, os.X_OK):
         raise SystemExit(f"bench: {kncat} not found")
+    if a.fleet:
+        from lease_fleet import fleet_main
+        return fleet_main(a, kncat)
     return scale_main(a, kncat) if a.scale else cost_main(a, kncat)
 
 

@@ -32,6 +32,8 @@ BENCHES = [
      ["--quick"]),
     ("scale", [sys.executable, "bench/bench_lease_cost.py", "--build", "{build}",
                "--scale"], ["--scale-shards", "200", "--mb", "4", "--rounds", "1"]),
+    ("fleet", [sys.executable, "bench/bench_lease_cost.py", "--build", "{build}",
+               "--fleet"], ["--fleet", "20", "--quick"]),
     ("efo_decode", ["{build}/bench/bench_efo_decode"], ["50"]),
     ("limits", [sys.executable, "bench/bench_limits.py", "--build", "{build}"],
      ["--quick"]),

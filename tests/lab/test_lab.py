@@ -719,6 +719,45 @@ class WireCountTest(unittest.TestCase):
         self.assertEqual(counter.table("counted").items['[{"S": "shard-1"}]']
                          ["leaseCounter"], {"N": "2"})
 
+    def test_timeline_per_item(self):
+        """Units billed per item key, by window: writes by the larger of
+        the item before and after, failed conditions included; a Scan on
+        a pseudo-item of its own."""
+        c = wirecount.DynamoCounter(timeline=True)
+
+        def obs(action, req, status=200, resp=None):
+            c.observe(action, json.dumps(req).encode(), status,
+                      json.dumps(resp or {}).encode())
+
+        obs("CreateTable", {"TableName": "m", "KeySchema": [
+            {"AttributeName": "id", "KeyType": "HASH"}]})
+        t0 = time.monotonic()
+        big = {"id": {"S": "members"}, "pad": {"S": "x" * 2000}}
+        for _ in range(3):   # 2 + 3 + 2000 bytes: 2 units each
+            obs("UpdateItem", {"TableName": "m", "Key": {"id": {"S": "members"}},
+                               "UpdateExpression": "SET #a = :v",
+                               "ExpressionAttributeNames": {"#a": "pad"},
+                               "ExpressionAttributeValues": {":v": {"S": "x" * 2000}},
+                               "ReturnValues": "ALL_NEW"}, resp={"Attributes": big})
+        obs("GetItem", {"TableName": "m", "Key": {"id": {"S": "members"}},
+                        "ConsistentRead": True}, resp={"Item": big})
+        obs("PutItem", {"TableName": "m", "Item": {"id": {"S": "w1"}}})
+        obs("DeleteItem", {"TableName": "m", "Key": {"id": {"S": "w1"}},
+                           "ConditionExpression": "attribute_not_exists(id)"},
+            status=400, resp={"__type": "com.amazonaws.dynamodb.v20120810#"
+                                        "ConditionalCheckFailedException"})
+        obs("Scan", {"TableName": "m"}, resp={"Items": [big], "ScannedCount": 1})
+        w = c.item_windows(t0, time.monotonic() + 0.2, 5.0)
+        self.assertEqual(w[("m", '[{"S": "members"}]')], [(6, 1.0)])
+        self.assertEqual(w[("m", '[{"S": "w1"}]')], [(2, 0.0)])
+        self.assertEqual(w[("m", "(Scan)")], [(0, 0.5)])
+        self.assertEqual(c.item_windows(t0 - 10, t0 - 5, 5.0), {})
+        # a membership entry: name, then a list of two numbers (3 bytes,
+        # and one an element), trailing zeros trimmed
+        self.assertEqual(wirecount.item_size(
+            {"w:a": {"L": [{"N": "1700000000000"}, {"N": "2"}]}}),
+            3 + 3 + (1 + 2) + (1 + 2))
+
 
 def len_prefixed(payload: bytes) -> bytes:
     """A fake event-stream message: only the total-length prelude matters."""

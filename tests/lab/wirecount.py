@@ -36,6 +36,14 @@ learnt from CreateTable, UpdateTable and DescribeTable as they pass.
     with FaultProxy(dynalite, observer=counter.observe, keep_log=False) as p:
         ... run clients against p.endpoint ...
     snap = counter.snapshot()          # {action: Tally}, may be diffed
+
+With timeline=True the counter also keeps, per table and item key, the
+write and read units billed to that item by tenths of a second, so the
+hottest item (a partition DynamoDB caps at 1,000 WCU/s and 3,000 RCU/s)
+can be found per window: item_windows(t0, t1, width).  Index writes are
+left out (they land on the index's partitions); a Scan or Query is billed
+to a pseudo-item named after the action, its reads spread over the
+table's partitions.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ import json
 import math
 import re
 import threading
+import time
 from dataclasses import dataclass, fields
 from decimal import Decimal, InvalidOperation
 
@@ -326,8 +335,10 @@ class DynamoCounter:
     """A FaultProxy observer; see the module comment.  tables: count only
     requests naming one of these tables (None: every table)."""
 
-    def __init__(self, tables=None):
+    def __init__(self, tables=None, timeline=False):
         self.only = set(tables) if tables else None
+        # {(table, item key): {tenth of a second: [wcu, rcu]}}
+        self._timeline: dict | None = {} if timeline else None
         self._lock = threading.Lock()
         self._tally: dict[str, Tally] = {}
         self._by_table: dict[str, Tally] = {}
@@ -347,6 +358,37 @@ class DynamoCounter:
         """{table name: Tally} so far (a copy); "-" for requests naming none."""
         with self._lock:
             return {a: copy.copy(t) for a, t in self._by_table.items()}
+
+    def item_windows(self, t0: float, t1: float, width: float = 5.0) -> dict:
+        """{(table, item key): [(wcu, rcu) per window]} for the items billed
+        between monotonic times t0 and t1, in windows of width seconds from
+        t0 (the last one may be shorter)."""
+        n = max(1, math.ceil((t1 - t0) / width - 1e-9))
+        b0, b1 = int(t0 * 10), int(t1 * 10)
+        out = {}
+        with self._lock:
+            items = [(k, dict(v)) for k, v in (self._timeline or {}).items()]
+        for k, buckets in items:
+            w = [[0, 0.0] for _ in range(n)]
+            hit = False
+            for b, (wcu, rcu) in buckets.items():
+                if b0 <= b < b1:   # to the tenth of a second
+                    i = min(n - 1, int((b - b0) / 10.0 / width))
+                    w[i][0] += wcu
+                    w[i][1] += rcu
+                    hit = True
+            if hit:
+                out[k] = [tuple(x) for x in w]
+        return out
+
+    def _mark(self, table: str, key: str, wcu: int = 0, rcu: float = 0.0):
+        if self._timeline is None:
+            return
+        b = int(time.monotonic() * 10)
+        per = self._timeline.setdefault((table, key), {})
+        cur = per.setdefault(b, [0, 0.0])
+        cur[0] += wcu
+        cur[1] += rcu
 
     def table(self, name: str) -> _Table:
         t = self._tables.get(name)
@@ -399,7 +441,7 @@ class DynamoCounter:
         if status == 200 and "Table" in resp:
             self.table(name).learn(resp["Table"])
 
-    def _read_many(self, t, name, req, resp, status, consistent):
+    def _read_many(self, t, name, req, resp, status, consistent, action):
         if status != 200:
             return
         tab = self.table(name)
@@ -418,12 +460,17 @@ class DynamoCounter:
         t.items_returned += len(items)
         t.bytes_read += nbytes
         t.rcu += read_units(nbytes, consistent)
+        self._mark(name, f"({action})", rcu=read_units(nbytes, consistent))
 
     def _Scan(self, t, name, req, resp, status):
         self._read_many(t, name, req, resp, status,
-                        bool(req.get("ConsistentRead")) and "IndexName" not in req)
+                        bool(req.get("ConsistentRead")) and "IndexName" not in req,
+                        "Scan")
 
-    _Query = _Scan
+    def _Query(self, t, name, req, resp, status):
+        self._read_many(t, name, req, resp, status,
+                        bool(req.get("ConsistentRead")) and "IndexName" not in req,
+                        "Query")
 
     def _GetItem(self, t, name, req, resp, status):
         if status != 200:
@@ -439,6 +486,8 @@ class DynamoCounter:
         else:
             t.get_misses += 1
         t.rcu += read_units(item_size(item), consistent)
+        self._mark(name, tab.key_of(req.get("Key") or {}),
+                   rcu=read_units(item_size(item), consistent))
 
     def _write(self, t, name, key, after_fn, status, resp):
         tab = self.table(name)
@@ -453,9 +502,11 @@ class DynamoCounter:
         if failed:
             if "ConditionalCheckFailed" in str(resp.get("__type", "")):
                 t.failed_writes += 1
+                self._mark(name, k, wcu=write_units(size))
             else:
                 t.wcu -= write_units(size)   # not written, not billed
             return
+        self._mark(name, k, wcu=write_units(size))
         t.items_written += 1
         t.bytes_written += item_size(after)
         t.index_wcu += tab.index_writes(before, after)
