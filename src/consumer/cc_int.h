@@ -183,6 +183,9 @@ typedef struct cc_members {
    * fewest, the leases held past one more than that: as the leader saw */
   int64_t d_max, d_min, d_nmin, d_over;
   int published_nb; /* the leader's last digest said this many */
+  int regrow;       /* ... and changed the count */
+  int view_full;    /* the view holds every member (one item, or the
+                       leader's roster) */
   int roster_fails; /* rosters asked and not read, in a row (3: no more
                        items than one) */
   /* The roster the call in flight (roster_id) read: every item's members

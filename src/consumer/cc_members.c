@@ -66,6 +66,9 @@ size_t kn_cc_members(const kn_cc_t *c) {
 /* The leader's digest into every item (and those it used to have): the
  * item count, the summed epoch, and a sequence that says it is alive. */
 static void publish(kn_cc_t *c, cc_act_t *x, int spread) {
+  /* A new leader (or one whose roster failed) sees its own item only:
+   * it reads the roster first, then tells. */
+  if (!c->mb.view_full) return;
   int nb = want_nb(c, kn_mview_live(&c->mb.view));
   int n = nb > c->mb.nb ? nb : c->mb.nb;
   if (c->mb.published_nb > n) n = c->mb.published_nb;
@@ -98,6 +101,9 @@ static void publish(kn_cc_t *c, cc_act_t *x, int spread) {
   if (nb != c->mb.nb)
     kn_cc_log(c, KN_CC_LOG_INFO, "membership spread over %d items (leader)",
               nb);
+  /* A group growing fast (a fleet started at once) outgrows its items
+   * between two beats: the leader looks again soon while they change. */
+  c->mb.regrow = nb != c->mb.nb;
   c->mb.nb = nb;
 }
 
@@ -417,8 +423,14 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   /* The leader observes every item; the others their own. */
   kn_members_t one = {0};
   const kn_members_t *in = m;
-  if (roster && kn_cc_mb_leader(c) && !one_each(c, &c->mb.roster, &one))
+  if (roster && kn_cc_mb_leader(c) && !one_each(c, &c->mb.roster, &one)) {
+    /* Every member is in the roster: nothing remote is left. */
+    kn_members_t none = {0};
+    kn_mview_set_remote(&c->mb.view, &none, now);
     in = &one;
+  }
+  /* The view holds every member: one item, or the leader's roster. */
+  c->mb.view_full = in == &one || c->mb.nb <= 1;
   int updated = kn_mview_update(&c->mb.view, in, now, c->cfg.duration_ms) == 0;
   /* Spread over items, a bump reaches the bumper's item and the leader
    * (the sum of every item's epoch): a whole fleet listing the table on
@@ -441,6 +453,8 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   c->mb.hb_at = c->mb.bump_pending > 0 || want_bucket(c) != c->mb.bucket
                     ? now
                     : sent + next_beat_ms(c, now);
+  if (c->mb.regrow && c->mb.hb_at > now + c->cfg.renew_ms / 4)
+    c->mb.hb_at = now + c->cfg.renew_ms / 4;
   return 1;
 }
 

@@ -65,8 +65,8 @@ typedef struct hot {
   int64_t sec, win; /* the second and window counted */
   double *sec_wcu;  /* per item: the membership item, then leases */
   double *win_wcu;
-  double phase_max[4]; /* WCU/s of the hottest item in a window */
-  int phase;           /* 0 settle, 1 steady, 2 kill, 3 join */
+  double phase_max[5]; /* WCU/s of the hottest item in a window */
+  int phase; /* 0 settle, 1 steady, 2 kill, 3 join, 4 redeploy */
 } hot_t;
 
 typedef struct cost {
@@ -657,6 +657,23 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   int64_t share_ms = has_share(&s, joiner) ? s.now - tj : -1;
   run_until(&s, tj + 60000, NULL, 0);
   counts_t c3 = s.cnt;
+  /* A rolling redeploy: every worker replaced by one of a new id, a tenth
+   * every 10 s (the old ones killed: the harder case), then 30 s. */
+  s.hot.phase = 4;
+  int64_t tr = s.now;
+  int n_all = s.n_w, batch = n_all / 10 > 0 ? n_all / 10 : 1;
+  for (int from = 0; from < n_all; from += batch) {
+    for (int w = from; w < from + batch && w < n_all; w++) {
+      if (s.w[w].alive) kill_worker(&s, w);
+      size_t len = strlen(s.w[w].id);
+      if (len + 3 < sizeof(s.w[w].id)) memcpy(s.w[w].id + len, "-r", 3);
+      start_worker(&s, w);
+    }
+    run_until(&s, s.now + 10000, NULL, 0);
+  }
+  run_until(&s, s.now + 30000, NULL, 0);
+  int64_t redeploy_ms = s.now - tr;
+  counts_t c4 = s.cnt;
   s.now += 5000;
   hot_roll(&s); /* the last window counts too */
 
@@ -680,11 +697,15 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   snprintf(extra, sizeof(extra), ", \"share_s\": %.1f",
            (double)share_ms / 1000);
   print_counts("join", &c2, &c3, 60, shards, s.hot.phase_max[3], extra);
+  snprintf(extra, sizeof(extra), ", \"all_held\": %d",
+           recovered(&s, 0) ? 1 : 0);
+  print_counts("redeploy", &c3, &c4, (double)redeploy_ms / 1000, shards,
+               s.hot.phase_max[4], extra);
   printf("}\n");
   /* --max-hot-wcu: the hottest item of every phase within it, or exit 1
    * (a model check: virtual time, no timing). */
   int over = 0;
-  for (int p = 1; p < 4; p++)
+  for (int p = 1; p < 5; p++)
     if (max_hot > 0 && s.hot.phase_max[p] > max_hot) over = 1;
   if (over)
     fprintf(stderr, "kn_sim --cost: an item took more than %.0f WCU/s\n",
