@@ -37,16 +37,18 @@ static int want_bucket(const kn_cc_t *c) {
   return kn_cc_mb_home(c->worker, c->mb.nb);
 }
 
-/* The item count the leader wants for live members: three quarters full
- * at most, powers of two, changed only past a factor of two. */
+/* The item count the leader wants for live members: powers of two,
+ * changed when items would hold more than member_item_size members or
+ * fewer than an eighth of that. */
 static int want_nb(const kn_cc_t *c, size_t live) {
   int nb = c->mb.nb, size = item_size(c);
   if (!spread_ok(c)) return 1;
   if (live <= (size_t)nb * (size_t)size && live * 4 >= (size_t)nb * size / 2)
     return nb;
+  /* Half full: a group that grows fast (a fleet started at once) fills
+   * them again only after it has doubled. */
   int want = 1;
-  while ((size_t)want * (size_t)size * 3 / 4 < live &&
-         want < c->cfg.member_items)
+  while ((size_t)want * (size_t)size / 2 < live && want < c->cfg.member_items)
     want *= 2;
   return want;
 }

@@ -61,6 +61,23 @@
  *   the shards every sync_ms and the leases only when the listing, the
  *   epoch or a pending cleanup say so.  Any worker that the leader's
  *   death leaves lowest takes over within a lease duration.
+ * - membership items (cfg.member_items > 1, a store with publish): past
+ *   member_item_size members the leader spreads them over items (a
+ *   power of two, three quarters full at most) and writes into each a
+ *   digest: the item count, the summed epoch, and the most and fewest
+ *   leases held.  A worker beats in its own item (by a hash of its id;
+ *   the leader in item 0, of which it is the lowest live id), sees that
+ *   item's members and the digest, and takes nothing before its first
+ *   beat there (a copy of a former run may sit there, dead).  A dead
+ *   member's leases go to the live members of its item, each its share by
+ *   key even past its target (to the leader where none is left), and
+ *   balance follows through hand-offs.  The leader reads every item on
+ *   each beat (a roster); the others read it with each listing, so that
+ *   owners in other items count as members; a listing without it makes
+ *   no take round, and a leader without it gathers everyone back into
+ *   one item.  Free leases that stay free a lease duration go to the
+ *   leader; of the workers holding the fewest leases, as many look for
+ *   balance as the digest says there are leases to move.
  *
  * Ownership: strings in actions point into the core (or into the event
  * that caused them) and are valid until the next call into the core;
