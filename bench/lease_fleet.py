@@ -8,7 +8,8 @@ each table costs per 5-s window.
           [--fleet-gap 10] [--fleet-tail 30] [--fleet-interval 2]
           [--id-len 40]
 
-Worker stderr goes to a temporary directory, kept with KN_KEEP_LOGS=1.
+Worker stderr goes to a temporary directory, kept with KN_KEEP_LOGS=1
+(the workers then log at the default level instead of -q).
 Workers are named like hosts with a process id, --id-len characters
 (ip-10-0-000-017.compute.internal-0004711: 40); a redeploy gives every
 worker a new name.  Records: one a shard every --fleet-interval seconds
@@ -118,7 +119,9 @@ class Fleet:
             self.n += 1
             w = Worker(self.kncat, self.wenv, self.stream, self.app,
                        self.store, wid, props=self.props, log_dir=self.tmp,
-                       verbose=False, extra=["-q"])
+                       verbose=False,
+                       extra=[] if os.environ.get("KN_KEEP_LOGS") == "1"
+                       else ["-q"])
             self.live[wid] = w
             self.every.append(w)
 

@@ -182,12 +182,13 @@ typedef struct cc_members {
   /* The most and fewest leases a member holds, how many hold the
    * fewest, the leases held past one more than that: as the leader saw */
   int64_t d_max, d_min, d_nmin, d_over;
-  int published_nb; /* the leader's last digest said this many */
-  int regrow;       /* ... and changed the count */
-  int view_full;    /* the view holds every member (one item, or the
-                       leader's roster) */
-  int roster_fails; /* rosters asked and not read, in a row (3: no more
-                       items than one) */
+  int published_nb;        /* the leader's last digest said this many */
+  int regrow;              /* ... and changed the count */
+  int view_full;           /* the view holds every member (one item, or the
+                              leader's roster) */
+  int roster_fails;        /* rosters refused for good, in a row (3: no more
+                              items than one) */
+  uint64_t roster_refused; /* the call whose roster was refused so */
   /* The roster the call in flight (roster_id) read: every item's members
    * (owned). */
   uint64_t roster_id;
@@ -391,6 +392,7 @@ void kn_cc_mb_roster(kn_cc_t *c, uint64_t id, const kn_members_t *r,
  * join the view as remote ones. */
 void kn_cc_mb_roster_listed(kn_cc_t *c, uint64_t id, int64_t now);
 int kn_cc_mb_roster_read(const kn_cc_t *c, uint64_t id);
+void kn_cc_mb_roster_refused(kn_cc_t *c, uint64_t id);
 uint64_t kn_cc_mb_draw(const kn_cc_t *c);
 /* Whether the heartbeat's deadline is lifted now (cc_members_t.lifted);
  * a FENCE goes out when that changes. */

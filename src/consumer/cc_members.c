@@ -349,6 +349,10 @@ uint64_t kn_cc_mb_draw(const kn_cc_t *c) {
   return h ^ (h >> 29);
 }
 
+void kn_cc_mb_roster_refused(kn_cc_t *c, uint64_t id) {
+  c->mb.roster_refused = id;
+}
+
 int kn_cc_mb_roster_read(const kn_cc_t *c, uint64_t id) {
   return c->mb.has_roster && c->mb.roster_id == id;
 }
@@ -383,9 +387,12 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   int64_t bumped = o->bump;
   c->mb.hb_busy = 0;
   int roster = c->mb.has_roster && c->mb.roster_id == o->id;
-  /* The leader that cannot read every item (no right to Scan, say)
-   * gathers the members back into one item, which needs no Scan. */
-  if (!err && o->roster && !roster && ++c->mb.roster_fails == 3)
+  /* The leader that may not read every item (no right to Scan: refused
+   * for good, three times in a row) gathers the members back into one
+   * item, which needs no Scan; a roster that failed for a while (a
+   * time-out, throttling) only waits for the next beat. */
+  if (!err && o->roster && !roster && c->mb.roster_refused == o->id &&
+      ++c->mb.roster_fails == 3)
     kn_cc_log(c, KN_CC_LOG_WARN,
               "membership items cannot be read: back to one item");
   else if (!err && o->roster && roster)
@@ -422,7 +429,10 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   c->mb.leave = -1;
   digest_read(c, m->digest, now);
   uint64_t deaths = c->mb.view.deaths;
-  /* The leader observes every item; the others their own. */
+  /* The leader observes every item; the others their own.  A leader
+   * whose roster was not read this time keeps the view it has (its own
+   * item alone would drop the others), not claiming it newer. */
+  int keep = o->roster && !roster && c->mb.view_full && c->mb.nb > 1;
   kn_members_t one = {0};
   const kn_members_t *in = m;
   if (roster && kn_cc_mb_leader(c) && !one_each(c, &c->mb.roster, &one)) {
@@ -431,9 +441,12 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
     kn_mview_set_remote(&c->mb.view, &none, now);
     in = &one;
   }
-  /* The view holds every member: one item, or the leader's roster. */
-  c->mb.view_full = in == &one || c->mb.nb <= 1;
-  int updated = kn_mview_update(&c->mb.view, in, now, c->cfg.duration_ms) == 0;
+  int updated = 1;
+  if (!keep) {
+    /* The view holds every member: one item, or the leader's roster. */
+    c->mb.view_full = in == &one || c->mb.nb <= 1;
+    updated = kn_mview_update(&c->mb.view, in, now, c->cfg.duration_ms) == 0;
+  }
   /* Spread over items, a bump reaches the bumper's item and the leader
    * (the sum of every item's epoch): a whole fleet listing the table on
    * each would cost more than the membership saves.  Free leases nobody
@@ -442,7 +455,7 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   kn_members_clear(&one);
   if (updated) {
     c->mb.ok = 1;
-    if (sent > c->mb.view_sent_ms) c->mb.view_sent_ms = sent;
+    if (!keep && sent > c->mb.view_sent_ms) c->mb.view_sent_ms = sent;
     if (sent > c->mb.ok_sent_ms) c->mb.ok_sent_ms = sent;
     if (sent + c->grace_ms > c->mb.until) c->mb.until = sent + c->grace_ms;
     c->mb.bump_pending -= bumped;

@@ -194,6 +194,10 @@ void kn_cc_roster(kn_cc_t *c, uint64_t id, const kn_members_t *roster,
   kn_cc_mb_roster(c, id, roster, now);
 }
 
+void kn_cc_roster_refused(kn_cc_t *c, uint64_t id) {
+  kn_cc_mb_roster_refused(c, id);
+}
+
 void kn_cc_leases_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,
                        const kn_lease_t *v, size_t n, int64_t now) {
   kn_cc_q_retire(&c->q);

@@ -279,6 +279,10 @@ void kn_cc_lease_got(kn_cc_t *c, uint64_t id, const kn_error_t *err,
  * not given when it could not be read. */
 void kn_cc_roster(kn_cc_t *c, uint64_t id, const kn_members_t *roster,
                   int64_t now_ms);
+/* The roster call id asked for was refused for good (a non-retriable
+ * error: no right to Scan the membership items), given before the call's
+ * own answer. */
+void kn_cc_roster_refused(kn_cc_t *c, uint64_t id);
 /* Answer to HEARTBEAT: the members (borrowed), or err (KN_ERR__UNSUPPORTED:
  * the store keeps no membership; the core does without). */
 void kn_cc_members_done(kn_cc_t *c, uint64_t id, const kn_error_t *err,

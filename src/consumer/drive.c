@@ -443,6 +443,7 @@ void kn_drive_result(kn_drive_t *d, const kn_drive_result_t *r) {
   landed(d, r);
   int64_t now = d->ops->now(d->env);
   if (!r->err && r->roster) kn_cc_roster(d->cc, r->id, r->roster, now);
+  if (!r->err && r->roster_refused) kn_cc_roster_refused(d->cc, r->id);
   switch (r->op) {
     case KN_CC_LIST_LEASES:
       kn_cc_leases_done(d->cc, r->id, r->err, r->err ? NULL : r->leases,

@@ -96,6 +96,7 @@ typedef struct kn_drive_result {
   const kn_lease_t *got;       /* GET */
   const kn_members_t *members; /* HEARTBEAT */
   const kn_members_t *roster;  /* HEARTBEAT, LIST_LEASES: asked and read */
+  int roster_refused;          /* ... or refused for good */
   int64_t new_counter;         /* TAKE, RENEW, CHECKPOINT, RELEASE,
                                   HANDOFF_DONE */
   const char *handoff_to;      /* RENEW, CHECKPOINT */

@@ -134,6 +134,7 @@ kn_drive_result_t kn_store_job_result(const kn_store_job_t *j) {
       .got = &j->got,
       .members = &j->members,
       .roster = j->has_roster ? &j->roster_m : NULL,
+      .roster_refused = j->roster_refused,
       .new_counter = j->new_counter,
       .handoff_to = j->handoff_to,
       .sent_ms = j->sent_ms,
@@ -197,6 +198,7 @@ static kn_error_t *heartbeat(kn_lease_store_t *ls, const char *w,
   if (!err && j->roster && o->members) {
     kn_error_t *e = o->members(ls, &j->roster_m);
     j->has_roster = e == NULL;
+    j->roster_refused = e && !kn_error_is_retriable(e);
     kn_error_destroy(e);
   }
   return err;
@@ -212,6 +214,7 @@ void kn_store_job_apply(kn_lease_store_t *ls, const char *w,
       if (!err && j->roster && o->members) {
         kn_error_t *e = o->members(ls, &j->roster_m);
         j->has_roster = e == NULL;
+        j->roster_refused = e && !kn_error_is_retriable(e);
         kn_error_destroy(e);
       }
       break;

@@ -64,7 +64,8 @@ typedef struct kn_store_job {
   kn_lease_t got;        /* GET: the lease (owned) */
   kn_members_t members;  /* HEARTBEAT: owned */
   kn_members_t roster_m; /* every member, when roster (owned) ... */
-  int has_roster;        /* ... and read */
+  int has_roster;        /* ... and read, or ... */
+  int roster_refused;    /* ... refused for good */
   kn_lease_t *leases;    /* LIST_LEASES: owned */
   size_t n_leases;
   kn_shard_list_t *list; /* LIST_SHARDS: owned ... */

@@ -180,9 +180,10 @@ static void answer(kn_rig_worker_t *w, kn_store_job_t *j) {
   kn_rig_t *r = w->rig;
   const kn_error_t *f = fault(w, j);
   if (!f && j->op != KN_CC_LIST_SHARDS) kn_store_job_apply(r->ls, w->id, j);
-  if (r->fail_roster && j->has_roster) {
+  if (r->fail_roster && j->roster) {
     kn_members_clear(&j->roster_m);
     j->has_roster = 0;
+    j->roster_refused = 1;
   }
   /* As the DynamoDB store marks the leases of KCL 3.x workers. */
   for (size_t i = 0;

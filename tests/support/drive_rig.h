@@ -51,8 +51,8 @@ typedef struct kn_rig {
   const kn_error_t *landed_renew;
   /* Every renewal that marks a lease (kn_cc_action_t.mark) fails so. */
   const kn_error_t *fail_mark;
-  /* Non-zero: rosters (every membership item read) are never read, as
-   * without the right to Scan. */
+  /* Non-zero: rosters (every membership item read) are refused for good,
+   * as without the right to Scan. */
   int fail_roster;
   /* A worker that answers hand-offs without heartbeats (borrowed; NULL:
    * none): listings mark its leases owner_hands_over, as the DynamoDB
