@@ -9,7 +9,7 @@ each table costs per 5-s window.
           [--id-len 40]
 
 Worker stderr goes to a temporary directory, kept with KN_KEEP_LOGS=1
-(the workers then log at the default level instead of -q).
+(the workers then log with -v instead of -q).
 Workers are named like hosts with a process id, --id-len characters
 (ip-10-0-000-017.compute.internal-0004711: 40); a redeploy gives every
 worker a new name.  Records: one a shard every --fleet-interval seconds
@@ -120,7 +120,7 @@ class Fleet:
             w = Worker(self.kncat, self.wenv, self.stream, self.app,
                        self.store, wid, props=self.props, log_dir=self.tmp,
                        verbose=False,
-                       extra=[] if os.environ.get("KN_KEEP_LOGS") == "1"
+                       extra=["-v"] if os.environ.get("KN_KEEP_LOGS") == "1"
                        else ["-q"])
             self.live[wid] = w
             self.every.append(w)

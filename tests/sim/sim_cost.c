@@ -446,6 +446,10 @@ static void after(cost_t *s, int w) {
     free(key);
     free(tenure);
   }
+  if (kn_drive_closed(k->dr)) { /* a graceful stop is over */
+    kill_worker(s, w);
+    return;
+  }
   int64_t wake = kn_drive_wake_ms(k->dr);
   if (wake == INT64_MAX || wake == k->tick_at) return;
   k->tick_at = wake < s->now ? s->now : wake;
@@ -597,7 +601,8 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
     return 1;
   }
   s.n_w = workers;
-  s.w = calloc((size_t)workers + 1, sizeof(*s.w));
+  /* Slots: the workers, the one that joins, the redeploy's new ones. */
+  s.w = calloc(2 * (size_t)workers + 2, sizeof(*s.w));
   for (int w = 0; w <= workers; w++)
     snprintf(s.w[w].id, sizeof(s.w[w].id), "ip-10-0-%d-%d.ec2.internal:%d:%08x",
              w / 200, w % 200, 1000 + w, (unsigned)(sim_rand(&s.rng) >> 32));
@@ -658,16 +663,22 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   run_until(&s, tj + 60000, NULL, 0);
   counts_t c3 = s.cnt;
   /* A rolling redeploy: every worker replaced by one of a new id, a tenth
-   * every 10 s (the old ones killed: the harder case), then 30 s. */
+   * every 10 s (new ones started, old ones closed gracefully: final
+   * checkpoints and releases), then 30 s. */
   s.hot.phase = 4;
   int64_t tr = s.now;
-  int n_all = s.n_w, batch = n_all / 10 > 0 ? n_all / 10 : 1;
-  for (int from = 0; from < n_all; from += batch) {
-    for (int w = from; w < from + batch && w < n_all; w++) {
-      if (s.w[w].alive) kill_worker(&s, w);
-      size_t len = strlen(s.w[w].id);
-      if (len + 3 < sizeof(s.w[w].id)) memcpy(s.w[w].id + len, "-r", 3);
-      start_worker(&s, w);
+  int n_old = s.n_w, batch = n_old / 10 > 0 ? n_old / 10 : 1;
+  for (int from = 0; from < n_old; from += batch) {
+    for (int w = from; w < from + batch && w < n_old; w++) {
+      int nw = s.n_w++;
+      char nid[sizeof(s.w[nw].id)];
+      snprintf(nid, sizeof(nid), "%.60s-r", s.w[w].id);
+      memcpy(s.w[nw].id, nid, sizeof(nid));
+      start_worker(&s, nw);
+      if (s.w[w].alive) {
+        kn_drive_close(s.w[w].dr);
+        after(&s, w);
+      }
     }
     run_until(&s, s.now + 10000, NULL, 0);
   }
@@ -711,7 +722,7 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
     fprintf(stderr, "kn_sim --cost: an item took more than %.0f WCU/s\n",
             max_hot);
 
-  for (int w = 0; w <= workers; w++) {
+  for (int w = 0; w < s.n_w; w++) {
     kn_drive_destroy(s.w[w].dr);
     free(s.w[w].yields);
   }
