@@ -68,35 +68,43 @@ size_t kn_cc_members(const kn_cc_t *c) {
 /* The leader's digest into every item (and those it used to have): the
  * item count, the summed epoch, and a sequence that says it is alive. */
 static void publish(kn_cc_t *c, cc_act_t *x, int spread) {
-  /* A new leader (or one whose roster failed) sees its own item only:
-   * it reads the roster first, then tells. */
-  if (!c->mb.view_full) return;
-  int nb = want_nb(c, kn_mview_live(&c->mb.view));
+  /* A new leader, or one whose roster failed, sees its own item only: it
+   * tells what it last knew (the item count, the summed epoch, the
+   * leases held), so that the digest stays fresh, and changes nothing. */
+  int full = c->mb.view_full;
+  int nb = full ? want_nb(c, kn_mview_live(&c->mb.view)) : c->mb.nb;
   int n = nb > c->mb.nb ? nb : c->mb.nb;
   if (c->mb.published_nb > n) n = c->mb.published_nb;
   if (!spread && nb <= 1 && c->mb.published_nb <= 1) return;
-  /* The most and fewest leases held, how many hold the fewest, and how
-   * many are held past one more than that: the workers holding the fewest
-   * look at the lease table for balance, as many of them as there are
-   * leases to move (cc_take.c). */
-  int64_t most = 0, least = INT64_MAX, n_least = 0, over = 0;
-  for (size_t i = 0; i < c->mb.view.n; i++) {
-    const kn_mview_ent_t *e = &c->mb.view.v[i];
-    if (e->dead) continue;
-    if (e->leases > most) most = e->leases;
-    if (e->leases < least) least = e->leases;
+  if (full) {
+    /* The most and fewest leases held, how many hold the fewest, and how
+     * many are held past one more than that: the workers holding the
+     * fewest look at the lease table for balance, as many of them as
+     * there are leases to move (cc_take.c). */
+    int64_t most = 0, least = INT64_MAX, n_least = 0, over = 0;
+    for (size_t i = 0; i < c->mb.view.n; i++) {
+      const kn_mview_ent_t *e = &c->mb.view.v[i];
+      if (e->dead) continue;
+      if (e->leases > most) most = e->leases;
+      if (e->leases < least) least = e->leases;
+    }
+    for (size_t i = 0; i < c->mb.view.n; i++) {
+      const kn_mview_ent_t *e = &c->mb.view.v[i];
+      if (e->dead) continue;
+      n_least += e->leases == least;
+      if (e->leases > least + 1) over += e->leases - least - 1;
+    }
+    c->mb.d_max = most;
+    c->mb.d_min = least == INT64_MAX ? 0 : least;
+    c->mb.d_nmin = n_least;
+    c->mb.d_over = over;
+    c->mb.d_epoch = c->mb.view.epoch;
   }
-  for (size_t i = 0; i < c->mb.view.n; i++) {
-    const kn_mview_ent_t *e = &c->mb.view.v[i];
-    if (e->dead) continue;
-    n_least += e->leases == least;
-    if (e->leases > least + 1) over += e->leases - least - 1;
-  }
-  if (least == INT64_MAX) least = 0;
   snprintf(c->mb.digest_out, sizeof(c->mb.digest_out),
            "nb=%d epoch=%" PRId64 " seq=%" PRId64 " max=%" PRId64
            " min=%" PRId64 " nmin=%" PRId64 " over=%" PRId64,
-           nb, c->mb.view.epoch, x->a.beat, most, least, n_least, over);
+           nb, c->mb.d_epoch, x->a.beat, c->mb.d_max, c->mb.d_min, c->mb.d_nmin,
+           c->mb.d_over);
   x->a.digest = c->mb.digest_out;
   x->a.publish_n = n;
   c->mb.published_nb = nb;
@@ -276,11 +284,18 @@ static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
   c->mb.d_min = least;
   c->mb.d_nmin = n_least;
   c->mb.d_over = over;
-  /* No leader writes (item 0 is empty, or its members all died): this
-   * worker beats in item 0, where one will be. */
-  if (nb > 1 && !kn_cc_mb_leader(c) &&
-      now - c->mb.d_changed_ms > 3 * c->cfg.duration_ms)
+  /* No leader has written for six lease durations (item 0 is empty, or
+   * its members all died): the lowest live id of each item beats in item
+   * 0, where one of them leads; the others stay where they are. */
+  const char *low = kn_mview_leader(&c->mb.view, c->mb.bucket);
+  if (nb > 1 && !kn_cc_mb_leader(c) && low && cc_is_me(c, low) &&
+      !c->mb.home0 && now - c->mb.d_changed_ms > 6 * c->cfg.duration_ms) {
+    kn_cc_log(c, KN_CC_LOG_WARN,
+              "no leader has written the membership digest for %lld s: "
+              "beating in item 0",
+              (long long)((now - c->mb.d_changed_ms) / 1000));
     c->mb.home0 = 1;
+  }
 }
 
 /* Whether copy m's beat moved since the roster before (or is new). */
@@ -433,6 +448,8 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
    * whose roster was not read this time keeps the view it has (its own
    * item alone would drop the others), not claiming it newer. */
   int keep = o->roster && !roster && c->mb.view_full && c->mb.nb > 1;
+  if (o->roster && !roster)
+    kn_cc_log(c, KN_CC_LOG_INFO, "membership items not read this time");
   kn_members_t one = {0};
   const kn_members_t *in = m;
   if (roster && kn_cc_mb_leader(c) && !one_each(c, &c->mb.roster, &one)) {
