@@ -7,8 +7,11 @@ void kn_cc_maybe_closed(kn_cc_t *c) {
   for (size_t i = 0; i < c->wr.n_ls; i++)
     if (c->wr.ls[i]->held) return;
   if (kn_cc_writes_in_flight(c)) return;
-  if (c->mb.on && c->mb.ok && c->mb.bump_pending > 0 && !c->mb.close_beat) {
-    /* The others look at the leases let go now, not in a lease duration. */
+  if (c->mb.on && c->mb.ok && !c->mb.close_beat &&
+      (c->mb.bump_pending > 0 || c->mb.nb > 1)) {
+    /* The others look at the leases let go now, not in a lease duration;
+     * spread over items, the worker leaves its item, so that a leader
+     * that stops is followed at once, not a lease duration later. */
     c->mb.close_beat = 1;
     kn_cc_mb_send(c, c->mb.hb_at);
     if (c->mb.hb_busy) return;

@@ -182,12 +182,14 @@ typedef struct cc_members {
   /* The most and fewest leases a member holds, how many hold the
    * fewest, the leases held past one more than that: as the leader saw */
   int64_t d_max, d_min, d_nmin, d_over;
-  int published_nb;        /* the leader's last digest said this many */
-  int regrow;              /* ... and changed the count */
-  int view_full;           /* the view holds every member (one item, or the
-                              leader's roster) */
-  int roster_fails;        /* rosters refused for good, in a row (3: no more
-                              items than one) */
+  int published_nb; /* the leader's last digest said this many */
+  int regrow;       /* ... and changed the count */
+  int view_full;    /* the view holds every member (one item, or the
+                       leader's roster) */
+  int was_spread;   /* spread over items until a roster shows every member
+                      back in item 0 */
+  int roster_fails; /* rosters refused for good, in a row (3: no more
+                       items than one) */
   uint64_t roster_refused; /* the call whose roster was refused so */
   /* The roster the call in flight (roster_id) read: every item's members
    * (owned). */

@@ -136,8 +136,11 @@ void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
   x->a.bucket = to;
   x->a.leave = c->mb.bucket != to ? c->mb.bucket : c->mb.leave;
   if (x->a.leave == to) x->a.leave = -1;
+  /* The last beat of a worker closing, spread over items: written (its
+   * bump counts), then its entry removed. */
+  if (c->mb.close_beat && c->mb.nb > 1) x->a.leave = to;
   o->leave = x->a.leave;
-  int spread = c->mb.nb > 1 || c->mb.published_nb > 1;
+  int spread = c->mb.nb > 1 || c->mb.published_nb > 1 || c->mb.was_spread;
   int lead = kn_cc_mb_leader(c);
   x->a.roster = o->roster = lead && spread;
   if (lead && (spread_ok(c) || c->mb.published_nb > 1)) publish(c, x, spread);
@@ -274,8 +277,9 @@ static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
     c->mb.home0 = 0;
   }
   /* The leader's own word is newer than its item's (the digest in an
-   * answer is the one before). */
-  if (kn_cc_mb_leader(c)) return;
+   * answer is the one before) -- once it has written one: a worker that
+   * starts as the leader learns the item count from its predecessor's. */
+  if (kn_cc_mb_leader(c) && c->mb.published_nb > 0) return;
   if (nb != c->mb.nb)
     kn_cc_log(c, KN_CC_LOG_INFO, "membership spread over %d items", nb);
   c->mb.nb = nb;
@@ -447,7 +451,17 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   /* The leader observes every item; the others their own.  A leader
    * whose roster was not read this time keeps the view it has (its own
    * item alone would drop the others), not claiming it newer. */
-  int keep = o->roster && !roster && c->mb.view_full && c->mb.nb > 1;
+  int keep = o->roster && !roster && c->mb.view_full &&
+             (c->mb.nb > 1 || c->mb.was_spread);
+  /* Spread once, until a roster shows everyone back in item 0: one item's
+   * answer is not everyone. */
+  if (c->mb.nb > 1) c->mb.was_spread = 1;
+  if (roster) {
+    int out = 0;
+    for (size_t i = 0; i < c->mb.roster.n && !out; i++)
+      out = c->mb.roster.v[i].bucket != 0;
+    c->mb.was_spread = c->mb.nb > 1 || out;
+  }
   if (o->roster && !roster)
     kn_cc_log(c, KN_CC_LOG_INFO, "membership items not read this time");
   kn_members_t one = {0};
@@ -461,7 +475,7 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   int updated = 1;
   if (!keep) {
     /* The view holds every member: one item, or the leader's roster. */
-    c->mb.view_full = in == &one || c->mb.nb <= 1;
+    c->mb.view_full = in == &one || (c->mb.nb <= 1 && !c->mb.was_spread);
     updated = kn_mview_update(&c->mb.view, in, now, c->cfg.duration_ms) == 0;
   }
   /* Spread over items, a bump reaches the bumper's item and the leader

@@ -91,8 +91,8 @@ cc_act_t *kn_cc_call(kn_cc_t *c, cc_op_t *o) {
   /* Spread over items, a listing brings the roster too: its owners'
    * membership is judged by it (the leader observes every item). */
   if (o->op == KN_CC_LIST_LEASES)
-    o->roster = x->a.roster =
-        c->mb.on && c->mb.nb > 1 && (!kn_cc_mb_leader(c) || !c->mb.view_full);
+    o->roster = x->a.roster = c->mb.on && (c->mb.nb > 1 || c->mb.was_spread) &&
+                              (!kn_cc_mb_leader(c) || !c->mb.view_full);
   if (kn_cc_q_own(x, &x->a.key, o->key)) return NULL;
   return x;
 }

@@ -66,7 +66,7 @@ typedef struct hot {
   double *sec_wcu;  /* per item: the membership item, then leases */
   double *win_wcu;
   double phase_max[5]; /* WCU/s of the hottest item in a window */
-  int phase; /* 0 settle, 1 steady, 2 kill, 3 join, 4 redeploy */
+  int phase;           /* 0 settle, 1 steady, 2 kill, 3 join, 4 redeploy */
 } hot_t;
 
 typedef struct cost {

@@ -136,8 +136,7 @@ static void heartbeat(sim_t *s, sim_call_t *c) {
   s->item_epoch[b] += c->bump;
   s->epoch = s->item_epoch[0];
   members_of(s, b, &c->members);
-  if (c->leave >= 0 && c->leave < SIM_ITEMS && c->leave != b)
-    row_remove(s, c->owner, c->leave);
+  if (c->leave >= 0 && c->leave < SIM_ITEMS) row_remove(s, c->owner, c->leave);
   for (int k = 0; c->digest && k < c->publish_n && k < SIM_ITEMS; k++) {
     snprintf(s->item_digest[k], sizeof(s->item_digest[k]), "%s", c->digest);
     forget_names(s, c, k);

@@ -277,6 +277,7 @@ static kn_error_t *sst_heartbeat(kn_lease_store_t *ls, const char *worker,
       if (forget[k] && alias_of(t, forget[k], 0, fa[c.n_children]) == 0)
         fp[c.n_children] = fa[c.n_children], c.n_children++;
     c.children = fp;
+    c.leave = -1;
     c.beat = beat;
     c.leases = leases;
     c.bump = bump;
