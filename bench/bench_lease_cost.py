@@ -628,10 +628,11 @@ def params_of(a):
 
 
 def kcl_rows(S, W, b, ckpt):
-    rows = [("KCL 2.x (formula)", kcl2(S, W, b, 0.0), None),
-            ("KCL 3.x (formula)", kcl3(S, W, b, 0.0), None)]
+    rows = [("KCL 2.x (formula, renewals only)", kcl2(S, W, b, 0.0), None),
+            ("KCL 3.x (formula, renewals only)", kcl3(S, W, b, 0.0), None)]
     if ckpt:
-        rows.append((f"KCL 3.x + {ckpt:.0f} checkpoints/min", kcl3(S, W, b, ckpt), None))
+        rows.append((f"KCL 3.x (formula) + {ckpt:.0f} checkpoints/min",
+                     kcl3(S, W, b, ckpt), None))
     return rows
 
 
