@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """What the lease table costs on DynamoDB: reads and writes counted at the
-wire with real `kncat group` workers, next to the KCL 2.x and 3.x and
-today's libkinesis design as formulas, at the measured size and at
-1,000 shards x 50 workers and 10,000 x 200.
+wire with real `kncat group` workers and, in the same run, groups of as
+many real KCL 2.x and KCL 3.x workers (tests/lab/java, `make peers`),
+next to formulas for the KCL and today's libkinesis design, at the
+measured size and at 1,000 shards x 50 workers and 10,000 x 200.
 
   python3 bench/bench_lease_cost.py [--quick] [--shards 64] [--workers 8]
           [--steady 180] [--window 60] [--idle] [--no-events]
+          [--kcl kcl2,kcl3|none] [--jvm-heap 160m] [--settle-kcl 420]
   python3 bench/bench_lease_cost.py --formulas-only [--shards S --workers W]
           [--item-bytes 250] [--ckpt-separate]
   python3 bench/bench_lease_cost.py --scale [--scale-shards 1000] [--mb 32]
@@ -35,6 +37,22 @@ so checkpoints are written as in a busy application):
   join       a new worker joins, counted for --window seconds: steals
 (--no-events: steady only.)  Per phase: items read and RCU per shard per
 minute, items written and WCU per lease per minute.
+
+The KCL (--kcl; default: the modules `make peers` built): after kncat's
+phases, W KCL 2.x workers, then W KCL 3.x workers (3.x mode), each kind on
+a stream and lease table of its own behind the same counter, through the
+lab's harness dev.libkinesis.lab.Consume, one JVM each (-Xmx --jvm-heap,
+serial GC): polling, metrics off, failoverTimeMillis = --duration-ms,
+shardSyncIntervalMillis 60000 (the KCL's default), a checkpoint every
+--ckpt-ms while records flow.  The KCL 3.x's table is made beforehand
+with its lease-owner index (dynalite cannot add it) and its first worker
+starts alone until it has written its migration state (workers started
+together race for it and the losers stop, tests/lab/README.md).  Counted:
+the steady phase, once every lease has a live owner, every worker holds
+some and the owners have not changed for 40 s (the KCL 3.x balances on
+throughput, not counts), every table the workers name included.  Printed
+next to kncat's steady phase with their ratios, and the goal: read units
+per shard per minute at most 1/20 of the KCL 3.x's.
 
 Formulas (per minute, S shards, W workers, b bytes a lease item, taken
 from the wire run; reads of a Scan are rounded to 4 KB per 1 MB page):
