@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """What the lease table costs on DynamoDB: reads and writes counted at the
-wire with real `kncat group` workers, next to the KCL 2.x and 3.x and
-today's libkinesis design as formulas, at the measured size and at
-1,000 shards x 50 workers and 10,000 x 200.
+wire with real `kncat group` workers and, in the same run, groups of as
+many real KCL 2.x and KCL 3.x workers (tests/lab/java, `make peers`),
+next to formulas for the KCL and today's libkinesis design, at the
+measured size and at 1,000 shards x 50 workers and 10,000 x 200.
 
   python3 bench/bench_lease_cost.py [--quick] [--shards 64] [--workers 8]
           [--steady 180] [--window 60] [--idle] [--no-events]
+          [--kcl kcl2,kcl3|none] [--jvm-heap 160m] [--settle-kcl 420]
   python3 bench/bench_lease_cost.py --formulas-only [--shards S --workers W]
           [--item-bytes 250] [--ckpt-separate]
   python3 bench/bench_lease_cost.py --scale [--scale-shards 1000] [--mb 32]
@@ -39,6 +41,22 @@ so checkpoints are written as in a busy application):
   join       a new worker joins, counted for --window seconds: steals
 (--no-events: steady only.)  Per phase: items read and RCU per shard per
 minute, items written and WCU per lease per minute.
+
+The KCL (--kcl; default: the modules `make peers` built): after kncat's
+phases, W KCL 2.x workers, then W KCL 3.x workers (3.x mode), each kind on
+a stream and lease table of its own behind the same counter, through the
+lab's harness dev.libkinesis.lab.Consume, one JVM each (-Xmx --jvm-heap,
+serial GC): polling, metrics off, failoverTimeMillis = --duration-ms,
+shardSyncIntervalMillis 60000 (the KCL's default), a checkpoint every
+--ckpt-ms while records flow.  The KCL 3.x's table is made beforehand
+with its lease-owner index (dynalite cannot add it) and its first worker
+starts alone until it has written its migration state (workers started
+together race for it and the losers stop, tests/lab/README.md).  Counted:
+the steady phase, once every lease has a live owner, every worker holds
+some and the owners have not changed for 40 s (the KCL 3.x balances on
+throughput, not counts), every table the workers name included.  Printed
+next to kncat's steady phase with their ratios, and the goal: read units
+per shard per minute at most 1/20 of the KCL 3.x's.
 
 Formulas (per minute, S shards, W workers, b bytes a lease item, taken
 from the wire run; reads of a Scan are rounded to 4 KB per 1 MB page):
@@ -146,6 +164,8 @@ sys.path.insert(0, os.path.join(SRC, "bench"))
 import lab  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 from groupkit import Producer, Worker, leases_json, spread_keys  # noqa: E402
+sys.path.insert(0, os.path.join(SRC, "tests", "interop"))
+from peers import KclWorker, create_kcl3_table, installed  # noqa: E402
 from wirecount import (READ_UNIT, DynamoCounter, Tally, diff,  # noqa: E402
                        item_size, total, write_units)
 
@@ -368,9 +388,69 @@ def per_action(snap, S, seconds):
     return "\n".join(out)
 
 
-def wire_run(a, kncat):
+KINDS = {"kncat": "libkinesis", "kcl2": "KCL 2.x", "kcl3": "KCL 3.x"}
+
+
+def kcl_opts(a, kind):
+    """The harness's options at the KCL's own defaults where the lease
+    table is concerned (failoverTimeMillis 10000, shardSyncIntervalMillis
+    60000, parentShardPollIntervalMillis 10000), checkpoints at kncat's
+    rate."""
+    o = {"failover-ms": int(a.duration_ms), "shard-sync-ms": 60000,
+         "parent-poll-ms": 10000, "checkpoint-ms": int(a.ckpt_ms),
+         "idle-ms": 1000}
+    if kind == "kcl3":
+        o["client-version"] = "3x"
+    return o
+
+
+def settle(kncat, env, app, store, live, S, timeout, strict):
+    """Waits until the group is balanced (strict: every worker within one
+    lease of S/W, what kncat reaches) or, for the KCL, until every lease
+    has a live owner, every worker holds some and the owners have not
+    changed for 40 s (the KCL 3.x balances on throughput, not on counts).
+    Returns the owners."""
+    deadline = time.monotonic() + timeout
+    owners, since, last = {}, time.monotonic(), None
+    while time.monotonic() < deadline:
+        owners = owners_of(kncat, env, app, store)
+        if balanced(owners, live, S):
+            return owners
+        full = len(owners) == S and set(owners.values()) == set(live)
+        if owners != last:
+            last, since = owners, time.monotonic()
+        elif not strict and full and time.monotonic() - since >= 40:
+            return owners
+        time.sleep(2.0)
+    print(f"  (not settled over {len(live)} workers after {timeout:.0f} s)", flush=True)
+    return owners
+
+
+def spread(owners):
+    count = {}
+    for o in owners.values():
+        count[o] = count.get(o, 0) + 1
+    return "/".join(str(c) for c in sorted(count.values(), reverse=True))
+
+
+def wait_migration(ddb, table, timeout):
+    """Waits until the KCL 3.x has written its migration state item."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = ddb.get_item(TableName=table, Key={"leaseKey": {"S": "Migration3.0"}},
+                         ConsistentRead=True)
+        if "Item" in r:
+            return
+        time.sleep(1.0)
+    print(f"  (no migration state item after {timeout:.0f} s)", flush=True)
+
+
+def wire_run(a, kncat, kind="kncat"):
+    """One wire run of W workers of kind (kncat, kcl2, kcl3); returns the
+    phases [(name, seconds, {action: Tally}, note)], the average lease
+    item size and {table: Tally} of the steady phase."""
     S, W = a.shards, a.workers
-    phases = []
+    phases, steady_tables = [], {}
     with lab.Kinesalite() as k, lab.Dynalite() as d:
         table = unique("leases")
         # Only the workers talk through the proxy: everything is counted,
@@ -382,40 +462,66 @@ def wire_run(a, kncat):
             stream, app = unique("stream"), unique("app")
             store = f"dynamodb:{table}"
             kncat_ok(kncat, direct, "create", stream, "--shards", S)
+            if kind == "kcl3":
+                # its lease-owner index, which dynalite cannot add later
+                create_kcl3_table(lab.boto3_client("dynamodb", d), table)
             boto = lab.boto3_client("kinesis", k, attempts=5)
             prod = None
             if not a.idle:
                 prod = Producer(boto, stream, spread_keys(S, "k"), interval=1.0)
             tmp = tempfile.mkdtemp(prefix="bench_lease_cost.")
             workers = {}
+            jvm = [f"-Xmx{a.jvm_heap}", "-XX:+UseSerialGC", "-Xss512k",
+                   "-XX:TieredStopAtLevel=1"]
 
             def start(wid):
-                workers[wid] = Worker(
-                    kncat, wenv, stream, app, store, wid,
-                    props={"dynamodb.endpoint": proxy.endpoint},
-                    log_dir=tmp, verbose=False, extra=["-q"])
+                if kind == "kncat":
+                    workers[wid] = Worker(
+                        kncat, wenv, stream, app, store, wid,
+                        props={"dynamodb.endpoint": proxy.endpoint},
+                        log_dir=tmp, verbose=False, extra=["-q"])
+                else:
+                    opts = dict(kcl_opts(a, kind), table=table)
+                    workers[wid] = KclWorker(
+                        kind, wenv, stream, app, wid, k.endpoint,
+                        proxy.endpoint, opts, log_dir=tmp, jvm=jvm)
 
             try:
                 if prod:
                     prod.start()
-                for i in range(W):
+                start("w0")
+                if kind == "kcl3":
+                    # KCL 3.x workers started at once on a new table race to
+                    # write its migration state; the losers never initialize
+                    # ("Failed to create migration state for
+                    # CLIENT_VERSION_3X", then "AssignmentMode is not
+                    # initialized" 20 times) and stop: the first goes alone
+                    wait_migration(lab.boto3_client("dynamodb", d), table, 120)
+                for i in range(1, W):
                     start(f"w{i}")
-                print(f"wire: {S} shards x {W} workers on dynalite, "
+                print(f"wire ({KINDS[kind]}): {S} shards x {W} workers on dynalite, "
                       f"{'idle' if a.idle else 'a record a second on every shard'}",
                       flush=True)
                 t0 = time.monotonic()
-                wait_balanced(kncat, direct, app, store, set(workers), S,
-                              a.settle)
-                print(f"  balanced after {time.monotonic() - t0:.0f} s", flush=True)
+                owners = settle(kncat, direct, app, store, set(workers), S,
+                                a.settle if kind == "kncat" else a.settle_kcl,
+                                kind == "kncat")
+                print(f"  settled after {time.monotonic() - t0:.0f} s "
+                      f"(leases per worker {spread(owners)})", flush=True)
                 time.sleep(5)
 
                 def phase(name, seconds, event=None):
                     s0, t = counter.snapshot(), time.monotonic()
+                    b0 = counter.by_table()
                     note = event() if event else ""
                     time.sleep(seconds)
                     s1, el = counter.snapshot(), time.monotonic() - t
                     d_ = diff(s1, s0)
                     phases.append((name, el, d_, note))
+                    if name == "steady":
+                        steady_tables.update(
+                            {n: (t1.minus(b0.get(n, Tally())), el)
+                             for n, t1 in counter.by_table().items()})
                     r = rates(total(d_), S, el)
                     print(f"  {name}: {el:.0f} s{note}: "
                           f"{r['items_read']:.1f} items read/shard/min, "
@@ -424,8 +530,13 @@ def wire_run(a, kncat):
                           f"{r['wcu']:.1f} WCU/lease/min", flush=True)
                     return d_
 
+                dead = [w.wid for w in workers.values() if w.proc.poll() is not None]
+                if dead:
+                    print(f"  workers that stopped on their own: {dead}", flush=True)
                 phase("steady", a.steady)
-                if not a.no_events:
+                print(f"  after steady: leases per worker "
+                      f"{spread(owners_of(kncat, direct, app, store))}", flush=True)
+                if not a.no_events and kind == "kncat":
                     victim = sorted(workers)[0]
 
                     def kill():
@@ -449,17 +560,27 @@ def wire_run(a, kncat):
                     if w.proc.poll() is not None:
                         print(f"  worker {w.wid} exited early ({w.proc.returncode}): "
                               f"{w.stderr()[-500:]}", flush=True)
-                    w.stop(30)
+                for w in workers.values():   # all at once: JVMs stop slowly
+                    if w.proc.poll() is None:
+                        w.proc.send_signal(signal.SIGTERM if kind == "kncat"
+                                           else signal.SIGKILL)
+                for w in workers.values():
+                    w.wait(30)
             shadow = counter.table(table).items.values()
-            sizes = [item_size(i) for i in shadow]
+            sizes = [item_size(i) for i in shadow
+                     if i.get("entityType", {}).get("S", "LEASE") == "LEASE"
+                     and "checkpoint" in i]
             b = round(sum(sizes) / len(sizes)) if sizes else DEFAULT_ITEM_BYTES
-            tables = {n: t for n, t in counter.by_table().items() if n != "-"}
-            if set(tables) - {table}:
-                print("\ntables the workers used (whole run):")
-                for n, t in sorted(tables.items()):
-                    print(f"  {n}{' (leases)' if n == table else ''}: {t.requests} "
-                          f"requests, {t.items_read} items read, {t.rcu:.1f} RCU, "
-                          f"{t.items_written} written, {t.total_wcu} WCU")
+            tables = {n: t for n, t in steady_tables.items() if n != "-"}
+            if tables:
+                print(f"  tables the workers used ({KINDS[kind]}, steady phase, per minute):")
+                for n, (t, el) in sorted(tables.items()):
+                    m = el / 60.0
+                    whole = counter.by_table().get(n, Tally()).requests
+                    print(f"    {n}{' (leases)' if n == table else ''}: "
+                          f"{t.requests / m:.1f} requests ({whole} in the whole run), "
+                          f"{t.items_read / m:.1f} items read, {t.rcu / m:.2f} RCU, "
+                          f"{t.items_written / m:.1f} written, {t.total_wcu / m:.1f} WCU")
     return phases, b
 
 
@@ -529,28 +650,60 @@ def params_of(a):
 
 
 def kcl_rows(S, W, b, ckpt):
-    rows = [("KCL 2.x (formula)", kcl2(S, W, b, 0.0), None),
-            ("KCL 3.x (formula)", kcl3(S, W, b, 0.0), None)]
+    rows = [("KCL 2.x (formula, renewals only)", kcl2(S, W, b, 0.0), None),
+            ("KCL 3.x (formula, renewals only)", kcl3(S, W, b, 0.0), None)]
     if ckpt:
-        rows.append((f"KCL 3.x + {ckpt:.0f} checkpoints/min", kcl3(S, W, b, ckpt), None))
+        rows.append((f"KCL 3.x (formula) + {ckpt:.0f} checkpoints/min",
+                     kcl3(S, W, b, ckpt), None))
     return rows
+
+
+def goal_line(rows):
+    """The goal of DESIGN.md: lease-table read units per shard per minute
+    at most 1/20 of the KCL 3.x's, measured in the same run."""
+    kn = next((f for n, f, _ in rows if n == "libkinesis wire: steady"), None)
+    k3 = next((f for n, f, _ in rows if n == "KCL 3.x wire: steady"), None)
+    k2 = next((f for n, f, _ in rows if n == "KCL 2.x wire: steady"), None)
+    if kn is None:
+        return
+    print("\nsteady state, measured in this run, kncat group / KCL:")
+    for name, k in (("KCL 2.x", k2), ("KCL 3.x", k3)):
+        if k is None:
+            continue
+        print(f"  kncat / {name}: items read {ratio(kn['items_read'], k['items_read'])}, "
+              f"read units {ratio(kn['rcu'], k['rcu'])}, "
+              f"items written {ratio(kn['items_written'], k['items_written'])}, "
+              f"write units {ratio(kn['wcu'], k['wcu'])}")
+    if k3 is not None and k3["rcu"]:
+        r = kn["rcu"] / k3["rcu"]
+        print(f"  lease-table read units per shard per minute, kncat / KCL 3.x: "
+              f"{r:.4f} (1/{1 / r if r else float('inf'):.0f}); goal <= 1/20: "
+              f"{'met' if r <= 0.05 else 'MISSED'}")
 
 
 def cost_main(a, kncat):
     p = params_of(a)
     ckpt = 0.0 if a.idle else 60000.0 / a.ckpt_ms
     phases, b = [], a.item_bytes or DEFAULT_ITEM_BYTES
+    measured = []
     if not a.formulas_only:
         phases, b = wire_run(a, kncat)
         b = a.item_bytes or b
+        for kind in a.kcl:
+            kp, _ = wire_run(a, kncat, kind)
+            measured += [(KINDS[kind], *x) for x in kp]
         print("\nper action (wire):")
         for name, el, d_, note in phases:
-            print(f"  {name} ({el:.0f} s{note}):")
+            print(f"  libkinesis {name} ({el:.0f} s{note}):")
             print(per_action(d_, a.shards, el))
-    print(f"\nlease item: {b} bytes (average on the wire).  The KCL rows count "
-          f"renewals; its checkpoints are the application's (the last row "
+        for who, name, el, d_, note in measured:
+            print(f"  {who} {name} ({el:.0f} s{note}):")
+            print(per_action(d_, a.shards, el))
+    print(f"\nlease item: {b} bytes (average on the wire).  The KCL formula rows "
+          f"count renewals; its checkpoints are the application's (the last row "
           f"adds one every {a.ckpt_ms / 1000:g} s, kncat's rate, which kncat "
-          f"writes with its renewals)" if ckpt else
+          f"writes with its renewals); the KCL wire rows checkpoint every "
+          f"{a.ckpt_ms / 1000:g} s while records flow" if ckpt else
           f"\nlease item: {b} bytes (average on the wire); no records: no "
           f"checkpoints")
     S, W = a.shards, a.workers
@@ -559,18 +712,25 @@ def cost_main(a, kncat):
             ("libkinesis (formula)", libkn_members(S, W, b, p), None)]
     for name, el, d_, _ in phases:
         rows.append((f"libkinesis wire: {name}", rates(total(d_), S, el), None))
+    for who, name, el, d_, _ in measured:
+        rows.append((f"{who} wire: {name}", rates(total(d_), S, el), None))
     print_block(f"{S} shards x {W} workers", rows + kcl_rows(S, W, b, ckpt))
-    for S, W in SIZES:
-        sim, why = sim_figures(a.build, S, W, a.sim_seconds)
-        rows = [("libkinesis, lease.members=false (formula)",
-                 libkn_today(S, W, b, p), None),
-                ("libkinesis (formula)", libkn_members(S, W, b, p), None),
-                ("libkinesis (simulator)", sim, why)]
-        print_block(f"{S} shards x {W} workers", rows + kcl_rows(S, W, b, ckpt))
+    for S2, W2 in SIZES:
+        sim, why = sim_figures(a.build, S2, W2, a.sim_seconds)
+        rows2 = [("libkinesis, lease.members=false (formula)",
+                  libkn_today(S2, W2, b, p), None),
+                 ("libkinesis (formula)", libkn_members(S2, W2, b, p), None),
+                 ("libkinesis (simulator)", sim, why)]
+        print_block(f"{S2} shards x {W2} workers", rows2 + kcl_rows(S2, W2, b, ckpt))
     print("\nratios: items read against the KCL 2.x and 3.x; read and write "
-          "units against the KCL 3.x.  Reads are items evaluated (a Scan's "
-          "ScannedCount); RCU in 4 KB units, halved for eventually consistent "
-          "reads (the KCL's); WCU in 1 KB units, index writes included.")
+          "units against the KCL 3.x (the first row of each: measured where "
+          "there is a wire row, else the formula).  Reads are items evaluated "
+          "(a Scan's ScannedCount); RCU in 4 KB units, halved for eventually "
+          "consistent reads (the KCL's); WCU in 1 KB units, index writes "
+          "included.  Everything counted on every table the workers used.")
+    goal_line(rows)
+    print(f"\n(figures from a shared 2-core machine; JVMs with -Xmx{a.jvm_heap})"
+          if a.kcl and not a.formulas_only else "")
     return 0
 
 
@@ -728,6 +888,12 @@ def main():
     ap.add_argument("--idle", action="store_true", help="no records produced")
     ap.add_argument("--no-events", action="store_true", help="steady state only")
     ap.add_argument("--formulas-only", action="store_true")
+    ap.add_argument("--kcl", default="auto",
+                    help="real KCL workers measured after kncat's: kcl2,kcl3 "
+                         "(default: those `make peers` built), none")
+    ap.add_argument("--jvm-heap", default="160m", help="-Xmx of each KCL JVM")
+    ap.add_argument("--settle-kcl", type=float, default=420,
+                    help="longest wait for the KCL workers to take every lease")
     ap.add_argument("--item-bytes", type=int, default=0,
                     help="lease item size for the formulas (default: the "
                          "average on the wire, 250 without a wire run)")
@@ -780,6 +946,10 @@ def main():
                         ("idle_seconds", 20)):
             if getattr(a, name) == ap.get_default(name):
                 setattr(a, name, v)
+    if a.kcl == "auto":
+        a.kcl = [k for k in ("kcl2", "kcl3") if installed(k)]
+    else:
+        a.kcl = [k for k in a.kcl.split(",") if k and k != "none"]
     kncat = os.environ.get("KNCAT") or os.path.join(a.build, "kncat")
     if not os.access(kncat, os.X_OK):
         raise SystemExit(f"bench: {kncat} not found")

@@ -17,8 +17,10 @@ failover  two workers of one kind on SHARDS shards with records every 0.2 s,
           the same lease duration (LEASE_MS): one is SIGKILLed; the time until
           each of its shards delivers on the other (max over its shards).
 daemons   `kncat multilang` and the KCL's MultiLangDaemon (2.5.4) with one
-          properties file and the same aws-kcl (Node) processor draining
-          RECORDS records: start-up to the first record, to the last,
+          properties file and the same processor draining RECORDS records,
+          for each of PROCESSORS: aws-kcl for Node (bench/ml_null.js) and
+          amazon-kclpy 3.2.0 (bench/ml_kclpy.py, installed by `make
+          peers` into tests/lab/kclpy), both checkpointing every batch: start-up to the first record, to the last,
           records/s from the first record on (the KCL fetches ahead: its
           backlog is read before it delivers anything), the
           daemon's own CPU s/MB (its children excluded) and peak RSS.
@@ -30,7 +32,7 @@ every 5 s, as kncat does).  MB is 10^6 bytes of payload.
 
     python3 bench/bench_peers.py [--build DIR] [--records 40000] [--shards 4]
             [--warm 10000] [--steady 60] [--lease-ms 10000] [--kinds kncat,kcl2,kcl3]
-            [--parts consume,failover,daemons] [--quick]
+            [--parts consume,failover,daemons] [--processors node,python] [--quick]
 """
 
 from __future__ import annotations
@@ -259,18 +261,25 @@ def failover(a, kin, dyn, tmp, kind):
             p.finish(signal.SIGKILL)
 
 
-def daemon(a, kin, dyn, tmp, kind, stream):
+KCLPY_DIR = os.path.join(SRC, "tests", "lab", "kclpy")
+PROCESSORS = {
+    "node": ("aws-kcl (Node)", f"node {os.path.join(SRC, 'bench', 'ml_null.js')}"),
+    "python": ("amazon-kclpy", f"{sys.executable} {os.path.join(SRC, 'bench', 'ml_kclpy.py')}"),
+}
+
+
+def daemon(a, kin, dyn, tmp, kind, stream, proc="node"):
     """One MultiLangDaemon (kind "kncat": kncat multilang; "java": the KCL's
-    MultiLangDaemon) with the aws-kcl Node processor bench/ml_null.js on
-    stream, from TRIM_HORIZON, until its processors counted every record.
+    MultiLangDaemon) with processor proc (PROCESSORS) on stream, from
+    TRIM_HORIZON, until its processors counted every record.
     Returns start-up to the first record (s), records/s after it, the
     daemon's own CPU s/MB (children excluded) and peak RSS."""
-    app = unique(f"ml{kind}")
+    app = unique(f"ml{kind}{proc}")
     out = os.path.join(tmp, "ml-" + app)
     os.makedirs(out)
     props = os.path.join(tmp, app + ".properties")
     with open(props, "w") as f:
-        f.write(f"executableName = node {os.path.join(SRC, 'bench', 'ml_null.js')}\n"
+        f.write(f"executableName = {PROCESSORS[proc][1]}\n"
                 f"streamName = {stream}\napplicationName = {app}\n"
                 "initialPositionInStream = TRIM_HORIZON\nretrievalMode = POLLING\n"
                 "idleTimeBetweenReadsInMillis = 200\nshutdownGraceMillis = 5000\n"
@@ -278,7 +287,8 @@ def daemon(a, kin, dyn, tmp, kind, stream):
                 f"kinesisEndpoint = {kin.endpoint}\ndynamoDBEndpoint = {dyn.endpoint}\n"
                 "metricsLevel = NONE\nAWSCredentialsProvider = DefaultAWSCredentialsProviderChain\n")
     env = dict(lab.env_for(kinesis=kin, dynamodb=dyn), ML_OUT=out,
-               KN_LAB_DIR=os.path.join(SRC, "tests", "lab"))
+               KN_LAB_DIR=os.path.join(SRC, "tests", "lab"), ML_CHECKPOINT="batch",
+               PYTHONPATH=KCLPY_DIR)
     if kind == "kncat":
         cmd = [os.path.join(a.build, "kncat"), "-q", "multilang", props]
     else:
@@ -286,7 +296,7 @@ def daemon(a, kin, dyn, tmp, kind, stream):
                        jvm=("-Daws.cborEnabled=false",
                             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"))
         cmd += [props]
-    pr = Proc(cmd, env, os.path.join(tmp, f"ml-{kind}.err"))
+    pr = Proc(cmd, env, os.path.join(tmp, f"ml-{kind}-{proc}.err"))
     first = done = None
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and pr.p.poll() is None:
@@ -320,12 +330,15 @@ def main():
     ap.add_argument("--lease-ms", type=int, default=10000)
     ap.add_argument("--kinds", default="kncat,kcl2,kcl3")
     ap.add_argument("--parts", default="consume,failover,daemons")
+    ap.add_argument("--processors", default="node,python",
+                    help="daemons: record processors, node (aws-kcl), python (amazon-kclpy)")
     ap.add_argument("--quick", action="store_true",
                     help="10,000 records, 30 s at the tip")
     a = ap.parse_args()
     if a.quick:
         a.records, a.steady = 10000, 30
     a.kinds = a.kinds.split(",")
+    a.processors = a.processors.split(",")
     parts = a.parts.split(",")
     tmp = tempfile.mkdtemp(prefix="kn-bench-peers-")
     with lab.Kinesalite() as kin, lab.Dynalite() as dyn:
@@ -367,25 +380,33 @@ def main():
                 if kind != "kncat":
                     print(f"  kncat / {LABEL[kind]}: failover {ratio(fo.get('kncat'), fo.get(kind))}")
         if "daemons" in parts:
-            print(f"\ndaemons: {a.records} records of {SIZE} B on {a.shards} kinesalite shards, "
-                  "aws-kcl (Node) processor bench/ml_null.js checkpointing every batch", flush=True)
             env = lab.env_for(kinesis=kin, dynamodb=dyn)
             stream = unique("mlbacklog")
             fill(os.path.join(a.build, "kncat"), env, stream, a.shards, a.records, SIZE, tmp)
-            res = {k: daemon(a, kin, dyn, tmp, k, stream) for k in ("kncat", "java")}
             names = {"kncat": "kncat multilang", "java": "MultiLangDaemon 2.5.4"}
-            print(f"  {'':<22}{'1st record s':>13}{'all s':>8}{'records/s':>10}{'CPU s/MB':>9}"
-                  f"{'peak RSS MB':>12}")
-            for k, r in res.items():
-                print(f"  {names[k]:<22}" + (f"{r['start_s']:>13.2f}{r['all_s']:>8.1f}{r['rate']:>10.0f}"
-                                             f"{r['cpu_mb']:>9.4f}{r['rss']:>12.1f}"
-                                             if r else "   failed (see the logs)"))
-            k, j = res["kncat"], res["java"]
-            if k and j:
-                print(f"  kncat / Java: start-up {ratio(k['start_s'], j['start_s'])}, "
-                      f"all records {ratio(k['all_s'], j['all_s'])}, "
-                      f"records/s {ratio(k['rate'], j['rate'])}, CPU/MB {ratio(k['cpu_mb'], j['cpu_mb'])}, "
-                      f"RSS {ratio(k['rss'], j['rss'])}")
+            for proc in a.processors:
+                if proc == "python" and not os.path.isdir(os.path.join(KCLPY_DIR, "amazon_kclpy")):
+                    print("\ndaemons: amazon-kclpy not installed (make peers)")
+                    continue
+                print(f"\ndaemons: {a.records} records of {SIZE} B on {a.shards} kinesalite "
+                      f"shards, {PROCESSORS[proc][0]} processor checkpointing every batch",
+                      flush=True)
+                res = {k: daemon(a, kin, dyn, tmp, k, stream, proc) for k in ("kncat", "java")}
+                print(f"  {'':<22}{'1st record s':>13}{'all s':>8}{'records/s':>10}"
+                      f"{'CPU s/MB':>9}{'peak RSS MB':>12}")
+                for k, r in res.items():
+                    print(f"  {names[k]:<22}" + (
+                        f"{r['start_s']:>13.2f}{r['all_s']:>8.1f}{r['rate']:>10.0f}"
+                        f"{r['cpu_mb']:>9.4f}{r['rss']:>12.1f}"
+                        if r else "   failed (see the logs)"))
+                k, j = res["kncat"], res["java"]
+                if k and j:
+                    print(f"  kncat / Java ({PROCESSORS[proc][0]}): start-up "
+                          f"{ratio(k['start_s'], j['start_s'])}, "
+                          f"all records {ratio(k['all_s'], j['all_s'])}, "
+                          f"records/s {ratio(k['rate'], j['rate'])}, "
+                          f"CPU/MB {ratio(k['cpu_mb'], j['cpu_mb'])}, "
+                          f"RSS {ratio(k['rss'], j['rss'])}", flush=True)
     print(f"\nlogs in {tmp}")
 
 

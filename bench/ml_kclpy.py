@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A do-nothing amazon-kclpy (v3) record processor for bench_python.py,
 run by `kncat multilang` (one process per shard): a function called per
-record, no checkpoint but at shard end and shutdown; it writes its
-running record count to ML_OUT/count-PID."""
+record, no checkpoint but at shard end and shutdown (ML_CHECKPOINT=batch:
+also after every batch, as bench/ml_null.js does, for bench_peers.py); it
+writes its running record count to ML_OUT/count-PID."""
 
 import os
 
@@ -10,6 +11,7 @@ from amazon_kclpy import kcl
 from amazon_kclpy.v3 import processor
 
 COUNT = os.path.join(os.environ["ML_OUT"], "count-%d" % os.getpid())
+EVERY_BATCH = os.environ.get("ML_CHECKPOINT") == "batch"
 
 
 def handle(record):
@@ -29,6 +31,9 @@ class Null(processor.RecordProcessorBase):
         self.n += len(process_records_input.records)
         with open(COUNT, "w") as f:
             f.write(str(self.n))
+        if EVERY_BATCH and process_records_input.records:
+            last = process_records_input.records[-1]
+            process_records_input.checkpointer.checkpoint(last.sequence_number)
 
     def lease_lost(self, lease_lost_input):
         pass

@@ -19,6 +19,17 @@ fi
 # make interop runs its tests with pytest
 python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
 
+KCLPY=amazon_kclpy==3.2.0
+K=tests/lab/kclpy
+if [ "$(cat $K/.kn-version 2>/dev/null)" != "$KCLPY" ]; then
+  echo "install-peers: $KCLPY into $K"
+  rm -rf $K && mkdir -p $K/dl
+  python3 -m pip download -q --no-deps --no-binary :all: -d $K/dl "$KCLPY"
+  tar -xzf $K/dl/*.tar.gz -C $K/dl --wildcards '*/amazon_kclpy/*.py'
+  mv $K/dl/*/amazon_kclpy $K/amazon_kclpy && rm -rf $K/dl
+  echo "$KCLPY" > $K/.kn-version
+fi
+
 J=tests/lab/java
 stamp=$J/.m2/.kn-peers-stamp
 sum=$(find $J -path $J/.m2 -prune -o -name target -prune -o -type f \
