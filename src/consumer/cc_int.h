@@ -128,6 +128,7 @@ typedef struct cc_op {
   int64_t bump;      /* HEARTBEAT: added to the epoch */
   int bucket, leave; /* HEARTBEAT: the item written, the item left */
   int roster;        /* LIST_LEASES: asked for the roster too */
+  int probe;         /* HEARTBEAT: the roster only (kn_cc_action_t) */
   int64_t epoch;     /* LIST_LEASES, P_PROBE: the epoch when sent */
   uint64_t deaths;   /* LIST_LEASES: deaths counted when sent */
   cc_req_t *req;     /* CHECKPOINT for the application */
@@ -186,6 +187,7 @@ typedef struct cc_members {
   int regrow;       /* ... and changed the count */
   int view_full;    /* the view holds every member (one item, or the
                        leader's roster) */
+  int probed;       /* the first call read the item count (probe) */
   int was_spread;   /* spread over items until a roster shows every member
                       back in item 0 */
   int roster_fails; /* rosters refused for good, in a row (3: no more

@@ -127,6 +127,14 @@ void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
     return;
   }
   c->mb.hb_busy = o->id;
+  if (spread_ok(c) && !c->mb.probed && !c->mb.ok) {
+    /* First, the item count, read: a fleet started at once would write
+     * its first beats into item 0 otherwise. */
+    o->probe = x->a.probe = 1;
+    o->roster = x->a.roster = 1;
+    o->leave = x->a.leave = -1;
+    return;
+  }
   o->bump = c->mb.bump_pending;
   x->a.beat = ++c->mb.beat;
   x->a.leases = (int64_t)kn_cc_held(c);
@@ -406,6 +414,14 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   int64_t bumped = o->bump;
   c->mb.hb_busy = 0;
   int roster = c->mb.has_roster && c->mb.roster_id == o->id;
+  if (o->probe) {
+    /* What the roster says of the item count; the first beat goes to
+     * this worker's item at once (a store that cannot tell: item 0). */
+    c->mb.probed = 1;
+    if (!err && roster) digest_read(c, c->mb.roster.digest, now);
+    c->mb.hb_at = now;
+    return 0;
+  }
   /* The leader that may not read every item (no right to Scan: refused
    * for good, three times in a row) gathers the members back into one
    * item, which needs no Scan; a roster that failed for a while (a

@@ -220,6 +220,9 @@ typedef struct kn_cc_action {
   /* HEARTBEAT, LIST_LEASES: also read every member (store members); its
    * answer goes to kn_cc_roster before the call's own. */
   int roster;
+  /* HEARTBEAT: only the roster is read, nothing written (a worker's first
+   * call, to learn the item count before it writes anywhere). */
+  int probe;
   kn_err_t reason;     /* STOP: KN_ERR__LEASE_LOST, KN_ERR__DESTROY,
                           KN_ERR__TIMED_OUT (not renewed in time);
                           REPLY: the checkpoint's outcome; FATAL: the

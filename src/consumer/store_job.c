@@ -31,6 +31,7 @@ kn_store_job_t *kn_store_job_new(const kn_cc_action_t *a) {
   j->leave = a->op == KN_CC_HEARTBEAT ? a->leave : -1;
   j->publish_n = a->publish_n;
   j->roster = a->roster;
+  j->probe = a->probe;
   int rc = dup_opt(&j->key, a->key);
   rc |= dup_opt(&j->old_owner, a->old_owner);
   if (a->op == KN_CC_CREATE && a->lease)
@@ -184,6 +185,16 @@ static kn_error_t *heartbeat(kn_lease_store_t *ls, const char *w,
   if (!o->heartbeat)
     return kn_error_new(KN_ERR__UNSUPPORTED,
                         "this lease store keeps no membership");
+  if (j->probe) { /* read, not written: the roster or the error */
+    kn_error_t *e = o->members ? o->members(ls, &j->roster_m)
+                               : kn_error_new(KN_ERR__UNSUPPORTED,
+                                              "this lease store keeps no "
+                                              "membership items");
+    j->has_roster = e == NULL;
+    j->roster_refused = e && !kn_error_is_retriable(e);
+    kn_error_destroy(e);
+    return NULL;
+  }
   size_t n = 0;
   char **f = j->digest && j->forget_bucket ? NULL : forget_in(j, j->bucket, &n);
   kn_error_t *err = o->heartbeat(ls, w, j->bucket, j->beat, j->n_held, j->bump,

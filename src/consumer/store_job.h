@@ -55,6 +55,7 @@ typedef struct kn_store_job {
   int publish_n;              /* ... into this many items */
   int *forget_bucket;         /* HEARTBEAT: item of each name (owned) */
   int roster;                 /* HEARTBEAT, LIST_LEASES: read every member */
+  int probe;                  /* HEARTBEAT: the roster only (kn_cc_action_t) */
   /* The outcome. */
   int64_t sent_ms; /* monotonic ms when the call began */
   int64_t took_us;

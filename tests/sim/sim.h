@@ -134,6 +134,7 @@ typedef struct sim_call {
   kn_lease_t got;             /* GET */
   int64_t beat, leases, bump; /* HEARTBEAT (children: the names forgotten) */
   int bucket, leave, publish_n, roster; /* HEARTBEAT (kn_cc_action_t) */
+  int probe;                            /* HEARTBEAT: roster only */
   char *digest;                         /* HEARTBEAT: published (owned) */
   int *forget_bucket;                   /* HEARTBEAT: owned */
   kn_members_t members;                 /* HEARTBEAT: the answer */

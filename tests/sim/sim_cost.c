@@ -299,7 +299,7 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
   j->sent_ms = s->now;
   hot_roll(s);
   double items_before[ITEMS];
-  if (j->op == KN_CC_HEARTBEAT) {
+  if (j->op == KN_CC_HEARTBEAT && !j->probe) {
     members_now(s, items_before);
     double b = items_before[item_of(s, j)];
     if (s->limits && throttled(s, j, ceil((b ? b : 100) / 1024))) return;
@@ -322,7 +322,10 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
       c->gets++;
       return;
     case KN_CC_HEARTBEAT:
-      if (!j->err || j->leave >= 0) bill_heartbeat(s, j, items_before);
+      if (j->probe)
+        bill_roster(s, j);
+      else if (!j->err || j->leave >= 0)
+        bill_heartbeat(s, j, items_before);
       c->heartbeats++;
       return;
     default:

@@ -120,6 +120,11 @@ void sim_store_roster(const sim_t *s, kn_members_t *out) {
 
 static void heartbeat(sim_t *s, sim_call_t *c) {
   int b = c->bucket;
+  if (c->probe) { /* read, not written */
+    sim_store_roster(s, &c->roster_m);
+    c->has_roster = 1;
+    return;
+  }
   if (!(c->digest && c->forget_bucket)) forget_names(s, c, b);
   int i = 0;
   while (i < s->n_mb && row_cmp(&s->mb[i], c->owner, b) < 0) i++;

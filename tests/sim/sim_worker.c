@@ -251,6 +251,7 @@ static void store_call(sim_t *s, int w, const kn_cc_action_t *a) {
     c->n_children = a->n_forget;
     c->bucket = a->bucket;
     c->leave = a->leave;
+    c->probe = a->probe;
     c->publish_n = a->publish_n;
     c->digest = kn_strdup0(a->digest);
     if (a->forget_bucket && a->n_forget) {
