@@ -240,23 +240,22 @@ static kn_error_t *add_page(ddb_store_t *d, json_t *items, kn_lease_t **v,
   return NULL;
 }
 
-static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
-  ddb_store_t *d = store_of(ls);
-  kn_lease_t *v = NULL;
-  size_t count = 0, cap = 0;
+/* A consistent Scan of table, page after page (limit items a page when
+ * above 0), each page's Items given to on_page; a key seen before or
+ * endless pages end it with an error. */
+static kn_error_t *scan_pages(ddb_store_t *d, const char *table, int limit,
+                              kn_error_t *(*on_page)(json_t *items, void *ctx),
+                              void *ctx) {
   json_t *start = NULL;   /* LastEvaluatedKey of the previous page */
   kn_pager_t pager = {0}; /* a key seen before or endless pages end it */
-  kcl3_workers_t kcl3 = {KN_STRMAP_INIT, NULL, 0, 0};
   kn_error_t *err = NULL;
-  *out = NULL;
-  *n = 0;
   do {
     json_t *req = json_object(), *resp = NULL;
     int rc = !req ||
-             json_object_set_new(req, "TableName", json_string(d->table)) ||
+             json_object_set_new(req, "TableName", json_string(table)) ||
              json_object_set_new(req, "ConsistentRead", json_true());
-    if (!rc && d->scan_limit > 0)
-      rc = json_object_set_new(req, "Limit", json_integer(d->scan_limit));
+    if (!rc && limit > 0)
+      rc = json_object_set_new(req, "Limit", json_integer(limit));
     if (!rc && start) rc = json_object_set(req, "ExclusiveStartKey", start);
     json_decref(start);
     start = NULL;
@@ -266,9 +265,7 @@ static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
       break;
     }
     err = call(d, "Scan", req, &resp);
-    if (!err)
-      err =
-          add_page(d, json_object_get(resp, "Items"), &v, &count, &cap, &kcl3);
+    if (!err) err = on_page(json_object_get(resp, "Items"), ctx);
     if (!err) {
       start = json_object_get(resp, "LastEvaluatedKey");
       if (json_object_size(start))
@@ -289,6 +286,30 @@ static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
   } while (!err && start);
   kn_pager_free(&pager);
   json_decref(start);
+  return err;
+}
+
+typedef struct list_ctx {
+  ddb_store_t *d;
+  kn_lease_t *v;
+  size_t count, cap;
+  kcl3_workers_t kcl3;
+} list_ctx_t;
+
+static kn_error_t *list_page(json_t *items, void *ctx) {
+  list_ctx_t *l = ctx;
+  return add_page(l->d, items, &l->v, &l->count, &l->cap, &l->kcl3);
+}
+
+static kn_error_t *ddb_list(kn_lease_store_t *ls, kn_lease_t **out, size_t *n) {
+  ddb_store_t *d = store_of(ls);
+  list_ctx_t l = {d, NULL, 0, 0, {KN_STRMAP_INIT, NULL, 0, 0}};
+  *out = NULL;
+  *n = 0;
+  kn_error_t *err = scan_pages(d, d->table, d->scan_limit, list_page, &l);
+  kn_lease_t *v = l.v;
+  size_t count = l.count;
+  kcl3_workers_t kcl3 = l.kcl3;
   for (size_t i = 0; !err && kcl3.n && i < count; i++)
     v[i].owner_hands_over =
         v[i].owner && kn_strmap_get(&kcl3.map, v[i].owner) != NULL;
@@ -1058,69 +1079,43 @@ static int item_of_key(json_t *item) {
   return (int)b;
 }
 
+typedef struct members_ctx {
+  ddb_store_t *d;
+  kn_members_t *items; /* one per membership item read (owned) */
+  size_t n;
+} members_ctx_t;
+
+static kn_error_t *members_page(json_t *page, void *ctx) {
+  members_ctx_t *m = ctx;
+  kn_error_t *err = NULL;
+  json_t *it;
+  size_t i;
+  json_array_foreach(page, i, it) {
+    int b = item_of_key(it);
+    if (b < 0) continue;
+    kn_members_t *v = realloc(m->items, (m->n + 1) * sizeof(*v));
+    if (!v) return nomem(m->d);
+    m->items = v;
+    if (kn_ddb_item_to_members(it, &m->items[m->n], &err)) return err;
+    set_item(&m->items[m->n++], b);
+    if (b == 0 && m->n > 1) { /* item 0 first: its digest is the merged one */
+      kn_members_t t = m->items[0];
+      m->items[0] = m->items[m->n - 1];
+      m->items[m->n - 1] = t;
+    }
+  }
+  return NULL;
+}
+
 /* A consistent Scan of the membership table, every item merged. */
 static kn_error_t *ddb_members(kn_lease_store_t *ls, kn_members_t *out) {
   ddb_store_t *d = store_of(ls);
   memset(out, 0, sizeof(*out));
   if (!d->members_table) return no_membership(d, "members", TOO_LONG, NULL);
-  kn_members_t *items = NULL;
-  size_t n = 0;
-  json_t *start = NULL;
-  kn_pager_t pager = {0};
-  kn_error_t *err = NULL;
-  do {
-    json_t *req = table_request(d->members_table), *resp = NULL;
-    int rc = !req || json_object_set_new(req, "ConsistentRead", json_true());
-    if (!rc && start) rc = json_object_set(req, "ExclusiveStartKey", start);
-    json_decref(start);
-    start = NULL;
-    if (rc) {
-      json_decref(req);
-      err = nomem(d);
-      break;
-    }
-    err = call(d, "Scan", req, &resp);
-    json_t *it;
-    size_t i;
-    json_array_foreach(err ? NULL : json_object_get(resp, "Items"), i, it) {
-      int b = item_of_key(it);
-      if (b < 0) continue;
-      kn_members_t *v = realloc(items, (n + 1) * sizeof(*v));
-      if (!v) {
-        err = nomem(d);
-        break;
-      }
-      items = v;
-      if (kn_ddb_item_to_members(it, &items[n], &err)) break;
-      set_item(&items[n++], b);
-    }
-    if (!err) {
-      start = json_object_get(resp, "LastEvaluatedKey");
-      if (json_object_size(start))
-        json_incref(start);
-      else
-        start = NULL;
-      char *key =
-          start ? json_dumps(start, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-      int pr = start && !key ? KN_PAGER_NOMEM : kn_pager_next_str(&pager, key);
-      free(key);
-      err = kn_pager_error(&pager, pr, "Scan");
-      if (pr == KN_PAGER_REPEAT) {
-        json_decref(start);
-        start = NULL;
-      }
-    }
-    json_decref(resp);
-  } while (!err && start);
-  kn_pager_free(&pager);
-  json_decref(start);
-  /* Item 0 first: its digest is the merged one. */
-  for (size_t i = 1; !err && i < n; i++)
-    if (n && items[i].v && items[i].n && items[i].v[0].bucket == 0) {
-      kn_members_t t = items[0];
-      items[0] = items[i];
-      items[i] = t;
-    }
+  members_ctx_t mc = {d, NULL, 0};
+  kn_error_t *err = scan_pages(d, d->members_table, 0, members_page, &mc);
+  kn_members_t *items = mc.items;
+  size_t n = mc.n;
   if (!err && kn_members_merge(out, items, n)) err = nomem(d);
   for (size_t i = 0; i < n; i++) kn_members_clear(&items[i]);
   free(items);
