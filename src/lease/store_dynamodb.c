@@ -912,6 +912,30 @@ static kn_error_t *bad_item(ddb_store_t *d, const char *op, int b) {
                       op, b);
 }
 
+/* Names ph as worker's attribute ("w:WORKER") in e. */
+static void member_name(expr_t *e, const char *ph, const char *worker) {
+  char *attr = kn_asprintf(KN_DDB_MEMBER_PREFIX "%s", worker);
+  if (!attr) e->oom = 1;
+  name(e, ph, attr ? attr : "");
+  free(attr);
+}
+
+/* Removes the forgotten workers' attributes (each once) into e. */
+static void forget_into(expr_t *e, char *const *forget, size_t n,
+                        const char *keep) {
+  for (size_t i = 0; i < n; i++) {
+    int skip = !forget[i] || (keep && strcmp(forget[i], keep) == 0);
+    /* The same path twice in one expression is refused. */
+    for (size_t k = 0; !skip && k < i; k++)
+      skip = forget[k] && strcmp(forget[k], forget[i]) == 0;
+    if (skip) continue;
+    char ph[32];
+    snprintf(ph, sizeof(ph), "#f%zu", i);
+    member_name(e, ph, forget[i]);
+    REMOVE(e, "%s", ph);
+  }
+}
+
 /* One UpdateItem that writes this worker's attribute, adds bump to the
  * epoch and removes the forgotten workers' attributes, answered with the
  * whole item (ALL_NEW): no read.  Not conditional: a retried call whose
@@ -931,29 +955,13 @@ static kn_error_t *ddb_heartbeat(kn_lease_store_t *ls, const char *worker,
   if (!d->members_table) return no_membership(d, "heartbeat", TOO_LONG, NULL);
   expr_t e;
   expr_init(&e);
-  char *attr = kn_asprintf(KN_DDB_MEMBER_PREFIX "%s", worker);
-  if (!attr) e.oom = 1;
-  name(&e, "#w", attr ? attr : "");
-  free(attr);
+  member_name(&e, "#w", worker);
   value(&e, ":w", kn_ddb_member_value(beat, leases));
   SET(&e, "#w = :w");
   name(&e, "#e", KN_DDB_MEMBERS_EPOCH);
   value(&e, ":bump", kn_ddb_n(bump));
   ADD(&e, "#e :bump");
-  for (size_t i = 0; i < n_forget; i++) {
-    int skip = !forget[i] || strcmp(forget[i], worker) == 0;
-    /* The same path twice in one expression is refused. */
-    for (size_t k = 0; !skip && k < i; k++)
-      skip = forget[k] && strcmp(forget[k], forget[i]) == 0;
-    if (skip) continue;
-    char ph[32];
-    snprintf(ph, sizeof(ph), "#f%zu", i);
-    char *fa = kn_asprintf(KN_DDB_MEMBER_PREFIX "%s", forget[i]);
-    if (!fa) e.oom = 1;
-    name(&e, ph, fa ? fa : "");
-    free(fa);
-    REMOVE(&e, "%s", ph);
-  }
+  forget_into(&e, forget, n_forget, worker);
   json_t *req = table_request(d->members_table), *key = item_key(bucket),
          *resp = NULL;
   if (!req || !key || json_object_set(req, "Key", key) || expr_apply(&e, req) ||
@@ -1005,25 +1013,6 @@ static kn_error_t *update_members(ddb_store_t *d, const char *op, int bucket,
   return err ? context(d, err, op, NULL) : NULL;
 }
 
-/* Removes the forgotten workers' attributes (each once) into e. */
-static void forget_into(expr_t *e, char *const *forget, size_t n,
-                        const char *keep) {
-  for (size_t i = 0; i < n; i++) {
-    int skip = !forget[i] || (keep && strcmp(forget[i], keep) == 0);
-    /* The same path twice in one expression is refused. */
-    for (size_t k = 0; !skip && k < i; k++)
-      skip = forget[k] && strcmp(forget[k], forget[i]) == 0;
-    if (skip) continue;
-    char ph[32];
-    snprintf(ph, sizeof(ph), "#f%zu", i);
-    char *fa = kn_asprintf(KN_DDB_MEMBER_PREFIX "%s", forget[i]);
-    if (!fa) e->oom = 1;
-    name(e, ph, fa ? fa : "");
-    free(fa);
-    REMOVE(e, "%s", ph);
-  }
-}
-
 static kn_error_t *ddb_leave(kn_lease_store_t *ls, const char *worker,
                              int bucket) {
   ddb_store_t *d = store_of(ls);
@@ -1035,10 +1024,7 @@ static kn_error_t *ddb_leave(kn_lease_store_t *ls, const char *worker,
   if (!d->members_table) return no_membership(d, "leave", TOO_LONG, NULL);
   expr_t e;
   expr_init(&e);
-  char *attr = kn_asprintf(KN_DDB_MEMBER_PREFIX "%s", worker);
-  if (!attr) e.oom = 1;
-  name(&e, "#w", attr ? attr : "");
-  free(attr);
+  member_name(&e, "#w", worker);
   REMOVE(&e, "#w");
   return update_members(d, "leave", bucket, &e);
 }
