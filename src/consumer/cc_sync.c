@@ -1,10 +1,12 @@
 /* The coordination core's shard sync: the shard listing, the lease
  * listings around it, the creates and cleanups they call for (cc_int.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "consumer/cc_int.h"
+#include "util/strmap.h"
 
 static void start_sync(kn_cc_t *c, int64_t now) {
   cc_op_t *o = kn_cc_op_new(c, KN_CC_LIST_LEASES, NULL, -1, now);
@@ -210,20 +212,59 @@ static int has_child(const kn_lease_t *l, const char *id) {
   return 0;
 }
 
+/* The listed children of each parent, so that a sync stays linear in tens
+ * of thousands of shards.  Slot 2j+k is shard j through its parent (k 0)
+ * or adjacent parent (k 1); links are slot + 1, 0 ending a list, each
+ * list in the listing's order.  The map borrows the listing's ids. */
+typedef struct kids_idx {
+  kn_strmap_t first; /* parent id -> its first slot + 1 */
+  size_t *next;      /* 2 per shard */
+} kids_idx_t;
+
+static void kids_free(kids_idx_t *k) {
+  kn_strmap_free(&k->first);
+  free(k->next);
+}
+
+static int kids_build(kids_idx_t *k, const kn_cc_shard_t *s, size_t n) {
+  memset(k, 0, sizeof(*k));
+  if (!(k->next = calloc(2 * n + 1, sizeof(size_t)))) return -1;
+  for (size_t j = n; j-- > 0;) {
+    const char *p[2] = {s[j].parent, s[j].adjacent};
+    for (int b = 0; b < 2; b++) {
+      if (!p[b] || (b == 1 && p[0] && strcmp(p[0], p[1]) == 0)) continue;
+      size_t slot = 2 * j + (size_t)b;
+      k->next[slot] = (size_t)(uintptr_t)kn_strmap_get(&k->first, p[b]);
+      if (kn_strmap_put(&k->first, p[b], (void *)(uintptr_t)(slot + 1)))
+        return -1;
+    }
+  }
+  return 0;
+}
+
+/* The first listed child of key (a slot + 1), or 0; then kids_next. */
+static size_t kids_first(const kids_idx_t *k, const char *key) {
+  return (size_t)(uintptr_t)kn_strmap_get(&k->first, key);
+}
+
+static size_t kids_next(const kids_idx_t *k, size_t at) {
+  return k->next[at - 1];
+}
+
+static const char *kid_id(const kn_cc_t *c, size_t at) {
+  return c->sy.shards[(at - 1) / 2].id;
+}
+
 /* Leases of closed shards get their children from the listing (servers
  * without ChildShards): the table then keeps the family even after the
  * shards leave the listing. */
-static void record_children(kn_cc_t *c, const kn_lease_t *v, size_t n,
-                            int64_t now) {
+static void record_children(kn_cc_t *c, const kids_idx_t *ki,
+                            const kn_lease_t *v, size_t n, int64_t now) {
   for (size_t i = 0; i < n; i++) {
     size_t kids = 0, missing = 0;
-    for (size_t j = 0; j < c->sy.n_shards; j++) {
-      const kn_cc_shard_t *s = &c->sy.shards[j];
-      if (!((s->parent && strcmp(s->parent, v[i].key) == 0) ||
-            (s->adjacent && strcmp(s->adjacent, v[i].key) == 0)))
-        continue;
+    for (size_t at = kids_first(ki, v[i].key); at; at = kids_next(ki, at)) {
       kids++;
-      missing += !has_child(&v[i], s->id);
+      missing += !has_child(&v[i], kid_id(c, at));
     }
     if (!missing) continue;
     cc_op_t *o = kn_cc_op_new(c, KN_CC_SET_CHILDREN, v[i].key, -1, now);
@@ -239,31 +280,21 @@ static void record_children(kn_cc_t *c, const kn_lease_t *v, size_t n,
         x->n_children++;
       else
         c->q.lost = 1;
-    for (size_t j = 0; j < c->sy.n_shards; j++) {
-      const kn_cc_shard_t *s = &c->sy.shards[j];
-      if (((s->parent && strcmp(s->parent, v[i].key) == 0) ||
-           (s->adjacent && strcmp(s->adjacent, v[i].key) == 0)) &&
-          !has_child(&v[i], s->id)) {
-        if ((x->children[x->n_children] = strdup(s->id)))
-          x->n_children++;
-        else
-          c->q.lost = 1;
-      }
+    for (size_t at = kids_first(ki, v[i].key); at; at = kids_next(ki, at)) {
+      const char *id = kid_id(c, at);
+      if (has_child(&v[i], id)) continue;
+      if ((x->children[x->n_children] = strdup(id)))
+        x->n_children++;
+      else
+        c->q.lost = 1;
     }
     x->a.children = x->children;
     x->a.n_children = x->n_children;
   }
 }
 
-static int has_kids(const kn_cc_t *c, const kn_lease_t *l) {
-  if (l->n_children) return 1;
-  for (size_t j = 0; j < c->sy.n_shards; j++) {
-    const kn_cc_shard_t *s = &c->sy.shards[j];
-    if ((s->parent && strcmp(s->parent, l->key) == 0) ||
-        (s->adjacent && strcmp(s->adjacent, l->key) == 0))
-      return 1;
-  }
-  return 0;
+static int has_kids(const kids_idx_t *ki, const kn_lease_t *l) {
+  return l->n_children || kids_first(ki, l->key) != 0;
 }
 
 static kn_lease_t *both_of(kn_lease_t *both, const kn_lease_t *v, size_t n,
@@ -286,7 +317,14 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
     c->sy.at = now + backoff_ms(c->sy.failures++);
     return;
   }
-  record_children(c, v, n, now);
+  kids_idx_t ki;
+  if (kids_build(&ki, c->sy.shards, c->sy.n_shards)) {
+    kids_free(&ki);
+    c->sy.syncing = 0;
+    c->sy.at = now + 1000;
+    return;
+  }
+  record_children(c, &ki, v, n, now);
   /* Cleanup first: finished parents whose children have started, once
    * their lease has stood still for a while: a create of the same lease
    * still on its way (a slow or retried call of a sync that saw no lease
@@ -298,7 +336,7 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
     if (!kn_lease_is_shard_end(&v[i])) continue;
     /* A finished lease with a known family goes once its children have
      * started: the leader's syncs go on until then. */
-    if (has_kids(c, &v[i])) c->sy.more = 1;
+    if (has_kids(&ki, &v[i])) c->sy.more = 1;
     if (!kn_cc_can_remove(v, n, i, c->sy.shards, c->sy.n_shards)) continue;
     const kn_lease_obs_t *ob = kn_lease_observer_get(&c->obs, v[i].key);
     if (!ob || now - ob->changed_ms < settle) continue;
@@ -306,6 +344,7 @@ static void sync_leases(kn_cc_t *c, const kn_lease_t *v, size_t n,
     cc_act_t *x = o ? kn_cc_call(c, o) : NULL;
     if (x) x->a.counter = v[i].counter;
   }
+  kids_free(&ki);
   free(c->sy.plan);
   c->sy.plan = NULL;
   c->sy.n_plan = c->sy.plan_next = 0;

@@ -1,10 +1,12 @@
 /* The coordination core's pure planners: which leases a shard sync
  * creates, and which finished leases cleanup may remove (ccore.h). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "consumer/ccore.h"
 #include "kinesis/hashkey.h"
+#include "util/strmap.h"
 
 /* Test builds of the simulator set KN_CC_MUTANT to break one rule on
  * purpose and show that the simulator notices; 0 in the library. */
@@ -28,13 +30,44 @@ typedef struct plan_ctx {
   unsigned char *named;     /* a lease names the shard as its parent */
   unsigned char *gone_read; /* descends from a shard read here that the
                                listing no longer shows */
+  /* Lookups by id, so that a sync stays linear in tens of thousands of
+   * shards (the maps borrow the ids of s and leases). */
+  kn_strmap_t shard_at; /* shard id -> index + 1 */
+  kn_strmap_t lease_of; /* lease key -> its first lease */
+  kn_strmap_t children; /* ids some lease names as a child -> that lease */
 } plan_ctx_t;
 
-static long find_shard(const kn_cc_shard_t *s, size_t n, const char *id) {
+static long shard_index(const plan_ctx_t *x, const char *id) {
   if (!id) return -1;
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(s[i].id, id) == 0) return (long)i;
-  return -1;
+  uintptr_t v = (uintptr_t)kn_strmap_get(&x->shard_at, id);
+  return v ? (long)(v - 1) : -1;
+}
+
+static const kn_lease_t *lease_named(const plan_ctx_t *x, const char *key) {
+  return key ? kn_strmap_get(&x->lease_of, key) : NULL;
+}
+
+static int named_as_child(const plan_ctx_t *x, const char *id) {
+  return id && kn_strmap_get(&x->children, id) != NULL;
+}
+
+/* Fills the lookups; -1 on out-of-memory. */
+static int index_ids(plan_ctx_t *x) {
+  for (size_t i = 0; i < x->n; i++)
+    if (x->s[i].id && !kn_strmap_get(&x->shard_at, x->s[i].id) &&
+        kn_strmap_put(&x->shard_at, x->s[i].id, (void *)(uintptr_t)(i + 1)))
+      return -1;
+  for (size_t i = 0; i < x->n_leases; i++) {
+    const kn_lease_t *l = &x->leases[i];
+    if (l->key && !kn_strmap_get(&x->lease_of, l->key) &&
+        kn_strmap_put(&x->lease_of, l->key, (void *)l))
+      return -1;
+    for (size_t k = 0; k < l->n_children; k++)
+      if (l->children[k] &&
+          kn_strmap_put(&x->children, l->children[k], (void *)l))
+        return -1;
+  }
+  return 0;
 }
 
 static const kn_lease_t *find_lease(const kn_lease_t *v, size_t n,
@@ -64,14 +97,6 @@ static int range_read(const kn_lease_t *v, size_t n, const kn_cc_shard_t *s) {
       continue;
     if (kn_u128_cmp(a, d) <= 0 && kn_u128_cmp(c, b) <= 0) return 1;
   }
-  return 0;
-}
-
-/* Some lease names id among its children: id's parent was read here. */
-static int named_child(const kn_lease_t *v, size_t n, const char *id) {
-  for (size_t i = 0; i < n; i++)
-    for (size_t k = 0; k < v[i].n_children; k++)
-      if (strcmp(v[i].children[k], id) == 0) return 1;
   return 0;
 }
 
@@ -149,30 +174,30 @@ static int build(plan_ctx_t *x) {
   x->named = calloc(n + 1, 1);
   x->gone_read = calloc(n + 1, 1);
   if (!x->kid_at || !x->kids || !x->par[0] || !x->par[1] || !x->leased ||
-      !x->covered || !x->lineage || !x->want || !x->named || !x->gone_read)
+      !x->covered || !x->lineage || !x->want || !x->named || !x->gone_read ||
+      index_ids(x))
     return -1;
   size_t *cnt = x->kid_at; /* counts first, then offsets */
   for (size_t i = 0; i < n; i++) {
-    x->par[0][i] = find_shard(x->s, n, x->s[i].parent);
-    x->par[1][i] = find_shard(x->s, n, x->s[i].adjacent);
+    x->par[0][i] = shard_index(x, x->s[i].parent);
+    x->par[1][i] = shard_index(x, x->s[i].adjacent);
     if (x->par[1][i] == x->par[0][i]) x->par[1][i] = -1;
     for (int k = 0; k < 2; k++)
       if (x->par[k][i] >= 0) cnt[x->par[k][i] + 1]++;
-    x->leased[i] = find_lease(x->leases, x->n_leases, x->s[i].id) != NULL;
+    x->leased[i] = lease_named(x, x->s[i].id) != NULL;
     /* A parent past retention whose lease remains was read here, and so
      * was the parent of one a lease names as its child. */
     const char *pid[2] = {x->s[i].parent, x->s[i].adjacent};
     for (int k = 0; k < 2; k++)
       if (pid[k] && x->par[k][i] < 0 &&
-          (find_lease(x->leases, x->n_leases, pid[k]) ||
-           named_child(x->leases, x->n_leases, pid[k]) ||
+          (lease_named(x, pid[k]) || named_as_child(x, pid[k]) ||
            range_read(x->leases, x->n_leases, &x->s[i])))
         x->gone_read[i] = 1;
-    if (named_child(x->leases, x->n_leases, x->s[i].id)) x->gone_read[i] = 1;
+    if (named_as_child(x, x->s[i].id)) x->gone_read[i] = 1;
   }
   for (size_t j = 0; j < x->n_leases; j++)
     for (size_t k = 0; k < x->leases[j].n_parents; k++) {
-      long p = find_shard(x->s, n, x->leases[j].parents[k]);
+      long p = shard_index(x, x->leases[j].parents[k]);
       if (p >= 0) x->named[p] = 1;
     }
   for (size_t i = 0; i < n; i++) cnt[i + 1] += cnt[i];
@@ -198,6 +223,9 @@ static void ctx_free(plan_ctx_t *x) {
   free(x->want);
   free(x->named);
   free(x->gone_read);
+  kn_strmap_free(&x->shard_at);
+  kn_strmap_free(&x->lease_of);
+  kn_strmap_free(&x->children);
 }
 
 static int by_wave(const void *a, const void *b) {

@@ -18,9 +18,9 @@ static uint64_t hash_of(const char *s) {
 }
 
 static kn_strmap_slot_t *slot_for(const kn_strmap_slot_t *slots, size_t cap,
-                                  const char *key) {
-  size_t i = (size_t)hash_of(key) & (cap - 1);
-  while (slots[i].key && strcmp(slots[i].key, key) != 0)
+                                  const char *key, uint64_t h) {
+  size_t i = (size_t)h & (cap - 1);
+  while (slots[i].key && (slots[i].hash != h || strcmp(slots[i].key, key) != 0))
     i = (i + 1) & (cap - 1);
   return (kn_strmap_slot_t *)&slots[i];
 }
@@ -33,7 +33,7 @@ void kn_strmap_free(kn_strmap_t *m) {
 
 void *kn_strmap_get(const kn_strmap_t *m, const char *key) {
   if (!m->cap) return NULL;
-  kn_strmap_slot_t *s = slot_for(m->slots, m->cap, key);
+  kn_strmap_slot_t *s = slot_for(m->slots, m->cap, key, hash_of(key));
   return s->key ? s->val : NULL;
 }
 
@@ -42,7 +42,8 @@ static int grow(kn_strmap_t *m) {
   kn_strmap_slot_t *slots = calloc(cap, sizeof(*slots));
   if (!slots) return -1;
   for (size_t i = 0; i < m->cap; i++)
-    if (m->slots[i].key) *slot_for(slots, cap, m->slots[i].key) = m->slots[i];
+    if (m->slots[i].key)
+      *slot_for(slots, cap, m->slots[i].key, m->slots[i].hash) = m->slots[i];
   free(m->slots);
   m->slots = slots;
   m->cap = cap;
@@ -52,9 +53,11 @@ static int grow(kn_strmap_t *m) {
 int kn_strmap_put(kn_strmap_t *m, const char *key, void *val) {
   /* At most 3/4 full, so probes stay short and always end. */
   if ((m->n + 1) * 4 > m->cap * 3 && grow(m)) return -1;
-  kn_strmap_slot_t *s = slot_for(m->slots, m->cap, key);
+  uint64_t h = hash_of(key);
+  kn_strmap_slot_t *s = slot_for(m->slots, m->cap, key, h);
   if (!s->key) {
     s->key = key;
+    s->hash = h;
     m->n++;
   }
   s->val = val;

@@ -9,10 +9,12 @@
 #define KN_UTIL_STRMAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct kn_strmap_slot {
   const char *key; /* NULL: empty */
   void *val;
+  uint64_t hash; /* of key: most probes end without a string compare */
 } kn_strmap_slot_t;
 
 typedef struct kn_strmap {
