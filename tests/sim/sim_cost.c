@@ -12,8 +12,16 @@
  * core idle); steady state is counted for --seconds; then one worker is
  * killed (no release) and a window of 60 s counted, with the time until
  * its leases are held again; then a worker joins and 60 s are counted,
- * with the time until it holds its share.  One JSON line is printed. */
+ * with the time until it holds its share; a worker's control thread
+ * stalls for 25 s (60 s counted); another's heartbeats land late for 60 s;
+ * a rolling redeploy replaces every worker.  DynamoDB's size limits
+ * refuse what it would refuse (400 KB items, 4 KB expressions), and a
+ * Scan reads pages of 1 MB, each a round trip.  The fleet checks
+ * (sim_cost_check.h) watch every phase.  One JSON line is printed; the
+ * exit status is 1 on a violation or a lease left unheld at the end of a
+ * phase. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +31,9 @@
 #include "core/error.h"
 #include "lease/store.h"
 #include "sim.h"
+#include "sim_cost_check.h"
 #include "util/str.h"
+#include "util/strmap.h"
 
 enum { C_TICK, C_APPLY, C_REPLY, C_START, C_SAMPLE };
 
@@ -48,6 +58,9 @@ typedef struct cworker {
   uint64_t gen;      /* incarnation: events of an earlier one are dropped */
   uint64_t tick_gen; /* the tick scheduled last */
   int64_t tick_at;
+  int64_t stall_until; /* the control thread is busy until then: its ticks
+                          and answers wait (its readers read on) */
+  int64_t late_until;  /* its heartbeats land 4-24 s late until then */
 } cworker_t;
 
 typedef struct counts {
@@ -55,7 +68,10 @@ typedef struct counts {
   int64_t scans, gets, writes, heartbeats;
   int64_t rosters, publishes; /* membership reads (Scans) and digests */
   int64_t throttled;          /* writes refused for the item's write rate */
-  int64_t stops; /* tenures a worker ended on its own (deadlines) */
+  int64_t stops;     /* tenures a worker ended on its own (deadlines) */
+  int64_t pages;     /* Scan pages (1 MB each) of the listings and rosters */
+  int64_t too_large; /* writes refused: the item would pass 400 KB */
+  int64_t long_expr; /* writes refused: an expression over 4 KB */
 } counts_t;
 
 /* Write units per item in the current second and 5-s window (DynamoDB
@@ -65,8 +81,9 @@ typedef struct hot {
   int64_t sec, win; /* the second and window counted */
   double *sec_wcu;  /* per item: the membership item, then leases */
   double *win_wcu;
-  double phase_max[5]; /* WCU/s of the hottest item in a window */
-  int phase;           /* 0 settle, 1 steady, 2 kill, 3 join, 4 redeploy */
+  double phase_max[7]; /* WCU/s of the hottest item in a window */
+  int phase;           /* 0 settle, 1 steady, 2 kill, 3 join, 4 stall, 5 late,
+                          6 redeploy */
 } hot_t;
 
 typedef struct cost {
@@ -84,7 +101,9 @@ typedef struct cost {
   kn_cc_cfg_t cfg;
   counts_t cnt;
   hot_t hot;
-  int limits;  /* --ddb-limits: writes over 1,000 WCU/s an item refused */
+  int limits; /* --ddb-limits: writes over 1,000 WCU/s an item refused */
+  sim_cost_check_t chk; /* the fleet checks */
+  int no_deadline;      /* the checks' mutant (KN_SIM_COST_MUTANT) */
   int verbose; /* KN_SIM_COST_LOG set: the cores' log lines on stderr */
 } cost_t;
 
@@ -249,6 +268,52 @@ static void hot_add(cost_t *s, const kn_store_job_t *j, double wcu) {
   hot_add_at(s, item_of(s, j), wcu);
 }
 
+/* ---- DynamoDB's size limits ---- */
+
+#define ITEM_MAX (400 * 1024)    /* bytes of an item */
+#define EXPR_MAX 4096            /* bytes of an expression */
+#define PAGE_BYTES (1024 * 1024) /* bytes a Scan page reads at most */
+
+static int shard_of(const cost_t *s, const char *key) {
+  if (!key || strncmp(key, "shardId-", 8) != 0) return -1;
+  long i = strtol(key + 8, NULL, 10);
+  return i >= 0 && i < s->shards ? (int)i : -1;
+}
+
+static int64_t pages_of(double bytes) {
+  int64_t p = (int64_t)ceil(bytes / PAGE_BYTES);
+  return p < 1 ? 1 : p;
+}
+
+/* A heartbeat DynamoDB would refuse as ValidationException: its
+ * UpdateExpression (SET of the entry, ADD of the epoch, a REMOVE of a
+ * placeholder per name forgotten) over 4 KB, or its item past 400 KB. */
+static int refused_size(cost_t *s, kn_store_job_t *j, const char *worker,
+                        const double *before) {
+  size_t expr = 48;
+  for (size_t i = 0; i < j->n_children; i++)
+    expr += 4 + (size_t)snprintf(NULL, 0, "%zu", i);
+  if (expr > EXPR_MAX) {
+    j->err = kn_error_new(KN_ERR_VALIDATION,
+                          "ValidationException: Invalid UpdateExpression: "
+                          "Expression size has exceeded the maximum allowed "
+                          "size");
+    s->cnt.long_expr++;
+    return 1;
+  }
+  int b = j->bucket >= 0 && j->bucket < ITEMS ? j->bucket : 0;
+  double entry = 2 + strlen(worker) + 3 + 1 + num_bytes(j->beat) + 1 +
+                 num_bytes(j->n_held);
+  if (before[b] + entry > ITEM_MAX) {
+    j->err = kn_error_new(KN_ERR_VALIDATION,
+                          "ValidationException: Item size has exceeded the "
+                          "maximum allowed size");
+    s->cnt.too_large++;
+    return 1;
+  }
+  return 0;
+}
+
 /* ---- the store calls, counted ---- */
 
 static void members_now(cost_t *s, double *sz) {
@@ -266,6 +331,7 @@ static void bill_roster(cost_t *s, const kn_store_job_t *j) {
   s->cnt.items_read += 1;
   s->cnt.rcu += ceil(b / 4096);
   s->cnt.rosters++;
+  s->cnt.pages += pages_of(b);
 }
 
 /* A heartbeat: its item's write, the item left, the digests published. */
@@ -293,7 +359,10 @@ static void bill_heartbeat(cost_t *s, const kn_store_job_t *j,
   bill_roster(s, j);
 }
 
-static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
+/* Applies j as worker's call; returns the time its further Scan pages
+ * take (each a round trip). */
+static int64_t apply(cost_t *s, kn_store_job_t *j, int w) {
+  const char *worker = s->w[w].id;
   counts_t *c = &s->cnt;
   double before = 0;
   j->sent_ms = s->now;
@@ -302,10 +371,12 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
   if (j->op == KN_CC_HEARTBEAT && !j->probe) {
     members_now(s, items_before);
     double b = items_before[item_of(s, j)];
-    if (s->limits && throttled(s, j, ceil((b ? b : 100) / 1024))) return;
+    if (s->limits && throttled(s, j, ceil((b ? b : 100) / 1024))) return 0;
+    if (refused_size(s, j, worker, items_before)) return 0;
   }
   if (j->key && j->op != KN_CC_GET) before = lease_size(s, j->key);
   kn_store_job_apply(s->ls, worker, j); /* what the store threads run */
+  sim_cost_check_landed(&s->chk, w, shard_of(s, j->key), j, s->now);
   switch (j->op) {
     case KN_CC_LIST_LEASES: {
       double b = 0;
@@ -313,30 +384,32 @@ static void apply(cost_t *s, kn_store_job_t *j, const char *worker) {
       c->items_read += (double)j->n_leases;
       c->rcu += ceil(b / 4096);
       c->scans++;
+      c->pages += pages_of(b);
       bill_roster(s, j);
-      return;
+      return (pages_of(b) - 1) * latency(s);
     }
     case KN_CC_GET:
       c->items_read += 1;
       c->rcu += ceil((j->err ? 100 : item_bytes(&j->got)) / 4096);
       c->gets++;
-      return;
+      return 0;
     case KN_CC_HEARTBEAT:
       if (j->probe)
         bill_roster(s, j);
       else if (!j->err || j->leave >= 0)
         bill_heartbeat(s, j, items_before);
       c->heartbeats++;
-      return;
+      return 0;
     default:
       break;
   }
   double after = j->key ? lease_size(s, j->key) : 0;
-  double w = ceil((before > after ? before : after) / 1024);
+  double wcu = ceil((before > after ? before : after) / 1024);
   c->items_written += 1;
-  c->wcu += w;
+  c->wcu += wcu;
   c->writes++;
-  hot_add(s, j, w);
+  hot_add(s, j, wcu);
+  return 0;
 }
 
 /* ---- workers: the drive's operations ---- */
@@ -350,14 +423,21 @@ static int op_submit(void *env, const kn_cc_action_t *a) {
   cost_t *s = e->s;
   kn_store_job_t *j = kn_store_job_new(a);
   if (!j) return -1;
-  push(s, s->now + latency(s), a->op == KN_CC_LIST_SHARDS ? C_REPLY : C_APPLY,
-       e->w, s->w[e->w].gen, j);
+  int64_t late = a->op == KN_CC_HEARTBEAT && s->now < s->w[e->w].late_until
+                     ? sim_range(&s->rng, 4000, 24000)
+                     : 0;
+  push(s, s->now + latency(s) + late,
+       a->op == KN_CC_LIST_SHARDS ? C_REPLY : C_APPLY, e->w, s->w[e->w].gen, j);
   return 0;
 }
 
 /* No records here: readers are not simulated. */
 static int op_start(void *env, const kn_cc_action_t *a) {
-  (void)env, (void)a;
+  struct cenv *e = env;
+  /* KN_SIM_COST_MUTANT=deadline: readers that ignore their deadlines,
+   * which the checks must catch (a stalled worker's readers read on). */
+  sim_cost_check_start(&e->s->chk, e->w, shard_of(e->s, a->key), a->tenure,
+                       e->s->no_deadline ? INT64_MAX : a->until_ms, e->s->now);
   return 0;
 }
 
@@ -367,6 +447,7 @@ static void op_stop(void *env, const char *key, int64_t tenure,
   struct cenv *e = env;
   cworker_t *k = &e->s->w[e->w];
   (void)next_owner;
+  sim_cost_check_stop(&e->s->chk, e->w, shard_of(e->s, key), tenure);
   if (why == KN_DRIVE_LOST && reason == KN_ERR__TIMED_OUT) e->s->cnt.stops++;
   if (why != KN_DRIVE_YIELD) return;
   /* the application is done at once: answered once the drive returns */
@@ -378,7 +459,10 @@ static void op_stop(void *env, const char *key, int64_t tenure,
 
 static void op_deadline(void *env, const char *key, int64_t tenure,
                         int64_t until_ms) {
-  (void)env, (void)key, (void)tenure, (void)until_ms;
+  struct cenv *e = env;
+  if (e->s->no_deadline) return;
+  sim_cost_check_deadline(&e->s->chk, e->w, shard_of(e->s, key), tenure,
+                          until_ms);
 }
 
 static void op_reply(void *env, void *req, kn_err_t code, const char *msg) {
@@ -436,6 +520,7 @@ static void kill_worker(cost_t *s, int w) {
   k->dr = NULL;
   k->alive = 0;
   k->gen++;
+  sim_cost_check_killed(&s->chk, w);
 }
 
 /* After an event handed to w's drive: the hand-offs it asked for are
@@ -473,17 +558,20 @@ static int held_by_live(cost_t *s, int w, int *by_w) {
   kn_lease_t *v = NULL;
   size_t n = 0;
   kn_error_t *e = s->ls->ops->list(s->ls, &v, &n);
+  kn_strmap_t live = KN_STRMAP_INIT; /* id -> slot + 1 */
+  for (int k = 0; k < s->n_w; k++)
+    if (s->w[k].alive &&
+        kn_strmap_put(&live, s->w[k].id, (void *)(uintptr_t)(k + 1)))
+      abort();
   int held = 0;
   *by_w = 0;
   for (size_t i = 0; !e && i < n; i++) {
-    if (!v[i].owner) continue;
-    for (int k = 0; k < s->n_w; k++)
-      if (s->w[k].alive && strcmp(s->w[k].id, v[i].owner) == 0) {
-        held++;
-        if (k == w) (*by_w)++;
-        break;
-      }
+    uintptr_t k = v[i].owner ? (uintptr_t)kn_strmap_get(&live, v[i].owner) : 0;
+    if (!k) continue;
+    held++;
+    if ((int)k - 1 == w) (*by_w)++;
   }
+  kn_strmap_free(&live);
   kn_error_destroy(e);
   kn_lease_array_free(v, n);
   return held;
@@ -503,17 +591,25 @@ static void run_until(cost_t *s, int64_t end, int (*stop)(cost_t *, int),
     cworker_t *k = e.w >= 0 ? &s->w[e.w] : NULL;
     switch (e.kind) {
       case C_TICK:
-        if (k->alive && e.gen == k->tick_gen) {
+        if (k->alive && e.gen == k->tick_gen && s->now < k->stall_until) {
+          k->tick_at = k->stall_until; /* after the stall */
+          push(s, k->stall_until, C_TICK, e.w, e.gen, NULL);
+        } else if (k->alive && e.gen == k->tick_gen) {
           k->tick_at = -1;
           kn_drive_tick(k->dr);
           after(s, e.w);
         }
         break;
-      case C_APPLY:
-        apply(s, e.job, k->id);
-        push(s, s->now + latency(s), C_REPLY, e.w, e.gen, e.job);
+      case C_APPLY: {
+        int64_t pages = apply(s, e.job, e.w);
+        push(s, s->now + latency(s) + pages, C_REPLY, e.w, e.gen, e.job);
         break;
+      }
       case C_REPLY:
+        if (k->alive && e.gen == k->gen && s->now < k->stall_until) {
+          push(s, k->stall_until, C_REPLY, e.w, e.gen, e.job);
+          break; /* answered after the stall */
+        }
         if (k->alive && e.gen == k->gen) {
           reply(s, k, e.job);
           after(s, e.w);
@@ -550,6 +646,13 @@ static int has_share(cost_t *s, int w) {
   return mine >= s->shards / live;
 }
 
+/* A live worker other than `not` (the first one). */
+static int live_other(cost_t *s, int not ) {
+  for (int k = 0; k < s->n_w; k++)
+    if (s->w[k].alive && k != not ) return k;
+  return not ;
+}
+
 static void print_counts(const char *name, const counts_t *a, const counts_t *b,
                          double seconds, int shards, double hot,
                          const char *extra) {
@@ -560,7 +663,8 @@ static void print_counts(const char *name, const counts_t *a, const counts_t *b,
       "\"wcu_per_lease_min\": %.3f, \"scans\": %lld, \"gets\": %lld, "
       "\"writes\": %lld, \"heartbeats\": %lld, \"rosters\": %lld, "
       "\"digests\": %lld, \"throttled\": %lld, "
-      "\"stops\": %lld, \"hot_item_wcu_s\": %.1f%s}",
+      "\"stops\": %lld, \"pages\": %lld, \"too_large\": %lld, "
+      "\"long_expr\": %lld, \"hot_item_wcu_s\": %.1f%s}",
       strcmp(name, "steady") ? ", " : "", name, seconds,
       (b->items_read - a->items_read) / shards / m,
       (b->rcu - a->rcu) / shards / m,
@@ -571,7 +675,9 @@ static void print_counts(const char *name, const counts_t *a, const counts_t *b,
       (long long)(b->rosters - a->rosters),
       (long long)(b->publishes - a->publishes),
       (long long)(b->throttled - a->throttled),
-      (long long)(b->stops - a->stops), hot, extra);
+      (long long)(b->stops - a->stops), (long long)(b->pages - a->pages),
+      (long long)(b->too_large - a->too_large),
+      (long long)(b->long_expr - a->long_expr), hot, extra);
 }
 
 int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
@@ -581,10 +687,13 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   s.rng.s = seed * 0x2545f4914f6cdd1dULL + 1;
   s.shards = shards;
   s.verbose = getenv("KN_SIM_COST_LOG") != NULL;
+  const char *mutant = getenv("KN_SIM_COST_MUTANT");
+  s.no_deadline = mutant && strcmp(mutant, "deadline") == 0;
   s.limits = limits;
   s.hot.sec_wcu = calloc((size_t)shards + ITEMS, sizeof(double));
   s.hot.win_wcu = calloc((size_t)shards + ITEMS, sizeof(double));
   if (!s.hot.sec_wcu || !s.hot.win_wcu) abort();
+  if (sim_cost_check_init(&s.chk, shards, 10000)) abort();
   s.cfg = (kn_cc_cfg_t){.duration_ms = 10000,
                         .renew_ms = members ? 4000 : 3333,
                         .take_ms = 2000,
@@ -665,10 +774,27 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   int64_t share_ms = has_share(&s, joiner) ? s.now - tj : -1;
   run_until(&s, tj + 60000, NULL, 0);
   counts_t c3 = s.cnt;
+  /* A control thread busy for 25 s (a long pause, a swapped process): its
+   * readers read on to their deadlines, its calls and ticks wait; then
+   * 35 s more. */
+  s.hot.phase = 4;
+  int stalled = live_other(&s, victim);
+  s.w[stalled].stall_until = s.now + 25000;
+  run_until(&s, s.now + 60000, NULL, 0);
+  int stall_held = recovered(&s, 0);
+  counts_t c4 = s.cnt;
+  /* A late member: another worker's heartbeats land 4-24 s late for
+   * 60 s (a slow path to the membership table). */
+  s.hot.phase = 5;
+  int late = live_other(&s, stalled);
+  s.w[late].late_until = s.now + 60000;
+  run_until(&s, s.now + 60000, NULL, 0);
+  int late_held = recovered(&s, 0);
+  counts_t c5 = s.cnt;
   /* A rolling redeploy: every worker replaced by one of a new id, a tenth
    * every 10 s (new ones started, old ones closed gracefully: final
    * checkpoints and releases), then 30 s. */
-  s.hot.phase = 4;
+  s.hot.phase = 6;
   int64_t tr = s.now;
   int n_old = s.n_w, batch = n_old / 10 > 0 ? n_old / 10 : 1;
   for (int from = 0; from < n_old; from += batch) {
@@ -687,7 +813,7 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   }
   run_until(&s, s.now + 30000, NULL, 0);
   int64_t redeploy_ms = s.now - tr;
-  counts_t c4 = s.cnt;
+  counts_t c6 = s.cnt;
   s.now += 5000;
   hot_roll(&s); /* the last window counts too */
 
@@ -711,19 +837,39 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   snprintf(extra, sizeof(extra), ", \"share_s\": %.1f",
            (double)share_ms / 1000);
   print_counts("join", &c2, &c3, 60, shards, s.hot.phase_max[3], extra);
-  snprintf(extra, sizeof(extra), ", \"all_held\": %d",
-           recovered(&s, 0) ? 1 : 0);
-  print_counts("redeploy", &c3, &c4, (double)redeploy_ms / 1000, shards,
-               s.hot.phase_max[4], extra);
+  snprintf(extra, sizeof(extra), ", \"all_held\": %d", stall_held);
+  print_counts("stall", &c3, &c4, 60, shards, s.hot.phase_max[4], extra);
+  snprintf(extra, sizeof(extra), ", \"all_held\": %d", late_held);
+  print_counts("late", &c4, &c5, 60, shards, s.hot.phase_max[5], extra);
+  int all_held = recovered(&s, 0);
+  snprintf(extra, sizeof(extra), ", \"all_held\": %d", all_held);
+  print_counts("redeploy", &c5, &c6, (double)redeploy_ms / 1000, shards,
+               s.hot.phase_max[6], extra);
+  printf(", \"starts\": %lld, \"takes\": %lld, \"violations\": %lld",
+         (long long)s.chk.starts, (long long)s.chk.takes,
+         (long long)s.chk.violations);
   printf("}\n");
   /* --max-hot-wcu: the hottest item of every phase within it, or exit 1
    * (a model check: virtual time, no timing). */
   int over = 0;
-  for (int p = 1; p < 5; p++)
+  for (int p = 1; p < 7; p++)
     if (max_hot > 0 && s.hot.phase_max[p] > max_hot) over = 1;
   if (over)
     fprintf(stderr, "kn_sim --cost: an item took more than %.0f WCU/s\n",
             max_hot);
+  /* The fleet checks: a violation, or a lease nobody holds at the end of
+   * a phase (the group must settle within each). */
+  if (s.chk.violations) {
+    fprintf(stderr, "kn_sim --cost: %lld violations; the first: %s\n",
+            (long long)s.chk.violations, s.chk.first);
+    over = 1;
+  }
+  if (failover_ms < 0 || !stall_held || !late_held || !all_held) {
+    fprintf(stderr,
+            "kn_sim --cost: a lease was left unheld at the end of a "
+            "phase\n");
+    over = 1;
+  }
 
   for (int w = 0; w < s.n_w; w++) {
     kn_drive_destroy(s.w[w].dr);
@@ -735,6 +881,7 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   free(s.w);
   free(s.hot.sec_wcu);
   free(s.hot.win_wcu);
+  sim_cost_check_free(&s.chk);
   for (int i = 0; i < shards; i++) {
     free(s.ids[i]);
     free(s.hs[i]);
