@@ -24,12 +24,7 @@ static int item_size(const kn_cc_t *c) {
 }
 
 /* The item of worker w with nb items. */
-int kn_cc_mb_home(const char *w, int nb) {
-  uint64_t h = 1469598103934665603ULL;
-  for (const char *p = w; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-  return nb > 1 ? (int)(h % (uint64_t)nb) : 0;
-}
+int kn_cc_mb_home(const char *w, int nb) { return kn_members_home(w, nb); }
 
 /* Where this worker beats next. */
 static int want_bucket(const kn_cc_t *c) {

@@ -1,5 +1,7 @@
 #include "lease/lease.h"
 
+#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +138,37 @@ static int by_member(const void *a, const void *b) {
   const kn_member_t *x = a, *y = b;
   int c = strcmp(x->worker, y->worker);
   return c ? c : (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+int kn_members_home(const char *worker, int nb) {
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  for (const char *p = worker; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  return nb > 1 ? (int)(h % (uint64_t)nb) : 0;
+}
+
+void kn_members_one_each(kn_members_t *m) {
+  int nb = 1;
+  if (m->digest && sscanf(m->digest, "nb=%d", &nb) != 1) nb = 1;
+  size_t k = 0;
+  for (size_t i = 0; i < m->n;) {
+    size_t j = i + 1; /* copies of one worker: i .. j-1 */
+    while (j < m->n && strcmp(m->v[j].worker, m->v[i].worker) == 0) j++;
+    size_t best = i;
+    int home = kn_members_home(m->v[i].worker, nb);
+    for (size_t c = i + 1; c < j; c++) {
+      int at_home = m->v[c].bucket == home,
+          best_home = m->v[best].bucket == home;
+      if ((at_home && !best_home) ||
+          (at_home == best_home && m->v[c].beat > m->v[best].beat))
+        best = c;
+    }
+    for (size_t c = i; c < j; c++)
+      if (c != best) free(m->v[c].worker);
+    m->v[k++] = m->v[best];
+    i = j;
+  }
+  m->n = k;
 }
 
 int kn_members_merge(kn_members_t *out, const kn_members_t *items, size_t n) {

@@ -94,6 +94,16 @@ int kn_members_copy(kn_members_t *dst, const kn_members_t *src);
  * (then item), epochs summed, items[0]'s digest; 0 or -1 on
  * out-of-memory (out is then cleared). */
 int kn_members_merge(kn_members_t *out, const kn_members_t *items, size_t n);
+/* The membership item of worker with nb items (a hash of its id; 0 with
+ * one item). */
+int kn_members_home(const char *worker, int nb);
+/* Keeps one entry per worker (m sorted by worker id, as merged): a worker
+ * moving between items, or a former run under the same id, leaves a copy
+ * behind until the leader forgets it.  The copy kept is the one in the
+ * worker's item for the item count of m's digest ("nb=N ..."), else the
+ * one with the highest beat.  For display: the coordination core follows
+ * whichever copy beats. */
+void kn_members_one_each(kn_members_t *m);
 
 /* Frees what l holds (not l itself) and zeroes it.  Accepts NULL. */
 void kn_lease_clear(kn_lease_t *l);

@@ -56,6 +56,7 @@ kn_error_t *kn_leases_list(const kn_conf_t *conf, const char *store,
         kn_error_destroy(err);
         err = NULL;
       }
+      if (!err) kn_members_one_each(&l->members);
     }
   }
   kn_lease_store_destroy(ls);

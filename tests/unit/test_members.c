@@ -174,8 +174,44 @@ static void test_members_merge(void) {
   kn_members_clear(&out);
 }
 
+/* A worker moving between items is shown once: its copy in its item for
+ * the digest's item count, else the copy with the highest beat. */
+static void test_members_one_each(void) {
+  int hz = kn_members_home("z", 4), hy = kn_members_home("y", 4);
+  int other_z = (hz + 1) % 4, y1 = (hy + 1) % 4, y2 = (hy + 2) % 4;
+  kn_members_t m = {0};
+  m.n = 5;
+  m.v = calloc(m.n, sizeof(*m.v));
+  m.v[0] = (kn_member_t){strdup("a"), 5, 1, 0};
+  m.v[1] = (kn_member_t){strdup("y"), 9, 2, y1};
+  m.v[2] = (kn_member_t){strdup("y"), 12, 3, y2};
+  m.v[3] = (kn_member_t){strdup("z"), 40, 4, other_z}; /* left behind */
+  m.v[4] = (kn_member_t){strdup("z"), 7, 5, hz};       /* where it beats */
+  m.digest = strdup("nb=4 epoch=1 seq=2");
+  kn_members_one_each(&m);
+  KT_CHECK_INT((int)m.n, 3);
+  KT_CHECK_STR(m.v[0].worker, "a");
+  KT_CHECK_STR(m.v[1].worker, "y");
+  KT_CHECK_INT((int)m.v[1].beat, 12); /* neither at home: the latest */
+  KT_CHECK_STR(m.v[2].worker, "z");
+  KT_CHECK_INT(m.v[2].bucket, hz);
+  KT_CHECK_INT((int)m.v[2].leases, 5);
+  kn_members_clear(&m);
+  /* Without a digest: one item, and the highest beat otherwise. */
+  kn_members_t one = {0};
+  one.n = 2;
+  one.v = calloc(one.n, sizeof(*one.v));
+  one.v[0] = (kn_member_t){strdup("w"), 3, 1, 0};
+  one.v[1] = (kn_member_t){strdup("w"), 8, 2, 1};
+  kn_members_one_each(&one);
+  KT_CHECK_INT((int)one.n, 1);
+  KT_CHECK_INT(one.v[0].bucket, 0);
+  kn_members_clear(&one);
+}
+
 int main(void) {
   KT_RUN(test_remote_entries);
+  KT_RUN(test_members_one_each);
   KT_RUN(test_members_merge);
   KT_RUN(test_death_by_observation);
   KT_RUN(test_leader_joins_and_lookup);
