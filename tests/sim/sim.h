@@ -20,7 +20,7 @@
 #include "kn/error.h"
 #include "lease/lease.h"
 
-#define SIM_MAX_WORKERS 16
+#define SIM_MAX_WORKERS 64
 #define SIM_MAX_SHARDS 64
 #ifndef SIM_TRACE
 #define SIM_TRACE 256 /* -DSIM_TRACE=65536 for a long trace */
@@ -309,6 +309,8 @@ struct sim {
   int64_t handoffs; /* HANDOFF_DONE that landed */
   int64_t deliveries, records;
   int64_t last_delivery_t; /* the quiet period runs on while readers catch up */
+  int64_t last_end_t;      /* ... and while a lease finished lately may wait
+                              for its cleanup (it must stand still first) */
   int extensions;
   /* conditional writes refused although no one else took the lease: the
    * core's counter fell behind one of its own writes (one that landed but

@@ -174,6 +174,7 @@ void sim_check_landed(sim_t *s, const sim_call_t *c, const char *old_ckpt) {
       h->lease_created = 1;
       break;
     case KN_CC_REMOVE:
+      s->last_end_t = s->now; /* the next generation's cleanup follows */
       h->lease_removed = 1;
       h->removed_t = s->now;
       break;
@@ -200,6 +201,7 @@ void sim_check_landed(sim_t *s, const sim_call_t *c, const char *old_ckpt) {
                     (long long)h->cur_tenure, h->cur_ten_w);
       if (c->op != KN_CC_CHECKPOINT || !c->ckpt) break;
       if (is_ckpt(c->ckpt, KN_CKPT_SHARD_END)) {
+        s->last_end_t = s->now;
         /* That tenure read to the end, or an earlier one did (a lease
          * created again late is closed unread), or the shard is past
          * retention (its children may start: it counts as read). */

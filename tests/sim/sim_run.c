@@ -42,6 +42,8 @@ static void init_cfg(sim_t *s) {
   if (it && (*it == '0' || *it == '1')) spread = *it == '1';
   s->cfg.member_items = spread ? SIM_ITEMS : 1;
   s->cfg.member_item_size = spread ? 2 + (int)((h >> 40) % 2) : 0;
+  /* More than an item holds (16): spread as the consumer spreads them. */
+  if (!spread && s->o.workers > 16) s->cfg.member_items = SIM_ITEMS;
 }
 
 void sim_init(sim_t *s, const sim_opts_t *o) {
@@ -131,11 +133,16 @@ static void apply(sim_t *s, sim_call_t *c) {
 int sim_run(sim_t *s) {
   sim_ev_t ev;
   while (!s->violated && sim_pop(s, &ev)) {
+    int64_t settle = s->cfg.duration_ms > s->cfg.sync_ms ? s->cfg.duration_ms
+                                                         : s->cfg.sync_ms;
     if (ev.t > s->end && !s->faults_on && s->extensions < 12 &&
-        s->last_delivery_t > s->end - 5000) {
+        (s->last_delivery_t > s->end - 5000 ||
+         s->last_end_t > s->end - settle - s->cfg.sync_ms - 5000)) {
       /* Readers still catching up (a shard read again from its start
-       * after a run of failed checkpoints): the end waits, 2 min at most,
-       * so that the end's checks judge a settled group. */
+       * after a run of failed checkpoints), or a lease finished too
+       * lately for its cleanup (it stands still for the settle period,
+       * then a sync removes it): the end waits, 2 min at most, so that
+       * the end's checks judge a settled group. */
       s->end += 10000;
       s->extensions++;
     }

@@ -184,6 +184,14 @@ static void closed(sim_t *s, int w) {
   k->tick_at = -1;
   k->n_proc = 0;
   k->n_yields = 0;
+  /* A redeploy: half the workers closed gracefully come back under a new
+   * id (drawn from a hash, not the stream of draws: the other runs stay
+   * as they were); the old id's membership entries remain until the
+   * leader forgets them. */
+  uint64_t h = (s->o.seed ^ ((uint64_t)w << 20) ^ (uint64_t)k->inc) *
+               0x9e3779b97f4a7c15ULL;
+  if ((h >> 40) & 1 && !s->o.scenario)
+    snprintf(k->id, sizeof(k->id), "w%d.%d", w, k->inc % 1000);
   sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0, 0,
            NULL);
 }
