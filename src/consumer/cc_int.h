@@ -71,6 +71,12 @@ typedef struct cc_lease {
   int64_t delivered_sub;
   int ended, end_popped, shard_end_written;
   int marked; /* ownerBeatFailing is set in the table (acknowledged) */
+  /* Taken while heartbeats fail and reading goes by the leases' deadlines
+   * (mb.lifted): the others judge this lease by the membership until its
+   * mark lands, so its reader starts only then.  The lease as taken
+   * (owned), and whether it is read from its start. */
+  kn_lease_t *await;
+  int await_from_start;
   cc_req_t *reqs, *reqs_tail;
   /* Handing off: to whom, since when; yielded: the application is done
    * with what it was handed. */
@@ -356,6 +362,8 @@ cc_lease_t *kn_cc_wr_find(kn_cc_t *c, const char *key);
 cc_lease_t *kn_cc_wr_begin(kn_cc_t *c, const char *key, const kn_lease_t *t,
                            int64_t counter, int64_t sent, int64_t now);
 void kn_cc_wr_stop_reading(kn_cc_t *c, cc_lease_t *l, kn_err_t reason);
+/* Forgets a reader held back (cc_lease_t.await). */
+void kn_cc_wr_unawait(cc_lease_t *l);
 void kn_cc_wr_drop(kn_cc_t *c, cc_lease_t *l, kn_err_t reason);
 void kn_cc_wr_begin_handoff(kn_cc_t *c, cc_lease_t *l, const char *to,
                             int64_t now);
@@ -433,6 +441,9 @@ void kn_cc_tk_news(kn_cc_t *c, int64_t now);
  * run held (tenure -1: RELEASE, HANDOFF_DONE). */
 void kn_cc_tk_done(kn_cc_t *c, cc_op_t *o, const kn_error_t *err,
                    int64_t counter, int64_t sent, int64_t now);
+/* Starts the reader held back for l (cc_lease_t.await), if l is still
+ * held. */
+void kn_cc_tk_start_awaited(kn_cc_t *c, cc_lease_t *l);
 int64_t kn_cc_tk_next_ms(const kn_cc_t *c);
 void kn_cc_tk_tick(kn_cc_t *c, int64_t now);
 void kn_cc_tk_free(kn_cc_t *c);

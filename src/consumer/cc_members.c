@@ -226,8 +226,10 @@ void kn_cc_mb_relift(kn_cc_t *c, int64_t now) {
    * lease duration after its last beat, and by then every lease says to
    * judge it by its renewals); it stays lifted while heartbeats fail. */
   int lift = failing && (c->mb.lifted || now < c->mb.until);
+  /* (A lease whose reader waits for its mark is not read.) */
   for (size_t i = 0; lift && i < c->wr.n_ls; i++)
-    if (c->wr.ls[i]->held && !c->wr.ls[i]->marked) lift = 0;
+    if (c->wr.ls[i]->held && !c->wr.ls[i]->marked && !c->wr.ls[i]->await)
+      lift = 0;
   if (lift == c->mb.lifted) return;
   c->mb.lifted = lift;
   kn_cc_log(c, lift ? KN_CC_LOG_WARN : KN_CC_LOG_INFO,
@@ -235,6 +237,10 @@ void kn_cc_mb_relift(kn_cc_t *c, int64_t now) {
                    "on by the leases' deadlines"
                  : "heartbeat's deadline back in force");
   kn_cc_mb_fence(c);
+  /* The heartbeat's deadline bounds every reader again: those waiting
+   * for a mark may start. */
+  for (size_t i = 0; !lift && i < c->wr.n_ls; i++)
+    if (c->wr.ls[i]->await) kn_cc_tk_start_awaited(c, c->wr.ls[i]);
 }
 
 /* Askers now dead (or forgotten): the others look at their leases. */

@@ -460,31 +460,62 @@ static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
     kn_cc_wr_pump(c, l, now);
     return;
   }
-  l->reading = 1;
   kn_cc_log(c, KN_CC_LOG_INFO, "%s shard %s (counter %lld, from %s)",
             o->purpose == T_STEAL    ? "stole"
             : o->purpose == T_HANDED ? "was handed"
                                      : "took",
             o->key, (long long)counter,
             t->checkpoint ? t->checkpoint : "the start");
-  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_START);
-  if (!x) return;
-  x->a.tenure = counter;
-  x->a.until_ms = l->until_ms;
-  kn_cc_q_own(x, &x->a.key, o->key);
-  if (kn_cc_q_own_lease(x, t) == 0) {
-    free(x->lease.owner);
-    if (!(x->lease.owner = strdup(c->worker))) c->q.lost = 1;
-    x->lease.counter = counter;
-    if (from_start(c, o)) {
-      /* (NULL, on out-of-memory, is the start too.) */
-      free(x->lease.checkpoint);
-      x->lease.checkpoint = strdup(KN_CKPT_TRIM_HORIZON);
-      kn_cc_log(c, KN_CC_LOG_INFO,
-                "shard %s is read from its start: a parent was read here",
-                o->key);
+  l->await_from_start = from_start(c, o);
+  if (!(l->await = calloc(1, sizeof(*l->await))) ||
+      kn_lease_copy(l->await, t)) {
+    free(l->await);
+    l->await = NULL;
+    c->q.lost = 1;
+    return;
+  }
+  if (c->mb.lifted) {
+    /* Heartbeats fail and this worker reads by its leases' deadlines,
+     * which the others know from each lease's mark: this one has none
+     * yet, and a worker they count dead loses an unmarked lease at once.
+     * Its reader waits for the mark (the next renewal). */
+    kn_cc_log(c, KN_CC_LOG_WARN,
+              "shard %s: heartbeats failing; read once its lease says so",
+              o->key);
+    kn_cc_wr_pump(c, l, now);
+    return;
+  }
+  kn_cc_tk_start_awaited(c, l);
+}
+
+void kn_cc_tk_start_awaited(kn_cc_t *c, cc_lease_t *l) {
+  kn_lease_t *t = l->await;
+  if (!t) return;
+  l->await = NULL;
+  if (l->held && !l->reading) {
+    l->reading = 1;
+    cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_START);
+    if (x) {
+      x->a.tenure = l->tenure;
+      x->a.until_ms = l->until_ms;
+      kn_cc_q_own(x, &x->a.key, l->key);
+      if (kn_cc_q_own_lease(x, t) == 0) {
+        free(x->lease.owner);
+        if (!(x->lease.owner = strdup(c->worker))) c->q.lost = 1;
+        x->lease.counter = l->tenure;
+        if (l->await_from_start) {
+          /* (NULL, on out-of-memory, is the start too.) */
+          free(x->lease.checkpoint);
+          x->lease.checkpoint = strdup(KN_CKPT_TRIM_HORIZON);
+          kn_cc_log(c, KN_CC_LOG_INFO,
+                    "shard %s is read from its start: a parent was read here",
+                    l->key);
+        }
+      }
     }
   }
+  kn_lease_clear(t);
+  free(t);
 }
 
 void kn_cc_tk_news(kn_cc_t *c, int64_t now) {

@@ -37,6 +37,7 @@ cc_lease_t *kn_cc_wr_begin(kn_cc_t *c, const char *key, const kn_lease_t *t,
                            int64_t counter, int64_t sent, int64_t now) {
   cc_lease_t *l = lease_get(c, key);
   if (!l) return NULL;
+  kn_cc_wr_unawait(l);
   l->held = 1;
   l->tenure = counter;
   l->counter = counter;
@@ -89,9 +90,17 @@ void kn_cc_wr_stop_reading(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
   kn_cc_q_own(x, &x->a.key, l->key);
 }
 
+void kn_cc_wr_unawait(cc_lease_t *l) {
+  if (!l->await) return;
+  kn_lease_clear(l->await);
+  free(l->await);
+  l->await = NULL;
+}
+
 /* The lease is no longer ours to write. */
 void kn_cc_wr_drop(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
   kn_cc_wr_stop_reading(c, l, reason);
+  kn_cc_wr_unawait(l);
   l->held = 0;
   free(l->handoff_to);
   l->handoff_to = NULL;
@@ -280,6 +289,7 @@ static void write_failed(kn_cc_t *c, cc_lease_t *l, const cc_op_t *o,
 
 /* A hand-off done: the lease is the next owner's. */
 static void passed_on(kn_cc_t *c, cc_lease_t *l, int64_t now) {
+  kn_cc_wr_unawait(l);
   /* Passed on to a worker that died meanwhile: the others look; one
    * alive now is watched for a while (kn_cc_mb_watch_asker). */
   if (l->handoff_to && (!kn_mview_get(&c->mb.view, l->handoff_to) ||
@@ -297,6 +307,7 @@ static void passed_on(kn_cc_t *c, cc_lease_t *l, int64_t now) {
 }
 
 static void released(kn_cc_t *c, cc_lease_t *l, int64_t now) {
+  kn_cc_wr_unawait(l);
   l->held = 0;
   fail_reqs(c, l, KN_ERR__LEASE_LOST);
   cc_bump(c, now); /* free, or its children ready: the others look */
@@ -352,6 +363,8 @@ static void written(kn_cc_t *c, cc_lease_t *l, const cc_op_t *o, cc_req_t *req,
   } else if (o->op == KN_CC_RENEW && o->mark) {
     l->marked = o->mark == 1;
     kn_cc_mb_relift(c, now);
+    /* The others judge it by its renewals now: its reader may start. */
+    if (l->marked) kn_cc_tk_start_awaited(c, l);
   } else if (o->op == KN_CC_RENEW && handoff_to && l->held) {
     kn_cc_wr_begin_handoff(c, l, handoff_to, now);
   } else if (o->op == KN_CC_RELEASE) {
@@ -553,6 +566,7 @@ void kn_cc_wr_free(kn_cc_t *c) {
       kn_cc_req_free(r);
     }
     free(l->handoff_to);
+    kn_cc_wr_unawait(l);
     free(l->key);
     free(l);
   }
