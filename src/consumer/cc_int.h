@@ -275,6 +275,11 @@ typedef struct cc_writes {
   size_t n_ls, cap_ls;
   kn_strmap_t lmap; /* key -> ls entry (a worker may hold thousands) */
   int64_t flush_at; /* the next checkpoint flush */
+  /* A lease was given up on a deadline, not by a write: it may still be
+   * in this worker's name in the table (a closing worker then does not
+   * leave its membership item, so that the others count it dead and take
+   * what it left). */
+  int unsure;
 } cc_writes_t;
 
 /* The core: all of it is owned by the core and touched only by the

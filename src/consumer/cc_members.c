@@ -140,8 +140,10 @@ void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
   x->a.leave = c->mb.bucket != to ? c->mb.bucket : c->mb.leave;
   if (x->a.leave == to) x->a.leave = -1;
   /* The last beat of a worker closing, spread over items: written (its
-   * bump counts), then its entry removed. */
-  if (c->mb.close_beat && c->mb.nb > 1) x->a.leave = to;
+   * bump counts), then its entry removed -- unless a lease may still be
+   * in its name (cc_writes_t.unsure): the others take those once they
+   * count it dead, and a member that left is not dead. */
+  if (c->mb.close_beat && c->mb.nb > 1 && !c->wr.unsure) x->a.leave = to;
   o->leave = x->a.leave;
   int spread = c->mb.nb > 1 || c->mb.published_nb > 1 || c->mb.was_spread;
   int lead = kn_cc_mb_leader(c);

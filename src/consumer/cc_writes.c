@@ -99,6 +99,7 @@ void kn_cc_wr_unawait(cc_lease_t *l) {
 
 /* The lease is no longer ours to write. */
 void kn_cc_wr_drop(kn_cc_t *c, cc_lease_t *l, kn_err_t reason) {
+  if (reason == KN_ERR__TIMED_OUT && l->held) c->wr.unsure = 1;
   kn_cc_wr_stop_reading(c, l, reason);
   kn_cc_wr_unawait(l);
   l->held = 0;

@@ -283,8 +283,13 @@ void sim_check_end(sim_t *s) {
     if (h->closed) {
       check_cleanup(s, i);
       if (l && !kn_lease_is_shard_end(l) && h->lease_created)
-        sim_violate(s, "closed %s: lease left at %s", h->id,
-                    l->checkpoint ? l->checkpoint : "(none)");
+        sim_violate(s,
+                    "closed %s: lease left at %s (owner %s, counter %lld, "
+                    "checkpoint owner %s%s)",
+                    h->id, l->checkpoint ? l->checkpoint : "(none)",
+                    l->owner ? l->owner : "none", (long long)l->counter,
+                    l->checkpoint_owner ? l->checkpoint_owner : "none",
+                    l->beat_failing ? ", marked: heartbeats failing" : "");
       continue;
     }
     if (!l) {

@@ -69,7 +69,7 @@ void sim_worker_start(sim_t *s, int w) {
   cfg.auto_checkpoint = k->auto_ckpt;
   cfg.beat_base = (int64_t)(sim_rand(&s->rng) >> 2);
   k->dr = kn_drive_new(&cfg, drive_ops(), &k->env);
-  sim_trace(s, w, "start", NULL, k->inc, k->auto_ckpt);
+  sim_trace(s, w, "start", k->id, k->inc, k->auto_ckpt);
   if (!k->dr) {
     sim_violate(s, "kn_drive_new refused a valid configuration");
     k->alive = 0;
@@ -184,13 +184,15 @@ static void closed(sim_t *s, int w) {
   k->tick_at = -1;
   k->n_proc = 0;
   k->n_yields = 0;
-  /* A redeploy: half the workers closed gracefully come back under a new
-   * id (drawn from a hash, not the stream of draws: the other runs stay
-   * as they were); the old id's membership entries remain until the
-   * leader forgets them. */
+  /* A redeploy (KN_SIM_NEW_IDS=1): half the workers closed gracefully
+   * come back under a new id (drawn from a hash, not the stream of draws:
+   * the other runs stay as they were); the old id's membership entries
+   * remain until the leader forgets them, and what it left in its name
+   * goes to the others. */
   uint64_t h = (s->o.seed ^ ((uint64_t)w << 20) ^ (uint64_t)k->inc) *
                0x9e3779b97f4a7c15ULL;
-  if ((h >> 40) & 1 && !s->o.scenario)
+  const char *ni = getenv("KN_SIM_NEW_IDS");
+  if (ni && *ni == '1' && (h >> 40) & 1 && !s->o.scenario)
     snprintf(k->id, sizeof(k->id), "w%d.%d", w, k->inc % 1000);
   sim_push(s, s->now + sim_range(&s->rng, 0, 20000), EV_RESTART, w, 0, 0, 0,
            NULL);
