@@ -221,9 +221,14 @@ static int classify(kn_cc_t *c, kn_lease_t *w, const char **ours, size_t n,
     if (kn_mview_is_dead(&c->mb.view, w[i].owner) && !w[i].checkpoint_owner &&
         w[i].beat_failing) {
       /* Its owner's heartbeats fail, and it said so on the lease: it may
-       * read on while it renews; judged by the lease, as a KCL's. */
-      if (!kn_lease_is_expired(&c->obs, &w[i], now, c->cfg.duration_ms))
+       * read on while it renews; judged by the lease, as a KCL's.  Once
+       * expired it is free, as a dead member's (heirs). */
+      if (!kn_lease_is_expired(&c->obs, &w[i], now, c->cfg.duration_ms)) {
         c->tk.foreign++;
+      } else {
+        ours[i] = w[i].owner;
+        w[i].owner = NULL;
+      }
     } else if (kn_mview_is_dead(&c->mb.view, w[i].owner) &&
                !w[i].checkpoint_owner) {
       /* Its owner stopped beating a lease duration ago and has stopped
@@ -278,7 +283,7 @@ static void heirs(kn_cc_t *c, const kn_lease_t *w, const char **ours, size_t n,
                                   : NULL;
     /* Free for a lease duration (the others were told only near the
      * change): the leader takes it. */
-    int stray = !ours[i] && lead &&
+    int stray = (!ours[i] || w[i].beat_failing) && lead &&
                 kn_lease_is_expired(&c->obs, &w[i], now, c->cfg.duration_ms);
     if (!stray && (!d || !d->dead || d->remote)) continue;
     size_t live = 0, mine = 0;
