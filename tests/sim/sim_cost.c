@@ -653,6 +653,18 @@ static int live_other(cost_t *s, int not ) {
   return not ;
 }
 
+/* Phase `phase`, 60 s: worker w's control thread stalls for stall_ms, or
+ * its heartbeats land late for late_ms.  Whether every lease is held by a
+ * live worker at its end. */
+static int trouble(cost_t *s, int phase, int w, int64_t stall_ms,
+                   int64_t late_ms) {
+  s->hot.phase = phase;
+  if (stall_ms) s->w[w].stall_until = s->now + stall_ms;
+  if (late_ms) s->w[w].late_until = s->now + late_ms;
+  run_until(s, s->now + 60000, NULL, 0);
+  return recovered(s, 0);
+}
+
 static void print_counts(const char *name, const counts_t *a, const counts_t *b,
                          double seconds, int shards, double hot,
                          const char *extra) {
@@ -777,19 +789,12 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   /* A control thread busy for 25 s (a long pause, a swapped process): its
    * readers read on to their deadlines, its calls and ticks wait; then
    * 35 s more. */
-  s.hot.phase = 4;
   int stalled = live_other(&s, victim);
-  s.w[stalled].stall_until = s.now + 25000;
-  run_until(&s, s.now + 60000, NULL, 0);
-  int stall_held = recovered(&s, 0);
+  int stall_held = trouble(&s, 4, stalled, 25000, 0);
   counts_t c4 = s.cnt;
   /* A late member: another worker's heartbeats land 4-24 s late for
    * 60 s (a slow path to the membership table). */
-  s.hot.phase = 5;
-  int late = live_other(&s, stalled);
-  s.w[late].late_until = s.now + 60000;
-  run_until(&s, s.now + 60000, NULL, 0);
-  int late_held = recovered(&s, 0);
+  int late_held = trouble(&s, 5, live_other(&s, stalled), 0, 60000);
   counts_t c5 = s.cnt;
   /* A rolling redeploy: every worker replaced by one of a new id, a tenth
    * every 10 s (new ones started, old ones closed gracefully: final
