@@ -497,7 +497,8 @@ void kn_cc_tk_start_awaited(kn_cc_t *c, cc_lease_t *l) {
   kn_lease_t *t = l->await;
   if (!t) return;
   l->await = NULL;
-  if (l->held && !l->reading) {
+  /* (Closing, it is handed back unread.) */
+  if (l->held && !l->reading && !c->closing && !c->fatal) {
     l->reading = 1;
     cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_START);
     if (x) {
