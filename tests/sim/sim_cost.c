@@ -825,11 +825,12 @@ int sim_cost_main(int shards, int workers, int64_t seconds, uint64_t seed,
   double m = (double)seconds / 60.0;
   printf(
       "{\"shards\": %d, \"workers\": %d, \"members\": %d, \"seconds\": %lld, "
-      "\"settled_s\": %.1f, \"items_read_per_shard_min\": %.4f, "
+      "\"settled_s\": %.1f, \"settle_hot_item_wcu_s\": %.1f, "
+      "\"items_read_per_shard_min\": %.4f, "
       "\"rcu_per_shard_min\": %.4f, \"items_written_per_lease_min\": "
       "%.3f, \"wcu_per_lease_min\": %.3f, ",
       shards, workers, members, (long long)seconds, (double)settled_ms / 1000,
-      (c1.items_read - c0.items_read) / shards / m,
+      s.hot.phase_max[0], (c1.items_read - c0.items_read) / shards / m,
       (c1.rcu - c0.rcu) / shards / m,
       (c1.items_written - c0.items_written) / shards / m,
       (c1.wcu - c0.wcu) / shards / m);
