@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void violate(sim_cost_check_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void violate(sim_cost_check_t *c, const char *fmt, ...) {
   if (!c->violations++) {
     va_list ap;
