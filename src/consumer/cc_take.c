@@ -442,6 +442,30 @@ static int from_start(const kn_cc_t *c, const cc_op_t *o) {
   return 0;
 }
 
+/* START for l's tenure from lease t as taken; from its start when
+ * from_start. */
+static void start_reader(kn_cc_t *c, cc_lease_t *l, const kn_lease_t *t,
+                         int from_start) {
+  l->reading = 1;
+  cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_START);
+  if (!x) return;
+  x->a.tenure = l->tenure;
+  x->a.until_ms = l->until_ms;
+  kn_cc_q_own(x, &x->a.key, l->key);
+  if (kn_cc_q_own_lease(x, t) != 0) return;
+  free(x->lease.owner);
+  if (!(x->lease.owner = strdup(c->worker))) c->q.lost = 1;
+  x->lease.counter = l->tenure;
+  if (from_start) {
+    /* (NULL, on out-of-memory, is the start too.) */
+    free(x->lease.checkpoint);
+    x->lease.checkpoint = strdup(KN_CKPT_TRIM_HORIZON);
+    kn_cc_log(c, KN_CC_LOG_INFO,
+              "shard %s is read from its start: a parent was read here",
+              l->key);
+  }
+}
+
 static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
                  int64_t now) {
   const kn_lease_t *t = &o->lease;
@@ -471,57 +495,34 @@ static void took(kn_cc_t *c, cc_op_t *o, int64_t counter, int64_t sent,
                                      : "took",
             o->key, (long long)counter,
             t->checkpoint ? t->checkpoint : "the start");
-  l->await_from_start = from_start(c, o);
-  if (!(l->await = calloc(1, sizeof(*l->await))) ||
-      kn_lease_copy(l->await, t)) {
-    free(l->await);
-    l->await = NULL;
-    c->q.lost = 1;
-    return;
-  }
   if (c->mb.lifted) {
     /* Heartbeats fail and this worker reads by its leases' deadlines,
      * which the others know from each lease's mark: this one has none
      * yet, and a worker they count dead loses an unmarked lease at once.
      * Its reader waits for the mark (the next renewal). */
+    l->await_from_start = from_start(c, o);
+    if (!(l->await = calloc(1, sizeof(*l->await))) ||
+        kn_lease_copy(l->await, t)) {
+      free(l->await);
+      l->await = NULL;
+      c->q.lost = 1;
+      return;
+    }
     kn_cc_log(c, KN_CC_LOG_WARN,
               "shard %s: heartbeats failing; read once its lease says so",
               o->key);
     kn_cc_wr_pump(c, l, now);
     return;
   }
-  kn_cc_tk_start_awaited(c, l);
+  start_reader(c, l, t, from_start(c, o));
 }
 
 void kn_cc_tk_start_awaited(kn_cc_t *c, cc_lease_t *l) {
-  kn_lease_t *t = l->await;
-  if (!t) return;
-  l->await = NULL;
+  if (!l->await) return;
   /* (Closing, it is handed back unread.) */
-  if (l->held && !l->reading && !c->closing && !c->fatal) {
-    l->reading = 1;
-    cc_act_t *x = kn_cc_q_push(&c->q, KN_CC_START);
-    if (x) {
-      x->a.tenure = l->tenure;
-      x->a.until_ms = l->until_ms;
-      kn_cc_q_own(x, &x->a.key, l->key);
-      if (kn_cc_q_own_lease(x, t) == 0) {
-        free(x->lease.owner);
-        if (!(x->lease.owner = strdup(c->worker))) c->q.lost = 1;
-        x->lease.counter = l->tenure;
-        if (l->await_from_start) {
-          /* (NULL, on out-of-memory, is the start too.) */
-          free(x->lease.checkpoint);
-          x->lease.checkpoint = strdup(KN_CKPT_TRIM_HORIZON);
-          kn_cc_log(c, KN_CC_LOG_INFO,
-                    "shard %s is read from its start: a parent was read here",
-                    l->key);
-        }
-      }
-    }
-  }
-  kn_lease_clear(t);
-  free(t);
+  if (l->held && !l->reading && !c->closing && !c->fatal)
+    start_reader(c, l, l->await, l->await_from_start);
+  kn_cc_wr_unawait(l);
 }
 
 void kn_cc_tk_news(kn_cc_t *c, int64_t now) {
