@@ -194,10 +194,18 @@ typedef struct cc_members {
   int view_full;    /* the view holds every member (one item, or the
                        leader's roster) */
   int probed;       /* the first call read the item count (probe) */
-  int was_spread;   /* spread over items until a roster shows every member
-                      back in item 0 */
-  int roster_fails; /* rosters refused for good, in a row (3: no more
-                       items than one) */
+  /* The probe found more members than an item holds and no digest (a
+   * fleet starting at once, before the leader spreads it): nb is this
+   * worker's guess until then, kept while items answer without a digest
+   * (else back to item 0). */
+  int64_t guess_until;
+  int64_t crowd_since; /* one item, more live members than it holds */
+  int view_roster;     /* the view was built from a roster (the leader's) */
+  int beat_sent;       /* a beat was sent: an item may hold this worker */
+  int was_spread;      /* spread over items until a roster shows every member
+                         back in item 0 */
+  int roster_fails;    /* rosters refused for good, in a row (3: no more
+                          items than one) */
   uint64_t roster_refused; /* the call whose roster was refused so */
   /* The roster the call in flight (roster_id) read: every item's members
    * (owned). */
@@ -389,6 +397,7 @@ void kn_cc_wr_free(kn_cc_t *c);
 /* ---- cc_members.c: heartbeats ---- */
 
 int kn_cc_mb_leader(const kn_cc_t *c);
+int kn_cc_mb_hold(const kn_cc_t *c, int64_t now);
 void kn_cc_mb_send(kn_cc_t *c, int64_t now);
 /* The answer to HEARTBEAT o: 1 when it brought a view (the take round
  * may have news), else 0. */

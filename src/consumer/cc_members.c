@@ -32,6 +32,15 @@ static int want_bucket(const kn_cc_t *c) {
   return kn_cc_mb_home(c->worker, c->mb.nb);
 }
 
+/* Items half full for `live` members: a group that grows fast (a fleet
+ * started at once) fills them again only after it has doubled. */
+static int half_full_nb(const kn_cc_t *c, size_t live) {
+  int want = 1, size = item_size(c);
+  while ((size_t)want * (size_t)size / 2 < live && want < c->cfg.member_items)
+    want *= 2;
+  return want;
+}
+
 /* The item count the leader wants for live members: powers of two,
  * changed when items would hold more than member_item_size members or
  * fewer than an eighth of that. */
@@ -40,12 +49,33 @@ static int want_nb(const kn_cc_t *c, size_t live) {
   if (!spread_ok(c)) return 1;
   if (live <= (size_t)nb * (size_t)size && live * 4 >= (size_t)nb * size / 2)
     return nb;
-  /* Half full: a group that grows fast (a fleet started at once) fills
-   * them again only after it has doubled. */
-  int want = 1;
-  while ((size_t)want * (size_t)size / 2 < live && want < c->cfg.member_items)
-    want *= 2;
-  return want;
+  return half_full_nb(c, live);
+}
+
+/* The leader of one item that holds more entries than an item should: it
+ * reads every item before it spreads them, since workers that found item
+ * 0 full beat in items of their own guess (heard, probe). */
+static int crowded(const kn_cc_t *c) {
+  return spread_ok(c) && c->mb.nb <= 1 && c->mb.published_nb <= 1 &&
+         !c->mb.was_spread && c->mb.view.n > (size_t)item_size(c);
+}
+
+/* No take round: beating in an item of its own guess other than item 0
+ * (the members of item 0 may not know of it, so it holds nothing until a
+ * digest says how many items there are, or the guess is over); or in a
+ * group outgrowing one item, before the leader spreads it (its members
+ * would take every lease before those beating elsewhere could), for two
+ * lease durations at most. */
+int kn_cc_mb_hold(const kn_cc_t *c, int64_t now) {
+  if (c->mb.guess_until && want_bucket(c) != 0) return 1;
+  return c->mb.crowd_since && now - c->mb.crowd_since < 2 * c->cfg.duration_ms;
+}
+
+/* ... by a leader whose item count is still a guess (heard, probe): as
+ * if it spread one item. */
+static int lead_nb(const kn_cc_t *c, size_t live) {
+  if (!spread_ok(c) || !c->mb.guess_until) return want_nb(c, live);
+  return live <= (size_t)item_size(c) ? 1 : half_full_nb(c, live);
 }
 
 int kn_cc_is_leader(const kn_cc_t *c) {
@@ -67,9 +97,15 @@ static void publish(kn_cc_t *c, cc_act_t *x, int spread) {
    * tells what it last knew (the item count, the summed epoch, the
    * leases held), so that the digest stays fresh, and changes nothing. */
   int full = c->mb.view_full;
-  int nb = full ? want_nb(c, kn_mview_live(&c->mb.view)) : c->mb.nb;
+  int nb = full ? lead_nb(c, kn_mview_live(&c->mb.view)) : c->mb.nb;
   int n = nb > c->mb.nb ? nb : c->mb.nb;
   if (c->mb.published_nb > n) n = c->mb.published_nb;
+  /* ... and every item a member beats in (one that guessed the count
+   * learns it there). */
+  for (size_t i = 0; c->mb.has_roster && i < c->mb.roster.n; i++)
+    if (c->mb.roster.v[i].bucket >= n &&
+        c->mb.roster.v[i].bucket < c->cfg.member_items)
+      n = c->mb.roster.v[i].bucket + 1;
   if (!spread && nb <= 1 && c->mb.published_nb <= 1) return;
   if (full) {
     /* The most and fewest leases held, how many hold the fewest, and how
@@ -137,8 +173,15 @@ void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
   int to = want_bucket(c);
   o->bucket = to;
   x->a.bucket = to;
-  x->a.leave = c->mb.bucket != to ? c->mb.bucket : c->mb.leave;
+  /* The item left: none before a first beat unless the probe found a
+   * copy of this worker (a run before this one: the others would judge
+   * it dead there); a remove of an entry never written costs a write of
+   * that item all the same. */
+  x->a.leave = !c->mb.beat_sent     ? -1
+               : c->mb.bucket != to ? c->mb.bucket
+                                    : c->mb.leave;
   if (x->a.leave == to) x->a.leave = -1;
+  c->mb.beat_sent = 1;
   /* The last beat of a worker closing, spread over items: written (its
    * bump counts), then its entry removed -- unless a lease may still be
    * in its name (cc_writes_t.unsure): the others take those once they
@@ -147,8 +190,12 @@ void kn_cc_mb_send(kn_cc_t *c, int64_t now) {
   o->leave = x->a.leave;
   int spread = c->mb.nb > 1 || c->mb.published_nb > 1 || c->mb.was_spread;
   int lead = kn_cc_mb_leader(c);
-  x->a.roster = o->roster = lead && spread;
-  if (lead && (spread_ok(c) || c->mb.published_nb > 1)) publish(c, x, spread);
+  int crowd = lead && crowded(c);
+  x->a.roster = o->roster = lead && (spread || crowd);
+  /* Crowded, the leader spreads the members once it has seen them all. */
+  if (lead && (spread_ok(c) || c->mb.published_nb > 1) &&
+      (!crowd || c->mb.view_roster) && !(c->mb.guess_until && !c->mb.view_full))
+    publish(c, x, spread);
   /* The leader forgets members long dead, and entries that are no
    * members and stay unchanged: the item stays small.  A few at a time:
    * each is a REMOVE in the heartbeat's expression, which DynamoDB caps
@@ -279,9 +326,18 @@ static void digest_read(kn_cc_t *c, const char *d, int64_t now) {
              "nb=%d epoch=%lld seq=%lld max=%lld min=%lld nmin=%lld over=%lld",
              &nb, &ep, &seq, &most, &least, &n_least, &over) != 7 ||
       nb < 1 || nb > c->cfg.member_items) {
-    if (c->mb.nb > 1 && !d) c->mb.nb = 1; /* an item no leader wrote */
+    /* An item no leader wrote: back to item 0, once a guess is over. */
+    if (c->mb.nb > 1 && !d && now >= c->mb.guess_until &&
+        !(kn_cc_mb_leader(c) && c->mb.published_nb > 1)) {
+      if (c->mb.guess_until)
+        kn_cc_log(c, KN_CC_LOG_INFO,
+                  "no leader spread the membership: beating in item 0");
+      c->mb.nb = 1;
+      c->mb.guess_until = 0;
+    }
     return;
   }
+  c->mb.guess_until = 0;
   if (seq != c->mb.d_seq || !c->mb.d_changed_ms) {
     c->mb.d_seq = seq;
     c->mb.d_changed_ms = now;
@@ -412,6 +468,33 @@ void kn_cc_mb_roster_listed(kn_cc_t *c, uint64_t id, int64_t now) {
   kn_members_clear(&one);
 }
 
+/* After the probe: more members than an item holds and no digest (a
+ * fleet starting at once, item 0 full before its leader spreads it).
+ * This worker beats in its item of a count it guesses from the roster,
+ * not in item 0, until a digest tells it the count -- or, for two lease
+ * durations without one, back in item 0. */
+static void guess(kn_cc_t *c, int64_t now) {
+  const kn_members_t *r = &c->mb.roster;
+  size_t n = 0;
+  int me = 0;
+  if (c->mb.d_changed_ms) return; /* a digest was read */
+  for (size_t i = 0; i < r->n; i++) {
+    n += !i || strcmp(r->v[i - 1].worker, r->v[i].worker) != 0;
+    me |= cc_is_me(c, r->v[i].worker);
+  }
+  for (size_t i = 0; i < r->n_bad; i++) me |= cc_is_me(c, r->bad[i].worker);
+  /* A copy of its own (a run before this one) is where the others judge
+   * this worker: it beats there, in item 0. */
+  if (me || n <= (size_t)item_size(c)) return;
+  n++;
+  c->mb.nb = half_full_nb(c, n);
+  c->mb.guess_until = now + 2 * c->cfg.duration_ms;
+  kn_cc_log(c, KN_CC_LOG_INFO,
+            "%zu members in one membership item: beating in item %d of %d "
+            "until the leader spreads them",
+            n, kn_cc_mb_home(c->worker, c->mb.nb), c->mb.nb);
+}
+
 static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
                  const kn_members_t *m, int64_t sent, int64_t now) {
   int64_t bumped = o->bump;
@@ -421,7 +504,18 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
     /* What the roster says of the item count; the first beat goes to
      * this worker's item at once (a store that cannot tell: item 0). */
     c->mb.probed = 1;
-    if (!err && roster) digest_read(c, c->mb.roster.digest, now);
+    c->mb.beat_sent = 1;
+    if (!err && roster) {
+      const kn_members_t *r = &c->mb.roster;
+      c->mb.beat_sent = 0;
+      for (size_t i = 0; i < r->n && !c->mb.beat_sent; i++)
+        if (cc_is_me(c, r->v[i].worker)) {
+          c->mb.bucket = r->v[i].bucket;
+          c->mb.beat_sent = 1;
+        }
+      digest_read(c, c->mb.roster.digest, now);
+      guess(c, now);
+    }
     c->mb.hb_at = now;
     return 0;
   }
@@ -495,6 +589,7 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   if (!keep) {
     /* The view holds every member: one item, or the leader's roster. */
     c->mb.view_full = in == &one || (c->mb.nb <= 1 && !c->mb.was_spread);
+    c->mb.view_roster = in == &one;
     updated = kn_mview_update(&c->mb.view, in, now, c->cfg.duration_ms) == 0;
   }
   /* Spread over items, a bump reaches the bumper's item and the leader
@@ -518,7 +613,22 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
   c->mb.hb_at = c->mb.bump_pending > 0 || want_bucket(c) != c->mb.bucket
                     ? now
                     : sent + next_beat_ms(c, now);
-  if (c->mb.regrow && c->mb.hb_at > now + c->cfg.renew_ms / 4)
+  /* A group outgrowing one item, not spread yet (kn_cc_mb_hold). */
+  if (spread_ok(c) && c->mb.nb <= 1 && c->mb.published_nb <= 1 &&
+      !c->mb.was_spread && kn_mview_live(&c->mb.view) > (size_t)item_size(c)) {
+    if (!c->mb.crowd_since) c->mb.crowd_since = now;
+  } else {
+    c->mb.crowd_since = 0;
+  }
+  /* ... and so while the group outgrows one item: it reads every item,
+   * then spreads them. */
+  int lead = kn_cc_mb_leader(c);
+  int crowd = lead && crowded(c) && !c->mb.view_roster;
+  int outgrown = lead && spread_ok(c) && c->mb.view_roster &&
+                 (lead_nb(c, kn_mview_live(&c->mb.view)) != c->mb.nb ||
+                  (c->mb.nb > 1 && c->mb.published_nb != c->mb.nb));
+  if ((c->mb.regrow || crowd || outgrown) &&
+      c->mb.hb_at > now + c->cfg.renew_ms / 4)
     c->mb.hb_at = now + c->cfg.renew_ms / 4;
   return 1;
 }

@@ -400,6 +400,7 @@ void kn_cc_tk_round(kn_cc_t *c, const kn_lease_t *v, size_t n,
   c->tk.foreign = 0;
   kn_cc_ho_seen(c);
   check_held(c, v, n, seen->emit_ms, now);
+  if (kn_cc_mb_hold(c, now)) return;
   kn_lease_t *w = NULL;
   const char **ours = NULL;
   if (n) {
