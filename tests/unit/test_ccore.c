@@ -1289,6 +1289,69 @@ static void test_members_spread(void) {
   kn_rig_close(&r);
 }
 
+/* A fleet started at once: a worker that finds item 0 over its size, and
+ * no digest, beats in an item of its own guess and takes nothing until
+ * the leader has spread the group; then every lease is held. */
+static void test_members_cold_start(void) {
+  static kn_cc_shard_t shards[24];
+  static char ids[24][8];
+  for (int i = 0; i < 24; i++) {
+    snprintf(ids[i], sizeof(ids[i]), "s%02d", i);
+    shards[i] = sh(ids[i], NULL, NULL, 0);
+  }
+  kn_rig_t r;
+  kn_rig_worker_t w[12];
+  char names[12][4];
+  kn_cc_cfg_t cfg[12];
+  for (int i = 0; i < 12; i++) {
+    snprintf(names[i], sizeof(names[i]), "w%c", 'a' + i);
+    cfg[i] = members_cfg(names[i]);
+    cfg[i].member_items = 16;
+    cfg[i].member_item_size = 2;
+  }
+  KT_REQUIRE(rig_with(&r, &w[0], shards, 24, &cfg[0]) == 0);
+  int started = 1;
+  for (; started < 3; started++)
+    KT_REQUIRE(kn_rig_start(&r, &w[started], &cfg[started]) == 0);
+  int64_t now = 0;
+  steps(w, started, &now, 500); /* three beat in item 0: over its size */
+  for (; started < 12; started++)
+    KT_REQUIRE(kn_rig_start(&r, &w[started], &cfg[started]) == 0);
+  steps(w, started, &now, 1000);
+  kn_members_t m;
+  KT_CHECK_OK(r.ls->ops->members(r.ls, &m));
+  KT_CHECK(m.digest == NULL); /* no leader has spread them yet */
+  int outside = 0, in0 = 0;
+  for (size_t i = 0; i < m.n; i++) {
+    int k = m.v[i].worker[1] - 'a';
+    outside += m.v[i].bucket != 0;
+    in0 += m.v[i].bucket == 0;
+    /* beating outside item 0, unknown there: it holds nothing yet */
+    if (m.v[i].bucket != 0 && k >= 0 && k < 12)
+      KT_CHECK_INT((int)held(&w[k]), 0);
+  }
+  kn_members_clear(&m);
+  KT_CHECK(outside >= 4); /* the late ones did not crowd item 0 */
+  KT_CHECK(in0 < 12);
+  steps(w, started, &now, 120000);
+  KT_CHECK_OK(r.ls->ops->members(r.ls, &m));
+  KT_CHECK(m.digest && strncmp(m.digest, "nb=", 3) == 0);
+  int per[KN_MEMBERS_BUCKETS_MAX] = {0}, most = 0;
+  for (size_t i = 0; i < m.n; i++)
+    if (m.v[i].bucket >= 0 && m.v[i].bucket < KN_MEMBERS_BUCKETS_MAX)
+      per[m.v[i].bucket]++;
+  for (int b = 0; b < KN_MEMBERS_BUCKETS_MAX; b++)
+    if (per[b] > most) most = per[b];
+  KT_CHECK_INT((int)m.n, 12);
+  KT_CHECK(most <= 2);
+  kn_members_clear(&m);
+  size_t total = 0;
+  for (int i = 0; i < started; i++) total += held(&w[i]);
+  KT_CHECK_INT((int)total, 24);
+  for (int i = 0; i < started; i++) kn_rig_kill(&w[i]);
+  kn_rig_close(&r);
+}
+
 static void test_members_fallback(void) {
   kn_rig_t r;
   kn_rig_worker_t w[2];
@@ -1449,6 +1512,7 @@ int main(void) {
   KT_RUN(test_members_lost_mid_run);
   KT_RUN(test_members_refused_for_good);
   KT_RUN(test_members_spread);
+  KT_RUN(test_members_cold_start);
   KT_RUN(test_members_fallback);
   return KT_DONE();
 }
