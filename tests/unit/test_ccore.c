@@ -1208,6 +1208,22 @@ static void test_members_refused_for_good(void) {
  * deadline and reads on by the leases' deadlines; the other counts it
  * dead but judges its marked leases by their renewals, so nothing moves.
  * When heartbeats come back, the marks are removed. */
+/* n_shards open shards s00.., and n workers named w<first>.. with items
+ * of two members (up to 16 items). */
+static void items_setup(kn_cc_shard_t *shards, char (*ids)[8], int n_shards,
+                        char (*names)[4], kn_cc_cfg_t *cfg, int n, char first) {
+  for (int i = 0; i < n_shards; i++) {
+    snprintf(ids[i], sizeof(ids[i]), "s%02d", i);
+    shards[i] = sh(ids[i], NULL, NULL, 0);
+  }
+  for (int i = 0; i < n; i++) {
+    snprintf(names[i], sizeof(names[i]), "w%c", first + i);
+    cfg[i] = members_cfg(names[i]);
+    cfg[i].member_items = 16;
+    cfg[i].member_item_size = 2;
+  }
+}
+
 /* Eight workers on sixteen shards with items of two members: they spread
  * over items, each item written by few; the leader (w0) reads them all.
  * A worker killed has its leases held again by the others; without the
@@ -1215,20 +1231,11 @@ static void test_members_refused_for_good(void) {
 static void test_members_spread(void) {
   static kn_cc_shard_t shards[16];
   static char ids[16][8];
-  for (int i = 0; i < 16; i++) {
-    snprintf(ids[i], sizeof(ids[i]), "s%02d", i);
-    shards[i] = sh(ids[i], NULL, NULL, 0);
-  }
   kn_rig_t r;
   kn_rig_worker_t w[8];
   char names[8][4];
   kn_cc_cfg_t cfg[8];
-  for (int i = 0; i < 8; i++) {
-    snprintf(names[i], sizeof(names[i]), "w%d", i);
-    cfg[i] = members_cfg(names[i]);
-    cfg[i].member_items = 16;
-    cfg[i].member_item_size = 2;
-  }
+  items_setup(shards, ids, 16, names, cfg, 8, '0');
   KT_REQUIRE(rig_with(&r, &w[0], shards, 16, &cfg[0]) == 0);
   int started = 1;
   for (; started < 8; started++)
@@ -1295,20 +1302,11 @@ static void test_members_spread(void) {
 static void test_members_cold_start(void) {
   static kn_cc_shard_t shards[24];
   static char ids[24][8];
-  for (int i = 0; i < 24; i++) {
-    snprintf(ids[i], sizeof(ids[i]), "s%02d", i);
-    shards[i] = sh(ids[i], NULL, NULL, 0);
-  }
   kn_rig_t r;
   kn_rig_worker_t w[12];
   char names[12][4];
   kn_cc_cfg_t cfg[12];
-  for (int i = 0; i < 12; i++) {
-    snprintf(names[i], sizeof(names[i]), "w%c", 'a' + i);
-    cfg[i] = members_cfg(names[i]);
-    cfg[i].member_items = 16;
-    cfg[i].member_item_size = 2;
-  }
+  items_setup(shards, ids, 24, names, cfg, 12, 'a');
   KT_REQUIRE(rig_with(&r, &w[0], shards, 24, &cfg[0]) == 0);
   int started = 1;
   for (; started < 3; started++)
