@@ -7,7 +7,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps peers build demo check test unit asan torture fuzz docs docs-check bench sim-long \
+.PHONY: all deps peers build demo check test unit asan torture fuzz docs docs-check bench sim-long sim-fleet \
   interop clean python-check python-asan
 
 all: build
@@ -110,8 +110,18 @@ interop: deps peers build
 # SIM_SEED, beyond the 10,000 that make check runs (tests/sim/README.md).
 SIM_SEED ?= 100001
 SIM_RUNS ?= 200000
+SIM_FLEET_RUNS ?= 20
 sim-long: build
 	$(BUILD)/tests/sim/kn_sim --seed $(SIM_SEED) --runs $(SIM_RUNS) --seconds 180
+
+# 1,000 workers on 16 shards, every fault: SIM_FLEET_RUNS runs, then as
+# many redeploying under new ids.  About 30 s of one core a run.
+sim-fleet: build
+	$(BUILD)/tests/sim/kn_sim --seed $(SIM_SEED) --runs $(SIM_FLEET_RUNS) \
+	  --workers 1000 --shards 16 --faults all --seconds 180
+	KN_SIM_NEW_IDS=1 $(BUILD)/tests/sim/kn_sim --seed $(SIM_SEED) \
+	  --runs $(SIM_FLEET_RUNS) --workers 1000 --shards 16 --faults all \
+	  --seconds 180
 
 bench: deps build
 	python3 bench/run.py --build $(BUILD)

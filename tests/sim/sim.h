@@ -20,7 +20,7 @@
 #include "kn/error.h"
 #include "lease/lease.h"
 
-#define SIM_MAX_WORKERS 64
+#define SIM_MAX_WORKERS 1024
 #define SIM_MAX_SHARDS 64
 #ifndef SIM_TRACE
 #define SIM_TRACE 256 /* -DSIM_TRACE=65536 for a long trace */
