@@ -22,7 +22,8 @@ static int lookup(const char *v, const char *const *names, int n) {
 static void usage(void) {
   fprintf(
       stderr,
-      "usage: kn_sim [--seed N] [--runs K] [--workers 1..1024] [--shards 1..16]\n"
+      "usage: kn_sim [--seed N] [--runs K] [--workers 1..1024] [--shards "
+      "1..16]\n"
       "              [--faults none|kills|all|mixed]\n"
       "              [--topology static|split|merge|mixed|idle|random]\n"
       "              [--seconds T] [--trace] [--first] [--scenario NAME]\n"
