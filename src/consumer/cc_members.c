@@ -52,13 +52,16 @@ static int want_nb(const kn_cc_t *c, size_t live) {
   return half_full_nb(c, live);
 }
 
+/* One item, never spread, holding more than `count` says an item should. */
+static int one_item_over(const kn_cc_t *c, size_t count) {
+  return spread_ok(c) && c->mb.nb <= 1 && c->mb.published_nb <= 1 &&
+         !c->mb.was_spread && count > (size_t)item_size(c);
+}
+
 /* The leader of one item that holds more entries than an item should: it
  * reads every item before it spreads them, since workers that found item
  * 0 full beat in items of their own guess (heard, probe). */
-static int crowded(const kn_cc_t *c) {
-  return spread_ok(c) && c->mb.nb <= 1 && c->mb.published_nb <= 1 &&
-         !c->mb.was_spread && c->mb.view.n > (size_t)item_size(c);
-}
+static int crowded(const kn_cc_t *c) { return one_item_over(c, c->mb.view.n); }
 
 /* No take round: beating in an item of its own guess other than item 0
  * (the members of item 0 may not know of it, so it holds nothing until a
@@ -473,18 +476,14 @@ void kn_cc_mb_roster_listed(kn_cc_t *c, uint64_t id, int64_t now) {
  * This worker beats in its item of a count it guesses from the roster,
  * not in item 0, until a digest tells it the count -- or, for two lease
  * durations without one, back in item 0. */
-static void guess(kn_cc_t *c, int64_t now) {
+static void guess(kn_cc_t *c, int64_t now, int me) {
   const kn_members_t *r = &c->mb.roster;
   size_t n = 0;
-  int me = 0;
   if (c->mb.d_changed_ms) return; /* a digest was read */
-  for (size_t i = 0; i < r->n; i++) {
+  for (size_t i = 0; i < r->n; i++)
     n += !i || strcmp(r->v[i - 1].worker, r->v[i].worker) != 0;
-    me |= cc_is_me(c, r->v[i].worker);
-  }
-  for (size_t i = 0; i < r->n_bad; i++) me |= cc_is_me(c, r->bad[i].worker);
-  /* A copy of its own (a run before this one) is where the others judge
-   * this worker: it beats there, in item 0. */
+  /* A copy of its own (me: a run before this one) is where the others
+   * judge this worker: it beats there, in item 0. */
   if (me || n <= (size_t)item_size(c)) return;
   n++;
   c->mb.nb = half_full_nb(c, n);
@@ -506,15 +505,19 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
     c->mb.probed = 1;
     c->mb.beat_sent = 1;
     if (!err && roster) {
+      /* A copy of this worker (a run before): its first beat leaves it. */
       const kn_members_t *r = &c->mb.roster;
+      int bad = 0;
       c->mb.beat_sent = 0;
       for (size_t i = 0; i < r->n && !c->mb.beat_sent; i++)
         if (cc_is_me(c, r->v[i].worker)) {
           c->mb.bucket = r->v[i].bucket;
           c->mb.beat_sent = 1;
         }
+      for (size_t i = 0; i < r->n_bad; i++)
+        bad |= cc_is_me(c, r->bad[i].worker);
       digest_read(c, c->mb.roster.digest, now);
-      guess(c, now);
+      guess(c, now, c->mb.beat_sent || bad);
     }
     c->mb.hb_at = now;
     return 0;
@@ -614,12 +617,10 @@ static int heard(kn_cc_t *c, const cc_op_t *o, const kn_error_t *err,
                     ? now
                     : sent + next_beat_ms(c, now);
   /* A group outgrowing one item, not spread yet (kn_cc_mb_hold). */
-  if (spread_ok(c) && c->mb.nb <= 1 && c->mb.published_nb <= 1 &&
-      !c->mb.was_spread && kn_mview_live(&c->mb.view) > (size_t)item_size(c)) {
-    if (!c->mb.crowd_since) c->mb.crowd_since = now;
-  } else {
+  if (!one_item_over(c, kn_mview_live(&c->mb.view)))
     c->mb.crowd_since = 0;
-  }
+  else if (!c->mb.crowd_since)
+    c->mb.crowd_since = now;
   /* ... and so while the group outgrows one item: it reads every item,
    * then spreads them. */
   int lead = kn_cc_mb_leader(c);
